@@ -1,0 +1,419 @@
+"""``arrayx.Array``: the standard's array object, a thin wrapper over an executor buffer.
+
+An Array holds ``(_buf, _ex)``: the executor's own buffer and the executor.
+Users never construct it directly; every function returns one (``Array._new``).
+
+Every operator routes through the namespace's public functions, which bind
+primitives, so the same methods serve concrete arrays and tracers.  Tracers are
+subclasses with ``__slots__ = ()`` that keep their state in ``_buf``: because
+the layout is identical, in-place code (``x[i] = v``, ``x += y``) is
+functionalised by computing the new value and rebinding the wrapper
+(``_become``), even when a concrete array receives a traced value.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+
+from arrayx.api import _dtypes
+
+SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
+
+
+class Array:
+    __slots__ = ("_buf", "_ex", "__weakref__")
+    # NumPy operands defer to us: ``numpy_array + arrayx_array`` calls Array.__radd__.
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            "arrayx.Array is not constructed directly; use arrayx.asarray(obj) or a creation function"
+        )
+
+    @classmethod
+    def _new(cls, buf, ex) -> "Array":
+        self = object.__new__(cls)
+        self._buf = buf
+        self._ex = ex
+        return self
+
+    def _become(self, other: "Array") -> None:
+        """Rebind this wrapper to ``other``'s value (functionalised in-place update)."""
+        if self.__class__ is not other.__class__:
+            self.__class__ = other.__class__
+        self._buf = other._buf
+        self._ex = other._ex
+
+    # -- attributes -----------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._buf.dtype
+
+    @property
+    def shape(self) -> tuple:
+        shape = self._buf.shape
+        if self._ex.unknown_shapes:
+            return self._ex.shape_of(self._buf)
+        return shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._buf.shape)
+
+    @property
+    def size(self):
+        shape = self.shape
+        n = 1
+        for d in shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    @property
+    def device(self):
+        return self._ex.device_of(self._buf)
+
+    @property
+    def executor(self) -> str:
+        """Name of the executor this array lives on (an arrayx extension)."""
+        return self._ex.name
+
+    @property
+    def mT(self) -> "Array":
+        return _linalg.matrix_transpose(self)
+
+    @property
+    def T(self) -> "Array":
+        if self.ndim != 2:
+            raise ValueError(
+                f"Array.T: only defined for 2-D arrays (got {self.ndim}-D); use x.mT or permute_dims"
+            )
+        return _manip.permute_dims(self, (1, 0))
+
+    @property
+    def at(self) -> "_AtIndexer":
+        """Functional updates: ``x.at[idx].set(v)``, ``.add``, ``.multiply``, ``.min``, ``.max``, ``.get()``."""
+        return _AtIndexer(self)
+
+    # -- conversion -------------------------------------------------------------
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> types.ModuleType:
+        if api_version is not None and api_version not in SUPPORTED_API_VERSIONS:
+            raise ValueError(
+                f"__array_namespace__: api_version {api_version!r} is not supported; "
+                f"arrayx implements {SUPPORTED_API_VERSIONS}"
+            )
+        import arrayx
+
+        return arrayx
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        host = self._ex.to_host(self._buf)
+        if copy:
+            return np.array(host, dtype=dtype, copy=True)
+        return np.asarray(host, dtype=dtype)
+
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        buf = self._ex.dlpack_buffer(self._buf)
+        kwargs = {}
+        if stream is not None:
+            kwargs["stream"] = stream
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return buf.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self._ex.dlpack_buffer(self._buf).__dlpack_device__()
+
+    def to_device(self, device, /, *, stream=None) -> "Array":
+        return _creation.asarray(self, device=device)
+
+    def _scalar(self, kind, fname: str):
+        if self.ndim != 0 and self.size != 1:
+            raise TypeError(
+                f"{fname}: only arrays with one element can be converted to a Python scalar, "
+                f"got shape {self.shape}"
+            )
+        return kind(self._ex.to_host(self._buf).reshape(()).item())
+
+    def __bool__(self) -> bool:
+        return self._scalar(bool, "bool()")
+
+    def __int__(self) -> int:
+        if self.dtype.kind == "c":
+            raise TypeError("int(): cannot convert a complex array to int; take real() or abs() first")
+        v = self._ex.to_host(self._buf).reshape(()).item() if self.size == 1 else None
+        if v is None:
+            return self._scalar(int, "int()")
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            raise (ValueError if v != v else OverflowError)(f"int(): cannot convert {v} to int")
+        return int(v)
+
+    def __float__(self) -> float:
+        if self.dtype.kind == "c":
+            raise TypeError("float(): cannot convert a complex array to float; take real() or abs() first")
+        return self._scalar(float, "float()")
+
+    def __complex__(self) -> complex:
+        return self._scalar(complex, "complex()")
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"__index__: only integer arrays can be used as an index, got {self.dtype}")
+        return self._scalar(int, "__index__")
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        try:
+            body = np.array2string(np.asarray(self._ex.to_host(self._buf)), separator=", ", prefix="Array(")
+        except Exception as e:  # pragma: no cover - defensive: repr must not raise
+            body = f"<{type(e).__name__}: {e}>"
+        return f"Array({body}, dtype={self.dtype}, device={self.device.executor}:{self.device.label})"
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        raise TypeError("arrayx.Array is unhashable")
+
+    # -- indexing --------------------------------------------------------------
+    def __getitem__(self, key, /) -> "Array":
+        return _indexing.getitem(self, key)
+
+    def __setitem__(self, key, value, /) -> None:
+        _indexing.setitem(self, key, value)
+
+    # -- arithmetic --------------------------------------------------------------
+    def __pos__(self):
+        return _ew.positive(self)
+
+    def __neg__(self):
+        return _ew.negative(self)
+
+    def __abs__(self):
+        return _ew.abs(self)
+
+    def __invert__(self):
+        return _ew.bitwise_invert(self)
+
+    def __add__(self, other, /):
+        return _ew.add(self, other)
+
+    def __radd__(self, other, /):
+        return _ew.add(other, self)
+
+    def __iadd__(self, other, /):
+        return self._inplace(_ew.add, other, "+=")
+
+    def __sub__(self, other, /):
+        return _ew.subtract(self, other)
+
+    def __rsub__(self, other, /):
+        return _ew.subtract(other, self)
+
+    def __isub__(self, other, /):
+        return self._inplace(_ew.subtract, other, "-=")
+
+    def __mul__(self, other, /):
+        return _ew.multiply(self, other)
+
+    def __rmul__(self, other, /):
+        return _ew.multiply(other, self)
+
+    def __imul__(self, other, /):
+        return self._inplace(_ew.multiply, other, "*=")
+
+    def __truediv__(self, other, /):
+        return _ew.divide(self, other)
+
+    def __rtruediv__(self, other, /):
+        return _ew.divide(other, self)
+
+    def __itruediv__(self, other, /):
+        return self._inplace(_ew.divide, other, "/=")
+
+    def __floordiv__(self, other, /):
+        return _ew.floor_divide(self, other)
+
+    def __rfloordiv__(self, other, /):
+        return _ew.floor_divide(other, self)
+
+    def __ifloordiv__(self, other, /):
+        return self._inplace(_ew.floor_divide, other, "//=")
+
+    def __mod__(self, other, /):
+        return _ew.remainder(self, other)
+
+    def __rmod__(self, other, /):
+        return _ew.remainder(other, self)
+
+    def __imod__(self, other, /):
+        return self._inplace(_ew.remainder, other, "%=")
+
+    def __pow__(self, other, /):
+        return _ew.pow(self, other)
+
+    def __rpow__(self, other, /):
+        return _ew.pow(other, self)
+
+    def __ipow__(self, other, /):
+        return self._inplace(_ew.pow, other, "**=")
+
+    def __matmul__(self, other, /):
+        return _linalg.matmul(self, other)
+
+    def __rmatmul__(self, other, /):
+        return _linalg.matmul(other, self)
+
+    def __imatmul__(self, other, /):
+        return self._inplace(_linalg.matmul, other, "@=")
+
+    def __and__(self, other, /):
+        return _ew.bitwise_and(self, other)
+
+    def __rand__(self, other, /):
+        return _ew.bitwise_and(other, self)
+
+    def __iand__(self, other, /):
+        return self._inplace(_ew.bitwise_and, other, "&=")
+
+    def __or__(self, other, /):
+        return _ew.bitwise_or(self, other)
+
+    def __ror__(self, other, /):
+        return _ew.bitwise_or(other, self)
+
+    def __ior__(self, other, /):
+        return self._inplace(_ew.bitwise_or, other, "|=")
+
+    def __xor__(self, other, /):
+        return _ew.bitwise_xor(self, other)
+
+    def __rxor__(self, other, /):
+        return _ew.bitwise_xor(other, self)
+
+    def __ixor__(self, other, /):
+        return self._inplace(_ew.bitwise_xor, other, "^=")
+
+    def __lshift__(self, other, /):
+        return _ew.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other, /):
+        return _ew.bitwise_left_shift(other, self)
+
+    def __ilshift__(self, other, /):
+        return self._inplace(_ew.bitwise_left_shift, other, "<<=")
+
+    def __rshift__(self, other, /):
+        return _ew.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other, /):
+        return _ew.bitwise_right_shift(other, self)
+
+    def __irshift__(self, other, /):
+        return self._inplace(_ew.bitwise_right_shift, other, ">>=")
+
+    # -- comparison ----------------------------------------------------------------
+    def __eq__(self, other, /):  # type: ignore[override]
+        return _ew.equal(self, other)
+
+    def __ne__(self, other, /):  # type: ignore[override]
+        return _ew.not_equal(self, other)
+
+    def __lt__(self, other, /):
+        return _ew.less(self, other)
+
+    def __le__(self, other, /):
+        return _ew.less_equal(self, other)
+
+    def __gt__(self, other, /):
+        return _ew.greater(self, other)
+
+    def __ge__(self, other, /):
+        return _ew.greater_equal(self, other)
+
+    # -- in-place --------------------------------------------------------------------
+    def _inplace(self, fn, other, op: str) -> "Array":
+        result = fn(self, other)
+        if result.dtype != self.dtype:
+            raise TypeError(
+                f"x {op} y: the result dtype {result.dtype} differs from x's dtype {self.dtype}; "
+                f"in-place operators cannot change an array's dtype (write x = x {op[:-1]} y)"
+            )
+        if result.shape != self.shape:
+            raise ValueError(
+                f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
+                f"in-place operators cannot change an array's shape"
+            )
+        self._become(result)
+        return self
+
+
+class _AtIndexer:
+    __slots__ = ("_x",)
+
+    def __init__(self, x: Array):
+        self._x = x
+
+    def __getitem__(self, key) -> "_AtRef":
+        return _AtRef(self._x, key)
+
+
+class _AtRef:
+    """``x.at[key]``: functional updates that return new arrays (x is unchanged)."""
+
+    __slots__ = ("_x", "_key")
+
+    def __init__(self, x: Array, key):
+        self._x = x
+        self._key = key
+
+    def get(self) -> Array:
+        return _indexing.getitem(self._x, self._key)
+
+    def set(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "set")
+
+    def add(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "add")
+
+    def subtract(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "subtract")
+
+    def multiply(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "multiply")
+
+    def divide(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "divide")
+
+    def power(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "power")
+
+    def min(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "min")
+
+    def max(self, values) -> Array:
+        return _indexing.at_update(self._x, self._key, values, "max")
+
+
+# The namespace modules the methods route through (imported last: they import Array).
+from arrayx.api import creation as _creation  # noqa: E402
+from arrayx.api import elementwise as _ew  # noqa: E402
+from arrayx.api import indexing as _indexing  # noqa: E402
+from arrayx.api import linalg as _linalg  # noqa: E402
+from arrayx.api import manipulation as _manip  # noqa: E402

@@ -1,0 +1,156 @@
+"""Argument checks, promotion and broadcasting shared by the namespace's functions.
+
+Every error names the function, the offending value and, where there is one, the fix.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from arrayx.api import _dtypes
+from arrayx.api._array import Array
+from arrayx.transforms.core import _TRACE
+
+_PY_SCALARS = (bool, int, float, complex)
+_PROMOTION = _dtypes.PROMOTION
+
+
+def array_arg(fname: str, x, name: str = "x") -> Array:
+    if not isinstance(x, Array):
+        raise TypeError(
+            f"{fname}: {name} must be an arrayx array, got {type(x).__name__}; "
+            f"convert it with arrayx.asarray(...)"
+        )
+    return x
+
+
+def check_dtype(fname: str, x: Array, category: str, name: str = "x") -> None:
+    if x.dtype not in _dtypes.CATEGORIES[category]:
+        raise TypeError(f"{fname}: {name} must have a {category} dtype, got {x.dtype}")
+
+
+def dtype_error(fname: str, category: str, dtype) -> TypeError:
+    return TypeError(f"{fname}: expected {category} dtype(s), got {dtype}")
+
+
+def cast(x: Array, dtype) -> Array:
+    """``x`` as ``dtype`` (no-op when it already is)."""
+    if x.dtype == dtype:
+        return x
+    from arrayx.api.data_types import astype
+
+    return astype(x, dtype)
+
+
+def scalar_operand(fname: str, value, dtype) -> object:
+    """A Python scalar operand as a NumPy scalar of ``dtype`` (every executor accepts those)."""
+    if dtype.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(
+                f"{fname}: the Python integer {value} is out of range for {dtype} "
+                f"[{info.min}, {info.max}]"
+            )
+    return dtype.type(value)
+
+
+def promote_binary(fname: str, x1, x2, category: str) -> tuple:
+    """Check, promote and (under a transform) broadcast the operands of a binary function.
+
+    Returns ``(a1, a2)``; a Python scalar becomes a NumPy scalar of the result dtype.
+    """
+    allowed = _dtypes.CATEGORIES[category]
+    if isinstance(x1, Array):
+        d1 = x1.dtype
+        if isinstance(x2, Array):
+            d2 = x2.dtype
+            if d1 != d2:
+                if d1 not in allowed or d2 not in allowed:
+                    raise TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
+                dt = _PROMOTION[d1, d2]
+                x1 = cast(x1, dt)
+                x2 = cast(x2, dt)
+            elif d1 not in allowed:
+                raise TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
+            s1 = x1.shape
+            s2 = x2.shape
+            if s1 != s2:
+                shape = broadcast_shapes_for(fname, s1, s2)
+                if _TRACE.get() is not None:
+                    from arrayx.api.manipulation import broadcast_to
+
+                    if s1 != shape:
+                        x1 = broadcast_to(x1, shape)
+                    if s2 != shape:
+                        x2 = broadcast_to(x2, shape)
+            return x1, x2
+        if not isinstance(x2, _PY_SCALARS):
+            raise _operand_error(fname, x2, "x2")
+        dt = _dtypes.scalar_result_dtype(d1, x2)
+        if dt not in allowed:
+            raise TypeError(f"{fname}: expected {category} dtypes, got {d1} and Python {type(x2).__name__}")
+        return cast(x1, dt), scalar_operand(fname, x2, dt)
+    if isinstance(x2, Array):
+        if not isinstance(x1, _PY_SCALARS):
+            raise _operand_error(fname, x1, "x1")
+        dt = _dtypes.scalar_result_dtype(x2.dtype, x1)
+        if dt not in allowed:
+            raise TypeError(f"{fname}: expected {category} dtypes, got Python {type(x1).__name__} and {x2.dtype}")
+        return scalar_operand(fname, x1, dt), cast(x2, dt)
+    raise TypeError(
+        f"{fname}: at least one argument must be an arrayx array, got {type(x1).__name__} "
+        f"and {type(x2).__name__}; convert with arrayx.asarray(...)"
+    )
+
+
+def _operand_error(fname, value, name):
+    return TypeError(
+        f"{fname}: {name} must be an arrayx array or a Python scalar (bool, int, float, complex), "
+        f"got {type(value).__name__}"
+    )
+
+
+def broadcast_shapes_for(fname: str, *shapes) -> tuple:
+    """The broadcast of ``shapes`` (ValueError naming the function and the shapes otherwise)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        offset = ndim - len(s)
+        for i, d in enumerate(s):
+            o = out[offset + i]
+            if d == o or d == 1:
+                continue
+            if o == 1:
+                out[offset + i] = d
+            elif d is None or o is None:
+                out[offset + i] = None
+            else:
+                raise ValueError(
+                    f"{fname}: shapes {', '.join(str(tuple(t)) for t in shapes)} cannot be broadcast together"
+                )
+    return tuple(out)
+
+
+def normalize_axis(fname: str, axis, ndim: int, name: str = "axis") -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{fname}: {name} must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= a < ndim:
+        raise IndexError(f"{fname}: {name}={axis} is out of bounds for an array with {ndim} dimension(s)")
+    return a % ndim if ndim else 0
+
+
+def normalize_axes(fname: str, axis, ndim: int):
+    """``axis`` (None, int or tuple of ints) as a sorted tuple of non-negative ints; None stays None."""
+    if axis is None:
+        return None
+    if isinstance(axis, tuple):
+        axes = tuple(normalize_axis(fname, a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{fname}: axis {axis} contains repeated axes")
+        return tuple(sorted(axes))
+    if isinstance(axis, list):
+        raise TypeError(f"{fname}: axis must be an int or a tuple of ints, got a list; pass tuple(axis)")
+    return (normalize_axis(fname, axis, ndim),)

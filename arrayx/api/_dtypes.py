@@ -1,0 +1,120 @@
+"""The standard's data types, their categories and the promotion table.
+
+arrayx dtypes are NumPy dtype instances, so every executor (and every client
+that passes NumPy dtypes) speaks them.  arrayx owns promotion: results get the
+same dtype on every executor because the dtype is decided here, before any
+executor is called.  Where the standard leaves a case undefined (mixed
+signed/unsigned 64-bit, int with float arrays, int ``/``) we follow NumPy 2
+(NEP 50) on every executor.
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+
+import numpy as np
+
+builtins_bool = _builtins.bool
+
+bool = np.dtype("bool")  # noqa: A001 - the standard's name
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+uint8 = np.dtype("uint8")
+uint16 = np.dtype("uint16")
+uint32 = np.dtype("uint32")
+uint64 = np.dtype("uint64")
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+complex64 = np.dtype("complex64")
+complex128 = np.dtype("complex128")
+
+DType = np.dtype
+
+_signed = (int8, int16, int32, int64)
+_unsigned = (uint8, uint16, uint32, uint64)
+_real_float = (float32, float64)
+_complex = (complex64, complex128)
+
+all_dtypes = (bool,) + _signed + _unsigned + _real_float + _complex
+numeric_dtypes = _signed + _unsigned + _real_float + _complex
+
+# The standard's dtype categories, as data.  ``isdtype`` kinds use the same keys.
+CATEGORIES: dict[str, frozenset] = {
+    "bool": frozenset({bool}),
+    "signed integer": frozenset(_signed),
+    "unsigned integer": frozenset(_unsigned),
+    "integral": frozenset(_signed + _unsigned),
+    "real floating": frozenset(_real_float),
+    "complex floating": frozenset(_complex),
+    "numeric": frozenset(numeric_dtypes),
+    # categories used by the elementwise functions' argument checks
+    "all": frozenset(all_dtypes),
+    "integer or boolean": frozenset((bool,) + _signed + _unsigned),
+    "floating-point": frozenset(_real_float + _complex),
+    "real numeric": frozenset(_signed + _unsigned + _real_float),
+    "real-valued": frozenset((bool,) + _signed + _unsigned + _real_float),
+}
+
+DEFAULT_INT = int64
+DEFAULT_FLOAT = float64
+DEFAULT_COMPLEX = complex128
+DEFAULT_INDEX = int64
+
+# complex <-> real counterparts (abs/real/imag of complex, complex from real)
+REAL_OF = {complex64: float32, complex128: float64}
+COMPLEX_OF = {float32: complex64, float64: complex128}
+
+# Array-with-array promotion: NumPy 2's result_type is exactly the standard's
+# table on the pairs the standard defines, and NEP 50 on the rest.
+PROMOTION: dict[tuple, np.dtype] = {
+    (a, b): np.result_type(a, b) for a in all_dtypes for b in all_dtypes
+}
+
+_kind_rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def scalar_result_dtype(dt: np.dtype, scalar) -> np.dtype:
+    """dtype of ``array(dt) op scalar`` for a Python scalar (the standard's rule, NEP 50 beyond)."""
+    if isinstance(scalar, (builtins_bool, np.bool_)):
+        return dt
+    if isinstance(scalar, int):
+        return DEFAULT_INT if dt == bool else dt
+    if isinstance(scalar, float):
+        return dt if dt.kind in "fc" else DEFAULT_FLOAT
+    if isinstance(scalar, complex):
+        if dt.kind == "c":
+            return dt
+        return complex64 if dt == float32 else DEFAULT_COMPLEX
+    raise TypeError(f"expected a Python scalar, got {type(scalar).__name__}")
+
+
+def scalar_dtype(scalar) -> np.dtype:
+    """Default dtype for a bare Python scalar (``asarray(3.0)``)."""
+    if isinstance(scalar, (builtins_bool, np.bool_)):
+        return bool
+    if isinstance(scalar, int):
+        return DEFAULT_INT
+    if isinstance(scalar, float):
+        return DEFAULT_FLOAT
+    if isinstance(scalar, complex):
+        return DEFAULT_COMPLEX
+    raise TypeError(f"expected a Python scalar, got {type(scalar).__name__}")
+
+
+def as_dtype(dtype, fname: str = "arrayx") -> np.dtype:
+    """Normalise a dtype argument (arrayx/NumPy dtype or NumPy scalar type) or raise TypeError."""
+    if isinstance(dtype, np.dtype):
+        if dtype in CATEGORIES["all"]:
+            return dtype
+    elif dtype is not None:
+        try:
+            d = np.dtype(dtype)
+        except TypeError:
+            d = None
+        if d is not None and d in CATEGORIES["all"] and not isinstance(dtype, (str, int, float)):
+            return d
+    raise TypeError(
+        f"{fname}: {dtype!r} is not a dtype of the array API standard; use one of "
+        f"arrayx.bool, int8..int64, uint8..uint64, float32, float64, complex64, complex128"
+    )

@@ -1,0 +1,323 @@
+"""Creation functions (the standard's "Creation Functions" category).
+
+Functions without array inputs run on the executor chosen by ``device=`` or the
+selection rules (``arrayx.executors.base``); ``*_like``, ``tril``/``triu`` and
+``meshgrid`` follow their array arguments and bind primitives, so they work
+under transforms.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Sequence
+
+import numpy as np
+
+from arrayx.api import _dtypes
+from arrayx.api._array import Array
+from arrayx.api._checks import array_arg, check_dtype
+from arrayx.executors import base as _exec
+from arrayx.transforms.core import Primitive
+
+__all__ = [
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+    "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+]
+
+
+def _shape_arg(fname: str, shape) -> tuple:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{fname}: shape must be an int or a tuple of ints, got {type(shape).__name__}")
+    out = []
+    for d in shape:
+        try:
+            d = operator.index(d)
+        except TypeError:
+            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
+        if d < 0:
+            raise ValueError(f"{fname}: negative dimension {d} in shape {tuple(shape)}")
+        out.append(d)
+    return tuple(out)
+
+
+def _dtype_arg(fname: str, dtype, default):
+    return default if dtype is None else _dtypes.as_dtype(dtype, fname)
+
+
+def _place(ex, buf, device):
+    if device is not None and device != ex.default_device():
+        buf = ex.to_device(buf, device)
+    return Array._new(buf, ex)
+
+
+def _host_array(obj, dtype):
+    """Host (NumPy) array of nested Python data with the standard's default dtypes."""
+    if dtype is None:
+        a = np.asarray(obj)
+        if a.dtype.kind == "O":
+            raise TypeError(f"asarray: cannot make an array from {type(obj).__name__} of mixed/unsupported objects")
+        if a.dtype.kind == "f" and a.dtype != _dtypes.float64 and not isinstance(obj, np.ndarray):
+            a = a.astype(_dtypes.DEFAULT_FLOAT)
+        if a.dtype not in _dtypes.CATEGORIES["all"]:
+            raise TypeError(f"asarray: dtype {a.dtype} is not a dtype of the array API standard")
+        return a
+    return np.asarray(obj, dtype=dtype)
+
+
+def _contains_arrays(obj) -> bool:
+    if isinstance(obj, Array):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return builtins.any(_contains_arrays(o) for o in obj)
+    return False
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Array:
+    """Convert arrays (arrayx, NumPy, DLPack-capable), Python scalars and nested sequences."""
+    dtype = None if dtype is None else _dtypes.as_dtype(dtype, "asarray")
+    if isinstance(obj, Array):
+        return _from_arrayx(obj, dtype, device, copy)
+    ex, dev = _exec.resolve_device(device, "asarray")
+    if isinstance(obj, (bool, int, float, complex)):
+        dt = dtype or _dtypes.scalar_dtype(obj)
+        if dt.kind in "iu" and isinstance(obj, int):
+            info = np.iinfo(dt)
+            if not info.min <= obj <= info.max:
+                raise OverflowError(f"asarray: the Python integer {obj} is out of range for {dt}")
+        if dt.kind in "iub" and isinstance(obj, float):
+            raise TypeError(f"asarray: cannot convert the float {obj!r} to {dt} exactly; pass dtype explicitly as a float dtype")
+        return _place(ex, ex.asarray(np.asarray(obj, dtype=dt), copy=None), dev)
+    if isinstance(obj, (list, tuple)) and _contains_arrays(obj):
+        from arrayx.api.manipulation import stack
+
+        parts = [asarray(o, dtype=dtype, device=device) for o in obj]
+        return stack(parts)
+    if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
+        if obj.dtype not in _dtypes.CATEGORIES["all"]:
+            raise TypeError(f"asarray: NumPy dtype {obj.dtype} is not a dtype of the array API standard")
+        if ex.name == "numpy":
+            return _place(ex, ex.asarray(np.asarray(obj), dtype=dtype, copy=copy), dev)
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but moving a NumPy array to the {ex.name!r} executor copies")
+        return _place(ex, ex.asarray(np.asarray(obj, dtype=dtype)), dev)
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, (list, tuple)):
+        out = from_dlpack(obj, device=device, copy=copy)
+        return out if dtype is None or out.dtype == dtype else _from_arrayx(out, dtype, None, False)
+    if isinstance(obj, (list, tuple)):
+        return _place(ex, ex.asarray(_host_array(obj, dtype)), dev)
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or isinstance(obj, (bytes, bytearray, memoryview)):
+        host = np.asarray(obj) if not isinstance(obj, (bytes, bytearray)) else np.frombuffer(obj, dtype=np.uint8)
+        return asarray(host, dtype=dtype, device=device, copy=copy)
+    raise TypeError(
+        f"asarray: cannot convert {type(obj).__name__} to an arrayx array; expected a Python scalar, "
+        f"a nested sequence, a NumPy array or an object supporting DLPack"
+    )
+
+
+def _from_arrayx(x: Array, dtype, device, copy) -> Array:
+    from arrayx.api.data_types import astype
+
+    if device is not None:
+        ex, dev = _exec.resolve_device(device, "asarray")
+        if ex is not x._ex:
+            if copy is False:
+                raise ValueError(
+                    f"asarray: copy=False, but moving from the {x._ex.name!r} executor to {ex.name!r} copies"
+                )
+            buf = ex.from_foreign(x._buf, x._ex)
+            x = _place(ex, buf, dev)
+            copy = False  # already a fresh buffer
+        elif dev is not None and dev != x.device:
+            if copy is False:
+                raise ValueError(f"asarray: copy=False, but moving to {dev} copies")
+            x = Array._new(ex.to_device(x._buf, dev), ex)
+            copy = False
+    if dtype is not None and dtype != x.dtype:
+        if copy is False:
+            raise ValueError(f"asarray: copy=False, but converting {x.dtype} to {dtype} copies")
+        return astype(x, dtype)
+    if copy:
+        return astype(x, x.dtype, copy=True)
+    return x
+
+
+def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
+    """An arrayx array sharing memory with a DLPack-capable array where the executor allows."""
+    if isinstance(x, Array):
+        return _from_arrayx(x, None, device, copy)
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack (__dlpack__)")
+    ex, dev = _exec.resolve_device(device, "from_dlpack")
+    return _place(ex, ex.from_dlpack(x, copy=copy), dev)
+
+
+def _creation(fname, device, build):
+    ex, dev = _exec.resolve_device(device, fname)
+    return _place(ex, build(ex.xp), dev)
+
+
+def zeros(shape, *, dtype=None, device=None) -> Array:
+    """An array of zeros."""
+    shape, dt = _shape_arg("zeros", shape), _dtype_arg("zeros", dtype, _dtypes.DEFAULT_FLOAT)
+    return _creation("zeros", device, lambda xp: xp.zeros(shape, dtype=dt))
+
+
+def ones(shape, *, dtype=None, device=None) -> Array:
+    """An array of ones."""
+    shape, dt = _shape_arg("ones", shape), _dtype_arg("ones", dtype, _dtypes.DEFAULT_FLOAT)
+    return _creation("ones", device, lambda xp: xp.ones(shape, dtype=dt))
+
+
+def empty(shape, *, dtype=None, device=None) -> Array:
+    """An uninitialised array (zeros on executors that cannot leave memory uninitialised)."""
+    shape, dt = _shape_arg("empty", shape), _dtype_arg("empty", dtype, _dtypes.DEFAULT_FLOAT)
+    return _creation("empty", device, lambda xp: xp.empty(shape, dtype=dt))
+
+
+def _fill_dtype(fname, fill_value, dtype):
+    if not isinstance(fill_value, (bool, int, float, complex)):
+        if isinstance(fill_value, Array) and fill_value.ndim == 0:
+            fill_value = fill_value._ex.to_host(fill_value._buf).item()
+        else:
+            raise TypeError(f"{fname}: fill_value must be a Python scalar, got {type(fill_value).__name__}")
+    dt = _dtypes.scalar_dtype(fill_value) if dtype is None else _dtypes.as_dtype(dtype, fname)
+    if dt.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, bool):
+        info = np.iinfo(dt)
+        if not info.min <= fill_value <= info.max:
+            raise OverflowError(f"{fname}: fill_value {fill_value} is out of range for {dt}")
+    if dt.kind in "biu" and isinstance(fill_value, (float, complex)):
+        raise TypeError(f"{fname}: cannot fill a {dt} array with the {type(fill_value).__name__} {fill_value!r}")
+    if dt.kind == "f" and isinstance(fill_value, complex):
+        raise TypeError(f"{fname}: cannot fill a {dt} array with the complex {fill_value!r}")
+    return fill_value, dt
+
+
+def full(shape, fill_value, *, dtype=None, device=None) -> Array:
+    """An array filled with ``fill_value`` (dtype inferred from the Python scalar)."""
+    shape = _shape_arg("full", shape)
+    fill_value, dt = _fill_dtype("full", fill_value, dtype)
+    return _creation("full", device, lambda xp: xp.full(shape, fill_value, dtype=dt))
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
+    """Evenly spaced values in [start, stop) with ``step``."""
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is not None and (isinstance(v, complex) or not isinstance(v, (int, float))):
+            raise TypeError(f"arange: {name} must be an int or a float, got {type(v).__name__}")
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        dt = _dtypes.DEFAULT_FLOAT if builtins.any(isinstance(v, float) for v in (start, stop, step)) else _dtypes.DEFAULT_INT
+    else:
+        dt = _dtypes.as_dtype(dtype, "arange")
+    if dt.kind in "iu" and builtins.any(isinstance(v, float) for v in (start, stop, step)):
+        raise TypeError(f"arange: float arguments with integer dtype {dt}; pass ints or a float dtype")
+    if dt.kind in "iu":
+        return _creation("arange", device, lambda xp: xp.arange(start, stop, step, dtype=dt))
+    if dt.kind not in "f":
+        raise TypeError(f"arange: dtype must be real (integer or float), got {dt}")
+    host = np.arange(start, stop, step, dtype=np.float64).astype(dt)
+    return _creation("arange", device, lambda xp: xp.asarray(host))
+
+
+def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array:
+    """A 2-D array with ones on the k-th diagonal."""
+    n_rows = _shape_arg("eye", n_rows)[0]
+    n_cols = n_rows if n_cols is None else _shape_arg("eye", n_cols)[0]
+    dt = _dtype_arg("eye", dtype, _dtypes.DEFAULT_FLOAT)
+    return _creation("eye", device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt))
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> Array:
+    """``num`` evenly spaced samples over [start, stop] (or [start, stop) without endpoint)."""
+    num = _shape_arg("linspace", num)[0]
+    if dtype is None:
+        dt = _dtypes.DEFAULT_COMPLEX if builtins.any(isinstance(v, complex) for v in (start, stop)) else _dtypes.DEFAULT_FLOAT
+    else:
+        dt = _dtypes.as_dtype(dtype, "linspace")
+        if dt.kind not in "fc":
+            raise TypeError(f"linspace: dtype must be floating-point, got {dt}")
+    host = np.linspace(start, stop, num, endpoint=endpoint, dtype=_dtypes.COMPLEX_OF.get(dt, dt) if dt.kind == "c" else np.float64)
+    return _creation("linspace", device, lambda xp: xp.asarray(host.astype(dt)))
+
+
+# -- functions of arrays (bind primitives) ------------------------------------
+
+full_like_p = Primitive("full_like")
+tril_p = Primitive("tril")
+triu_p = Primitive("triu")
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
+    """An array shaped like x, filled with ``fill_value``."""
+    array_arg("full_like", x)
+    fill_value, dt = _fill_dtype("full_like", fill_value, x.dtype if dtype is None else dtype)
+    if x.dtype.kind in "biu" and dtype is None and isinstance(fill_value, float):
+        raise TypeError(f"full_like: cannot fill a {x.dtype} array with the float {fill_value!r}; pass dtype")
+    out = full_like_p.bind(x, fill_value=fill_value, dtype=dt)
+    return out if device is None else out.to_device(device)
+
+
+def zeros_like(x, /, *, dtype=None, device=None) -> Array:
+    """Zeros shaped like x."""
+    array_arg("zeros_like", x)
+    return full_like(x, False if (dtype or x.dtype) == _dtypes.bool else 0, dtype=dtype, device=device)
+
+
+def ones_like(x, /, *, dtype=None, device=None) -> Array:
+    """Ones shaped like x."""
+    array_arg("ones_like", x)
+    return full_like(x, True if (dtype or x.dtype) == _dtypes.bool else 1, dtype=dtype, device=device)
+
+
+def empty_like(x, /, *, dtype=None, device=None) -> Array:
+    """An uninitialised array shaped like x (zeros here)."""
+    return zeros_like(x, dtype=dtype, device=device)
+
+
+def tril(x, /, *, k: int = 0) -> Array:
+    """Lower triangle of the last two dimensions (entries above diagonal k zeroed)."""
+    array_arg("tril", x)
+    if x.ndim < 2:
+        raise ValueError(f"tril: x must have at least 2 dimensions, got shape {x.shape}")
+    return tril_p.bind(x, k=operator.index(k))
+
+
+def triu(x, /, *, k: int = 0) -> Array:
+    """Upper triangle of the last two dimensions (entries below diagonal k zeroed)."""
+    array_arg("triu", x)
+    if x.ndim < 2:
+        raise ValueError(f"triu: x must have at least 2 dimensions, got shape {x.shape}")
+    return triu_p.bind(x, k=operator.index(k))
+
+
+def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
+    """Coordinate matrices from 1-D coordinate vectors."""
+    from arrayx.api.manipulation import broadcast_to, reshape
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    for i, a in enumerate(arrays):
+        array_arg("meshgrid", a, f"arrays[{i}]")
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid: every array must be 1-D, arrays[{i}] has shape {a.shape}")
+    if len({a.dtype for a in arrays}) > 1:
+        raise TypeError(f"meshgrid: all arrays must have the same dtype, got {[str(a.dtype) for a in arrays]}")
+    n = len(arrays)
+    sizes = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, a in enumerate(arrays):
+        axis = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            axis = 1 - i
+        shape = [1] * n
+        shape[axis] = a.shape[0]
+        out.append(broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
+    return out

@@ -1,0 +1,469 @@
+"""Elementwise functions (the standard's "Element-wise Functions" category).
+
+Each function checks its dtype category, promotes (and under a transform
+broadcasts) its operands, then binds the primitive of the same name.  The
+primitives and their categories are data: ``UNARY`` and ``BINARY`` below.
+Rules for transforms live in ``arrayx/transforms/rules/elementwise.py``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from arrayx.api import _dtypes
+from arrayx.api._array import Array
+from arrayx.api._checks import cast, promote_binary, scalar_operand
+from arrayx.transforms.core import Primitive
+
+_CAT = _dtypes.CATEGORIES
+
+
+def _unary(fname: str, prim: Primitive, x, category: str):
+    if not isinstance(x, Array):
+        raise TypeError(f"{fname}: x must be an arrayx array, got {type(x).__name__}")
+    if x.dtype not in _CAT[category]:
+        raise TypeError(f"{fname}: x must have a {category} dtype, got {x.dtype}")
+    return prim.bind(x)
+
+
+def _binary(fname: str, prim: Primitive, x1, x2, category: str):
+    return prim.bind(*promote_binary(fname, x1, x2, category))
+
+# name -> dtype category the function accepts
+UNARY: dict[str, str] = {
+    "abs": "numeric",
+    "acos": "floating-point",
+    "acosh": "floating-point",
+    "asin": "floating-point",
+    "asinh": "floating-point",
+    "atan": "floating-point",
+    "atanh": "floating-point",
+    "bitwise_invert": "integer or boolean",
+    "ceil": "real numeric",
+    "conj": "numeric",
+    "cos": "floating-point",
+    "cosh": "floating-point",
+    "exp": "floating-point",
+    "expm1": "floating-point",
+    "floor": "real numeric",
+    "imag": "numeric",
+    "isfinite": "numeric",
+    "isinf": "numeric",
+    "isnan": "numeric",
+    "log": "floating-point",
+    "log1p": "floating-point",
+    "log2": "floating-point",
+    "log10": "floating-point",
+    "logical_not": "bool",
+    "negative": "numeric",
+    "positive": "numeric",
+    "real": "numeric",
+    "reciprocal": "floating-point",
+    "round": "numeric",
+    "sign": "numeric",
+    "signbit": "real floating",
+    "sin": "floating-point",
+    "sinh": "floating-point",
+    "square": "numeric",
+    "sqrt": "floating-point",
+    "tan": "floating-point",
+    "tanh": "floating-point",
+    "trunc": "real numeric",
+}
+BINARY: dict[str, str] = {
+    "add": "numeric",
+    "atan2": "real floating",
+    "bitwise_and": "integer or boolean",
+    "bitwise_left_shift": "integral",
+    "bitwise_or": "integer or boolean",
+    "bitwise_right_shift": "integral",
+    "bitwise_xor": "integer or boolean",
+    "copysign": "real floating",
+    "equal": "all",
+    "floor_divide": "real numeric",
+    "greater": "real-valued",
+    "greater_equal": "real-valued",
+    "hypot": "real floating",
+    "less": "real-valued",
+    "less_equal": "real-valued",
+    "logaddexp": "real floating",
+    "logical_and": "bool",
+    "logical_or": "bool",
+    "logical_xor": "bool",
+    "maximum": "real numeric",
+    "minimum": "real numeric",
+    "multiply": "numeric",
+    "nextafter": "real floating",
+    "not_equal": "all",
+    "pow": "numeric",
+    "remainder": "real numeric",
+    "subtract": "numeric",
+}
+
+abs_p = Primitive("abs")
+acos_p = Primitive("acos")
+acosh_p = Primitive("acosh")
+asin_p = Primitive("asin")
+asinh_p = Primitive("asinh")
+atan_p = Primitive("atan")
+atanh_p = Primitive("atanh")
+bitwise_invert_p = Primitive("bitwise_invert")
+ceil_p = Primitive("ceil")
+conj_p = Primitive("conj")
+cos_p = Primitive("cos")
+cosh_p = Primitive("cosh")
+exp_p = Primitive("exp")
+expm1_p = Primitive("expm1")
+floor_p = Primitive("floor")
+imag_p = Primitive("imag")
+isfinite_p = Primitive("isfinite")
+isinf_p = Primitive("isinf")
+isnan_p = Primitive("isnan")
+log_p = Primitive("log")
+log1p_p = Primitive("log1p")
+log2_p = Primitive("log2")
+log10_p = Primitive("log10")
+logical_not_p = Primitive("logical_not")
+negative_p = Primitive("negative")
+positive_p = Primitive("positive")
+real_p = Primitive("real")
+reciprocal_p = Primitive("reciprocal")
+round_p = Primitive("round")
+sign_p = Primitive("sign")
+signbit_p = Primitive("signbit")
+sin_p = Primitive("sin")
+sinh_p = Primitive("sinh")
+square_p = Primitive("square")
+sqrt_p = Primitive("sqrt")
+tan_p = Primitive("tan")
+tanh_p = Primitive("tanh")
+trunc_p = Primitive("trunc")
+add_p = Primitive("add")
+atan2_p = Primitive("atan2")
+bitwise_and_p = Primitive("bitwise_and")
+bitwise_left_shift_p = Primitive("bitwise_left_shift")
+bitwise_or_p = Primitive("bitwise_or")
+bitwise_right_shift_p = Primitive("bitwise_right_shift")
+bitwise_xor_p = Primitive("bitwise_xor")
+copysign_p = Primitive("copysign")
+equal_p = Primitive("equal")
+floor_divide_p = Primitive("floor_divide")
+greater_p = Primitive("greater")
+greater_equal_p = Primitive("greater_equal")
+hypot_p = Primitive("hypot")
+less_p = Primitive("less")
+less_equal_p = Primitive("less_equal")
+logaddexp_p = Primitive("logaddexp")
+logical_and_p = Primitive("logical_and")
+logical_or_p = Primitive("logical_or")
+logical_xor_p = Primitive("logical_xor")
+maximum_p = Primitive("maximum")
+minimum_p = Primitive("minimum")
+multiply_p = Primitive("multiply")
+nextafter_p = Primitive("nextafter")
+not_equal_p = Primitive("not_equal")
+pow_p = Primitive("pow")
+remainder_p = Primitive("remainder")
+subtract_p = Primitive("subtract")
+
+
+def abs(x, /):
+    """Absolute value |x|; real-valued for complex input."""
+    return _unary("abs", abs_p, x, "numeric")
+
+def acos(x, /):
+    """Inverse cosine."""
+    return _unary("acos", acos_p, x, "floating-point")
+
+def acosh(x, /):
+    """Inverse hyperbolic cosine."""
+    return _unary("acosh", acosh_p, x, "floating-point")
+
+def add(x1, x2, /):
+    """x1 + x2."""
+    return _binary("add", add_p, x1, x2, "numeric")
+
+def asin(x, /):
+    """Inverse sine."""
+    return _unary("asin", asin_p, x, "floating-point")
+
+def asinh(x, /):
+    """Inverse hyperbolic sine."""
+    return _unary("asinh", asinh_p, x, "floating-point")
+
+def atan(x, /):
+    """Inverse tangent."""
+    return _unary("atan", atan_p, x, "floating-point")
+
+def atan2(x1, x2, /):
+    """Quadrant-aware inverse tangent of x1/x2."""
+    return _binary("atan2", atan2_p, x1, x2, "real floating")
+
+def atanh(x, /):
+    """Inverse hyperbolic tangent."""
+    return _unary("atanh", atanh_p, x, "floating-point")
+
+def bitwise_and(x1, x2, /):
+    """Bitwise AND."""
+    return _binary("bitwise_and", bitwise_and_p, x1, x2, "integer or boolean")
+
+def bitwise_invert(x, /):
+    """Bitwise NOT (logical NOT for bool)."""
+    return _unary("bitwise_invert", bitwise_invert_p, x, "integer or boolean")
+
+def bitwise_left_shift(x1, x2, /):
+    """x1 shifted left by x2 bits."""
+    return _binary("bitwise_left_shift", bitwise_left_shift_p, x1, x2, "integral")
+
+def bitwise_or(x1, x2, /):
+    """Bitwise OR."""
+    return _binary("bitwise_or", bitwise_or_p, x1, x2, "integer or boolean")
+
+def bitwise_right_shift(x1, x2, /):
+    """x1 shifted right by x2 bits."""
+    return _binary("bitwise_right_shift", bitwise_right_shift_p, x1, x2, "integral")
+
+def bitwise_xor(x1, x2, /):
+    """Bitwise XOR."""
+    return _binary("bitwise_xor", bitwise_xor_p, x1, x2, "integer or boolean")
+
+def ceil(x, /):
+    """Smallest integer-valued number not less than x."""
+    return _unary("ceil", ceil_p, x, "real numeric")
+
+def conj(x, /):
+    """Complex conjugate (identity for real dtypes)."""
+    return _unary("conj", conj_p, x, "numeric")
+
+def copysign(x1, x2, /):
+    """Magnitude of x1 with the sign of x2."""
+    return _binary("copysign", copysign_p, x1, x2, "real floating")
+
+def cos(x, /):
+    """Cosine."""
+    return _unary("cos", cos_p, x, "floating-point")
+
+def cosh(x, /):
+    """Hyperbolic cosine."""
+    return _unary("cosh", cosh_p, x, "floating-point")
+
+def equal(x1, x2, /):
+    """x1 == x2."""
+    return _binary("equal", equal_p, x1, x2, "all")
+
+def exp(x, /):
+    """e raised to x."""
+    return _unary("exp", exp_p, x, "floating-point")
+
+def expm1(x, /):
+    """exp(x) - 1, accurate for small x."""
+    return _unary("expm1", expm1_p, x, "floating-point")
+
+def floor(x, /):
+    """Largest integer-valued number not greater than x."""
+    return _unary("floor", floor_p, x, "real numeric")
+
+def floor_divide(x1, x2, /):
+    """Floor of x1 / x2."""
+    return _binary("floor_divide", floor_divide_p, x1, x2, "real numeric")
+
+def greater(x1, x2, /):
+    """x1 > x2."""
+    return _binary("greater", greater_p, x1, x2, "real-valued")
+
+def greater_equal(x1, x2, /):
+    """x1 >= x2."""
+    return _binary("greater_equal", greater_equal_p, x1, x2, "real-valued")
+
+def hypot(x1, x2, /):
+    """sqrt(x1**2 + x2**2) without undue overflow."""
+    return _binary("hypot", hypot_p, x1, x2, "real floating")
+
+def imag(x, /):
+    """Imaginary part (zeros for real dtypes)."""
+    return _unary("imag", imag_p, x, "numeric")
+
+def isfinite(x, /):
+    """True where x is finite."""
+    return _unary("isfinite", isfinite_p, x, "numeric")
+
+def isinf(x, /):
+    """True where x is infinite."""
+    return _unary("isinf", isinf_p, x, "numeric")
+
+def isnan(x, /):
+    """True where x is NaN."""
+    return _unary("isnan", isnan_p, x, "numeric")
+
+def less(x1, x2, /):
+    """x1 < x2."""
+    return _binary("less", less_p, x1, x2, "real-valued")
+
+def less_equal(x1, x2, /):
+    """x1 <= x2."""
+    return _binary("less_equal", less_equal_p, x1, x2, "real-valued")
+
+def log(x, /):
+    """Natural logarithm."""
+    return _unary("log", log_p, x, "floating-point")
+
+def log10(x, /):
+    """Base-10 logarithm."""
+    return _unary("log10", log10_p, x, "floating-point")
+
+def log1p(x, /):
+    """log(1 + x), accurate for small x."""
+    return _unary("log1p", log1p_p, x, "floating-point")
+
+def log2(x, /):
+    """Base-2 logarithm."""
+    return _unary("log2", log2_p, x, "floating-point")
+
+def logaddexp(x1, x2, /):
+    """log(exp(x1) + exp(x2)), computed stably."""
+    return _binary("logaddexp", logaddexp_p, x1, x2, "real floating")
+
+def logical_and(x1, x2, /):
+    """Logical AND."""
+    return _binary("logical_and", logical_and_p, x1, x2, "bool")
+
+def logical_not(x, /):
+    """Logical NOT."""
+    return _unary("logical_not", logical_not_p, x, "bool")
+
+def logical_or(x1, x2, /):
+    """Logical OR."""
+    return _binary("logical_or", logical_or_p, x1, x2, "bool")
+
+def logical_xor(x1, x2, /):
+    """Logical XOR."""
+    return _binary("logical_xor", logical_xor_p, x1, x2, "bool")
+
+def maximum(x1, x2, /):
+    """Elementwise maximum (NaN propagates)."""
+    return _binary("maximum", maximum_p, x1, x2, "real numeric")
+
+def minimum(x1, x2, /):
+    """Elementwise minimum (NaN propagates)."""
+    return _binary("minimum", minimum_p, x1, x2, "real numeric")
+
+def multiply(x1, x2, /):
+    """x1 * x2."""
+    return _binary("multiply", multiply_p, x1, x2, "numeric")
+
+def negative(x, /):
+    """-x."""
+    return _unary("negative", negative_p, x, "numeric")
+
+def nextafter(x1, x2, /):
+    """Next representable value after x1 towards x2."""
+    return _binary("nextafter", nextafter_p, x1, x2, "real floating")
+
+def not_equal(x1, x2, /):
+    """x1 != x2."""
+    return _binary("not_equal", not_equal_p, x1, x2, "all")
+
+def positive(x, /):
+    """+x."""
+    return _unary("positive", positive_p, x, "numeric")
+
+def pow(x1, x2, /):
+    """x1 raised to x2."""
+    return _binary("pow", pow_p, x1, x2, "numeric")
+
+def real(x, /):
+    """Real part (x itself for real dtypes)."""
+    return _unary("real", real_p, x, "numeric")
+
+def reciprocal(x, /):
+    """1 / x."""
+    return _unary("reciprocal", reciprocal_p, x, "floating-point")
+
+def remainder(x1, x2, /):
+    """Remainder of floor division, with the sign of x2."""
+    return _binary("remainder", remainder_p, x1, x2, "real numeric")
+
+def round(x, /):
+    """Round half to even."""
+    return _unary("round", round_p, x, "numeric")
+
+def sign(x, /):
+    """Sign of x (x/|x| for complex)."""
+    return _unary("sign", sign_p, x, "numeric")
+
+def signbit(x, /):
+    """True where the sign bit of x is set."""
+    return _unary("signbit", signbit_p, x, "real floating")
+
+def sin(x, /):
+    """Sine."""
+    return _unary("sin", sin_p, x, "floating-point")
+
+def sinh(x, /):
+    """Hyperbolic sine."""
+    return _unary("sinh", sinh_p, x, "floating-point")
+
+def sqrt(x, /):
+    """Principal square root."""
+    return _unary("sqrt", sqrt_p, x, "floating-point")
+
+def square(x, /):
+    """x * x."""
+    return _unary("square", square_p, x, "numeric")
+
+def subtract(x1, x2, /):
+    """x1 - x2."""
+    return _binary("subtract", subtract_p, x1, x2, "numeric")
+
+def tan(x, /):
+    """Tangent."""
+    return _unary("tan", tan_p, x, "floating-point")
+
+def tanh(x, /):
+    """Hyperbolic tangent."""
+    return _unary("tanh", tanh_p, x, "floating-point")
+
+def trunc(x, /):
+    """Round towards zero."""
+    return _unary("trunc", trunc_p, x, "real numeric")
+
+
+divide_p = Primitive("divide")
+
+
+def divide(x1, x2, /):
+    """x1 / x2.  Integer operands are divided as the default float dtype (as NumPy 2 does)."""
+    a1, a2 = promote_binary("divide", x1, x2, "numeric")
+    dt = a1.dtype if isinstance(a1, Array) else a2.dtype
+    if dt.kind in "biu":
+        a1 = cast(a1, _dtypes.DEFAULT_FLOAT) if isinstance(a1, Array) else _dtypes.DEFAULT_FLOAT.type(a1)
+        a2 = cast(a2, _dtypes.DEFAULT_FLOAT) if isinstance(a2, Array) else _dtypes.DEFAULT_FLOAT.type(a2)
+    return divide_p.bind(a1, a2)
+
+
+clip_p = Primitive("clip")
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
+    """Clamp x to [min, max]; min/max are arrays or Python scalars; the result has x's dtype."""
+    if not isinstance(x, Array):
+        raise TypeError(f"clip: x must be an arrayx array, got {type(x).__name__}")
+    if x.dtype not in _CAT["real numeric"]:
+        raise TypeError(f"clip: x must have a real numeric dtype, got {x.dtype}")
+    bounds = []
+    for name, b in (("min", min), ("max", max)):
+        if b is None:
+            bounds.append(None)
+        elif isinstance(b, Array):
+            if b.dtype not in _CAT["real numeric"]:
+                raise TypeError(f"clip: {name} must have a real numeric dtype, got {b.dtype}")
+            bounds.append(cast(b, x.dtype))
+        elif isinstance(b, (bool, int, float)):
+            if x.dtype.kind in "iu" and isinstance(b, float):
+                raise TypeError(f"clip: {name}={b!r} is a float but x has integer dtype {x.dtype}; pass an int")
+            if x.dtype.kind in "iu":
+                info = np.iinfo(x.dtype)  # out-of-range integer bounds clamp to the dtype's range
+                b = info.min if b < info.min else info.max if b > info.max else b
+            bounds.append(x.dtype.type(b))
+        else:
+            raise TypeError(f"clip: {name} must be an arrayx array, a Python scalar or None, got {type(b).__name__}")
+    return clip_p.bind(x, *bounds)

@@ -1,0 +1,2 @@
+"""fft (placeholder: being written)."""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""info (placeholder: being written)."""
+__all__: list = []

@@ -1,0 +1,3 @@
+"""linalg placeholder."""
+__all__: list = []
+EXTENSION_ALL: list = []

@@ -1,0 +1,2 @@
+"""manipulation (placeholder: being written)."""
+__all__: list = []

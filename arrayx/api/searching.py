@@ -1,0 +1,2 @@
+"""searching (placeholder: being written)."""
+__all__: list = []

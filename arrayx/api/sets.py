@@ -1,0 +1,2 @@
+"""sets (placeholder: being written)."""
+__all__: list = []

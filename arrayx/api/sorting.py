@@ -1,0 +1,2 @@
+"""sorting (placeholder: being written)."""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""statistical (placeholder: being written)."""
+__all__: list = []

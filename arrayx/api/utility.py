@@ -1,0 +1,2 @@
+"""utility (placeholder: being written)."""
+__all__: list = []

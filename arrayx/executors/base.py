@@ -1,0 +1,311 @@
+"""The executor protocol, the registry and executor selection.
+
+An executor knows how to run one primitive on its own buffers (``resolve`` ->
+callable, used by eager ``bind``) and how to compile a whole graph
+(``compile``, used by jit).  Everything above executors is executor-neutral.
+
+Selection for creation functions, first match wins: the ``device=`` argument,
+``with arrayx.use_executor(name)``, ``arrayx.set_executor(name)``, the
+``ARRAYX_EXECUTOR`` environment variable, then ``"numpy"``.  Operations on
+existing arrays run on their arrays' executor.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+__all__ = [
+    "Device", "Executor", "register_executor", "get", "executors", "registered",
+    "set_executor", "get_executor", "use_executor", "resolve_device",
+]
+
+
+class Device:
+    """A device of one executor: ``Device('numpy:cpu')``, ``Device('jax:cpu:0')``.
+
+    ``native`` is the executor's own device object (a ``jax.Device``, a CuPy
+    device id, ...).  Devices compare equal when executor and label agree.
+    """
+
+    __slots__ = ("executor", "label", "native")
+
+    def __init__(self, executor: str, label: str, native: Any = None):
+        self.executor = executor
+        self.label = label
+        self.native = native
+
+    def __repr__(self) -> str:
+        return f"Device('{self.executor}:{self.label}')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Device):
+            return self.executor == other.executor and self.label == other.label
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.executor, self.label))
+
+
+class Executor:
+    """Base class of executors.  Subclasses set ``name``, ``array_type`` and ``_load``.
+
+    ``overrides`` maps primitive names to implementations that differ from
+    ``getattr(xp, prim.impl_name)`` (a primitive's own ``impls[executor_name]``,
+    then ``impls["*"]``, take precedence); a value of None means "not supported by
+    this executor" and raises NotImplementedError naming both.
+    """
+
+    name: str = "?"
+    array_type: type = type(None)
+    #: primitive name -> callable(*buffers, **params) or None (unsupported)
+    overrides: dict[str, Callable | None] = {}
+    #: one line a user can act on when the executor cannot run here
+    install_hint: str = ""
+    #: buffers can be written in place (``x[i] = v`` mutates); else updates are functional
+    mutable: bool = True
+    #: buffers may have unknown (NaN) dimensions, e.g. Dask after boolean masks
+    unknown_shapes: bool = False
+
+    def __init__(self) -> None:
+        self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)
+        self._xp = None
+        self._unavailable: str | None = None
+        self._checked = False
+
+    # -- availability -----------------------------------------------------
+    def _load(self):
+        """Import the backing library and return its standard namespace (may raise)."""
+        raise NotImplementedError
+
+    def available(self) -> bool:
+        if not self._checked:
+            self._checked = True
+            try:
+                self._xp = self._load()
+            except Exception as e:  # ImportError, no GPU, broken install ...
+                self._unavailable = f"{type(e).__name__}: {e}".strip()
+        return self._unavailable is None
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        self.available()
+        return self._unavailable
+
+    @property
+    def xp(self):
+        if not self.available():
+            raise RuntimeError(
+                f"executor {self.name!r} is not available here: {self._unavailable}. {self.install_hint}"
+            )
+        return self._xp
+
+    # -- devices ----------------------------------------------------------
+    def devices(self) -> list[Device]:
+        return [Device(self.name, "cpu")]
+
+    def default_device(self) -> Device:
+        return self.devices()[0]
+
+    def device_of(self, buf) -> Device:
+        return self.default_device()
+
+    def capabilities(self) -> dict:
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    # -- running primitives -------------------------------------------------
+    def resolve(self, prim) -> Callable:
+        """The callable that runs ``prim`` on this executor's buffers (cached)."""
+        fn = prim.impls.get(self.name) or prim.impls.get("*")
+        if fn is None:
+            if prim.name in self.overrides:
+                fn = self.overrides[prim.name]
+                if fn is None:
+                    raise NotImplementedError(
+                        f"{prim.name} is not supported by the {self.name!r} executor"
+                    )
+            else:
+                fn = self.xp
+                for part in prim.impl_name.split("."):
+                    fn = getattr(fn, part, None)
+                    if fn is None:
+                        raise NotImplementedError(
+                            f"{prim.name} is not implemented by the {self.name!r} executor "
+                            f"(its namespace has no {prim.impl_name!r})"
+                        )
+        self.impls[prim] = fn
+        return fn
+
+    def coerce(self, out):
+        """Turn a non-buffer result (e.g. a NumPy scalar) into this executor's buffer type."""
+        return self.xp.asarray(out)
+
+    def compile(self, graph) -> Callable:
+        raise NotImplementedError(f"jit is not implemented for the {self.name!r} executor yet")
+
+    # -- moving data --------------------------------------------------------
+    def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
+        """A buffer of this executor from host data (NumPy array, scalar, nested sequence)."""
+        return self.xp.asarray(obj, dtype=dtype, copy=copy)
+
+    def from_dlpack(self, obj, copy=None):
+        return self.xp.from_dlpack(obj, copy=copy) if copy is not None else self.xp.from_dlpack(obj)
+
+    def to_host(self, buf) -> np.ndarray:
+        return np.asarray(buf)
+
+    def from_foreign(self, buf, source: "Executor"):
+        """A new buffer of this executor holding ``buf`` of executor ``source`` (a copy)."""
+        return self.asarray(np.array(source.to_host(buf), copy=True))
+
+    def dlpack_buffer(self, buf):
+        """An object exposing ``__dlpack__`` for ``buf`` (a host copy where the library has none)."""
+        return buf
+
+    def shape_of(self, buf) -> tuple:
+        """Shape with unknown dimensions as None (only called when ``unknown_shapes``)."""
+        return tuple(None if d != d else int(d) for d in buf.shape)
+
+    def to_device(self, buf, device: Device):
+        """Move a buffer between devices of this executor."""
+        return buf
+
+    def __repr__(self) -> str:
+        return f"<arrayx executor {self.name!r}>"
+
+
+# --------------------------------------------------------------------------
+# registry
+
+_registry: dict[str, Executor] = {}
+_entry_points_loaded = False
+
+
+def register_executor(executor: Executor, *, replace: bool = False) -> Executor:
+    """Register an executor instance under ``executor.name``."""
+    if not isinstance(executor, Executor):
+        raise TypeError(f"register_executor: expected an arrayx Executor, got {type(executor).__name__}")
+    if executor.name in _registry and not replace:
+        raise ValueError(f"register_executor: an executor named {executor.name!r} is already registered")
+    _registry[executor.name] = executor
+    return executor
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="arrayx.executors"):
+        if ep.name in _registry:
+            continue
+        try:
+            obj = ep.load()
+            register_executor(obj() if isinstance(obj, type) else obj)
+        except Exception as e:  # a broken plug-in must not break arrayx
+            import warnings
+
+            warnings.warn(f"arrayx: executor entry point {ep.name!r} failed to load: {e}")
+
+
+def registered() -> list[str]:
+    """Names of every registered executor, available here or not."""
+    _load_entry_points()
+    return list(_registry)
+
+
+def executors() -> list[str]:
+    """Names of the executors that can run on this machine."""
+    return [n for n in registered() if _registry[n].available()]
+
+
+def get(name: str) -> Executor:
+    """The registered executor called ``name`` (ValueError listing the names otherwise)."""
+    ex = _registry.get(name)
+    if ex is None:
+        _load_entry_points()
+        ex = _registry.get(name)
+        if ex is None:
+            raise ValueError(
+                f"unknown executor {name!r}; registered executors are {sorted(_registry)}"
+            )
+    return ex
+
+
+def _get_available(name: str, where: str) -> Executor:
+    ex = get(name)
+    if not ex.available():
+        raise RuntimeError(
+            f"{where}: executor {name!r} is not available here ({ex.unavailable_reason}). "
+            f"{ex.install_hint}"
+        )
+    return ex
+
+
+# --------------------------------------------------------------------------
+# selection
+
+_scoped: ContextVar = ContextVar("arrayx_executor", default=None)
+_process_default: Executor | None = None
+
+
+def set_executor(name: str) -> None:
+    """Make ``name`` the process-wide default executor for creation functions."""
+    global _process_default
+    _process_default = _get_available(name, "set_executor")
+
+
+def get_executor() -> Executor:
+    """The executor new arrays are created on here (scope > process default > env > numpy)."""
+    ex = _scoped.get()
+    if ex is not None:
+        return ex
+    if _process_default is not None:
+        return _process_default
+    env = os.environ.get("ARRAYX_EXECUTOR")
+    if env:
+        return _get_available(env, "ARRAYX_EXECUTOR")
+    return _registry["numpy"]
+
+
+@contextlib.contextmanager
+def use_executor(name: str) -> Iterator[Executor]:
+    """Within the block (this thread / asyncio task only), create arrays on ``name``."""
+    token = _scoped.set(_get_available(name, "use_executor"))
+    try:
+        yield _scoped.get()
+    finally:
+        _scoped.reset(token)
+
+
+def resolve_device(device, fname: str) -> tuple[Executor, Device | None]:
+    """Executor and device named by a ``device=`` argument (Device, executor name or 'name:label')."""
+    if device is None:
+        return get_executor(), None
+    if isinstance(device, Device):
+        return _get_available(device.executor, fname), device
+    if isinstance(device, str):
+        name, _, label = device.partition(":")
+        ex = _get_available(name, fname)
+        if not label:
+            return ex, None
+        for d in ex.devices():
+            if d.label == label:
+                return ex, d
+        raise ValueError(
+            f"{fname}: executor {name!r} has no device {label!r}; its devices are {ex.devices()}"
+        )
+    if isinstance(device, Executor):
+        return device, None
+    raise TypeError(
+        f"{fname}: device must be an arrayx Device (x.device, arrayx.__array_namespace_info__().devices()) "
+        f"or an executor name such as 'numpy' or 'jax:cpu:0', got {device!r}"
+    )

@@ -1,0 +1,45 @@
+"""The NumPy executor: eager, the default and the reference every other executor is compared with.
+
+Its namespace is array-api-compat's NumPy namespace (which mostly returns NumPy's
+own functions, so it costs nothing).  ``overrides`` lists the primitives whose
+NumPy implementation differs from ``getattr(xp, name)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from arrayx.executors.base import Device, Executor
+
+
+class NumpyExecutor(Executor):
+    name = "numpy"
+    array_type = np.ndarray
+    overrides: dict = {}
+
+    def _load(self):
+        import array_api_compat.numpy as xp
+
+        return xp
+
+    def coerce(self, out):
+        return np.asarray(out)
+
+    def asarray(self, obj, dtype=None, copy=None, device=None):
+        if copy is False:
+            out = np.asarray(obj, dtype=dtype)
+            if dtype is not None and isinstance(obj, np.ndarray) and out is not obj:
+                raise ValueError("asarray: copy=False but converting the dtype needs a copy")
+            return out
+        return np.array(obj, dtype=dtype, copy=True) if copy else np.asarray(obj, dtype=dtype)
+
+    def from_dlpack(self, obj, copy=None):
+        return np.from_dlpack(obj, copy=copy)
+
+    def to_host(self, buf) -> np.ndarray:
+        return buf
+
+    def devices(self):
+        return [_CPU]
+
+
+_CPU = Device("numpy", "cpu")

@@ -1,0 +1,153 @@
+"""Primitives, ``bind`` and the trace context.
+
+Every public function of the namespace checks and promotes its arguments, then
+binds a :class:`Primitive`.  With no transform active (the common case) ``bind``
+is one ContextVar read followed by a direct call of the executor's function.
+Under a transform the current trace (held in a ContextVar, so each thread and
+asyncio task has its own) processes the primitive: JVP and batching traces apply
+the primitive's rules, the staging trace records it into a Graph.
+
+Traces are stackless: a trace knows its parent and evaluates rules with the
+parent installed as current, and it only unboxes tracers that carry its own tag
+(no perturbation confusion).
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+from contextvars import ContextVar
+from typing import Any, Callable
+
+__all__ = [
+    "Primitive",
+    "Trace",
+    "current_trace",
+    "set_trace",
+    "new_tag",
+    "primitives",
+]
+
+# The trace of the innermost active transform; None means plain eager evaluation.
+_TRACE: ContextVar = ContextVar("arrayx_trace", default=None)
+
+_tags = itertools.count(1)
+
+# name -> Primitive, for introspection (rule coverage reports, graph printing).
+primitives: dict[str, "Primitive"] = {}
+
+
+def new_tag() -> int:
+    """A fresh identity for one transform application."""
+    return next(_tags)
+
+
+def current_trace():
+    return _TRACE.get()
+
+
+@contextlib.contextmanager
+def set_trace(trace):
+    """Install ``trace`` (or None for eager) as the current trace for the block."""
+    token = _TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        _TRACE.reset(token)
+
+
+class Trace:
+    """Base class of the interpreters a transform installs.
+
+    ``parent`` is the trace that was current when this one was created; rules
+    run with the parent installed.  ``tag`` identifies the transform
+    application that owns this trace's tracers.
+    """
+
+    __slots__ = ("parent", "tag")
+
+    def __init__(self, parent=None):
+        self.parent = parent
+        self.tag = new_tag()
+
+    def process_primitive(self, prim: "Primitive", args: tuple, params: dict):
+        raise NotImplementedError(type(self).__name__)
+
+
+class Primitive:
+    """One operation of the namespace, named after the standard function it serves.
+
+    Its operands are already promoted and broadcast (the public function did
+    that), its params are hashable Python values.  Rule tables live on the
+    primitive so that a rule sits next to its primitive's definition:
+
+    - ``abstract_eval(*avals, **params) -> aval | tuple of avals``
+    - ``jvp(primals, tangents, **params) -> (out, out_tangent)``
+    - ``transpose(cotangent, *args, **params)`` for linear primitives
+    - ``batch(args, dims, **params) -> (out, out_dim)``
+    - ``impls[executor_name]`` overrides the executor's default implementation
+      (``getattr(executor.xp, impl_name)``), ``lowerings[executor_name]`` the
+      jit lowering.
+    """
+
+    __slots__ = (
+        "name", "impl_name", "multiple_results", "abstract_eval", "jvp",
+        "transpose", "batch", "impls", "lowerings", "__weakref__",
+    )
+
+    def __init__(self, name: str, *, multiple_results: bool = False, impl_name: str | None = None):
+        self.name = name
+        self.impl_name = impl_name or name
+        self.multiple_results = multiple_results
+        self.abstract_eval: Callable | None = None
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.impls: dict[str, Callable] = {}
+        self.lowerings: dict[str, Callable] = {}
+        if name in primitives:
+            raise ValueError(f"primitive {name!r} is defined twice")
+        primitives[name] = self
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args, **params):
+        trace = _TRACE.get()
+        if trace is None:
+            return eval_eager(self, args, params)
+        return trace.process_primitive(self, args, params)
+
+
+def eval_eager(prim: Primitive, args: tuple, params: dict):
+    """Run ``prim`` on concrete arrays with their executor's implementation."""
+    ex = None
+    bufs = []
+    for a in args:
+        if isinstance(a, Array):
+            if ex is None:
+                ex = a._ex
+            elif a._ex is not ex:
+                raise _mixed_executors(prim.name, ex, a._ex)
+            bufs.append(a._buf)
+        else:
+            bufs.append(a)
+    if ex is None:
+        raise TypeError(f"{prim.name}: no array operand to choose an executor from")
+    fn = ex.impls.get(prim) or ex.resolve(prim)
+    out = fn(*bufs, **params)
+    new = Array._new
+    if prim.multiple_results:
+        return tuple(new(o if type(o) is ex.array_type else ex.coerce(o), ex) for o in out)
+    if type(out) is not ex.array_type:  # e.g. NumPy returns scalars for 0-d results
+        out = ex.coerce(out)
+    return new(out, ex)
+
+
+def _mixed_executors(fname, ex1, ex2):
+    return TypeError(
+        f"{fname}: arrays live on different executors ({ex1.name!r} and {ex2.name!r}); "
+        f"move one with x.to_device(...) or arrayx.asarray(x, device=...) first"
+    )
+
+
+from arrayx.api._array import Array  # noqa: E402  (Array's methods bind primitives)

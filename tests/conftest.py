@@ -1,0 +1,77 @@
+"""Shared fixtures: every test that takes ``executor`` runs once per registered executor.
+
+An executor whose library is missing or whose hardware is absent is skipped
+with the reason it gives; results are compared against the NumPy executor.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx
+from arrayx.executors import base as _base
+
+ALL_EXECUTORS = _base.registered()
+
+
+@pytest.fixture(params=ALL_EXECUTORS)
+def executor(request) -> str:
+    """Name of an executor available here; the test body runs inside ``use_executor(name)``."""
+    name = request.param
+    ex = _base.get(name)
+    if not ex.available():
+        pytest.skip(f"executor {name!r} unavailable: {ex.unavailable_reason}")
+    with arrayx.use_executor(name):
+        yield name
+
+
+def to_numpy(x) -> np.ndarray:
+    """Host copy of an arrayx array (or a tuple/list of them)."""
+    if isinstance(x, (tuple, list)):
+        return [to_numpy(v) for v in x]
+    return np.asarray(x)
+
+
+def tolerance(dtype) -> dict:
+    """Comparison tolerances for a result dtype (exact for integers and bools)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "biu":
+        return {"rtol": 0, "atol": 0}
+    if dtype in (np.float32, np.complex64):
+        return {"rtol": 2e-5, "atol": 1e-6}
+    return {"rtol": 1e-12, "atol": 1e-13}
+
+
+def assert_same(actual, expected) -> None:
+    """``actual`` (arrayx) equals ``expected`` (arrayx or NumPy): dtype, shape and values."""
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_same(a, e)
+        return
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
+    assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
+    np.testing.assert_allclose(a, e, equal_nan=True, **tolerance(e.dtype))
+
+
+def on_numpy(fn, *args, **kwargs):
+    """Run ``fn`` with every arrayx argument moved to the NumPy executor (the reference)."""
+    def move(v):
+        if isinstance(v, arrayx.Array):
+            return arrayx.asarray(v, device="numpy")
+        if isinstance(v, (list, tuple)):
+            return type(v)(move(u) for u in v)
+        return v
+
+    with arrayx.use_executor("numpy"):
+        return fn(*[move(a) for a in args], **{k: move(v) for k, v in kwargs.items()})
+
+
+def assert_matches_numpy(fn, *args, **kwargs):
+    """``fn(*args)`` on the arrays' executor equals the same call on the NumPy executor."""
+    got = fn(*args, **kwargs)
+    want = on_numpy(fn, *args, **kwargs)
+    assert_same(got, want)
+    return got
