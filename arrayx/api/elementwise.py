@@ -12,12 +12,23 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import cast, promote_binary, scalar_operand
-from arrayx.transforms.core import Primitive
+from arrayx.transforms.core import _TRACE, Primitive, _wrap
 
 _CAT = _dtypes.CATEGORIES
 
 
 def _unary(fname: str, prim: Primitive, x, category: str):
+    # Eager fast path (no transform active, a concrete array of an allowed dtype):
+    # call the executor's function directly.  Everything else goes through bind.
+    if x.__class__ is Array and _TRACE.get() is None:
+        buf = x._buf
+        if buf.dtype in _CAT[category]:
+            ex = x._ex
+            fn = ex.impls.get(prim) or ex.resolve(prim)
+            out = fn(buf)
+            if out.__class__ is not ex.array_type:
+                out = ex.coerce(out)
+            return _wrap(out, ex)
     if not isinstance(x, Array):
         raise TypeError(f"{fname}: x must be an arrayx array, got {type(x).__name__}")
     if x.dtype not in _CAT[category]:
@@ -26,6 +37,29 @@ def _unary(fname: str, prim: Primitive, x, category: str):
 
 
 def _binary(fname: str, prim: Primitive, x1, x2, category: str):
+    # Eager fast path: two concrete arrays of one executor, same dtype and shape.
+    if x1.__class__ is Array and x2.__class__ is Array and _TRACE.get() is None:
+        b1 = x1._buf
+        b2 = x2._buf
+        ex = x1._ex
+        if (x2._ex is ex and b1.dtype == b2.dtype and b1.shape == b2.shape
+                and b1.dtype in _CAT[category]):
+            fn = ex.impls.get(prim) or ex.resolve(prim)
+            out = fn(b1, b2)
+            if out.__class__ is not ex.array_type:
+                out = ex.coerce(out)
+            return _wrap(out, ex)
+    elif x1.__class__ is Array and (x2.__class__ is float or x2.__class__ is int) and _TRACE.get() is None:
+        # array (op) Python scalar on a floating array: the scalar takes the array's dtype
+        b1 = x1._buf
+        dt = b1.dtype
+        if dt.kind in "fc" and dt in _CAT[category]:
+            ex = x1._ex
+            fn = ex.impls.get(prim) or ex.resolve(prim)
+            out = fn(b1, dt.type(x2))
+            if out.__class__ is not ex.array_type:
+                out = ex.coerce(out)
+            return _wrap(out, ex)
     return prim.bind(*promote_binary(fname, x1, x2, category))
 
 # name -> dtype category the function accepts

@@ -154,15 +154,15 @@ def _value_operand(fname: str, x: Array, value):
 
 def setitem(x: Array, key, value) -> None:
     """``x[key] = value``: in place on mutable executors, functional rebinding otherwise."""
-    value = _value_operand("__setitem__", x, value)
+    checked = _value_operand("__setitem__", x, value)
     if _TRACE.get() is None and x._ex.mutable and type(x) is Array and (
-        not isinstance(value, Array) or type(value) is Array
+        not isinstance(checked, Array) or type(checked) is Array
     ):
         enc, arrays = encode_key("__setitem__", x, key)
         k = decode_key(enc, [a._buf for a in arrays])
-        x._buf[k] = value._buf if isinstance(value, Array) else value
+        x._buf[k] = checked._buf if isinstance(checked, Array) else checked
         return
-    x._become(at_update(x, key, value, "set"))
+    x._become(at_update(x, key, value, "set"))  # the original value: at_update checks it again
 
 
 def _at_update_numpy_like(buf, value, *index_bufs, key, op):

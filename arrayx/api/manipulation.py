@@ -1,2 +1,400 @@
-"""manipulation (placeholder: being written)."""
-__all__: list = []
+"""Manipulation functions (the standard's "Manipulation Functions" category).
+
+Each function validates and normalises its arguments (axes become sorted or
+ordered tuples of non-negative ints, shapes become tuples with ``-1`` resolved
+where the size is known), promotes dtypes where several arrays meet (``concat``,
+``stack``), then binds the primitive of the same name.  ``broadcast_shapes`` is
+pure Python.  Primitives whose standard signature takes a sequence of arrays or
+names a parameter differently from the libraries (``concat``, ``stack``,
+``tile``) carry a generic impl that calls the buffer's own namespace.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from arrayx.api import _dtypes
+from arrayx.api._array import Array
+from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axis, normalize_axes
+from arrayx.executors import base as _exec
+from arrayx.transforms.core import Primitive
+
+__all__ = [
+    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip",
+    "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+]
+
+
+# -- helpers shared by this category (and by searching/statistical/utility) ------------
+
+_NAMESPACE_OF_TYPE: dict = {}
+
+
+def buffer_namespace(buf):
+    """The standard namespace (``executor.xp``) of the executor whose buffers have ``type(buf)``.
+
+    Generic impls (``prim.impls["*"]``) receive bare buffers; this finds the
+    namespace to call once per buffer type.
+    """
+    t = type(buf)
+    ns = _NAMESPACE_OF_TYPE.get(t)
+    if ns is None:
+        for name in _exec.registered():
+            ex = _exec.get(name)
+            if isinstance(buf, ex.array_type) and ex.available():
+                ns = ex.xp
+                break
+        else:
+            import array_api_compat
+
+            ns = array_api_compat.array_namespace(buf)
+        _NAMESPACE_OF_TYPE[t] = ns
+    return ns
+
+
+def _int_tuple(fname: str, value, name: str) -> tuple:
+    """``value`` (an int or a sequence of ints) as a tuple of Python ints."""
+    if isinstance(value, (tuple, list)):
+        items = value
+    else:
+        items = (value,)
+    out = []
+    for v in items:
+        if isinstance(v, bool):
+            raise TypeError(f"{fname}: {name} must contain ints, got the bool {v!r}")
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            raise TypeError(
+                f"{fname}: {name} must be an int or a tuple of ints, got {type(v).__name__} {v!r}"
+            ) from None
+    return tuple(out)
+
+
+def _ordered_axes(fname: str, axes, ndim: int, name: str) -> tuple:
+    """Axes normalised to non-negative ints, order kept, duplicates refused."""
+    out = tuple(normalize_axis(fname, a, ndim, name) for a in _int_tuple(fname, axes, name))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fname}: {name} {axes} contains repeated axes")
+    return out
+
+
+def _arrays_arg(fname: str, arrays) -> list:
+    if isinstance(arrays, Array) or not isinstance(arrays, (tuple, list)):
+        raise TypeError(
+            f"{fname}: arrays must be a tuple or list of arrayx arrays, got {type(arrays).__name__}"
+        )
+    if not arrays:
+        raise ValueError(f"{fname}: needs at least one array")
+    for i, a in enumerate(arrays):
+        array_arg(fname, a, f"arrays[{i}]")
+    return list(arrays)
+
+
+def _promote_all(arrays: list) -> list:
+    dt = arrays[0].dtype
+    for a in arrays[1:]:
+        if a.dtype != dt:
+            dt = _dtypes.PROMOTION[dt, a.dtype]
+    return [cast(a, dt) for a in arrays]
+
+
+def _shape_tuple(fname: str, shape, name: str = "shape") -> tuple:
+    if isinstance(shape, Array):
+        raise TypeError(f"{fname}: {name} must be a tuple of ints, got an array; pass tuple(int(d) for d in ...)")
+    return _int_tuple(fname, shape, name)
+
+
+# -- broadcasting ------------------------------------------------------------------
+
+broadcast_arrays_p = Primitive("broadcast_arrays", multiple_results=True)
+broadcast_to_p = Primitive("broadcast_to")
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that arrays of ``shapes`` broadcast to (ValueError when they do not)."""
+    checked = []
+    for i, s in enumerate(shapes):
+        if not isinstance(s, (tuple, list)):
+            raise TypeError(f"broadcast_shapes: shapes[{i}] must be a tuple of ints, got {type(s).__name__}")
+        dims = []
+        for d in s:
+            if d is not None:
+                if isinstance(d, bool):
+                    raise TypeError(f"broadcast_shapes: shape entries must be ints or None, got {d!r} in {tuple(s)}")
+                try:
+                    d = operator.index(d)
+                except TypeError:
+                    raise TypeError(
+                        f"broadcast_shapes: shape entries must be ints or None, got {d!r} in {tuple(s)}"
+                    ) from None
+                if d < 0:
+                    raise ValueError(f"broadcast_shapes: negative dimension {d} in shape {tuple(s)}")
+            dims.append(d)
+        checked.append(tuple(dims))
+    return broadcast_shapes_for("broadcast_shapes", *checked)
+
+
+def broadcast_arrays(*arrays: Array) -> tuple:
+    """The arrays broadcast against each other (a tuple, possibly of views)."""
+    for i, a in enumerate(arrays):
+        array_arg("broadcast_arrays", a, f"arrays[{i}]")
+    if not arrays:
+        return ()
+    broadcast_shapes_for("broadcast_arrays", *(a.shape for a in arrays))
+    return tuple(broadcast_arrays_p.bind(*arrays))
+
+
+def broadcast_to(x, /, shape) -> Array:
+    """x broadcast to ``shape`` (x's dimensions must be 1 or equal to the trailing ones of shape)."""
+    array_arg("broadcast_to", x)
+    shape = _shape_tuple("broadcast_to", shape)
+    if shape == x.shape:
+        return x
+    xs = x.shape
+    ok = len(xs) <= len(shape) and all(d is None or d == 1 or d == t for d, t in zip(xs[::-1], shape[::-1]))
+    if not ok or any(d < 0 for d in shape):
+        raise ValueError(
+            f"broadcast_to: an array of shape {xs} cannot be broadcast to shape {shape}; every "
+            f"dimension of x must be 1 or equal to the matching trailing dimension of shape"
+        )
+    return broadcast_to_p.bind(x, shape=shape)
+
+
+# -- joining and splitting --------------------------------------------------------------
+
+concat_p = Primitive("concat")
+stack_p = Primitive("stack")
+unstack_p = Primitive("unstack", multiple_results=True)
+
+
+def _concat_any(*bufs, axis):
+    return buffer_namespace(bufs[0]).concat(bufs, axis=axis)
+
+
+def _stack_any(*bufs, axis):
+    return buffer_namespace(bufs[0]).stack(bufs, axis=axis)
+
+
+concat_p.impls["*"] = _concat_any
+stack_p.impls["*"] = _stack_any
+
+
+def concat(arrays, /, *, axis: int | None = 0) -> Array:
+    """Join arrays along an existing axis (``axis=None`` flattens them first); dtypes are promoted."""
+    arrays = _promote_all(_arrays_arg("concat", arrays))
+    if axis is None:
+        arrays = [reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    ndim = arrays[0].ndim
+    if ndim == 0:
+        raise ValueError("concat: zero-dimensional arrays cannot be concatenated along an axis; use stack or axis=None")
+    axis = normalize_axis("concat", axis, ndim)
+    first = arrays[0].shape
+    for i, a in enumerate(arrays[1:], 1):
+        s = a.shape
+        if len(s) != ndim or any(
+            j != axis and d != e and d is not None and e is not None for j, (d, e) in enumerate(zip(s, first))
+        ):
+            raise ValueError(
+                f"concat: arrays[{i}] has shape {s}, arrays[0] has shape {first}; all shapes must "
+                f"match except along axis {axis}"
+            )
+    return concat_p.bind(*arrays, axis=axis)
+
+
+def stack(arrays, /, *, axis: int = 0) -> Array:
+    """Join arrays of one shape along a new axis; dtypes are promoted."""
+    arrays = _promote_all(_arrays_arg("stack", arrays))
+    first = arrays[0].shape
+    for i, a in enumerate(arrays[1:], 1):
+        if a.shape != first:
+            raise ValueError(f"stack: all arrays must have the same shape, arrays[0] has {first}, arrays[{i}] has {a.shape}")
+    axis = normalize_axis("stack", axis, len(first) + 1)
+    return stack_p.bind(*arrays, axis=axis)
+
+
+def unstack(x, /, *, axis: int = 0) -> tuple:
+    """The slices of x along ``axis``, as a tuple of arrays."""
+    array_arg("unstack", x)
+    if x.ndim == 0:
+        raise ValueError("unstack: x must have at least one dimension, got a 0-d array")
+    axis = normalize_axis("unstack", axis, x.ndim)
+    return tuple(unstack_p.bind(x, axis=axis))
+
+
+# -- shape changes -------------------------------------------------------------------
+
+expand_dims_p = Primitive("expand_dims")
+squeeze_p = Primitive("squeeze")
+reshape_p = Primitive("reshape")
+
+
+def expand_dims(x, /, axis) -> Array:
+    """x with singleton dimensions inserted at ``axis`` (an int or a tuple of output positions)."""
+    array_arg("expand_dims", x)
+    raw = _int_tuple("expand_dims", axis, "axis")
+    out_ndim = x.ndim + len(raw)
+    axes = tuple(sorted(normalize_axis("expand_dims", a, out_ndim) for a in raw))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"expand_dims: axis {axis} resolves to repeated positions {axes}")
+    return expand_dims_p.bind(x, axis=axes)
+
+
+def squeeze(x, /, axis) -> Array:
+    """x without the singleton dimensions ``axis``."""
+    array_arg("squeeze", x)
+    axes = normalize_axes("squeeze", axis, x.ndim)
+    shape = x.shape
+    for a in axes:
+        if shape[a] != 1:
+            raise ValueError(
+                f"squeeze: axis {a} has size {shape[a]}, only singleton (size-1) axes can be removed "
+                f"(x has shape {shape})"
+            )
+    return squeeze_p.bind(x, axis=axes)
+
+
+def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
+    """x with a new shape of the same size (one entry may be -1); ``copy`` as in ``asarray``."""
+    array_arg("reshape", x)
+    shape = _shape_tuple("reshape", shape)
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
+    n_unknown = sum(1 for d in shape if d == -1)
+    if n_unknown > 1:
+        raise ValueError(f"reshape: only one dimension can be -1, got shape {shape}")
+    if any(d < -1 for d in shape):
+        raise ValueError(f"reshape: invalid dimension in shape {shape}; dimensions must be >= 0 (or one -1)")
+    size = x.size
+    if size is not None:
+        known = math.prod(d for d in shape if d != -1)
+        if n_unknown:
+            if known == 0 or size % known:
+                raise ValueError(
+                    f"reshape: cannot reshape an array of shape {x.shape} (size {size}) into shape {shape}"
+                )
+            shape = tuple(size // known if d == -1 else d for d in shape)
+        elif known != size:
+            raise ValueError(
+                f"reshape: cannot reshape an array of shape {x.shape} (size {size}) into shape {shape}"
+            )
+    if shape == x.shape and not copy:
+        return x
+    return reshape_p.bind(x, shape=shape, copy=copy)
+
+
+# -- reordering --------------------------------------------------------------------------
+
+flip_p = Primitive("flip")
+moveaxis_p = Primitive("moveaxis")
+permute_dims_p = Primitive("permute_dims")
+roll_p = Primitive("roll")
+
+
+def flip(x, /, *, axis=None) -> Array:
+    """x with the order of elements reversed along ``axis`` (all axes when None)."""
+    array_arg("flip", x)
+    if axis is None:
+        axes = tuple(range(x.ndim))
+    else:
+        axes = normalize_axes("flip", axis, x.ndim)
+    return flip_p.bind(x, axis=axes)
+
+
+def moveaxis(x, source, destination, /) -> Array:
+    """x with axes ``source`` moved to positions ``destination`` (the others keep their order)."""
+    array_arg("moveaxis", x)
+    src = _ordered_axes("moveaxis", source, x.ndim, "source")
+    dst = _ordered_axes("moveaxis", destination, x.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis: source {source} and destination {destination} must have the same number of axes"
+        )
+    return moveaxis_p.bind(x, source=src, destination=dst)
+
+
+def permute_dims(x, /, axes) -> Array:
+    """x with its axes reordered: output axis i is input axis ``axes[i]``."""
+    array_arg("permute_dims", x)
+    perm = _ordered_axes("permute_dims", axes, x.ndim, "axes")
+    if len(perm) != x.ndim:
+        raise ValueError(
+            f"permute_dims: axes {axes} must be a permutation of all {x.ndim} axes of x (shape {x.shape})"
+        )
+    return permute_dims_p.bind(x, axes=perm)
+
+
+def roll(x, /, shift, *, axis=None) -> Array:
+    """x with elements shifted by ``shift`` along ``axis`` (the flattened array when None)."""
+    array_arg("roll", x)
+    if axis is None:
+        if isinstance(shift, (tuple, list)):
+            raise TypeError("roll: shift must be an int when axis is None; pass axis=(...) for per-axis shifts")
+        (shift,) = _int_tuple("roll", shift, "shift")
+        return roll_p.bind(x, shift=shift, axis=None)
+    axes = tuple(normalize_axis("roll", a, x.ndim) for a in _int_tuple("roll", axis, "axis"))
+    shifts = _int_tuple("roll", shift, "shift")
+    if isinstance(shift, (tuple, list)):
+        if not isinstance(axis, (tuple, list)) or len(shifts) != len(axes):
+            raise ValueError(
+                f"roll: shift {shift} and axis {axis} must be tuples of the same length"
+            )
+    else:
+        shifts = shifts * len(axes)
+    return roll_p.bind(x, shift=shifts, axis=axes)
+
+
+# -- repetition --------------------------------------------------------------------------
+
+repeat_p = Primitive("repeat")
+tile_p = Primitive("tile")
+
+
+def _tile_any(buf, *, repetitions):
+    return buffer_namespace(buf).tile(buf, repetitions)
+
+
+tile_p.impls["*"] = _tile_any
+
+
+def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
+    """Each element of x repeated ``repeats`` times (an int, or a 1-D integer array of counts)."""
+    array_arg("repeat", x)
+    if axis is None:
+        x = reshape(x, (-1,))
+        axis = 0
+    elif x.ndim == 0:
+        raise ValueError("repeat: x is 0-dimensional; pass axis=None")
+    axis = normalize_axis("repeat", axis, x.ndim)
+    if isinstance(repeats, Array):
+        if repeats.dtype.kind not in "iu":
+            raise TypeError(f"repeat: repeats must have an integer dtype, got {repeats.dtype}")
+        n = x.shape[axis]
+        if repeats.ndim != 1 or repeats.shape[0] not in (1, n, None):
+            raise ValueError(
+                f"repeat: a repeats array must be 1-D of length 1 or {n} (the size of axis {axis}), "
+                f"got shape {repeats.shape}"
+            )
+        return repeat_p.bind(x, cast(repeats, _dtypes.DEFAULT_INDEX), axis=axis)
+    if isinstance(repeats, bool):
+        raise TypeError("repeat: repeats must be an int or an integer array, got a bool")
+    try:
+        repeats = operator.index(repeats)
+    except TypeError:
+        raise TypeError(f"repeat: repeats must be an int or an integer array, got {type(repeats).__name__}") from None
+    if repeats < 0:
+        raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
+    return repeat_p.bind(x, repeats=repeats, axis=axis)
+
+
+def tile(x, repetitions, /) -> Array:
+    """x repeated ``repetitions[i]`` times along each axis i (shorter side padded with 1s in front)."""
+    array_arg("tile", x)
+    if not isinstance(repetitions, (tuple, list)):
+        raise TypeError(f"tile: repetitions must be a tuple of ints, got {type(repetitions).__name__}")
+    reps = _int_tuple("tile", repetitions, "repetitions")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions must be non-negative, got {reps}")
+    reps = (1,) * (x.ndim - len(reps)) + reps
+    return tile_p.bind(x, repetitions=reps)

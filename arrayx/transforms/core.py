@@ -119,28 +119,58 @@ class Primitive:
 
 
 def eval_eager(prim: Primitive, args: tuple, params: dict):
-    """Run ``prim`` on concrete arrays with their executor's implementation."""
+    """Run ``prim`` on concrete arrays with their executor's implementation.
+
+    This is the hot path of every eager operation: keep it free of calls that
+    are not needed (no isinstance chains, no kwargs parsing, no wrappers).
+    """
     ex = None
     bufs = []
+    append = bufs.append
     for a in args:
-        if isinstance(a, Array):
+        if a.__class__ is Array:
             if ex is None:
                 ex = a._ex
             elif a._ex is not ex:
                 raise _mixed_executors(prim.name, ex, a._ex)
-            bufs.append(a._buf)
+            append(a._buf)
+        elif isinstance(a, Array):
+            raise _escaped_tracer(prim.name, a)
         else:
-            bufs.append(a)
+            append(a)
     if ex is None:
         raise TypeError(f"{prim.name}: no array operand to choose an executor from")
-    fn = ex.impls.get(prim) or ex.resolve(prim)
+    fn = ex.impls.get(prim)
+    if fn is None:
+        fn = ex.resolve(prim)
     out = fn(*bufs, **params)
-    new = Array._new
+    atype = ex.array_type
     if prim.multiple_results:
-        return tuple(new(o if type(o) is ex.array_type else ex.coerce(o), ex) for o in out)
-    if type(out) is not ex.array_type:  # e.g. NumPy returns scalars for 0-d results
+        return tuple(_wrap(o if o.__class__ is atype else ex.coerce(o), ex) for o in out)
+    if out.__class__ is not atype:  # e.g. NumPy returns scalars for 0-d results
         out = ex.coerce(out)
-    return new(out, ex)
+    new = _object_new(Array)
+    new._buf = out
+    new._ex = ex
+    return new
+
+
+_object_new = object.__new__
+
+
+def _wrap(buf, ex):
+    new = _object_new(Array)
+    new._buf = buf
+    new._ex = ex
+    return new
+
+
+def _escaped_tracer(fname, tracer):
+    return RuntimeError(
+        f"{fname}: got a tracer ({type(tracer).__name__}) from a transform that has already "
+        f"finished; a traced value escaped its function (e.g. stored in a global or a closure). "
+        f"Return it from the transformed function instead"
+    )
 
 
 def _mixed_executors(fname, ex1, ex2):
