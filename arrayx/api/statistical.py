@@ -1,2 +1,178 @@
-"""statistical (placeholder: being written)."""
-__all__: list = []
+"""Statistical functions (the standard's "Statistical Functions" category).
+
+Reductions take ``axis`` as None (all axes), an int or a tuple of ints, which
+is normalised to a sorted tuple of non-negative ints before binding.
+Accumulation dtypes follow the standard: ``sum``, ``prod``, ``cumulative_sum``
+and ``cumulative_prod`` of a narrower integer type give the default integer of
+the same signedness (``int64`` / ``uint64``), bools give ``int64``, and the
+resolved dtype is always passed to the primitive.  ``mean``, ``std`` and
+``var`` need floating-point input (cast integers with ``astype`` first).
+"""
+from __future__ import annotations
+
+import math
+
+from arrayx.api import _dtypes
+from arrayx.api._array import Array
+from arrayx.api._checks import array_arg, normalize_axes, normalize_axis
+from arrayx.transforms.core import Primitive
+
+__all__ = [
+    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
+]
+
+_CAT = _dtypes.CATEGORIES
+# the unsigned integer as wide as the default integer (sum of uint8 -> uint64)
+_DEFAULT_UINT = _dtypes.uint64
+
+cumulative_prod_p = Primitive("cumulative_prod")
+cumulative_sum_p = Primitive("cumulative_sum")
+max_p = Primitive("max")
+mean_p = Primitive("mean")
+min_p = Primitive("min")
+prod_p = Primitive("prod")
+std_p = Primitive("std")
+sum_p = Primitive("sum")
+var_p = Primitive("var")
+
+
+def _check(fname: str, x, category: str, hint: str = "") -> None:
+    array_arg(fname, x)
+    if x.dtype not in _CAT[category]:
+        raise TypeError(f"{fname}: x must have a {category} dtype, got {x.dtype}{hint}")
+
+
+def _check_summable(fname: str, x) -> None:
+    array_arg(fname, x)
+    if x.dtype not in _CAT["numeric"] and x.dtype != _dtypes.bool:
+        raise TypeError(f"{fname}: x must have a numeric (or bool) dtype, got {x.dtype}")
+
+
+def accumulation_dtype(fname: str, x: Array, dtype):
+    """The result dtype of a sum/product of x: ``dtype`` if given, else the standard's default."""
+    if dtype is not None:
+        dt = _dtypes.as_dtype(dtype, fname)
+        if x.dtype.kind == "c" and dt.kind != "c":
+            raise TypeError(
+                f"{fname}: dtype={dt} would drop the imaginary part of the complex x; take real(x) first"
+            )
+        return dt
+    kind = x.dtype.kind
+    if kind == "b":
+        return _dtypes.DEFAULT_INT
+    if kind == "i" and x.dtype.itemsize < _dtypes.DEFAULT_INT.itemsize:
+        return _dtypes.DEFAULT_INT
+    if kind == "u" and x.dtype.itemsize < _DEFAULT_UINT.itemsize:
+        return _DEFAULT_UINT
+    return x.dtype
+
+
+def _reduced_size(x: Array, axes) -> int | None:
+    shape = x.shape
+    dims = shape if axes is None else [shape[a] for a in axes]
+    if any(d is None for d in dims):
+        return None
+    return math.prod(dims)
+
+
+# -- sums and products --------------------------------------------------------------------
+
+def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:  # noqa: A001
+    """Sum of x over ``axis``; narrower integers accumulate in the default integer type."""
+    _check_summable("sum", x)
+    axes = normalize_axes("sum", axis, x.ndim)
+    return sum_p.bind(x, axis=axes, dtype=accumulation_dtype("sum", x, dtype), keepdims=bool(keepdims))
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+    """Product of x over ``axis``; narrower integers accumulate in the default integer type."""
+    _check_summable("prod", x)
+    axes = normalize_axes("prod", axis, x.ndim)
+    return prod_p.bind(x, axis=axes, dtype=accumulation_dtype("prod", x, dtype), keepdims=bool(keepdims))
+
+
+def _cumulative(fname: str, prim: Primitive, x, axis, dtype, include_initial) -> Array:
+    _check_summable(fname, x)
+    if x.ndim == 0:
+        raise ValueError(f"{fname}: x must have at least one dimension, got a 0-d array")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(
+                f"{fname}: axis is required for a {x.ndim}-D array (shape {x.shape}); pass axis=..., "
+                f"or reshape(x, (-1,)) to accumulate over all elements"
+            )
+        axis = 0
+    axis = normalize_axis(fname, axis, x.ndim)
+    return prim.bind(
+        x, axis=axis, dtype=accumulation_dtype(fname, x, dtype), include_initial=bool(include_initial)
+    )
+
+
+def cumulative_sum(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False) -> Array:
+    """Running sum of x along ``axis`` (starting with 0 when ``include_initial``)."""
+    return _cumulative("cumulative_sum", cumulative_sum_p, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False) -> Array:
+    """Running product of x along ``axis`` (starting with 1 when ``include_initial``)."""
+    return _cumulative("cumulative_prod", cumulative_prod_p, x, axis, dtype, include_initial)
+
+
+# -- extrema ---------------------------------------------------------------------------------
+
+def _extremum(fname: str, prim: Primitive, x, axis, keepdims) -> Array:
+    _check(fname, x, "real-valued", "; compare abs(x) or real(x) for complex values")
+    axes = normalize_axes(fname, axis, x.ndim)
+    if _reduced_size(x, axes) == 0:
+        raise ValueError(
+            f"{fname}: reducing over an empty axis of x (shape {x.shape}) has no identity; "
+            f"the result is undefined"
+        )
+    return prim.bind(x, axis=axes, keepdims=bool(keepdims))
+
+
+def max(x, /, *, axis=None, keepdims: bool = False) -> Array:  # noqa: A001
+    """Maximum of x over ``axis`` (NaNs propagate)."""
+    return _extremum("max", max_p, x, axis, keepdims)
+
+
+def min(x, /, *, axis=None, keepdims: bool = False) -> Array:  # noqa: A001
+    """Minimum of x over ``axis`` (NaNs propagate)."""
+    return _extremum("min", min_p, x, axis, keepdims)
+
+
+# -- moments ----------------------------------------------------------------------------------
+
+_FLOAT_HINT = "; cast integer input first, e.g. astype(x, arrayx.float64)"
+
+
+def mean(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Arithmetic mean of x over ``axis`` (NaN for an empty reduction)."""
+    _check("mean", x, "floating-point", _FLOAT_HINT)
+    axes = normalize_axes("mean", axis, x.ndim)
+    return mean_p.bind(x, axis=axes, keepdims=bool(keepdims))
+
+
+def _moment(fname: str, prim: Primitive, x, axis, correction, keepdims) -> Array:
+    _check(fname, x, "real floating", _FLOAT_HINT)
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        raise TypeError(f"{fname}: correction must be an int or a float, got {type(correction).__name__}")
+    axes = normalize_axes(fname, axis, x.ndim)
+    out = prim.bind(x, axis=axes, correction=correction, keepdims=bool(keepdims))
+    m = _reduced_size(x, axes)
+    if m is not None and m - correction <= 0:
+        # the standard asks for NaN when M - correction <= 0 (libraries differ: inf, nan)
+        from arrayx.api.elementwise import multiply
+
+        out = multiply(out, math.nan)
+    return out
+
+
+def std(x, /, *, axis=None, correction: int | float = 0.0, keepdims: bool = False) -> Array:
+    """Standard deviation of x over ``axis`` with divisor ``M - correction``."""
+    return _moment("std", std_p, x, axis, correction, keepdims)
+
+
+def var(x, /, *, axis=None, correction: int | float = 0.0, keepdims: bool = False) -> Array:
+    """Variance of x over ``axis`` with divisor ``M - correction``."""
+    return _moment("var", var_p, x, axis, correction, keepdims)
