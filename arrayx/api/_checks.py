@@ -86,6 +86,8 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                         x2 = broadcast_to(x2, shape)
             return x1, x2
         if not isinstance(x2, _PY_SCALARS):
+            if isinstance(x2, (np.ndarray, np.generic)):  # numpy_array (op) arrayx_array defers to us
+                return promote_binary(fname, x1, _from_numpy(x2, x1), category)
             raise _operand_error(fname, x2, "x2")
         dt = _dtypes.scalar_result_dtype(d1, x2)
         if dt not in allowed:
@@ -93,6 +95,8 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
         return cast(x1, dt), scalar_operand(fname, x2, dt)
     if isinstance(x2, Array):
         if not isinstance(x1, _PY_SCALARS):
+            if isinstance(x1, (np.ndarray, np.generic)):
+                return promote_binary(fname, _from_numpy(x1, x2), x2, category)
             raise _operand_error(fname, x1, "x1")
         dt = _dtypes.scalar_result_dtype(x2.dtype, x1)
         if dt not in allowed:
@@ -102,6 +106,12 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
         f"{fname}: at least one argument must be an arrayx array, got {type(x1).__name__} "
         f"and {type(x2).__name__}; convert with arrayx.asarray(...)"
     )
+
+
+def _from_numpy(value, like: Array) -> Array:
+    from arrayx.api.creation import asarray
+
+    return asarray(value, device=like.device)
 
 
 def _operand_error(fname, value, name):

@@ -199,32 +199,53 @@ take_along_axis_p = Primitive("take_along_axis")
 
 
 def take(x, indices, /, *, axis: int | None = None) -> Array:
-    """Elements of x at integer ``indices`` along ``axis`` (x must be 1-D when axis is None)."""
+    """Elements of x at the 1-D integer ``indices`` along ``axis`` (optional when x is 1-D).
+
+    Negative indices count from the end; out-of-bounds behaviour is the executor's.
+    """
+    from arrayx.api._checks import normalize_axis
+
     array_arg("take", x)
     array_arg("take", indices, "indices")
     if indices.dtype.kind not in "iu":
         raise TypeError(f"take: indices must have an integer dtype, got {indices.dtype}")
+    if indices.ndim != 1:
+        raise ValueError(f"take: indices must be 1-D, got shape {indices.shape}")
+    if x.ndim == 0:
+        raise ValueError("take: x must have at least one dimension, got a 0-d array")
     if axis is None:
         if x.ndim != 1:
-            raise ValueError(f"take: axis is required for a {x.ndim}-D array")
+            raise ValueError(f"take: axis is required for a {x.ndim}-D array (shape {x.shape})")
         axis = 0
-    from arrayx.api._checks import normalize_axis
-
-    axis = normalize_axis("take", axis, max(x.ndim, 1))
+    axis = normalize_axis("take", axis, x.ndim)
     return take_p.bind(x, indices, axis=axis)
 
 
 def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
-    """Values of x at ``indices`` along ``axis`` (indices broadcast against x elsewhere)."""
+    """Values of x at ``indices`` along ``axis``; elsewhere x and indices broadcast together."""
+    from arrayx.api._checks import broadcast_shapes_for, normalize_axis
+
     array_arg("take_along_axis", x)
     array_arg("take_along_axis", indices, "indices")
     if indices.dtype.kind not in "iu":
         raise TypeError(f"take_along_axis: indices must have an integer dtype, got {indices.dtype}")
     if indices.ndim != x.ndim:
         raise ValueError(
-            f"take_along_axis: x and indices must have the same number of dimensions, got {x.shape} and {indices.shape}"
+            f"take_along_axis: x and indices must have the same number of dimensions, got shapes "
+            f"{x.shape} and {indices.shape}"
         )
-    from arrayx.api._checks import normalize_axis
-
+    if x.ndim == 0:
+        raise ValueError("take_along_axis: x must have at least one dimension, got a 0-d array")
     axis = normalize_axis("take_along_axis", axis, x.ndim)
+    xs, js = list(x.shape), list(indices.shape)
+    xs[axis] = js[axis] = 1
+    batch = broadcast_shapes_for("take_along_axis", tuple(xs), tuple(js))
+    if _TRACE.get() is not None:  # the primitive sees operands broadcast outside ``axis``
+        from arrayx.api.manipulation import broadcast_to
+
+        def _to(a):
+            shape = batch[:axis] + (a.shape[axis],) + batch[axis + 1:]
+            return a if a.shape == shape else broadcast_to(a, shape)
+
+        x, indices = _to(x), _to(indices)
     return take_along_axis_p.bind(x, indices, axis=axis)

@@ -10,6 +10,18 @@ the primitive's rules, the staging trace records it into a Graph.
 Traces are stackless: a trace knows its parent and evaluates rules with the
 parent installed as current, and it only unboxes tracers that carry its own tag
 (no perturbation confusion).
+
+Also here, because every transform needs them:
+
+- :class:`Tracer`, the Array subclass whose ``_buf`` holds a trace's state
+  (anything with ``trace``, ``shape`` and ``dtype``); its ``_ex`` is a sentinel
+  executor, so a tracer that escapes its transform fails loudly in eager code;
+- :class:`ShapeDtypeStruct` and :func:`abstract_eval` (shape/dtype of a
+  primitive's result without computing it), used by staging;
+- :class:`CallPrimitive`, primitives that carry a Python function (custom
+  derivatives, checkpoint): eagerly they call it;
+- :func:`bind_with`, binding on an explicit trace (how a trace hands a
+  primitive it does not own to its parent).
 """
 from __future__ import annotations
 
@@ -20,7 +32,14 @@ from typing import Any, Callable
 
 __all__ = [
     "Primitive",
+    "CallPrimitive",
     "Trace",
+    "Tracer",
+    "ShapeDtypeStruct",
+    "UnexpectedTracerError",
+    "ConcretizationError",
+    "abstract_eval",
+    "bind_with",
     "current_trace",
     "set_trace",
     "new_tag",
@@ -63,14 +82,19 @@ class Trace:
     application that owns this trace's tracers.
     """
 
-    __slots__ = ("parent", "tag")
+    __slots__ = ("parent", "tag", "alive", "transform")
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, transform: str = "a transform"):
         self.parent = parent
         self.tag = new_tag()
+        self.alive = True  # set False when the transform application returns
+        self.transform = transform  # for error messages: "grad", "jvp", "make_graph", ...
 
     def process_primitive(self, prim: "Primitive", args: tuple, params: dict):
         raise NotImplementedError(type(self).__name__)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} #{self.tag} of {self.transform}{'' if self.alive else ' (finished)'}>"
 
 
 class Primitive:
@@ -165,15 +189,32 @@ def _wrap(buf, ex):
     return new
 
 
+class UnexpectedTracerError(RuntimeError):
+    """A traced value was used outside the transform that created it."""
+
+
+class ConcretizationError(TypeError):
+    """A Python value (bool, int, float, an index) was asked of a value only known symbolically."""
+
+
 def _escaped_tracer(fname, tracer):
-    return RuntimeError(
-        f"{fname}: got a tracer ({type(tracer).__name__}) from a transform that has already "
-        f"finished; a traced value escaped its function (e.g. stored in a global or a closure). "
-        f"Return it from the transformed function instead"
+    state = getattr(tracer, "_buf", None)
+    trace = getattr(state, "trace", None)
+    what = f" from {trace.transform} (#{trace.tag})" if trace is not None else ""
+    return UnexpectedTracerError(
+        f"{fname}: got a tracer ({type(tracer).__name__}{what}) from a transform that has already "
+        f"finished; a traced value escaped its function (e.g. stored in a global, a closure or an "
+        f"array updated in place). Return it from the transformed function instead"
     )
 
 
 def _mixed_executors(fname, ex1, ex2):
+    if ex1 is _TRACER_EXECUTOR or ex2 is _TRACER_EXECUTOR:
+        return UnexpectedTracerError(
+            f"{fname}: got a tracer from a transform that has already finished; a traced value "
+            f"escaped its function (e.g. stored in a global or a closure). Return it from the "
+            f"transformed function instead"
+        )
     return TypeError(
         f"{fname}: arrays live on different executors ({ex1.name!r} and {ex2.name!r}); "
         f"move one with x.to_device(...) or arrayx.asarray(x, device=...) first"
@@ -181,3 +222,6 @@ def _mixed_executors(fname, ex1, ex2):
 
 
 from arrayx.api._array import Array  # noqa: E402  (Array's methods bind primitives)
+from arrayx.transforms._tracer import (  # noqa: E402
+    _TRACER_EXECUTOR, CallPrimitive, ShapeDtypeStruct, Tracer, TracerState, abstract_eval, bind_with,
+)

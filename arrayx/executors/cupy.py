@@ -1,0 +1,172 @@
+"""The CuPy executor: buffers are ``cupy.ndarray`` on CUDA devices, the namespace is array-api-compat's CuPy namespace.
+
+Select it with ``arrayx.use_executor("cupy")``, ``device="cupy"`` (or
+``"cupy:cuda:1"`` for the second GPU) or ``ARRAYX_EXECUTOR=cupy``.
+
+Availability
+    The executor needs CuPy (``pip install cupy-cuda12x``) *and* a usable CUDA
+    device.  CuPy imports on a machine without one, but every allocation fails;
+    there ``cupy.cuda.is_available()`` is False and this executor reports itself
+    unavailable with the reason (``arrayx.executors.get("cupy").unavailable_reason``),
+    so tests parameterised over executors skip it.
+
+Devices
+    One ``Device("cupy", "cuda:<id>")`` per visible CUDA device; creation
+    functions and ``asarray(..., device=...)`` allocate on the requested one,
+    ``x.to_device(d)`` copies between GPUs.
+
+Moving data
+    DLPack is used where both sides live on the same kind of device (CuPy <->
+    JAX on GPU, CuPy <-> other CUDA producers); NumPy, Dask and CPU-JAX arrays
+    come through a host copy, and ``to_host`` copies device -> host.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from arrayx.executors.base import Device, Executor
+
+_KDL_CPU, _KDL_CUDA = 1, 2
+
+cupy = None  # the cupy module, set by CupyExecutor._load (CuPy is imported only when the executor is used)
+
+
+def _at_update(buf, value, *index_bufs, key, op):
+    """``buf`` with ``buf[key] op= value`` applied to a copy (repeated indices accumulate)."""
+    from arrayx.api.indexing import decode_key
+
+    k = decode_key(key, index_bufs)
+    out = buf.copy()
+    if op == "set":
+        out[k] = value
+        return out
+    advanced = any(isinstance(e, cupy.ndarray) and e.dtype.kind in "iu" and e.ndim > 0 for e in k)
+    if not advanced:
+        out[k] = _UFUNCS[op](out[k], value)
+        return out
+    import cupyx
+
+    if op in ("add", "subtract"):
+        cupyx.scatter_add(out, k, value if op == "add" else -cupy.asarray(value))
+    elif op in ("min", "max"):
+        (cupyx.scatter_min if op == "min" else cupyx.scatter_max)(out, k, value)
+    else:  # multiply, divide, power: no scatter kernel for these in CuPy, so NumPy's ufunc.at on the host
+        host = cupy.asnumpy(out)
+        hk = tuple(cupy.asnumpy(e) if isinstance(e, cupy.ndarray) else e for e in k)
+        hv = cupy.asnumpy(value) if isinstance(value, cupy.ndarray) else value
+        getattr(np, _UFUNC_NAMES[op]).at(host, hk, hv)
+        out = cupy.asarray(host)
+    return out
+
+
+_UFUNC_NAMES = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+                "power": "power", "min": "minimum", "max": "maximum"}
+
+
+class _Ufuncs:
+    def __getitem__(self, op):
+        return getattr(cupy, _UFUNC_NAMES[op])
+
+
+_UFUNCS = _Ufuncs()
+
+
+class CupyExecutor(Executor):
+    name = "cupy"
+    install_hint = "Install CuPy with `pip install cupy-cuda12x` (or cupy-cuda11x) on a machine with an NVIDIA GPU."
+    mutable = True
+    #: primitive name -> implementation, where ``getattr(xp, name)`` is not what the standard says
+    overrides: dict = {
+        "at_update": _at_update,
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._devices: list[Device] = []
+
+    def _load(self):
+        global cupy
+        try:
+            import cupy as cp
+        except ImportError as e:
+            raise ImportError(f"cupy is not installed ({e})") from None
+        if not cp.cuda.is_available():
+            try:
+                cp.cuda.runtime.getDeviceCount()
+                detail = "no CUDA device found"
+            except Exception as e:  # noqa: BLE001 - the runtime's own words are the best reason
+                detail = f"{type(e).__name__}: {e}"
+            raise RuntimeError(f"cupy is installed but no usable CUDA GPU is present ({detail})")
+        import array_api_compat.cupy as xp
+
+        cupy = cp
+        self.array_type = cp.ndarray
+        self._devices = [Device(self.name, f"cuda:{i}", i) for i in range(cp.cuda.runtime.getDeviceCount())]
+        return xp
+
+    def resolve(self, prim):
+        # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
+        if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
+            self.impls[prim] = fn = self.overrides[prim.name]
+            return fn
+        return super().resolve(prim)
+
+    # -- devices ------------------------------------------------------------------------
+    def devices(self) -> list[Device]:
+        self.xp  # noqa: B018 - loads CuPy (raises with the reason when unavailable)
+        return list(self._devices)
+
+    def default_device(self) -> Device:
+        self.xp  # noqa: B018
+        return self._devices[cupy.cuda.runtime.getDevice()]
+
+    def device_of(self, buf) -> Device:
+        return self._devices[buf.device.id]
+
+    def _device_id(self, device: Device, fname: str) -> int:
+        if device.executor != self.name or device.native is None:
+            raise ValueError(f"{fname}: {device} is not a device of the 'cupy' executor; its devices are {self.devices()}")
+        return device.native
+
+    def to_device(self, buf, device: Device):
+        target = self._device_id(device, "to_device")
+        if buf.device.id == target:
+            return buf
+        with cupy.cuda.Device(target):
+            return cupy.array(buf, copy=True)  # peer-to-peer copy
+
+    # -- buffers ----------------------------------------------------------------------------
+    def coerce(self, out):
+        return cupy.asarray(out)
+
+    def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
+        if device is None:
+            return self.xp.asarray(obj, dtype=dtype, copy=copy)
+        with cupy.cuda.Device(self._device_id(device, "asarray")):
+            return self.xp.asarray(obj, dtype=dtype, copy=copy)
+
+    def from_dlpack(self, obj, copy=None):
+        kind = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else _KDL_CUDA
+        if kind == _KDL_CPU:  # a host producer: CuPy cannot alias host memory, so copy it over
+            if copy is False:
+                raise ValueError("from_dlpack: copy=False, but moving host memory to a CUDA device copies")
+            return cupy.asarray(np.from_dlpack(obj))
+        out = cupy.from_dlpack(obj)
+        return out.copy() if copy else out
+
+    def to_host(self, buf) -> np.ndarray:
+        return cupy.asnumpy(buf)
+
+    def dlpack_buffer(self, buf):
+        return buf
+
+    def from_foreign(self, buf, source: Executor):
+        """Copy ``buf`` of ``source`` here: DLPack when it is on a CUDA device, else through the host."""
+        if source.name != "numpy":
+            try:
+                exported = source.dlpack_buffer(buf)
+                if exported.__dlpack_device__()[0] == _KDL_CUDA:
+                    return cupy.from_dlpack(exported).copy()
+            except Exception:  # noqa: BLE001 - any DLPack refusal falls back to the host copy
+                pass
+        return cupy.asarray(np.asarray(source.to_host(buf)))

@@ -1,0 +1,415 @@
+"""The Dask executor: buffers are ``dask.array`` arrays, the namespace is array-api-compat's Dask namespace.
+
+Select it with ``arrayx.use_executor("dask")``, ``device="dask"`` or
+``ARRAYX_EXECUTOR=dask``.  Operations build a lazy task graph; nothing runs
+until a value is needed on the host.
+
+Where it runs
+    By default on Dask's own default scheduler: the local threaded scheduler, or
+    the ``dask.distributed`` Client that is active in the process.  Choose
+    explicitly with ``set_scheduler("threads" | "sync" | "processes")``, or run on
+    a cluster with ``connect("tcp://host:8786")`` (or ``connect(LocalCluster())``,
+    or ``ARRAYX_DASK_SCHEDULER=tcp://...`` in the environment, which connects
+    when the executor first loads).  ``disconnect()`` returns to the default.
+
+Chunks
+    Arrays made from host data and by creation functions (``zeros``, ``ones``,
+    ``full``, ``arange``, ``eye``, ``asarray``, ...) get the chunks set with
+    ``set_chunks(chunks)``: ``"auto"`` (default; Dask's ``array.chunk-size``),
+    an int (elements per chunk along every axis), a byte size such as
+    ``"64MiB"``, or a tuple per axis.  Results of operations keep the chunks
+    Dask gives them.
+
+Implicit computes (each runs the graph of the array involved)
+    ``bool(x)``, ``int(x)``, ``float(x)``, ``complex(x)``, ``x.__index__()``,
+    ``repr(x)``/``print(x)``, ``numpy.asarray(x)``/``x.__array__()``,
+    ``x.__dlpack__()`` and ``from_dlpack``/``to_device`` onto another executor
+    (DLPack is served from the computed host array), ``x[k] = v`` with updates
+    Dask cannot express lazily (an accumulating ``x.at[idx].add`` with integer
+    index arrays), integer-array indexing that Dask cannot express lazily
+    (several index arrays, or n-D ones: the *index arrays* are computed), and,
+    when the shape policy is ``"compute"``, reading the shape of an array whose
+    shape depends on its data.
+
+Unknown shapes
+    Boolean-mask indexing, ``nonzero`` and the ``unique_*`` functions give
+    arrays whose length Dask does not know without computing.  By default
+    (policy ``"lazy"``) such dimensions are reported as ``None``, as the
+    standard allows (``x.shape == (None,)``, ``x.size is None``).
+    ``resolve_shapes(x)`` computes them for one array (in place, once);
+    ``set_unknown_shapes("compute")`` (or ``ARRAYX_DASK_UNKNOWN_SHAPES=compute``)
+    makes every shape read resolve them automatically.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import types
+
+import numpy as np
+
+from arrayx.executors.base import Device, Executor
+
+__all__ = [
+    "connect", "disconnect", "set_scheduler", "get_scheduler", "set_chunks", "get_chunks",
+    "set_unknown_shapes", "resolve_shapes",
+]
+
+_INDEX = np.dtype("int64")
+_SCHEDULER_NAMES = ("threads", "sync", "synchronous", "processes", "single-threaded")
+_SHAPE_POLICIES = ("lazy", "compute")
+
+# -- configuration (module state: one Dask executor per process) -------------------------
+_scheduler = None  # None: Dask's default; a scheduler name; or a distributed Client
+_client = None  # the Client connect() made (closed by disconnect())
+_chunks = "auto"
+_shape_policy = os.environ.get("ARRAYX_DASK_UNKNOWN_SHAPES", "lazy")
+
+
+def set_scheduler(scheduler) -> None:
+    """Run computations on ``scheduler``: a name (``"threads"``, ``"sync"``, ``"processes"``),
+    a ``dask.distributed.Client``, or None for Dask's default."""
+    global _scheduler
+    if scheduler is not None and not hasattr(scheduler, "get") and scheduler not in _SCHEDULER_NAMES:
+        raise ValueError(
+            f"set_scheduler: expected one of {_SCHEDULER_NAMES}, a dask.distributed.Client or None, "
+            f"got {scheduler!r}; to use a cluster call connect(address)"
+        )
+    _scheduler = scheduler
+
+
+def get_scheduler():
+    """The scheduler arrayx computes on (None means Dask's default)."""
+    return _scheduler
+
+
+def connect(address=None, **client_kwargs):
+    """Compute on a dask.distributed cluster; returns the ``Client``.
+
+    ``address`` is a scheduler address (``"tcp://host:8786"``), a cluster object
+    (``LocalCluster(...)``), an existing ``Client``, or None to start a local
+    cluster with ``client_kwargs`` (e.g. ``n_workers=2, processes=False``).
+    """
+    global _client
+    try:
+        from distributed import Client
+    except ImportError as e:
+        raise ImportError("connect: dask.distributed is not installed; `pip install distributed`") from e
+    disconnect()
+    client = address if isinstance(address, Client) else Client(address, set_as_default=False, **client_kwargs)
+    if client is not address:
+        _client = client
+    set_scheduler(client)
+    return client
+
+
+def disconnect() -> None:
+    """Stop using the cluster connect() attached (closing the Client it made) and return to the default scheduler."""
+    global _client
+    if _client is not None:
+        _client.close()
+        _client = None
+    set_scheduler(None)
+
+
+def set_chunks(chunks) -> None:
+    """Chunks for arrays made from host data and by creation functions (see the module docstring)."""
+    global _chunks
+    if not (chunks == "auto" or isinstance(chunks, (str, tuple)) or
+            (isinstance(chunks, int) and not isinstance(chunks, bool) and chunks > 0)):
+        raise ValueError(
+            f"set_chunks: expected 'auto', a positive int, a byte size such as '64MiB' or a tuple, got {chunks!r}"
+        )
+    _chunks = chunks
+
+
+def get_chunks():
+    """The chunks set with set_chunks (default ``"auto"``)."""
+    return _chunks
+
+
+def set_unknown_shapes(policy: str) -> None:
+    """``"lazy"``: report data-dependent dimensions as None; ``"compute"``: compute them when a shape is read."""
+    global _shape_policy
+    if policy not in _SHAPE_POLICIES:
+        raise ValueError(f"set_unknown_shapes: policy must be one of {_SHAPE_POLICIES}, got {policy!r}")
+    _shape_policy = policy
+
+
+def resolve_shapes(x):
+    """Compute the unknown (data-dependent) dimensions of the Dask-backed arrayx array ``x``, in place; returns x."""
+    if getattr(x, "executor", None) != "dask":
+        raise TypeError(f"resolve_shapes: expected an arrayx array on the 'dask' executor, got {type(x).__name__}")
+    _resolve(x._buf)
+    return x
+
+
+def _resolve(buf):
+    if any(d != d for d in buf.shape):
+        buf.compute_chunk_sizes(**_compute_kwargs())
+    return buf
+
+
+def _compute_kwargs() -> dict:
+    return {} if _scheduler is None else {"scheduler": _scheduler}
+
+
+def _compute(buf) -> np.ndarray:
+    return np.asarray(buf.compute(**_compute_kwargs()))
+
+
+# -- the namespace: array-api-compat's Dask namespace with our chunks on creation -----------
+da = None  # dask.array, set by DaskExecutor._load (Dask is imported only when the executor is used)
+_compat = None  # array_api_compat.dask.array
+
+
+class _Namespace(types.ModuleType):
+    """array-api-compat's Dask namespace, with creation functions that use ``set_chunks``'s chunks."""
+
+    def __getattr__(self, name):
+        return getattr(_compat, name)
+
+    @staticmethod
+    def asarray(obj, /, *, dtype=None, device=None, copy=None):
+        if isinstance(obj, da.Array):
+            out = obj if dtype is None else obj.astype(dtype)
+            return out.copy() if copy and out is obj else out
+        host = np.array(obj, dtype=dtype, copy=True) if copy else np.asarray(obj, dtype=dtype)
+        return da.from_array(host, chunks=_chunks, name=False)
+
+    @staticmethod
+    def zeros(shape, *, dtype=None, device=None):
+        return da.zeros(shape, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def ones(shape, *, dtype=None, device=None):
+        return da.ones(shape, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def empty(shape, *, dtype=None, device=None):
+        return da.zeros(shape, dtype=dtype, chunks=_chunks)  # Dask's empty is lazily garbage; zeros are cheap
+
+    @staticmethod
+    def full(shape, fill_value, *, dtype=None, device=None):
+        return da.full(shape, fill_value, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+        return da.arange(start, stop, step, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+        return da.eye(n_rows, M=n_cols, k=k, dtype=dtype, chunks=_chunks)
+
+
+_xp = _Namespace("arrayx.executors.dask.xp")
+
+
+# -- overrides: primitives whose Dask implementation differs from getattr(xp, name) ------------
+
+def _is_int_index(k) -> bool:
+    return hasattr(k, "dtype") and hasattr(k, "shape") and k.dtype.kind in "iu"
+
+
+def _host_index(k):
+    return _compute(k) if isinstance(k, da.Array) else k
+
+
+def _getitem(buf, *index_bufs, key):
+    from arrayx.api.indexing import decode_key
+
+    return _index(buf, decode_key(key, index_bufs))
+
+
+def _index(buf, k: tuple):
+    """``buf[k]`` with the cases Dask's own indexing refuses or gets wrong made to work."""
+    if any(isinstance(e, (bool, np.bool_)) for e in k):
+        # Dask reads a bool scalar as the integer 0/1; NumPy (and the standard) add a new axis
+        k2 = tuple(None if isinstance(e, (bool, np.bool_)) else e for e in k)
+        out = _index(buf, k2)
+        if not all(e for e in k if isinstance(e, (bool, np.bool_))):
+            first = next(i for i, e in enumerate(k) if isinstance(e, (bool, np.bool_)) and not e)
+            out = out[(slice(None),) * _dims_before(k, first, buf.ndim) + (slice(0, 0),)]
+        return out
+    arrays = [e for e in k if _is_int_index(e) and e.ndim > 0]
+    if not arrays or (len(arrays) == 1 and arrays[0].ndim == 1):
+        return buf[k]
+    if all(_is_int_index(e) or isinstance(e, (int, np.integer)) for e in k) and len(k) == buf.ndim:
+        # the standard's integer-array indexing (every axis): vectorised gather
+        return buf.vindex[tuple(np.asarray(_host_index(e)) for e in k)]
+    if len(arrays) == 1:
+        # one n-D integer array along one axis: gather its flattened values, then restore its shape
+        pos = next(i for i, e in enumerate(k) if e is arrays[0])
+        idx = np.asarray(_host_index(arrays[0]))
+        flat = tuple(idx.reshape(-1) if i == pos else e for i, e in enumerate(k))
+        out = buf[flat]
+        axis = _dims_before(k, pos, buf.ndim)
+        return out.reshape(out.shape[:axis] + idx.shape + out.shape[axis + 1:])
+    # several index arrays mixed with slices (left implementation-defined by the standard): on the host
+    host = _compute(buf)[tuple(_host_index(e) for e in k)]
+    return da.from_array(host, chunks=_chunks, name=False)
+
+
+def _dims_before(k: tuple, pos: int, ndim: int) -> int:
+    """Number of result dimensions that entries ``k[:pos]`` produce."""
+    n = 0
+    for e in k[:pos]:
+        if e is Ellipsis:
+            n += ndim - sum(1 for f in k if f is not None and f is not Ellipsis
+                            and not isinstance(f, (bool, np.bool_)))
+        elif e is None or isinstance(e, (bool, np.bool_)) or isinstance(e, slice):
+            n += 1
+        elif _is_int_index(e):
+            n += e.ndim
+    return n
+
+
+_UPDATE = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+    "divide": operator.truediv, "power": operator.pow,
+    "min": lambda a, b: da.minimum(a, b), "max": lambda a, b: da.maximum(a, b),
+}
+_NUMPY_UPDATE = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "power": np.power, "min": np.minimum, "max": np.maximum,
+}
+
+
+def _at_update(buf, value, *index_bufs, key, op):
+    """``buf`` with ``buf[key] op= value`` applied, lazily where Dask can express it."""
+    from arrayx.api.indexing import decode_key
+
+    k = decode_key(key, index_bufs)
+    advanced = [e for e in k if _is_int_index(e) and e.ndim > 0]
+    if not advanced:
+        masks = [e for e in k if hasattr(e, "dtype") and e.dtype == np.bool_]
+        if op != "set" and len(masks) == 1 and len(k) == 1 and masks[0].shape == buf.shape:
+            return da.where(masks[0], _UPDATE[op](buf, value), buf)  # x[mask] op= v
+        if op == "set" or not masks:
+            out = buf.copy()
+            try:
+                out[k] = value if op == "set" else _UPDATE[op](buf[k], value)
+                return out
+            except (NotImplementedError, ValueError, IndexError, TypeError):
+                pass  # a key Dask's __setitem__ cannot take: below, on the host
+    elif op == "set" and len(advanced) == 1 and advanced[0].ndim == 1 and isinstance(value, (np.generic, int, float)):
+        out = buf.copy()
+        try:
+            out[k] = value
+            return out
+        except (NotImplementedError, ValueError, IndexError, TypeError):
+            pass
+    # accumulating updates through index arrays (repeated indices add up): NumPy's unbuffered ufunc.at
+    host = np.array(_compute(buf), copy=True)
+    hk = tuple(_host_index(e) for e in k)
+    hv = _compute(value) if isinstance(value, da.Array) else value
+    if op == "set":
+        host[hk] = hv
+    else:
+        _NUMPY_UPDATE[op].at(host, hk, hv)
+    return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks, name=False)
+
+
+def _take_along_axis(x, indices, *, axis):
+    """Dask has no take_along_axis: a blockwise gather with the gathered axis in one chunk."""
+    x = x.rechunk({axis: -1})
+    shape = np.broadcast_shapes(
+        tuple(1 if i == axis else n for i, n in enumerate(x.shape)),
+        tuple(1 if i == axis else n for i, n in enumerate(indices.shape)),
+    )
+    x = da.broadcast_to(x, tuple(x.shape[i] if i == axis else n for i, n in enumerate(shape)))
+    indices = da.broadcast_to(indices, tuple(indices.shape[i] if i == axis else n for i, n in enumerate(shape)))
+    x = x.rechunk({i: indices.chunks[i] for i in range(x.ndim) if i != axis})
+    n = x.shape[axis]
+    return da.map_blocks(
+        lambda b, i: np.take_along_axis(b, np.where(i < 0, i + n, i), axis=axis),
+        x, indices, dtype=x.dtype, chunks=indices.chunks,
+    )
+
+
+def _searchsorted(x1, x2, *, side="left", sorter=None):
+    out = _compat.searchsorted(x1, x2, side=side, sorter=sorter)
+    return out if out.dtype == _INDEX else out.astype(_INDEX)
+
+
+class DaskExecutor(Executor):
+    name = "dask"
+    install_hint = "Install Dask with `pip install 'dask[array]' array-api-compat` (and `distributed` for clusters)."
+    mutable = False  # updates are functional: a Dask array's graph is rebuilt, never written in place
+    unknown_shapes = True
+    #: primitive name -> implementation, where ``getattr(xp, name)`` is not what the standard says
+    overrides: dict = {
+        "getitem": _getitem,
+        "at_update": _at_update,
+        "take_along_axis": _take_along_axis,
+        "searchsorted": _searchsorted,
+    }
+
+    def _load(self):
+        global da, _compat
+        import array_api_compat.dask.array as compat
+        import dask.array
+
+        da = dask.array
+        _compat = compat
+        self.array_type = dask.array.Array
+        address = os.environ.get("ARRAYX_DASK_SCHEDULER")
+        if address:
+            if "://" in address:
+                connect(address)
+            else:
+                set_scheduler(address)
+        return _xp
+
+    def resolve(self, prim):
+        # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
+        if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
+            self.impls[prim] = fn = self.overrides[prim.name]
+            return fn
+        return super().resolve(prim)
+
+    def capabilities(self) -> dict:
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    # -- devices ----------------------------------------------------------------------------
+    def devices(self) -> list[Device]:
+        return [_CPU]
+
+    def default_device(self) -> Device:
+        return _CPU
+
+    def device_of(self, buf) -> Device:
+        return _CPU
+
+    def to_device(self, buf, device: Device):
+        if device != _CPU:
+            raise ValueError(f"to_device: {device} is not a device of the 'dask' executor; its device is {_CPU}")
+        return buf
+
+    # -- buffers ----------------------------------------------------------------------------
+    def shape_of(self, buf) -> tuple:
+        if _shape_policy == "compute":
+            _resolve(buf)
+        return tuple(None if d != d else int(d) for d in buf.shape)
+
+    def coerce(self, out):
+        return da.from_array(np.asarray(out), chunks=_chunks, name=False)
+
+    def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
+        return _xp.asarray(obj, dtype=dtype, copy=copy)
+
+    def from_dlpack(self, obj, copy=None):
+        host = np.from_dlpack(obj, copy=copy)
+        return da.from_array(np.array(host, copy=True) if copy is None else host, chunks=_chunks, name=False)
+
+    def to_host(self, buf) -> np.ndarray:
+        return _compute(buf)
+
+    def dlpack_buffer(self, buf):
+        return _compute(buf)
+
+    def from_foreign(self, buf, source: Executor):
+        return da.from_array(np.array(source.to_host(buf), copy=True), chunks=_chunks, name=False)
+
+
+_CPU = Device("dask", "cpu")

@@ -1,0 +1,892 @@
+"""Counter-based pseudo-random numbers: explicit keys and the threefry2x32 hash, as in ``jax.random``.
+
+A key is a plain arrayx ``uint32`` array of shape ``(2,)``.  ``key(seed)`` and
+``PRNGKey(seed)`` both return one (arrayx has no separate key dtype, so a key
+moves through ``grad``, ``vmap``, ``jit`` and pytrees like any integer array).
+Samplers never change a key: derive fresh keys with ``split`` or ``fold_in``.
+
+    >>> import arrayx as xp
+    >>> k = xp.random.key(0)
+    >>> k1, k2 = xp.random.split(k)
+    >>> x = xp.random.normal(k1, (3,))            # float64, like jax with x64 enabled
+
+Compatibility with ``jax.random``
+    Everything is written once, in arrayx operations on ``uint32`` arrays (add
+    wraps, rotations are two shifts and an or), with no host round-trip on data,
+    so every executor produces the same bits, and the transforms can stage it.
+    The bits equal those of ``jax.random`` with its default ``threefry2x32``
+    implementation and JAX 0.10's default ``jax_threefry_partitionable=True``:
+    element ``i`` (row-major) of an array of random bits is the hash of the
+    counter pair ``(i >> 32, i & 0xffffffff)``, so a value does not depend on the
+    shape it was drawn with.  ``threefry_partitionable(False)`` selects JAX's
+    older layout (one flat run of counters split into halves).  Defaults follow
+    JAX with 64-bit types enabled: float64 for floats, int64 for ``randint``,
+    uint64 for ``bits``.
+
+    ``key``, ``split``, ``fold_in``, ``bits``, ``uniform``, ``randint``,
+    ``bernoulli``, ``permutation`` and ``choice`` (without ``p``) match JAX bit for
+    bit.  Samplers that go through a transcendental function (``normal``,
+    ``truncated_normal``, ``exponential``, ``gumbel``, ``categorical``) use the
+    same formulas as JAX (Giles' inverse-erf polynomials, and XLA's float64
+    ``log1p`` rational approximation) and agree to within a few ulp; most values
+    are bit-identical.
+
+Seeds
+    A Python int in [-2**63, 2**63) (its 64-bit two's complement is split into
+    two 32-bit words), a NumPy integer scalar, or a 0-d integer arrayx array;
+    seeds of 32 bits or fewer use a zero high word, as in JAX.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import operator
+from contextvars import ContextVar
+from typing import Sequence
+
+import numpy as np
+
+import arrayx as xp
+from arrayx.api import _dtypes
+from arrayx.api._array import Array
+
+__all__ = [
+    "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "threefry_partitionable",
+    "bits", "uniform", "normal", "randint", "bernoulli", "categorical", "choice", "permutation",
+    "gumbel", "truncated_normal", "exponential", "threefry2x32",
+]
+
+_U32 = _dtypes.uint32
+_U64 = _dtypes.uint64
+_UINT_OF_BITS = {8: _dtypes.uint8, 16: _dtypes.uint16, 32: _U32, 64: _U64}
+_KEY_HINT = "make keys with arrayx.random.key(seed) and derive new ones with split or fold_in"
+
+# -- bit layout switch ---------------------------------------------------------------------------
+
+_PARTITIONABLE: ContextVar = ContextVar("arrayx_threefry_partitionable", default=True)
+
+
+@contextlib.contextmanager
+def threefry_partitionable(enabled: bool = True):
+    """Within the block (this thread / task), lay out random bits as JAX does with
+    ``jax_threefry_partitionable=enabled``; the default (True) is JAX 0.10's default.
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"threefry_partitionable: enabled must be True or False, got {enabled!r}")
+    token = _PARTITIONABLE.set(enabled)
+    try:
+        yield enabled
+    finally:
+        _PARTITIONABLE.reset(token)
+
+
+# -- the hash --------------------------------------------------------------------------------------
+
+# Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11).
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_KEY_PARITY = 0x1BD11BDA
+
+
+def _rotate_left(x: Array, r: int) -> Array:
+    return (x << r) | (x >> (32 - r))
+
+
+def threefry2x32(k1, k2, x1, x2) -> tuple:
+    """The Threefry-2x32 block cipher: the key words ``(k1, k2)`` encrypt the counter words ``(x1, x2)``.
+
+    All four are ``uint32`` arrays (``x1`` may also be the Python int 0) that
+    broadcast together; returns the two ``uint32`` output words.  Whole-array
+    operations only: 20 rounds of add / rotate / xor plus 5 key injections.
+    """
+    ks = (k1, k2, k1 ^ k2 ^ _KEY_PARITY)
+    x1 = x1 + ks[0]
+    x2 = x2 + ks[1]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x1 = x1 + x2
+            x2 = _rotate_left(x2, r) ^ x1
+        x1 = x1 + ks[(i + 1) % 3]
+        x2 = x2 + (ks[(i + 2) % 3] + (i + 1))  # the injection constant folds into the 0-d key word
+    return x1, x2
+
+
+def _hash_pairs(key: Array, x1, x2) -> tuple:
+    return threefry2x32(key[0], key[1], x1, x2)
+
+
+def _counters(shape: tuple, device) -> tuple:
+    """(high, low) ``uint32`` words of the row-major index of every element of ``shape``."""
+    size = math.prod(shape)
+    if size <= 2**32:
+        low = xp.reshape(xp.arange(size, dtype=_U32, device=device), shape)
+        return 0, low
+    index = xp.reshape(xp.arange(size, dtype=_U64, device=device), shape)
+    return xp.astype(index >> 32, _U32), xp.astype(index, _U32)
+
+
+def _hash_flat(key: Array, counts: Array) -> Array:
+    """JAX's original layout: hash a flat ``uint32`` counter array as (first half, second half) pairs."""
+    n = counts.shape[0]
+    if n % 2:
+        counts = xp.concat([counts, xp.zeros((1,), dtype=_U32, device=key.device)])
+    half = counts.shape[0] // 2
+    y1, y2 = _hash_pairs(key, counts[:half], counts[half:])
+    return xp.concat([y1, y2])[:n]
+
+
+def _random_bits(key: Array, bit_width: int, shape: tuple) -> Array:
+    """Random unsigned integers of ``bit_width`` bits and the given shape (no argument checks)."""
+    if not _PARTITIONABLE.get():
+        return _random_bits_flat(key, bit_width, shape)
+    high, low = _counters(shape, key.device)
+    y1, y2 = _hash_pairs(key, high, low)
+    if bit_width == 64:
+        return (xp.astype(y1, _U64) << 32) | xp.astype(y2, _U64)
+    if bit_width == 32:
+        return y1 ^ y2
+    return xp.astype(y1 ^ y2, _UINT_OF_BITS[bit_width])
+
+
+def _random_bits_flat(key: Array, bit_width: int, shape: tuple) -> Array:
+    size = math.prod(shape)
+    n_words = -(-bit_width * size // 32)
+    if n_words >= 2**32 - 1:
+        raise NotImplementedError(
+            f"random bits: {size} values of {bit_width} bits need more than 2**32 counters; "
+            f"use the default threefry_partitionable(True) layout"
+        )
+    words = _hash_flat(key, xp.arange(n_words, dtype=_U32, device=key.device))
+    if bit_width == 64:
+        half = n_words // 2
+        out = (xp.astype(words[:half], _U64) << 32) | xp.astype(words[half:], _U64)
+    elif bit_width == 32:
+        out = words
+    else:  # the little-endian bytes / half-words of each word, in order
+        per_word = 32 // bit_width
+        parts = [(words >> (bit_width * j)) & (2**bit_width - 1) for j in range(per_word)]
+        out = xp.astype(xp.reshape(xp.stack(parts, axis=1), (-1,))[:size], _UINT_OF_BITS[bit_width])
+    return xp.reshape(out, shape)
+
+
+# -- argument checks --------------------------------------------------------------------------------
+
+def _check_key(fname: str, key) -> Array:
+    if not isinstance(key, Array):
+        raise TypeError(
+            f"{fname}: key must be an arrayx PRNG key (a uint32 array of shape (2,)), "
+            f"got {type(key).__name__}; {_KEY_HINT}"
+        )
+    if key.dtype != _U32:
+        raise TypeError(
+            f"{fname}: key must be a uint32 array of shape (2,), got dtype {key.dtype}; "
+            f"to use a seed, pass arrayx.random.key(seed)"
+        )
+    if key.shape != (2,):
+        if key.ndim >= 2 and key.shape[-1] == 2:
+            raise ValueError(
+                f"{fname}: accepts a single key of shape (2,), got a batch of keys of shape {key.shape}; "
+                f"map over them with arrayx.vmap or pick one (keys[i])"
+            )
+        raise ValueError(f"{fname}: key must have shape (2,), got shape {key.shape}; {_KEY_HINT}")
+    return key
+
+
+def _shape(fname: str, shape) -> tuple:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{fname}: shape must be a tuple of ints, got {type(shape).__name__}")
+    out = []
+    for d in shape:
+        if isinstance(d, bool):
+            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}")
+        try:
+            d = operator.index(d)
+        except TypeError:
+            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
+        if d < 0:
+            raise ValueError(f"{fname}: shape entries must be non-negative, got {tuple(shape)}")
+        out.append(d)
+    return tuple(out)
+
+
+def _check_shape(fname: str, shape: tuple, *param_shapes) -> None:
+    """Parameters must broadcast to exactly ``shape``."""
+    try:
+        full = xp.broadcast_shapes(shape, *param_shapes)
+    except ValueError:
+        full = None
+    if full != tuple(shape):
+        raise ValueError(
+            f"{fname}: parameter shapes {list(param_shapes)} must broadcast to the requested shape {shape}; "
+            f"pass a shape they broadcast to, or reshape the parameters"
+        )
+
+
+def _float_dtype(fname: str, dtype, *, complex_ok: bool = False) -> np.dtype:
+    if dtype is None:
+        return _dtypes.DEFAULT_FLOAT
+    dt = _dtypes.as_dtype(dtype, fname)
+    allowed = "fc" if complex_ok else "f"
+    if dt.kind not in allowed:
+        kinds = "a floating-point" if complex_ok else "a real floating-point"
+        raise TypeError(f"{fname}: dtype must be {kinds} dtype (float32 or float64), got {dt}")
+    return dt
+
+
+def _float_param(fname: str, name: str, value, dtype, device):
+    """A real parameter converted to ``dtype``: a NumPy scalar for Python numbers, else an arrayx array."""
+    if isinstance(value, Array):
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"{fname}: {name} must be real, got dtype {value.dtype}")
+        return xp.astype(value, dtype) if value.dtype != dtype else value
+    if isinstance(value, (bool, int, float, np.integer, np.floating)):
+        return dtype.type(value)
+    raise TypeError(
+        f"{fname}: {name} must be a Python number or an arrayx array, got {type(value).__name__}"
+    )
+
+
+def _shape_of(v) -> tuple:
+    return v.shape if isinstance(v, Array) else ()
+
+
+# -- keys ---------------------------------------------------------------------------------------------
+
+def _seed_words(fname: str, seed):
+    """(high, low) words of a host seed, or None when the seed is an arrayx array."""
+    if isinstance(seed, Array):
+        return None
+    if isinstance(seed, (float, complex, np.floating, np.complexfloating)):
+        raise TypeError(f"{fname}: seed must be an integer, got {type(seed).__name__} {seed!r}; pass int(seed)")
+    if isinstance(seed, int):  # Python ints (and bools) are taken as int64, as JAX does
+        if not -2**63 <= seed < 2**63:
+            raise OverflowError(f"{fname}: seed {seed} does not fit in 64 bits; use a seed in [-2**63, 2**63)")
+        bits = 64
+        value = seed
+    elif isinstance(seed, (np.integer, np.ndarray)):
+        arr = np.asarray(seed)
+        if arr.ndim:
+            raise TypeError(
+                f"{fname}: seed must be a scalar, got an array of shape {arr.shape}; use arrayx.vmap for batches"
+            )
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"{fname}: seed must be an integer, got dtype {arr.dtype}")
+        bits = 64 if arr.dtype.itemsize == 8 else 32
+        value = int(arr)
+    else:
+        raise TypeError(
+            f"{fname}: seed must be an int or a 0-d integer arrayx array, got {type(seed).__name__}"
+        )
+    value %= 2**bits
+    return (value >> 32, value & 0xFFFFFFFF)
+
+
+def _seed_key(fname: str, seed, device) -> Array:
+    words = _seed_words(fname, seed)
+    if words is not None:
+        return xp.asarray(np.array(words, dtype=np.uint32), device=device)
+    if seed.ndim:
+        raise TypeError(
+            f"{fname}: seed must be a scalar, got an array of shape {seed.shape}; use arrayx.vmap for batches"
+        )
+    if seed.dtype.kind not in "iu":
+        raise TypeError(f"{fname}: seed must have an integer dtype, got {seed.dtype}")
+    if device is not None:
+        seed = xp.asarray(seed, device=device)
+    low = xp.astype(seed, _U32)  # two's complement truncation
+    high = xp.astype(seed >> 32, _U32) if seed.dtype.itemsize == 8 else xp.zeros_like(low)
+    return xp.stack([high, low])
+
+
+def PRNGKey(seed, *, device=None) -> Array:
+    """A key (a ``uint32`` array of shape (2,)) from an integer seed, as ``jax.random.PRNGKey``.
+
+    >>> PRNGKey(42)
+    Array([ 0, 42], dtype=uint32, device=numpy:cpu)
+    """
+    return _seed_key("PRNGKey", seed, device)
+
+
+def key(seed, *, device=None) -> Array:
+    """A key from an integer seed.  Same as :func:`PRNGKey`: arrayx keys are raw ``uint32[2]`` arrays.
+
+    See also: ``split``, ``fold_in``.
+    """
+    return _seed_key("key", seed, device)
+
+
+def key_data(keys) -> Array:
+    """The ``uint32`` words of a key or a batch of keys (the key itself: keys are raw arrays here)."""
+    if not isinstance(keys, Array) or keys.dtype != _U32 or keys.ndim < 1 or keys.shape[-1] != 2:
+        raise TypeError(f"key_data: expected keys (a uint32 array of shape (..., 2)), got {_describe(keys)}")
+    return keys
+
+
+def wrap_key_data(key_bits_array) -> Array:
+    """Keys from their ``uint32`` words (identity after checking the shape and dtype)."""
+    if not isinstance(key_bits_array, Array) or key_bits_array.dtype != _U32 or key_bits_array.shape[-1:] != (2,):
+        raise TypeError(
+            f"wrap_key_data: expected a uint32 array of shape (..., 2), got {_describe(key_bits_array)}"
+        )
+    return key_bits_array
+
+
+def _describe(v) -> str:
+    return f"{v.dtype} array of shape {v.shape}" if isinstance(v, Array) else type(v).__name__
+
+
+def split(key, num: int | tuple = 2) -> Array:
+    """``num`` new keys (shape ``(num, 2)``; a tuple ``num`` gives shape ``(*num, 2)``).
+
+    >>> k1, k2 = split(key(0))
+    """
+    key = _check_key("split", key)
+    dims = tuple(num) if isinstance(num, (tuple, list)) else (num,)
+    shape = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"split: num must be a non-negative int or a tuple of them, got {num!r}")
+        if d < 0:
+            raise ValueError(f"split: num must be non-negative, got {num!r}")
+        shape.append(int(d))
+    shape = tuple(shape)
+    if not _PARTITIONABLE.get():
+        counts = xp.arange(2 * math.prod(shape), dtype=_U32, device=key.device)
+        return xp.reshape(_hash_flat(key, counts), (*shape, 2))
+    high, low = _counters(shape, key.device)
+    y1, y2 = _hash_pairs(key, high, low)
+    return xp.stack([y1, y2], axis=-1)
+
+
+def fold_in(key, data) -> Array:
+    """A new key that depends on ``key`` and the 32-bit integer ``data`` (an int in [0, 2**32) or a 0-d integer array).
+
+    >>> k = fold_in(key(0), 7)
+    """
+    key = _check_key("fold_in", key)
+    if isinstance(data, Array):
+        if data.ndim:
+            raise TypeError(f"fold_in: data must be a scalar, got shape {data.shape}; use arrayx.vmap for batches")
+        if data.dtype.kind not in "iu":
+            raise TypeError(f"fold_in: data must be an integer, got dtype {data.dtype}")
+        word = xp.astype(data, _U32)  # wraps, as JAX's conversion does
+    elif isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
+        if not 0 <= int(data) < 2**32:
+            raise OverflowError(f"fold_in: data {int(data)} is out of bounds for uint32 [0, 2**32)")
+        word = int(data)
+    else:
+        raise TypeError(f"fold_in: data must be an int or a 0-d integer arrayx array, got {type(data).__name__}")
+    y1, y2 = _hash_pairs(key, 0, word)
+    return xp.stack([y1, y2])
+
+
+# -- samplers -------------------------------------------------------------------------------------------
+
+def bits(key, shape=(), dtype=None) -> Array:
+    """Uniformly random unsigned integers (default dtype uint64).
+
+    >>> bits(key(0), (2,), xp.uint32)
+    """
+    key = _check_key("bits", key)
+    shape = _shape("bits", shape)
+    dt = _U64 if dtype is None else _dtypes.as_dtype(dtype, "bits")
+    if dt.kind != "u":
+        raise TypeError(f"bits: dtype must be an unsigned integer dtype (uint8..uint64), got {dt}")
+    return _random_bits(key, dt.itemsize * 8, shape)
+
+
+def _unit_floats(key: Array, shape: tuple, dtype) -> Array:
+    """Floats in [0, 1) with the mantissa drawn from the top bits (exactly JAX's bit pattern trick)."""
+    nbits = dtype.itemsize * 8
+    nmant = np.finfo(dtype).nmant
+    mantissa = _random_bits(key, nbits, shape) >> (nbits - nmant)
+    # JAX ORs the mantissa into the bits of 1.0 and subtracts 1.0: the same number, exactly.
+    return xp.astype(mantissa, dtype) * (2.0 ** -nmant)
+
+
+def _uniform(key: Array, shape: tuple, dtype, minval, maxval) -> Array:
+    floats = _unit_floats(key, shape, dtype)
+    if not isinstance(minval, Array) and not isinstance(maxval, Array):
+        span = maxval - minval  # NumPy scalars of dtype: rounded as JAX rounds
+        if span == 1 and minval == 0 and not np.signbit(minval):
+            return floats  # floats * 1 + 0 and max(0, .) change nothing
+        if span == 0 or math.frexp(float(span))[0] == 0.5:  # exact product: one rounding, as in an fma
+            out = floats * float(span) + float(minval)
+        else:
+            out = _fma(floats, float(span), float(minval))
+        return xp.maximum(out, float(minval))
+    return xp.maximum(_fma(floats, maxval - minval, minval), minval)
+
+
+# XLA fuses ``floats * span + minval`` into one fused multiply-add.  The standard has no fma,
+# so it is emulated exactly with error-free transformations and rounding to odd (Boldo and
+# Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding
+# to odd", IEEE Trans. Computers 57(4), 2008).  Operands are arrays or Python floats.
+_VELTKAMP = 134217729.0  # 2**27 + 1: splits a double into two halves of at most 26 bits
+
+
+def _split_halves(x):
+    t = x * _VELTKAMP
+    high = t - (t - x)
+    return high, x - high
+
+
+def _two_product(a, b) -> tuple:
+    """(p, e) with p = fl(a * b) and p + e == a * b exactly."""
+    p = a * b
+    ah, al = _split_halves(a)
+    bh, bl = _split_halves(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _two_sum(a, b) -> tuple:
+    """(s, e) with s = fl(a + b) and s + e == a + b exactly."""
+    s = a + b
+    b_virtual = s - a
+    return s, (a - (s - b_virtual)) + (b - b_virtual)
+
+
+def _add_round_to_odd(a, b) -> Array:
+    """a + b rounded to odd: when inexact, the neighbour with an odd last significand bit."""
+    s, e = _two_sum(a, b)
+    magnitude = xp.abs(s)
+    ulp = xp.nextafter(magnitude, math.inf) - magnitude
+    even = xp.remainder(magnitude / ulp, 2.0) == 0
+    return xp.where((e != 0) & even, xp.nextafter(s, xp.copysign(math.inf, e)), s)
+
+
+def _fma(a: Array, b, c) -> Array:
+    """a * b + c with a single rounding, in a's float dtype."""
+    if a.dtype == _dtypes.float32:  # exact product in float64, round to odd, then to float32
+        wide = [xp.astype(v, _dtypes.float64) if isinstance(v, Array) else v for v in (a, b, c)]
+        return xp.astype(_add_round_to_odd(wide[0] * wide[1], wide[2]), _dtypes.float32)
+    p, e = _two_product(a, b)
+    high, low = _two_sum(c, p)
+    return high + _add_round_to_odd(low, e)
+
+
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
+    """Uniform floats in [minval, maxval) (default float64); minval/maxval broadcast to ``shape``.
+
+    >>> uniform(key(0), (3,), minval=-1.0, maxval=1.0)
+    """
+    key = _check_key("uniform", key)
+    shape = _shape("uniform", shape)
+    dt = _float_dtype("uniform", dtype)
+    lo = _float_param("uniform", "minval", minval, dt, key.device)
+    hi = _float_param("uniform", "maxval", maxval, dt, key.device)
+    _check_shape("uniform", shape, _shape_of(lo), _shape_of(hi))
+    return _uniform(key, shape, dt, lo, hi)
+
+
+# Giles, "Approximating the erfinv function" (GPU Computing Gems Jade, 2011): polynomial
+# coefficients, highest degree first.  XLA (hence jax.random) uses the same ones.
+_ERFINV32 = (
+    (5.0, 2.5, (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)),
+    (math.inf, 3.0, (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)),
+)
+_ERFINV64 = (
+    (6.25, 3.125, (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
+                   1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
+                   6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+                   2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+                   1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+                   4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+                   0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
+                   0.24015818242558961693, 1.6536545626831027356)),
+    (16.0, 3.25, (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
+                  1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
+                  2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
+                  6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+                  0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
+                  -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
+                  3.0838856104922207635)),
+    (math.inf, 5.0, (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+                     -3.7894654401267369937e-09, 7.6157012080783393804e-09, -1.4960026627149240478e-08,
+                     2.9147953450901080826e-08, -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+                     -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+                     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
+                     1.0103004648645343977, 4.8499064014085844221)),
+)
+
+# XLA's float64 log1p: for |x| < sqrt(2) - 1 a rational approximation (Cephes' log1p
+# coefficients), else log(1 + x).  Following it keeps normal/exponential/gumbel within an
+# ulp of jax.random; NumPy's log1p differs from it by up to ~100 ulp near x = -0.4.
+_LOG1P_P = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1, 6.5787325942061044846969e0,
+            2.9911919328553073277375e1, 6.0949667980987787057556e1, 5.7112963590585538103336e1,
+            2.0039553499201281259648e1)
+_LOG1P_Q = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1, 2.2176239823732856465394e2,
+            3.0909872225312059774938e2, 2.1642788614495947685003e2, 6.0118660497603843919306e1)
+
+
+def _horner(coefficients: Sequence[float], x: Array) -> Array:
+    p = x * coefficients[0] + coefficients[1]
+    for c in coefficients[2:]:
+        p = p * x + c
+    return p
+
+
+def _log1p(x: Array) -> Array:
+    """log(1 + x) as XLA computes it (float64), the executor's log1p otherwise."""
+    if x.dtype != _dtypes.float64:
+        return xp.log1p(x)
+    z = x * x
+    small = x + (x * z * (_horner(_LOG1P_P, x) / _horner(_LOG1P_Q, x)) - 0.5 * z)
+    return xp.where(xp.abs(x) < 0.41421356237309504880, small, xp.log(x + 1.0))
+
+
+def _erf_inv(x: Array) -> Array:
+    """Inverse error function on (-1, 1) (Giles' approximation, evaluated as XLA does)."""
+    w = -_log1p(-(x * x))
+    pieces = _ERFINV64 if x.dtype == _dtypes.float64 else _ERFINV32
+    root_w = xp.sqrt(w)
+    p = None
+    for i, (bound, shift, coefficients) in reversed(list(enumerate(pieces))):
+        value = _horner(coefficients, (w if i == 0 else root_w) - shift)  # the first piece is in w, the rest in sqrt(w)
+        p = value if p is None else xp.where(w < bound, value, p)
+    out = p * x
+    return xp.where(xp.abs(x) == 1.0, x * math.inf, out)
+
+
+# Cephes' erf / erfc rational approximations (ndtr.c), used for truncated_normal's bounds.
+_ERF_T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
+          7.00332514112805075473e3, 5.55923013010394962768e4)
+_ERF_U = (1.0, 3.35617141647503099647e1, 5.21357949780152679795e2, 4.59432382970980127987e3,
+          2.26290000613890934246e4, 4.92673942608635921086e4)
+_ERFC_P = (2.46196981473530512524e-10, 5.64189564831068821977e-1, 7.46321056442269912687e0,
+           4.86371970985681366614e1, 1.96520832956077098242e2, 5.26445194995477358631e2,
+           9.34528527171957607540e2, 1.02755188689515710272e3, 5.57535335369399327526e2)
+_ERFC_Q = (1.0, 1.32281951154744992508e1, 8.67072140885989742329e1, 3.54937778887819891062e2,
+           9.75708501743205489753e2, 1.82390916687909736289e3, 2.24633760818710981792e3,
+           1.65666309194161350182e3, 5.57535340817727675546e2)
+_ERFC_R = (5.64189583547755073984e-1, 1.27536670759978104416e0, 5.01905042251180477414e0,
+           6.16021097993053585195e0, 7.40974269950448939160e0, 2.97886665372100240670e0)
+_ERFC_S = (1.0, 2.26052863220117276590e0, 9.39603524938001434673e0, 1.20489539808096656605e1,
+           1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
+
+
+def _erf(x: Array) -> Array:
+    """erf(x) in float64 arrayx operations (relative error ~1e-16)."""
+    a = xp.abs(x)
+    z = x * x
+    inner = x * _horner(_ERF_T, z) / _horner(_ERF_U, z)
+    tail = xp.where(a < 8.0, _horner(_ERFC_P, a) / _horner(_ERFC_Q, a), _horner(_ERFC_R, a) / _horner(_ERFC_S, a))
+    erfc = xp.exp(-z) * tail
+    outer = xp.where(x < 0, erfc - 1.0, 1.0 - erfc)
+    return xp.where(a < 1.0, inner, outer)
+
+
+def normal(key, shape=(), dtype=None) -> Array:
+    """Standard normal values (default float64; complex dtypes give unit-variance complex normals).
+
+    Computed as sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX does.
+    """
+    key = _check_key("normal", key)
+    shape = _shape("normal", shape)
+    dt = _float_dtype("normal", dtype, complex_ok=True)
+    if dt.kind == "c":
+        real = _dtypes.REAL_OF[dt]
+        k_re, k_im = split(key)
+        re = xp.astype(_normal_real(k_re, shape, real), dt)
+        im = xp.astype(_normal_real(k_im, shape, real), dt)
+        return (re + im * 1j) / float(real.type(math.sqrt(2)))
+    return _normal_real(key, shape, dt)
+
+
+def _normal_real(key: Array, shape: tuple, dtype) -> Array:
+    lo = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
+    u = _uniform(key, shape, dtype, lo, dtype.type(1.0))
+    return _erf_inv(u) * float(dtype.type(math.sqrt(2)))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
+    """Standard normal values conditioned on lower < x < upper (bounds broadcast to ``shape``)."""
+    key = _check_key("truncated_normal", key)
+    dt = _float_dtype("truncated_normal", dtype)
+    lo = _float_param("truncated_normal", "lower", lower, dt, key.device)
+    hi = _float_param("truncated_normal", "upper", upper, dt, key.device)
+    if shape is None:
+        shape = xp.broadcast_shapes(_shape_of(lo), _shape_of(hi))
+    else:
+        shape = _shape("truncated_normal", shape)
+        _check_shape("truncated_normal", shape, _shape_of(lo), _shape_of(hi))
+    sqrt2 = dt.type(math.sqrt(2))
+    lo_a = lo if isinstance(lo, Array) else xp.asarray(lo, device=key.device)
+    hi_a = hi if isinstance(hi, Array) else xp.asarray(hi, device=key.device)
+    a = xp.astype(_erf(xp.astype(lo_a / float(sqrt2), _dtypes.float64)), dt)
+    b = xp.astype(_erf(xp.astype(hi_a / float(sqrt2), _dtypes.float64)), dt)
+    u = _uniform(key, shape, dt, a, b)
+    out = _erf_inv(u) * float(sqrt2)
+    return xp.clip(out, xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf))
+
+
+def exponential(key, shape=(), dtype=None) -> Array:
+    """Exponential(1) values: -log(1 - u)."""
+    key = _check_key("exponential", key)
+    shape = _shape("exponential", shape)
+    dt = _float_dtype("exponential", dtype)
+    return -_log1p(-_uniform(key, shape, dt, dt.type(0.0), dt.type(1.0)))
+
+
+_GUMBEL_MODES = ("low", "high")
+
+
+def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
+    """Standard Gumbel values.  ``mode="high"`` spends two uniforms per value to reach further into the tail."""
+    key = _check_key("gumbel", key)
+    shape = _shape("gumbel", shape)
+    dt = _float_dtype("gumbel", dtype)
+    return _gumbel(key, shape, dt, _gumbel_mode("gumbel", mode))
+
+
+def _gumbel_mode(fname: str, mode) -> str:
+    mode = "low" if mode is None else mode
+    if mode not in _GUMBEL_MODES:
+        raise ValueError(f"{fname}: mode must be None, 'low' or 'high', got {mode!r}")
+    return mode
+
+
+def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
+    info = np.finfo(dtype)
+    if mode == "high":
+        u = _uniform(key, (2, *shape), dtype, dtype.type(0.0), dtype.type(1.0))
+        high, low = u[0], u[1]
+        x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
+        return -xp.log(-_log1p(-x))
+    u = _uniform(key, shape, dtype, dtype.type(info.tiny), dtype.type(1.0))
+    return -xp.log(-xp.log(u))
+
+
+def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
+    """Booleans that are True with probability ``p`` (a float or a float array broadcasting to ``shape``)."""
+    key = _check_key("bernoulli", key)
+    if mode not in ("low", "high"):
+        raise ValueError(f"bernoulli: mode must be 'low' or 'high', got {mode!r}")
+    if isinstance(p, Array):
+        if p.dtype.kind != "f":
+            raise TypeError(f"bernoulli: p must have a real floating-point dtype, got {p.dtype}")
+        dt = p.dtype
+    elif isinstance(p, (float, np.floating)):
+        dt = _dtypes.DEFAULT_FLOAT if isinstance(p, float) else np.dtype(type(p))
+        p = float(p)
+    else:
+        raise TypeError(f"bernoulli: p must be a float or a float arrayx array, got {type(p).__name__}")
+    shape = _shape_of(p) if shape is None else _shape("bernoulli", shape)
+    _check_shape("bernoulli", shape, _shape_of(p))
+    if mode == "high":
+        u = _uniform(key, (2, *shape), dt, dt.type(0.0), dt.type(1.0))
+        return u[1] * float(2.0 ** -np.finfo(dt).nmant) < p - u[0]
+    return _uniform(key, shape, dt, dt.type(0.0), dt.type(1.0)) < p
+
+
+def _int_param(fname: str, name: str, value, device) -> Array:
+    if isinstance(value, Array):
+        if value.dtype.kind == "f":
+            return xp.astype(value, _dtypes.DEFAULT_INT)
+        if value.dtype.kind not in "iu":
+            raise TypeError(f"{fname}: {name} must be an integer array, got dtype {value.dtype}")
+        return value
+    if isinstance(value, (bool, int, np.integer)):
+        return xp.asarray(int(value), dtype=_dtypes.DEFAULT_INT, device=device)
+    if isinstance(value, (float, np.floating)):
+        return xp.asarray(int(value), dtype=_dtypes.DEFAULT_INT, device=device)
+    raise TypeError(f"{fname}: {name} must be an int or an integer arrayx array, got {type(value).__name__}")
+
+
+def _clip_convert(value: Array, dtype) -> Array:
+    """``value`` converted to integer ``dtype``, saturating instead of wrapping."""
+    to, src = np.iinfo(dtype), np.iinfo(value.dtype)
+    return xp.astype(xp.clip(value, max(to.min, src.min), min(to.max, src.max)), dtype)
+
+
+def _urem(a, b: Array) -> Array:
+    """Unsigned a % b with XLA's convention a % 0 == a (the full-range case of randint)."""
+    zero = b == 0
+    return xp.where(zero, a, a % xp.where(zero, 1, b))
+
+
+def randint(key, shape, minval, maxval, dtype=None) -> Array:
+    """Integers in [minval, maxval) (default int64); bounds broadcast to ``shape``, ``maxval`` may exceed the dtype.
+
+    Uses twice the dtype's bits per value and a modulus, as JAX does (slightly biased
+    unless ``maxval - minval`` is a power of two).
+    """
+    key = _check_key("randint", key)
+    shape = _shape("randint", shape)
+    dt = _dtypes.DEFAULT_INT if dtype is None else _dtypes.as_dtype(dtype, "randint")
+    if dt.kind not in "iu":
+        raise TypeError(f"randint: dtype must be an integer dtype, got {dt}")
+    lo = _int_param("randint", "minval", minval, key.device)
+    hi = _int_param("randint", "maxval", maxval, key.device)
+    _check_shape("randint", shape, lo.shape, hi.shape)
+    info = np.iinfo(dt)
+    if info.bits < 32:  # sample in 32 bits to keep the modulus bias small, as JAX does
+        lo = xp.clip(xp.astype(lo, _dtypes.int32), int(info.min), int(info.max))
+        hi = xp.clip(xp.astype(hi, _dtypes.int32), int(info.min), int(info.max) + 1)
+        return xp.astype(_randint(key, shape, lo, hi, _dtypes.int32), dt)
+    return _randint(key, shape, lo, hi, dt)
+
+
+def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
+    info = np.iinfo(dtype)
+    nbits = info.bits
+    udt = _UINT_OF_BITS[nbits]
+    hi_out_of_range = hi > min(int(info.max), int(np.iinfo(hi.dtype).max))
+    lo = _clip_convert(lo, dtype)
+    hi = _clip_convert(hi, dtype)
+    k1, k2 = split(key)
+    higher = _random_bits(k1, nbits, shape)
+    lower = _random_bits(k2, nbits, shape)
+    span = xp.astype(hi - lo, udt)
+    span = xp.where(hi <= lo, 1, span)  # an empty range returns minval
+    span = xp.where(hi_out_of_range & (hi > lo), span + 1, span)  # may wrap to 0: the full range
+    multiplier = _urem(xp.astype(xp.full_like(span, 2 ** (nbits // 2)), udt), span)  # 2**nbits % span
+    multiplier = _urem(multiplier * multiplier, span)
+    offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
+    return lo + xp.astype(offset, dtype)
+
+
+def _shuffle(key: Array, x: Array, axis: int) -> Array:
+    """Sort by fresh random 32-bit keys, enough rounds that ties are unlikely (JAX's scheme)."""
+    rounds = math.ceil(3 * math.log(max(1, math.prod(x.shape))) / math.log(2**32 - 1))
+    for _ in range(rounds):
+        pair = split(key)
+        key, subkey = pair[0], pair[1]
+        sort_keys = _random_bits(subkey, 32, x.shape)
+        x = xp.take_along_axis(x, xp.argsort(sort_keys, axis=axis, stable=True), axis=axis)
+    return x
+
+
+def permutation(key, x, axis: int = 0, independent: bool = False) -> Array:
+    """A shuffled ``arange(x)`` (for an int ``x``) or ``x`` shuffled along ``axis``
+    (each slice separately when ``independent``).
+    """
+    key = _check_key("permutation", key)
+    if isinstance(x, Array) and x.ndim:
+        axis = _axis("permutation", axis, x.ndim)
+        if independent or x.ndim == 1:
+            return _shuffle(key, x, axis)
+        index = _shuffle(key, xp.arange(x.shape[axis], device=key.device), 0)
+        return xp.take(x, index, axis=axis)
+    n = _static_int("permutation", x, "x")
+    return _shuffle(key, xp.arange(n, device=key.device), 0)
+
+
+def _axis(fname: str, axis, ndim: int) -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{fname}: axis {axis} is out of bounds for {ndim} dimension(s)")
+    return a % ndim
+
+
+def _static_int(fname: str, value, name: str) -> int:
+    if isinstance(value, Array):
+        if value.dtype.kind not in "iu":
+            raise TypeError(f"{fname}: {name} must be an integer or an array with at least one dimension")
+        return int(value)  # a size: must be known when the computation is built
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"{fname}: {name} must be an int or an arrayx array, got {type(value).__name__}; "
+            f"convert sequences with arrayx.asarray"
+        )
+    return int(value)
+
+
+def _top_k_indices(values: Array, k: int) -> Array:
+    """Indices of the k largest values along the last axis, ties to the lower index (like lax.top_k)."""
+    return xp.argsort(values, axis=-1, descending=True, stable=True)[..., :k]
+
+
+def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: str | None = None) -> Array:
+    """A random sample from ``arange(a)`` (int ``a``) or from ``a`` along ``axis``, with optional probabilities ``p``."""
+    key = _check_key("choice", key)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"choice: shape must be a tuple of ints, got {type(shape).__name__}")
+    shape = _shape("choice", shape)
+    is_array = isinstance(a, Array) and a.ndim > 0
+    if is_array:
+        axis = _axis("choice", axis, a.ndim)
+        n_inputs = a.shape[axis]
+        out_dtype = a.dtype
+    else:
+        n_inputs = _static_int("choice", a, "a")
+        out_dtype = _dtypes.DEFAULT_INT
+    n_draws = math.prod(shape)
+    out_shape = (*a.shape[:axis], *shape, *a.shape[axis + 1:]) if is_array else shape
+    if n_draws == 0:
+        return xp.zeros(out_shape, dtype=out_dtype, device=key.device)
+    if n_inputs <= 0:
+        raise ValueError("choice: a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(
+            f"choice: cannot take a larger sample (size {n_draws}) than the population (size {n_inputs}) "
+            f"when replace=False"
+        )
+    if p is None:
+        if replace:
+            index = xp.reshape(randint(key, shape, 0, n_inputs), (-1,))
+        else:
+            perm = permutation(key, n_inputs)
+            index = perm[:n_draws]
+    else:
+        if not isinstance(p, Array):
+            raise TypeError(f"choice: p must be an arrayx array or None, got {type(p).__name__}")
+        if p.dtype.kind not in "f":
+            p = xp.astype(p, _dtypes.DEFAULT_FLOAT)
+        if p.shape != (n_inputs,):
+            raise ValueError(
+                f"choice: p must be None or a 1-D array of size a.shape[axis] ({n_inputs}), got shape {p.shape}"
+            )
+        if replace:
+            cumulative = xp.cumulative_sum(p)
+            r = cumulative[-1] * (1 - _uniform(key, shape, p.dtype, p.dtype.type(0.0), p.dtype.type(1.0)))
+            index = xp.searchsorted(cumulative, xp.reshape(r, (-1,)))
+        else:
+            g = _gumbel(key, (n_inputs,), p.dtype, _gumbel_mode("choice", mode)) + xp.log(p)
+            index = _top_k_indices(g, n_draws)
+    if not is_array:
+        return xp.reshape(xp.astype(index, out_dtype), shape)
+    return xp.reshape(xp.take(a, index, axis=axis), out_shape)
+
+
+def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, mode: str | None = None) -> Array:
+    """Indices drawn from softmax(logits) along ``axis`` (Gumbel-max; Gumbel-top-k without replacement)."""
+    key = _check_key("categorical", key)
+    if not isinstance(logits, Array):
+        raise TypeError(f"categorical: logits must be an arrayx array, got {type(logits).__name__}")
+    if logits.dtype.kind != "f":
+        raise TypeError(f"categorical: logits must have a real floating-point dtype, got {logits.dtype}")
+    if logits.ndim == 0:
+        raise ValueError("categorical: logits must have at least one dimension")
+    mode = _gumbel_mode("categorical", mode)
+    axis = _axis("categorical", axis, logits.ndim)
+    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _shape("categorical", shape)
+        _check_shape("categorical", shape, batch_shape)
+    prefix = shape[: len(shape) - len(batch_shape)]
+    if replace:
+        axis_from_end = axis - logits.ndim
+        draw_shape = list(shape[len(prefix):])
+        draw_shape.insert(logits.ndim + axis_from_end, logits.shape[axis])
+        g = _gumbel(key, (*prefix, *draw_shape), logits.dtype, mode)
+        expanded = xp.reshape(logits, (1,) * len(prefix) + logits.shape)
+        return xp.argmax(g + expanded, axis=axis_from_end)
+    k = math.prod(prefix)
+    if k > logits.shape[axis]:
+        raise ValueError(
+            f"categorical: the number of samples without replacement ({k}) cannot exceed the number of "
+            f"categories ({logits.shape[axis]})"
+        )
+    perturbed = logits + _gumbel(key, logits.shape, logits.dtype, mode)
+    top = _top_k_indices(xp.moveaxis(perturbed, axis, -1), k)  # batch_shape + (k,)
+    top = xp.permute_dims(top, (top.ndim - 1, *range(top.ndim - 1)))
+    return xp.reshape(top, shape)

@@ -1,0 +1,337 @@
+"""Tracers, abstract values and call primitives (re-exported by ``arrayx.transforms.core``).
+
+A :class:`Tracer` is an :class:`~arrayx.Array` whose ``_buf`` is a trace's
+state object (``trace``, ``shape``, ``dtype`` and whatever the trace needs) and
+whose ``_ex`` is a sentinel executor.  Because the layout is Array's, every
+method of the standard works on tracers (they all bind primitives), and
+``Array._become`` can turn a concrete array into a tracer when in-place code
+stores a traced value into it.  The sentinel makes a tracer that escaped its
+transform fail loudly the moment eager code touches it.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from arrayx.api._array import Array
+from arrayx.transforms.core import (
+    _TRACE, ConcretizationError, Primitive, UnexpectedTracerError, eval_eager,
+)
+
+
+# -- abstract values ------------------------------------------------------------------
+
+
+class ShapeDtypeStruct:
+    """The abstract value of an array: its shape and dtype (``arrayx.eval_shape`` returns these).
+
+    >>> import arrayx as ax
+    >>> ax.ShapeDtypeStruct((2, 3), ax.float32)
+    ShapeDtypeStruct(shape=(2, 3), dtype=float32)
+    """
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __eq__(self, other):
+        if isinstance(other, ShapeDtypeStruct):
+            return self.shape == other.shape and self.dtype == other.dtype
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def str_short(self) -> str:
+        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+_SHORT = {"bool": "bool", "float16": "f16", "float32": "f32", "float64": "f64", "complex64": "c64",
+          "complex128": "c128", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+          "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+
+
+def short_dtype(dtype) -> str:
+    return _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+def aval_of(x) -> ShapeDtypeStruct:
+    """The abstract value of an Array (concrete or traced)."""
+    return ShapeDtypeStruct(x.shape, x.dtype)
+
+
+# -- tracers ------------------------------------------------------------------------------
+
+
+class TracerState:
+    """Base of the objects a tracer keeps in ``_buf`` (Array's ``shape``/``dtype`` read them)."""
+
+    __slots__ = ("trace", "shape", "dtype")
+
+
+class _TracerExecutor:
+    """The ``_ex`` of every tracer: eager code that reaches a tracer fails with a clear message."""
+
+    name = "<tracer>"
+    unknown_shapes = False
+    mutable = False
+    array_type = type(None)
+    impls: dict = {}
+
+    def resolve(self, prim):
+        raise UnexpectedTracerError(
+            f"{prim.name}: got a tracer outside the transform that created it; a traced value "
+            f"escaped its function (e.g. stored in a global or a closure). Return it instead"
+        )
+
+    def __repr__(self) -> str:
+        return "<tracer executor>"
+
+
+_TRACER_EXECUTOR = _TracerExecutor()
+
+
+class Tracer(Array):
+    """A value inside a transform: an Array whose ``_buf`` is its trace's state.
+
+    Subclasses (one per trace kind) set ``_concrete()``, which returns the
+    concrete Array behind the tracer when there is one (JVP over eager values)
+    or raises :class:`ConcretizationError` (staged values).
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _make(cls, state) -> "Tracer":
+        self = object.__new__(cls)
+        self._buf = state
+        self._ex = _TRACER_EXECUTOR
+        return self
+
+    @property
+    def _trace(self):
+        return self._buf.trace
+
+    def _check_alive(self, what: str) -> None:
+        trace = self._buf.trace
+        if not trace.alive:
+            raise UnexpectedTracerError(
+                f"{what}: this value was traced by {trace.transform} (#{trace.tag}), which has already "
+                f"returned; a traced value escaped its function (e.g. stored in a global or a closure). "
+                f"Return it from the transformed function instead"
+            )
+
+    def _concrete(self, what: str) -> Array:
+        raise NotImplementedError
+
+    def _inner(self):
+        """The value one level down (the primal of a JVP tracer), or None when there is none."""
+        return None
+
+    # -- attributes that need a concrete buffer ------------------------------------------
+    @property
+    def device(self):
+        inner = self._inner()
+        if isinstance(inner, Array):
+            return inner.device
+        return self._buf.trace.device
+
+    @property
+    def executor(self) -> str:
+        return self.device.executor
+
+    def to_device(self, device, /, *, stream=None) -> Array:
+        from arrayx.executors.base import Device, resolve_device
+
+        ex, dev = resolve_device(device, "to_device")
+        here = self.device
+        if ex.name == here.executor and (dev is None or dev == here):
+            return self
+        raise TypeError(
+            f"to_device: cannot move a traced value from {here} to {device!r} inside "
+            f"{self._buf.trace.transform}; move the inputs before calling the transformed function"
+        )
+
+    # -- conversions ------------------------------------------------------------------------
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool()"))
+
+    def __int__(self) -> int:
+        return int(self._concrete("int()"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float()"))
+
+    def __complex__(self) -> complex:
+        return complex(self._concrete("complex()"))
+
+    def __index__(self) -> int:
+        return self._concrete("__index__").__index__()
+
+    def __array__(self, dtype=None, copy=None):
+        trace = self._buf.trace
+        raise TypeError(
+            f"cannot convert a traced value (a {type(self).__name__} of {trace.transform}) to a NumPy "
+            f"array: NumPy would drop what the transform tracks. Use arrayx functions on it, or "
+            f"arrayx.stop_gradient(x) first if you only need its value inside grad/jvp"
+        )
+
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        raise TypeError(
+            f"__dlpack__: a traced value ({self._buf.trace.transform}) has no buffer to export; "
+            f"export results after the transform returns"
+        )
+
+    def __dlpack_device__(self):
+        self.__dlpack__()
+
+    def __repr__(self) -> str:
+        trace = self._buf.trace
+        head = f"{type(self).__name__}<{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]>"
+        extra = self._repr_extra()
+        return f"{head}({trace.transform} #{trace.tag}{'' if trace.alive else ', finished'}{extra})"
+
+    __str__ = __repr__
+
+    def _repr_extra(self) -> str:
+        return ""
+
+
+def concretization_error(what: str, tracer) -> ConcretizationError:
+    trace = tracer._buf.trace
+    return ConcretizationError(
+        f"{what} of a value that depends on the inputs of {trace.transform}: the value is only known "
+        f"symbolically while tracing (shape {tracer.shape}, dtype {tracer.dtype}). Use "
+        f"arrayx.where(cond, x, y) to choose elementwise, arrayx.cond(pred, true_fn, false_fn, ...) for "
+        f"data-dependent control flow, or mark the argument static with static_argnums"
+    )
+
+
+# -- binding on an explicit trace -------------------------------------------------------------
+
+
+def bind_with(trace, prim: Primitive, args, params: dict):
+    """Bind ``prim`` on ``trace`` (None: eager), whatever trace is current."""
+    if trace is not None:
+        return trace.process_primitive(prim, args, params)
+    if prim.__class__ is Primitive:
+        return eval_eager(prim, args, params)
+    token = _TRACE.set(None)
+    try:
+        return prim.bind(*args, **params)
+    finally:
+        _TRACE.reset(token)
+
+
+class CallPrimitive(Primitive):
+    """A primitive whose params carry Python functions (custom rules, checkpoint).
+
+    Eagerly, binding calls ``eager(args, params)`` (by default ``params["fun"](*args)``)
+    on the arrays themselves.  Staging inlines ``fun`` when ``inline_when_staged``;
+    a JVP trace applies the primitive's ``jvp`` rule like any other.
+    Results are always a tuple (``multiple_results``).
+    """
+
+    __slots__ = ("eager", "inline_when_staged")
+
+    def __init__(self, name: str, *, eager: Callable | None = None, inline_when_staged: bool = True):
+        super().__init__(name, multiple_results=True)
+        self.eager = eager or _call_fun
+        self.inline_when_staged = inline_when_staged
+
+    def bind(self, *args, **params):
+        trace = _TRACE.get()
+        if trace is None:
+            return tuple(self.eager(args, params))
+        return trace.process_primitive(self, args, params)
+
+
+def _call_fun(args, params):
+    return params["fun"](*args)
+
+
+# -- abstract evaluation --------------------------------------------------------------------
+
+_abstract_cache: dict = {}
+
+
+def abstract_eval(prim: Primitive, args, params: dict):
+    """Shape and dtype of ``prim``'s result(s) for these operands, without computing it.
+
+    Uses ``prim.abstract_eval(*args, **params)`` when the primitive has one (it reads
+    ``.shape``/``.dtype`` of array operands); otherwise runs the NumPy executor's
+    implementation on zero-stride dummies of the operands' shapes and dtypes and caches
+    the answer by shapes, dtypes and params.  Concrete boolean operands (masks, whose
+    values decide the result's shape) are used as they are, and not cached.
+    """
+    rule = prim.abstract_eval
+    if rule is not None:
+        return rule(*args, **params)
+    key_parts = []
+    cacheable = True
+    for a in args:
+        if isinstance(a, Array):
+            if a.dtype == np.bool_ and not isinstance(a, Tracer):
+                cacheable = False
+            key_parts.append((a.shape, a.dtype))
+        else:
+            key_parts.append(a)
+    key = None
+    if cacheable:
+        try:
+            key = (prim, tuple(key_parts), tuple(sorted(params.items())))
+            hit = _abstract_cache.get(key)
+        except TypeError:  # unhashable operand or param: compute every time
+            key = hit = None
+        if hit is not None:
+            return hit
+    out = _abstract_eval_on_dummies(prim, args, params)
+    if key is not None:
+        _abstract_cache[key] = out
+    return out
+
+
+def _dummy(a):
+    if a.dtype == np.bool_ and not isinstance(a, Tracer):
+        return np.asarray(a._ex.to_host(a._buf))
+    if any(d is None for d in a.shape):
+        raise ValueError(f"cannot stage an operand of unknown shape {a.shape}")
+    fill = 1 if a.dtype.kind in "fc" else 0  # zeros keep integer indices in bounds
+    return np.broadcast_to(np.asarray(fill, dtype=a.dtype), a.shape)
+
+
+def _abstract_eval_on_dummies(prim: Primitive, args, params: dict):
+    from arrayx.executors import base as _exec
+
+    npx = _exec.get("numpy")
+    bufs = [_dummy(a) if isinstance(a, Array) else a for a in args]
+    fn = npx.impls.get(prim) or npx.resolve(prim)
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*bufs, **params)
+    except Exception as e:
+        raise TypeError(
+            f"{prim.name}: abstract evaluation (running the NumPy implementation on dummy operands of "
+            f"shapes {[getattr(a, 'shape', a) for a in args]}) failed with {type(e).__name__}: {e}. "
+            f"Register an abstract_eval rule for {prim.name!r} (arrayx.transforms.rules.defabstract)"
+        ) from e
+    if prim.multiple_results:
+        return tuple(ShapeDtypeStruct(np.shape(o), np.asarray(o).dtype) for o in out)
+    return ShapeDtypeStruct(np.shape(out), np.asarray(out).dtype)

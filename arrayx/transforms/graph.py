@@ -1,0 +1,192 @@
+"""The Graph IR: what staging records and what executors compile.
+
+A :class:`Graph` is a list of :class:`Equation` s over :class:`Var` s::
+
+    graph(a:f64[3], b:f64[]) {
+      c:f64[3] = sin a
+      d:f64[3] = broadcast_to[shape=(3,)] b
+      e:f64[3] = multiply c d
+      return e
+    }
+
+- ``inputs``: the Vars bound to the arguments, in order;
+- ``constvars``/``consts``: Vars bound to constant arrays captured while tracing;
+- ``equations``: ``Equation(prim, inputs, params, outputs)``; an input is a Var or a
+  :class:`Literal` (a NumPy scalar or None, inlined);
+- ``outputs``: Vars or Literals (None stands for a symbolic zero in linear graphs).
+
+``eval_graph`` binds every equation's primitive under the current trace, so a
+graph can itself be transformed (that is how a linearized function is evaluated
+and how jit's graphs are differentiated).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from arrayx.transforms.core import Primitive
+from arrayx.transforms._tracer import ShapeDtypeStruct, short_dtype
+
+__all__ = ["Var", "Literal", "Equation", "Graph", "eval_graph"]
+
+
+class Var:
+    """A value of a graph, defined once (by an input, a constant or an equation)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapeDtypeStruct):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar (or None) written into an equation."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return _literal_str(self.value)
+
+
+class Equation(NamedTuple):
+    prim: Primitive
+    inputs: tuple
+    params: dict
+    outputs: tuple
+
+
+class Graph:
+    """A staged function: inputs, captured constants, equations and outputs (see the module doc)."""
+
+    __slots__ = ("inputs", "constvars", "consts", "equations", "outputs")
+
+    def __init__(self, inputs, constvars, consts, equations, outputs):
+        self.inputs = tuple(inputs)
+        self.constvars = tuple(constvars)
+        self.consts = tuple(consts)
+        self.equations = list(equations)
+        self.outputs = tuple(outputs)
+
+    @property
+    def in_avals(self) -> tuple:
+        return tuple(v.aval for v in self.inputs)
+
+    @property
+    def out_avals(self) -> tuple:
+        return tuple(_atom_aval(o) for o in self.outputs)
+
+    def __call__(self, *args):
+        """Evaluate the graph on ``args`` (under the current trace)."""
+        return eval_graph(self, args)
+
+    def __str__(self) -> str:
+        return _GraphPrinter().graph(self, "")
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, p, cycle):  # IPython
+        p.text(str(self))
+
+
+def _atom_aval(o):
+    if isinstance(o, Var):
+        return o.aval
+    if o is None or (isinstance(o, Literal) and o.value is None):
+        return None
+    v = o.value if isinstance(o, Literal) else o
+    return ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype)
+
+
+def eval_graph(graph: Graph, args) -> list:
+    """The outputs of ``graph`` on ``args``, binding each equation under the current trace."""
+    if len(args) != len(graph.inputs):
+        raise TypeError(f"graph expects {len(graph.inputs)} arguments, got {len(args)}")
+    env = dict(zip(graph.inputs, args))
+    env.update(zip(graph.constvars, graph.consts))
+    for eqn in graph.equations:
+        ins = [env[a] if a.__class__ is Var else a.value for a in eqn.inputs]
+        out = eqn.prim.bind(*ins, **eqn.params)
+        if eqn.prim.multiple_results:
+            env.update(zip(eqn.outputs, out))
+        else:
+            env[eqn.outputs[0]] = out
+    return [env[o] if o.__class__ is Var else (None if o is None else o.value) for o in graph.outputs]
+
+
+# -- printing ------------------------------------------------------------------------------
+
+
+def _literal_str(v) -> str:
+    if v is None:
+        return "None"
+    if isinstance(v, np.generic):
+        return f"{v.item()!r}:{short_dtype(v.dtype)}"
+    return repr(v)
+
+
+def _param_str(v) -> str:
+    if isinstance(v, Graph):
+        return "<graph>"
+    if isinstance(v, np.dtype):
+        return v.name
+    if callable(v):
+        return getattr(v, "__name__", type(v).__name__)
+    return repr(v)
+
+
+class _GraphPrinter:
+    def __init__(self):
+        self.names: dict = {}
+
+    def name(self, v) -> str:
+        if v is None:
+            return "0"
+        if isinstance(v, Literal):
+            return _literal_str(v.value)
+        n = self.names.get(v)
+        if n is None:
+            n = self.names[v] = _letters(len(self.names))
+        return n
+
+    def decl(self, v: Var) -> str:
+        return f"{self.name(v)}:{v.aval.str_short()}"
+
+    def graph(self, g: Graph, indent: str) -> str:
+        lines = []
+        ins = ", ".join(self.decl(v) for v in g.inputs)
+        head = f"{indent}graph({ins})"
+        if g.constvars:
+            head += " consts(" + ", ".join(self.decl(v) for v in g.constvars) + ")"
+        lines.append(head + " {")
+        for eqn in g.equations:
+            lines.append(self.equation(eqn, indent + "  "))
+        outs = ", ".join(self.name(o) for o in g.outputs)
+        lines.append(f"{indent}  return {outs}")
+        lines.append(indent + "}")
+        return "\n".join(lines)
+
+    def equation(self, eqn: Equation, indent: str) -> str:
+        outs = " ".join(self.decl(v) for v in eqn.outputs)
+        params = ""
+        shown = {k: v for k, v in eqn.params.items()}
+        if shown:
+            params = "[" + ", ".join(f"{k}={_param_str(v)}" for k, v in shown.items()) + "]"
+        ins = " ".join(self.name(a) for a in eqn.inputs)
+        return f"{indent}{outs} = {eqn.prim.name}{params} {ins}".rstrip()
+
+
+def _letters(i: int) -> str:
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(ord("a") + r) + s
+    return s

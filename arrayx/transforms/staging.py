@@ -1,0 +1,216 @@
+"""Staging: record a function's primitives into a Graph (``make_graph``, ``eval_shape``, linearize).
+
+A :class:`StagingTrace` records an equation for every primitive that has at
+least one of its own tracers among the operands; a primitive on values it does
+not own (constants, tracers of enclosing transforms) is handed to the parent
+trace and computed now.  That is online partial evaluation: under ``linearize``
+the primal computation runs eagerly while the tangent computation is recorded,
+and under ``make_graph`` constant subexpressions are folded.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from arrayx import pytree
+from arrayx.api._array import Array
+from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
+from arrayx.transforms._tracer import (
+    ShapeDtypeStruct, Tracer, TracerState, abstract_eval, aval_of, concretization_error,
+)
+from arrayx.transforms.graph import Equation, Graph, Literal, Var
+
+__all__ = ["StagingTrace", "StagingTracer", "make_graph", "eval_shape", "ShapeDtypeStruct"]
+
+
+class StagingState(TracerState):
+    __slots__ = ("var",)
+
+    def __init__(self, trace, var: Var):
+        self.trace = trace
+        self.var = var
+        self.shape = var.aval.shape
+        self.dtype = var.aval.dtype
+
+
+class StagingTracer(Tracer):
+    """A value of a function being staged: known only by its shape and dtype."""
+
+    __slots__ = ()
+
+    def _concrete(self, what: str):
+        self._check_alive(what)
+        raise concretization_error(what, self)
+
+    def _repr_extra(self) -> str:
+        return ""
+
+
+class StagingTrace(Trace):
+    """Records equations over its own tracers; hands everything else to its parent."""
+
+    __slots__ = ("equations", "const_vars", "const_values", "device", "inputs")
+
+    def __init__(self, parent, device, transform: str = "make_graph"):
+        super().__init__(parent, transform)
+        self.equations: list = []
+        self.const_vars: dict = {}  # id(array) -> Var
+        self.const_values: list = []
+        self.inputs: list = []
+        self.device = device
+
+    def new_input(self, aval: ShapeDtypeStruct) -> StagingTracer:
+        var = Var(aval)
+        self.inputs.append(var)
+        return StagingTracer._make(StagingState(self, var))
+
+    def owns(self, x) -> bool:
+        return x.__class__ is StagingTracer and x._buf.trace is self
+
+    def process_primitive(self, prim, args, params):
+        for a in args:
+            if a.__class__ is StagingTracer and a._buf.trace is self:
+                break
+        else:  # nothing of ours: compute it now, one level down
+            return bind_with(self.parent, prim, args, params)
+        if getattr(prim, "inline_when_staged", False):
+            token = _TRACE.set(self)
+            try:
+                return tuple(params["fun"](*args))
+            finally:
+                _TRACE.reset(token)
+        out_aval = abstract_eval(prim, args, params)
+        inputs = tuple(self.atom(a) for a in args)
+        if prim.multiple_results:
+            outvars = tuple(Var(a) for a in out_aval)
+            self.equations.append(Equation(prim, inputs, params, outvars))
+            return tuple(StagingTracer._make(StagingState(self, v)) for v in outvars)
+        outvar = Var(out_aval)
+        self.equations.append(Equation(prim, inputs, params, (outvar,)))
+        return StagingTracer._make(StagingState(self, outvar))
+
+    def atom(self, a):
+        """The Var or Literal standing for operand ``a`` in an equation."""
+        if a.__class__ is StagingTracer and a._buf.trace is self:
+            return a._buf.var
+        if isinstance(a, Array):
+            if isinstance(a, Tracer):
+                a._check_alive(f"{self.transform}")
+            var = self.const_vars.get(id(a))
+            if var is None:
+                var = self.const_vars[id(a)] = Var(aval_of(a))
+                self.const_values.append((var, a))  # keeps ``a`` alive, so its id stays unique
+            return var
+        return Literal(a)
+
+    def to_graph(self, inputs, outputs) -> Graph:
+        """The Graph of everything recorded, with these input Vars and output values."""
+        outs = []
+        for o in outputs:
+            if o is None:
+                outs.append(None)
+            else:
+                outs.append(self.atom(o))
+        return Graph(inputs, [v for v, _ in self.const_values], [c for _, c in self.const_values],
+                     self.equations, outs)
+
+
+# -- public API ----------------------------------------------------------------------------------
+
+
+def _device_of_leaves(leaves):
+    for x in leaves:
+        if isinstance(x, Array):
+            return x.device
+    from arrayx.executors.base import get_executor
+
+    return get_executor().default_device()
+
+
+def _abstractify(x):
+    if isinstance(x, ShapeDtypeStruct):
+        return x
+    if isinstance(x, Array):
+        return aval_of(x)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy arrays, jax.ShapeDtypeStruct, ...
+        return ShapeDtypeStruct(x.shape, x.dtype)
+    if isinstance(x, (bool, int, float, complex)):
+        from arrayx.api import _dtypes
+
+        return ShapeDtypeStruct((), _dtypes.scalar_dtype(x))
+    raise TypeError(
+        f"expected arrays, ShapeDtypeStructs or Python scalars as (non-static) arguments, got {type(x).__name__}"
+    )
+
+
+def _static_split(fname, args, static_argnums):
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    n = len(args)
+    static = {i % n if n else i for i in static_argnums}
+    for i in static_argnums:
+        if not -n <= i < n:
+            raise ValueError(f"{fname}: static_argnums {static_argnums} is out of range for {n} arguments")
+    return static
+
+
+def stage(fun: Callable, args: tuple, kwargs: dict, *, static_argnums=(), transform="make_graph"):
+    """Stage ``fun(*args, **kwargs)``: (Graph, output tree, list of input leaves)."""
+    static = _static_split(transform, args, static_argnums)
+    dyn = [a for i, a in enumerate(args) if i not in static]
+    leaves, in_tree = pytree.flatten(dyn)
+    device = _device_of_leaves(leaves)
+    trace = StagingTrace(current_trace(), device, transform)
+    in_tracers = [trace.new_input(_abstractify(x)) for x in leaves]
+    dyn_tracers = pytree.unflatten(in_tree, in_tracers)
+    it = iter(dyn_tracers)
+    full = [a if i in static else next(it) for i, a in enumerate(args)]
+    token = _TRACE.set(trace)
+    try:
+        out = fun(*full, **kwargs)
+    finally:
+        _TRACE.reset(token)
+        trace.alive = False
+    out_leaves, out_tree = pytree.flatten(out)
+    graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in out_leaves])
+    return graph, out_tree, out_leaves
+
+
+def _as_output(o):
+    if isinstance(o, (Array, bool, int, float, complex)) or o is None:
+        return o
+    if hasattr(o, "dtype") and hasattr(o, "shape"):
+        return o
+    raise TypeError(f"a transformed function must return arrays (in a pytree), got {type(o).__name__}")
+
+
+def make_graph(fun: Callable, *, static_argnums=()) -> Callable:
+    """``make_graph(f)(*args)``: the Graph of primitives ``f`` binds on arguments like ``args``.
+
+    Arguments may be arrays, ``ShapeDtypeStruct`` s or Python scalars (in pytrees);
+    ``static_argnums`` are passed through as Python values.  Printing the graph shows
+    one equation per primitive, like ``jax.make_jaxpr``.
+
+    >>> import arrayx as ax
+    >>> print(ax.make_graph(lambda x: ax.sin(x) * 2.0)(ax.ones(3)))
+    graph(a:f64[3]) {
+      b:f64[3] = sin a
+      c:f64[3] = multiply b 2.0:f64
+      return c
+    }
+    """
+    def graph_of(*args, **kwargs) -> Graph:
+        graph, _, _ = stage(fun, args, kwargs, static_argnums=static_argnums, transform="make_graph")
+        return graph
+
+    graph_of.__name__ = f"make_graph({getattr(fun, '__name__', 'f')})"
+    return graph_of
+
+
+def eval_shape(fun: Callable, *args, **kwargs) -> Any:
+    """Shapes and dtypes of ``fun(*args, **kwargs)`` as a pytree of ``ShapeDtypeStruct``, computing nothing.
+
+    >>> import arrayx as ax
+    >>> ax.eval_shape(lambda x, y: x @ y, ax.ShapeDtypeStruct((2, 3), ax.float32), ax.ones((3, 4), dtype=ax.float32))
+    ShapeDtypeStruct(shape=(2, 4), dtype=float32)
+    """
+    graph, out_tree, _ = stage(fun, args, kwargs, transform="eval_shape")
+    return pytree.unflatten(out_tree, [a if a is None else a for a in graph.out_avals])

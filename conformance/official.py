@@ -1,0 +1,106 @@
+"""Run the official array-api-tests suite against arrayx on one executor.
+
+    python -m conformance.official --suite /path/to/array-api-tests --executor numpy
+           [--max-examples 20] [-n 2] [--update-known-failures] [-- extra pytest args]
+
+The suite is not vendored (CI cannot fetch it): clone data-apis/array-api-tests, put
+data-apis/array-api at its ``array-api`` folder at the commit the submodule pins, and
+``pip install pytest-json-report ndindex hypothesis``.
+
+Known failures live in ``conformance/known_failures/<executor>.txt``: one test id per line,
+optionally followed by ``# reason``.  They are passed to the suite as xfails, so the run fails
+only on new failures.  The summary goes to ``conformance/results/official-<executor>.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).parent
+REPO = HERE.parent
+
+
+def read_known_failures(executor: str) -> dict[str, str]:
+    """test id -> reason, from known_failures/<executor>.txt."""
+    path = HERE / "known_failures" / f"{executor}.txt"
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        test_id, _, reason = line.partition(" # ")
+        out[test_id.strip()] = reason.strip()
+    return out
+
+
+def write_known_failures(executor: str, failures: dict[str, str]) -> None:
+    path = HERE / "known_failures" / f"{executor}.txt"
+    lines = [f"# array-api-tests failures on the {executor!r} executor: test id  # reason"]
+    lines += [f"{tid}  # {reason}" if reason else tid for tid, reason in sorted(failures.items())]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.official", description=__doc__.splitlines()[0])
+    p.add_argument("--suite", required=True, help="path of the array-api-tests clone")
+    p.add_argument("--executor", default="numpy")
+    p.add_argument("--max-examples", type=int, default=20)
+    p.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (0 = none)")
+    p.add_argument("--update-known-failures", action="store_true",
+                   help="rewrite known_failures/<executor>.txt with this run's failures (reasons kept)")
+    p.add_argument("pytest_args", nargs="*")
+    args = p.parse_args(argv)
+
+    known = read_known_failures(args.executor)
+    report = pathlib.Path(tempfile.mkdtemp()) / "report.json"
+    xfails = report.with_name("xfails.txt")
+    xfails.write_text("" if args.update_known_failures else "\n".join(known) + "\n")
+    env = dict(os.environ, ARRAY_API_TESTS_MODULE="arrayx", ARRAYX_EXECUTOR=args.executor,
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
+           f"--max-examples={args.max_examples}", "--disable-deadline", "--xfails-file", str(xfails),
+           "--json-report", f"--json-report-file={report}", "-o", "xfail_strict=false"]
+    if args.workers not in ("0", ""):
+        cmd += ["-n", args.workers]
+    cmd += args.pytest_args
+    print("running:", " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, cwd=args.suite, env=env)
+    data = json.loads(report.read_text())
+    outcomes: dict[str, list[str]] = {}
+    for t in data["tests"]:
+        outcomes.setdefault(t["outcome"], []).append(t["nodeid"])
+    failed = sorted(outcomes.get("failed", []) + outcomes.get("error", []))
+    summary = {
+        "executor": args.executor,
+        "command": " ".join(["python -m conformance.official"] + (argv if argv is not None else sys.argv[1:])),
+        "max_examples": args.max_examples,
+        "counts": {k: len(v) for k, v in sorted(outcomes.items())},
+        "passed": len(outcomes.get("passed", [])),
+        "failed_or_xfailed": len(failed) + len(outcomes.get("xfailed", [])),
+        "new_failures": [t for t in failed if t not in known],
+        "xpassed": sorted(outcomes.get("xpassed", [])),
+        "duration_s": round(data.get("duration", 0.0), 1),
+    }
+    out = HERE / "results" / f"official-{args.executor}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("new_failures", "xpassed")}, indent=2))
+    if args.update_known_failures:
+        write_known_failures(args.executor, {t: known.get(t, "") for t in failed})
+        print(f"wrote {len(failed)} known failures for {args.executor!r}")
+    if summary["new_failures"]:
+        print(f"{len(summary['new_failures'])} failures not in known_failures/{args.executor}.txt:")
+        for t in summary["new_failures"]:
+            print("  ", t)
+    return 1 if summary["new_failures"] else proc.returncode if proc.returncode not in (1,) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

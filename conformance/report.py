@@ -1,0 +1,291 @@
+"""The parity matrix: every case of ``cases.py`` on every executor, compared with the NumPy executor.
+
+    python -m conformance.report [--executors numpy,jax] [--json PATH] [--only NAME,...] [-v]
+
+prints one row per standard function and one column per executor, each cell one of
+
+    ok        every case of the function gives NumPy's dtype, shape and values
+    DIFFERS   some case gives another dtype, shape or value (or a result on another executor)
+    GAP       the executor raised NotImplementedError (listed in gaps.py: ``gap``; not listed: ``GAP!``)
+    ERROR     some case raised another exception
+
+and writes the matrix with every non-ok case's detail to ``conformance/results/parity.json``.
+``check`` and ``compare`` are what ``test_parity.py`` runs, so the table and the test agree.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+import arrayx
+from arrayx.executors import base as _base
+from conformance import gaps as _gaps
+from conformance.cases import CASES, Case, by_function
+
+HERE = pathlib.Path(__file__).parent
+DEFAULT_JSON = HERE / "results" / "parity.json"
+REFERENCE = "numpy"
+
+OK, DIFFERS, GAP, ERROR = "ok", "DIFFERS", "GAP", "ERROR"
+_SEVERITY = {OK: 0, GAP: 1, DIFFERS: 2, ERROR: 3}
+
+#: (rtol, atol) by result dtype kind and precision; a case's own rtol/atol wins
+TOLERANCES = {
+    "float32": (2e-5, 1e-6), "complex64": (2e-5, 1e-6),
+    "float64": (1e-10, 1e-12), "complex128": (1e-10, 1e-12),
+}
+
+
+class Mismatch(AssertionError):
+    """A result differs from the reference (the message says where and how)."""
+
+
+@dataclass
+class Outcome:
+    status: str
+    detail: str = ""
+
+    def __bool__(self) -> bool:
+        return self.status == OK
+
+
+# -- running a case ------------------------------------------------------------------------
+
+
+def run(case: Case, executor: str):
+    """``case.fn(arrayx, *inputs)`` with the inputs and any created arrays on ``executor``."""
+    host = case.inputs()
+    with arrayx.use_executor(executor):
+        arrays = [arrayx.asarray(h, device=executor) for h in host]
+        return case.fn(arrayx, *arrays)
+
+
+def materialise(result, executor: str, path: str = "result"):
+    """Arrays -> ("array", host ndarray); checks each array lives on ``executor``."""
+    if isinstance(result, arrayx.Array):
+        if result.executor != executor:
+            raise Mismatch(f"{path}: the result lives on the {result.executor!r} executor, expected {executor!r}")
+        return ("array", np.asarray(result))
+    if isinstance(result, tuple) and hasattr(result, "_fields"):  # named tuples: the field names are API
+        return ("named", tuple(result._fields),
+                tuple(materialise(v, executor, f"{path}.{f}") for f, v in zip(result._fields, result)))
+    if isinstance(result, (tuple, list)):
+        return (type(result).__name__, tuple(materialise(v, executor, f"{path}[{i}]") for i, v in enumerate(result)))
+    if isinstance(result, dict):
+        return ("dict", tuple((k, materialise(v, executor, f"{path}[{k!r}]")) for k, v in result.items()))
+    return ("value", result)
+
+
+_reference_cache: dict[str, object] = {}
+
+
+def reference(case: Case):
+    """The case's result on the NumPy executor, materialised (cached per process)."""
+    if case.id not in _reference_cache:
+        _reference_cache[case.id] = materialise(run(case, REFERENCE), REFERENCE)
+    return _reference_cache[case.id]
+
+
+# -- comparing --------------------------------------------------------------------------------
+
+
+def tolerance(case: Case, dtype: np.dtype) -> tuple[float, float]:
+    if dtype.kind in "biu":
+        return 0.0, 0.0
+    rtol, atol = TOLERANCES.get(dtype.name, (1e-10, 1e-12))
+    return (rtol if case.rtol is None else case.rtol, atol if case.atol is None else case.atol)
+
+
+def compare(case: Case, got, want, path: str = "result") -> None:
+    """Raise Mismatch unless ``got`` equals ``want`` (both materialised) for this case."""
+    if got[0] != want[0]:
+        raise Mismatch(f"{path}: got a {got[0]}, expected a {want[0]}")
+    kind = want[0]
+    if kind == "array":
+        _compare_arrays(case, got[1], want[1], path)
+    elif kind == "named":
+        if got[1] != want[1]:
+            raise Mismatch(f"{path}: fields {got[1]} != {want[1]}")
+        for f, g, w in zip(want[1], got[2], want[2]):
+            compare(case, g, w, f"{path}.{f}")
+    elif kind in ("tuple", "list"):
+        if len(got[1]) != len(want[1]):
+            raise Mismatch(f"{path}: {len(got[1])} items, expected {len(want[1])}")
+        for i, (g, w) in enumerate(zip(got[1], want[1])):
+            compare(case, g, w, f"{path}[{i}]")
+    elif kind == "dict":
+        gk, wk = [k for k, _ in got[1]], [k for k, _ in want[1]]
+        if gk != wk:
+            raise Mismatch(f"{path}: keys {gk} != {wk}")
+        for (k, g), (_, w) in zip(got[1], want[1]):
+            compare(case, g, w, f"{path}[{k!r}]")
+    else:
+        g, w = got[1], want[1]
+        if type(g) is not type(w):
+            raise Mismatch(f"{path}: {g!r} ({type(g).__name__}) != {w!r} ({type(w).__name__})")
+        if isinstance(w, float) and not isinstance(w, bool):
+            rtol, atol = tolerance(case, np.dtype("float64"))
+            if not (g == w or (g != g and w != w) or abs(g - w) <= atol + rtol * abs(w)):
+                raise Mismatch(f"{path}: {g!r} != {w!r}")
+        elif g != w:
+            raise Mismatch(f"{path}: {g!r} != {w!r}")
+
+
+def _compare_arrays(case: Case, g: np.ndarray, w: np.ndarray, path: str) -> None:
+    if g.dtype != w.dtype:
+        raise Mismatch(f"{path}: dtype {g.dtype} != {w.dtype}")
+    if g.shape != w.shape:
+        raise Mismatch(f"{path}: shape {g.shape} != {w.shape}")
+    if case.compare == "meta":
+        return
+    rtol, atol = tolerance(case, w.dtype)
+    if rtol == 0 and atol == 0:
+        same = np.array_equal(g, w, equal_nan=w.dtype.kind in "fc")
+    else:
+        same = bool(np.all(np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)))
+    if not same:
+        bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True) if (rtol or atol) else g != w
+        idx = tuple(int(i[0]) for i in np.nonzero(bad)) if bad.ndim else ()
+        n = int(np.count_nonzero(bad))
+        raise Mismatch(
+            f"{path}: {n} of {w.size} values differ (rtol={rtol}, atol={atol}); first at {idx}: "
+            f"{g[idx] if idx or g.ndim == 0 else g!r} != {w[idx] if idx or w.ndim == 0 else w!r}"
+        )
+
+
+# -- one case on one executor --------------------------------------------------------------------
+
+
+def _short(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]
+
+
+def check(case: Case, executor: str) -> Outcome:
+    """Run ``case`` on ``executor`` and on NumPy and compare: an Outcome with status and detail."""
+    try:
+        want = reference(case)
+    except NotImplementedError as e:
+        return Outcome(GAP if executor == REFERENCE else ERROR, f"on the reference executor: {_short(e)}")
+    except Exception as e:  # noqa: BLE001 - a broken case or a NumPy-executor bug
+        return Outcome(ERROR, f"on the reference executor: {_short(e)}")
+    if executor == REFERENCE:
+        return Outcome(OK)
+    try:
+        got = materialise(run(case, executor), executor)
+    except Mismatch as e:
+        return Outcome(DIFFERS, str(e))
+    except NotImplementedError as e:
+        return Outcome(GAP, _short(e))
+    except Exception as e:  # noqa: BLE001
+        return Outcome(ERROR, _short(e) + "\n" + "".join(traceback.format_exception(e)[-3:]).strip())
+    try:
+        compare(case, got, want)
+    except Mismatch as e:
+        return Outcome(DIFFERS, str(e))
+    return Outcome(OK)
+
+
+# -- the matrix ----------------------------------------------------------------------------------
+
+
+def available_executors() -> list[str]:
+    return [n for n in _base.registered() if _base.get(n).available()]
+
+
+def matrix(executors: list[str], funcs: list[str] | None = None, progress=None) -> dict:
+    """``{"functions": {func: {ex: status}}, "cases": {case_id: {ex: {status, detail}}}, ...}``."""
+    groups = by_function()
+    funcs = funcs or list(groups)
+    out: dict = {"executors": executors, "functions": {}, "cases": {}, "unlisted_gaps": [], "stale_gaps": []}
+    for func in funcs:
+        row = {}
+        for ex in executors:
+            worst = OK
+            for case in groups[func]:
+                res = check(case, ex)
+                if res.status != OK:
+                    out["cases"].setdefault(case.id, {})[ex] = {"status": res.status, "detail": res.detail}
+                if _SEVERITY[res.status] > _SEVERITY[worst]:
+                    worst = res.status
+            if worst == GAP and _gaps.reason(ex, func) is None:
+                out["unlisted_gaps"].append(f"{ex}: {func}")
+            if worst != GAP and _gaps.reason(ex, func) is not None and worst == OK:
+                out["stale_gaps"].append(f"{ex}: {func}")
+            row[ex] = worst
+        out["functions"][func] = row
+        if progress:
+            progress(func, row)
+    out["summary"] = {
+        ex: {s: sum(1 for r in out["functions"].values() if r[ex] == s) for s in (OK, DIFFERS, GAP, ERROR)}
+        for ex in executors
+    }
+    return out
+
+
+def render(data: dict) -> str:
+    exs = data["executors"]
+    width = max(len(f) for f in data["functions"]) + 2
+    col = max(9, *(len(e) + 2 for e in exs))
+    lines = ["function".ljust(width) + "".join(e.ljust(col) for e in exs), "-" * (width + col * len(exs))]
+    for func, row in data["functions"].items():
+        cells = []
+        for ex in exs:
+            s = row[ex]
+            if s == GAP:
+                s = "gap" if _gaps.reason(ex, func) is not None else "GAP!"
+            cells.append(s.ljust(col))
+        lines.append(func.ljust(width) + "".join(cells))
+    lines.append("")
+    for ex in exs:
+        counts = data["summary"][ex]
+        lines.append(f"{ex}: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + f" of {len(data['functions'])} functions")
+    if data["cases"]:
+        lines += ["", "non-ok cases:"]
+        for cid, per in data["cases"].items():
+            for ex, r in per.items():
+                detail = r["detail"].splitlines()[0] if r["detail"] else ""
+                lines.append(f"  {cid} on {ex}: {r['status']}  {detail}")
+    if data["unlisted_gaps"]:
+        lines += ["", "gaps not listed in conformance/gaps.py: " + ", ".join(data["unlisted_gaps"])]
+    if data["stale_gaps"]:
+        lines += ["", "listed in gaps.py but working now (remove them): " + ", ".join(data["stale_gaps"])]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.report", description=__doc__.splitlines()[0])
+    p.add_argument("--executors", default=None, help="comma-separated names (default: every available executor)")
+    p.add_argument("--json", default=str(DEFAULT_JSON), help=f"where to write the matrix (default {DEFAULT_JSON})")
+    p.add_argument("--only", default=None, help="comma-separated function names (default: all)")
+    p.add_argument("-v", "--verbose", action="store_true", help="print each function's row as it finishes")
+    args = p.parse_args(argv)
+    exs = args.executors.split(",") if args.executors else available_executors()
+    for ex in exs:
+        _base.get(ex)  # ValueError listing the registered names
+    if REFERENCE not in exs:
+        exs = [REFERENCE] + exs
+    funcs = args.only.split(",") if args.only else None
+    start = time.perf_counter()
+    progress = (lambda f, row: print(f, row, flush=True)) if args.verbose else None
+    data = matrix(exs, funcs, progress)
+    data["duration_s"] = round(time.perf_counter() - start, 1)
+    data["cases_run"] = sum(len(by_function()[f]) for f in data["functions"])
+    print(render(data))
+    path = pathlib.Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"\nwrote {path} ({data['duration_s']} s)")
+    bad = any(data["summary"][ex][s] for ex in exs for s in (DIFFERS, ERROR)) or data["unlisted_gaps"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

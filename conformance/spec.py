@@ -1,0 +1,144 @@
+"""The standard's names and signatures (2025.12), for the namespace and coverage tests.
+
+Read from the official stubs (``array_api_stubs._2025_12``, the data-apis/array-api
+repository) when they can be imported, else from ``spec_2025_12.json``, a snapshot of the
+same data committed next to this file so that CI on a clean checkout checks the same
+things.  Refresh the snapshot after a stubs update:
+
+    python -m conformance.spec --write [--stubs /path/to/array-api/src]
+
+A signature is a list of ``[name, kind, default]`` with ``kind`` an ``inspect.Parameter``
+kind name and ``default`` the ``repr`` of the default (``"<required>"`` when there is none).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import pathlib
+import sys
+
+VERSION = "2025.12"
+HERE = pathlib.Path(__file__).parent
+SNAPSHOT = HERE / "spec_2025_12.json"
+#: where the stubs live on the development machines (override with ARRAY_API_STUBS)
+DEFAULT_STUBS = "/work/ext/array-api-tests/array-api/src"
+REQUIRED = "<required>"
+
+#: stub modules whose ``__all__`` names the main namespace must have
+MAIN_MODULES = (
+    "constants", "creation_functions", "data_type_functions", "elementwise_functions",
+    "indexing_functions", "linear_algebra_functions", "manipulation_functions",
+    "searching_functions", "set_functions", "sorting_functions", "statistical_functions",
+    "utility_functions",
+)
+EXTENSIONS = ("linalg", "fft")
+CONSTANTS = ("e", "inf", "nan", "newaxis", "pi")
+DTYPE_NAMES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64", "complex64", "complex128",
+)
+
+
+def signature_of(fn) -> list:
+    """``[[name, kind, default repr], ...]`` for ``fn`` (``self`` dropped)."""
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name == "self":
+            continue
+        default = REQUIRED if p.default is inspect.Parameter.empty else repr(p.default)
+        out.append([p.name, p.kind.name, default])
+    return out
+
+
+def from_stubs(stubs_path: str | None = None) -> dict:
+    """The spec data read from the stubs package (ImportError when it cannot be found)."""
+    path = stubs_path or os.environ.get("ARRAY_API_STUBS", DEFAULT_STUBS)
+    if path and path not in sys.path and os.path.isdir(path):
+        sys.path.insert(0, path)
+    pkg = f"array_api_stubs._{VERSION.replace('.', '_')}"
+    importlib.import_module(pkg)
+
+    def mod(name):
+        return importlib.import_module(f"{pkg}.{name}")
+
+    data: dict = {"version": VERSION, "namespaces": {}, "signatures": {}, "array": {}, "info": {}}
+    main: list[str] = []
+    for m in MAIN_MODULES:
+        module = mod(m)
+        for name in module.__all__:
+            main.append(name)
+            obj = getattr(module, name)
+            if callable(obj):
+                data["signatures"][name] = signature_of(obj)
+    info = mod("info")
+    main.append("__array_namespace_info__")
+    data["signatures"]["__array_namespace_info__"] = signature_of(info.__array_namespace_info__)
+    data["namespaces"]["main"] = main
+    for ext in EXTENSIONS:
+        module = mod(ext)
+        data["namespaces"][ext] = list(module.__all__)
+        for name in module.__all__:
+            data["signatures"][f"{ext}.{name}"] = signature_of(getattr(module, name))
+    for name in info.__all__:
+        if name != "__array_namespace_info__":
+            data["info"][name] = signature_of(getattr(info, name))
+    cls = mod("array_object")._array
+    for name, member in vars(cls).items():
+        if name == "__init__" or (name.startswith("_") and not name.startswith("__")):
+            continue
+        if isinstance(member, property):
+            data["array"][name] = "property"
+        elif callable(member):
+            data["array"][name] = signature_of(member)
+    return data
+
+
+def load() -> dict:
+    """The spec data: from the stubs when importable, else from the committed snapshot."""
+    try:
+        return from_stubs()
+    except ImportError:
+        return json.loads(SNAPSHOT.read_text())
+
+
+def load_snapshot() -> dict:
+    return json.loads(SNAPSHOT.read_text())
+
+
+def stubs_available() -> bool:
+    try:
+        from_stubs()
+    except ImportError:
+        return False
+    return True
+
+
+def all_functions(data: dict | None = None) -> list[str]:
+    """Every function of the standard as ``name`` / ``linalg.name`` / ``fft.name`` (no constants)."""
+    data = data or load()
+    out = [n for n in data["namespaces"]["main"] if n not in CONSTANTS]
+    for ext in EXTENSIONS:
+        out += [f"{ext}.{n}" for n in data["namespaces"][ext]]
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.spec", description=__doc__.splitlines()[0])
+    p.add_argument("--write", action="store_true", help=f"rewrite {SNAPSHOT.name} from the stubs")
+    p.add_argument("--stubs", default=None, help="folder that contains the array_api_stubs package")
+    args = p.parse_args(argv)
+    data = from_stubs(args.stubs)
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if args.write:
+        SNAPSHOT.write_text(text)
+        print(f"wrote {SNAPSHOT} ({len(all_functions(data))} functions)")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
