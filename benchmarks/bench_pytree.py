@@ -31,7 +31,27 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 import optree  # noqa: E402
 
-import arrayx.pytree as pt  # noqa: E402
+
+def _import_pytree():
+    """``arrayx.pytree``; if the rest of arrayx fails to import, load the pytree package alone."""
+    try:
+        import arrayx.pytree as module
+    except Exception as exc:  # arrayx.pytree itself needs nothing else from arrayx
+        import importlib
+        import types
+
+        print(f"note: 'import arrayx' failed ({type(exc).__name__}: {exc}); "
+              "loading arrayx.pytree on its own", file=sys.stderr)
+        for name in [m for m in sys.modules if m == "arrayx" or m.startswith("arrayx.")]:
+            del sys.modules[name]
+        stub = types.ModuleType("arrayx")
+        stub.__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "arrayx")]
+        sys.modules["arrayx"] = stub
+        module = importlib.import_module("arrayx.pytree")
+    return module
+
+
+pt = _import_pytree()
 
 try:
     import jax

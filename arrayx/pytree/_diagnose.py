@@ -49,12 +49,8 @@ def one_level(x: Any) -> _Level | None:
     if custom is not None:
         out = custom.flatten(x)
         children = list(out[0])
-        if len(out) == 3 and out[2] is not None:
+        if custom.kind == "keys" or custom.kind == "dataclass":
             keys = tuple(out[2])
-            if custom.kind == "keys" or custom.kind == "dataclass":
-                pass
-            else:
-                keys = tuple(FlattenedIndexKey(i) for i in range(len(children)))
         else:
             keys = tuple(FlattenedIndexKey(i) for i in range(len(children)))
         return _Level(typ, children, keys, out[1])

@@ -39,9 +39,12 @@ _MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict)
 
 # Memo: optree spec -> True when it is fine as is, or a _Verdict saying what to do instead.
 _SEEN: dict[Any, Any] = {}
-_SEEN_LIMIT = 4096
 # Memo: optree spec -> key paths of its leaves.
 _PATHS: dict[Any, tuple[tuple[Any, ...], ...]] = {}
+# Each memo is emptied when it holds more than this many specs or tree nodes in total.
+_MEMO_MAX_SPECS = 4096
+_MEMO_MAX_NODES = 2_000_000
+_memo_nodes: dict[int, int] = {}
 _REPR_LIMIT = 400
 
 
@@ -251,12 +254,15 @@ def _unsortable(keys: list[Any]) -> TypeError:
 
 
 def _remember(memo: dict[Any, Any], spec: Any, value: Any) -> None:
-    if len(memo) >= _SEEN_LIMIT:
+    nodes = _memo_nodes.get(id(memo), 0) + spec.num_nodes
+    if len(memo) >= _MEMO_MAX_SPECS or nodes > _MEMO_MAX_NODES:
         memo.clear()
+        nodes = spec.num_nodes
     try:
         memo[spec] = value
     except Exception:  # un-hashable or un-comparable metadata: just don't memoise
-        pass
+        return
+    _memo_nodes[id(memo)] = nodes
 
 
 def _settle(tree: Any, is_leaf: Any, leaves: list[Any], spec: Any, verdict: _Verdict

@@ -1,2 +1,49 @@
-"""Transforms: grad, jvp, vjp, vmap, jit, control flow and friends (see core.py for the machinery)."""
-__all__: list = []
+"""Transforms: grad, jvp, vjp, linearize, Jacobians, custom derivatives, checkpoint, staging.
+
+The machinery lives in ``core`` (primitives, bind, traces, tracers), ``staging`` and
+``graph`` (the Graph IR, ``make_graph``, ``eval_shape``), ``forward`` (forward mode:
+jvp, linearize), ``transpose`` (reverse mode), ``custom`` (custom_jvp/custom_vjp/
+stop_gradient), ``checkpointing`` (checkpoint/remat) and ``debug`` (check_grads); the
+rules sit in ``rules/``, grouped like ``arrayx/api``.  (No module is named after a
+public function: a submodule attribute would shadow the function of the same name.)
+
+The public names are loaded on first access: ``arrayx.api`` imports ``core`` while
+the namespace is being built, and the transforms need the whole namespace.
+"""
+from __future__ import annotations
+
+import importlib
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
+    "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
+    "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct",
+]
+
+# public name -> module that defines it
+_WHERE = {
+    "grad": "transpose", "value_and_grad": "transpose", "vjp": "transpose", "jacfwd": "transpose",
+    "jacrev": "transpose", "hessian": "transpose", "jvp": "forward", "linearize": "forward",
+    "stop_gradient": "custom", "custom_jvp": "custom", "custom_vjp": "custom",
+    "checkpoint": "checkpointing", "remat": "checkpointing", "checkpoint_policies": "checkpointing",
+    "check_grads": "debug", "make_graph": "staging", "eval_shape": "staging",
+    "ShapeDtypeStruct": "_tracer",
+}
+
+
+def _load_rules() -> None:
+    importlib.import_module("arrayx.transforms.rules")
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'arrayx.transforms' has no attribute {name!r}")
+    _load_rules()
+    value = getattr(importlib.import_module(f"arrayx.transforms.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -21,7 +21,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.graph import Graph, Var
-from arrayx.transforms.jvp import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
+from arrayx.transforms.forward import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
 
 __all__ = ["UndefinedPrimal", "backward_pass", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
 

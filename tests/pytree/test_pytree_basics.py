@@ -379,3 +379,20 @@ def test_nested_stack():
     np.testing.assert_array_equal(np.asarray(out["b"][0]), [0.0, 1.0])
     out1 = pt.nested_stack([{"w": o["w"]} for o in objs], axis=1)
     np.testing.assert_array_equal(np.asarray(out1["w"]), [[1.0, 3.0], [2.0, 4.0]])
+
+
+def test_structure_memo_eviction_keeps_results_right(monkeypatch):
+    from arrayx.pytree import _treedef
+
+    monkeypatch.setattr(_treedef, "_MEMO_MAX_SPECS", 2)
+    monkeypatch.setattr(_treedef, "_MEMO_MAX_NODES", 10)
+    n = 3
+    trees = [[1] * k for k in range(1, 8)] + [{1: 0, "x": 1}, [collections.deque([n])] * n]
+    for _ in range(2):
+        for tree in trees[:-2]:
+            assert pt.leaves(tree) == tree
+            assert len(pt.leaves_with_path(tree)) == len(tree)
+        with pytest.raises(TypeError, match="cannot sort"):
+            pt.leaves(trees[-2])
+        assert len(pt.leaves(trees[-1])) == n
+    assert len(_treedef._SEEN) <= 2

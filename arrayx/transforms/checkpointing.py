@@ -1,0 +1,136 @@
+"""``checkpoint`` (alias ``remat``): trade computation for memory in reverse mode.
+
+Under reverse mode a checkpointed function keeps only its inputs: the linear
+graph gets one ``checkpoint_lin`` equation instead of the function's tangent
+equations (and their captured intermediates), and transposing it linearizes the
+function again from its inputs, that is, the forward pass is recomputed during the
+backward pass.  Eagerly, under forward mode and under staging the function simply
+runs.
+
+Policies decide what may be saved instead of recomputed:
+``checkpoint_policies.nothing_saveable`` (the default: recompute everything) and
+``everything_saveable`` (no rematerialisation).
+"""
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Callable
+
+from arrayx import pytree
+from arrayx.api._array import Array
+from arrayx.transforms.core import CallPrimitive
+from arrayx.transforms._tracer import aval_of
+from arrayx.transforms.rules._define import zeros_for
+
+__all__ = ["checkpoint", "remat", "checkpoint_policies"]
+
+
+def _nothing_saveable(*_, **__) -> bool:
+    return False
+
+
+def _everything_saveable(*_, **__) -> bool:
+    return True
+
+
+checkpoint_policies = SimpleNamespace(
+    nothing_saveable=_nothing_saveable,
+    everything_saveable=_everything_saveable,
+)
+
+checkpoint_p = CallPrimitive("checkpoint")
+checkpoint_lin_p = CallPrimitive("checkpoint_lin", inline_when_staged=False)
+
+
+def _checkpoint_jvp(primals, tangents, *, fun, policy):
+    from arrayx.transforms.forward import jvp_flat
+    from arrayx.transforms.staging import StagingTracer
+
+    staged = any(t.__class__ is StagingTracer for t in tangents if t is not None)
+    if not staged or policy is _everything_saveable:
+        # forward mode (or nothing to recompute): differentiate the body directly
+        outs, touts, _ = jvp_flat(fun, list(primals), list(tangents), "checkpoint")
+        return tuple(outs), tuple(touts)
+    outs = fun(*primals)
+    touts = checkpoint_lin_p.bind(*primals, *tangents, fun=fun, n=len(primals),
+                                  out_avals=tuple(aval_of(o) for o in outs))
+    return tuple(outs), tuple(touts)
+
+
+def _zeros_like(x):
+    from arrayx.api.creation import zeros_like
+
+    return zeros_like(x)
+
+
+def _checkpoint_lin_eager(args, params):
+    # forward evaluation of the linear map (a tangent reached it): a plain jvp of the body
+    from arrayx.transforms.forward import jvp_flat
+
+    n = params["n"]
+    _, touts, _ = jvp_flat(params["fun"], list(args[:n]), list(args[n:]), "checkpoint")
+    return [_zeros_like(t) if t is None else t for t in touts]
+
+
+def _checkpoint_lin_transpose(cts, *args, fun, n, out_avals):
+    from arrayx.transforms.forward import linearize_flat
+    from arrayx.transforms.transpose import backward_pass
+
+    primals = list(args[:n])
+    lin = linearize_flat(fun, primals, "checkpoint")  # the recomputation
+    cts_in = iter(backward_pass(lin.graph, list(cts)))
+    out = [None] * n
+    for has in lin.has_tangent:
+        out.append(next(cts_in) if has else None)
+    return out
+
+
+checkpoint_p.jvp = _checkpoint_jvp
+checkpoint_lin_p.eager = _checkpoint_lin_eager
+checkpoint_lin_p.abstract_eval = lambda *args, out_avals, **params: out_avals
+checkpoint_lin_p.transpose = _checkpoint_lin_transpose
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
+               static_argnums: tuple = ()) -> Callable:
+    """``fun`` with its intermediates recomputed, rather than stored, for reverse mode.
+
+    ``policy`` is one of ``checkpoint_policies`` (default ``nothing_saveable``);
+    ``static_argnums`` are passed through as Python values.  ``prevent_cse`` is
+    accepted for JAX compatibility (arrayx does not eliminate common subexpressions).
+
+    >>> import arrayx as ax
+    >>> f = ax.checkpoint(lambda x: ax.sin(ax.sin(x)))
+    >>> round(float(ax.grad(f)(ax.asarray(0.5))), 6)
+    0.773034
+    """
+    policy = policy or _nothing_saveable
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def checkpointed(*args, **kwargs):
+        n = len(args)
+        static_set = {i % n for i in static} if n else set()
+        dyn = [a for i, a in enumerate(args) if i not in static_set]
+        leaves, in_tree = pytree.flatten(dyn)
+        holder = {}
+
+        def flat_fun(*xs):
+            it = iter(pytree.unflatten(in_tree, list(xs)))
+            full = [a if i in static_set else next(it) for i, a in enumerate(args)]
+            out = fun(*full, **kwargs)
+            out_leaves, holder["tree"] = pytree.flatten(out)
+            for o in out_leaves:
+                if not isinstance(o, Array):
+                    raise TypeError(f"checkpoint: outputs must be arrays, got {type(o).__name__}")
+            return out_leaves
+
+        flat_fun.__name__ = getattr(fun, "__name__", "checkpointed")
+        outs = checkpoint_p.bind(*leaves, fun=flat_fun, policy=policy)
+        return pytree.unflatten(holder["tree"], list(outs))
+
+    return checkpointed
+
+
+remat = checkpoint

@@ -1,0 +1,44 @@
+"""Transform rules, grouped by the standard's categories (mirroring ``arrayx/api``).
+
+Importing this package registers every rule (``prim.jvp``, ``prim.transpose``,
+``prim.abstract_eval``) on the primitives defined in ``arrayx.api``.  The helpers
+rule modules use are re-exported here (see ``_define``); ``coverage()`` reports
+which primitives still lack rules.
+"""
+from __future__ import annotations
+
+from arrayx.transforms.rules._define import (  # noqa: F401
+    defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
+    py, unbroadcast, zeros_for,
+)
+from arrayx.transforms.rules import (  # noqa: F401,E402  (each module registers its rules)
+    elementwise,
+)
+
+__all__ = [
+    "coverage", "defabstract", "defbilinear", "defbroadcasting", "defjvp", "defjvp_coef", "defjvp_zero",
+    "deflinear", "unbroadcast", "zeros_for",
+]
+
+# Primitives that are internal to the transforms themselves and handled by their traces.
+_HANDLED_BY_TRACES = {"custom_jvp_call", "custom_vjp_call", "checkpoint"}
+
+
+def coverage() -> dict:
+    """Which primitives lack rules: ``{"jvp": [...], "transpose": [...], "abstract_eval": [...]}``.
+
+    ``jvp`` lists primitives that cannot be differentiated (neither a jvp rule nor a
+    zero-derivative declaration); ``transpose`` lists primitives whose jvp rule
+    produces them on tangents (they appear in linear graphs) but that have no transpose
+    rule; ``abstract_eval`` lists primitives staged with the generic NumPy fallback.
+    """
+    from arrayx.transforms.core import primitives
+
+    missing_jvp = sorted(n for n, p in primitives.items() if p.jvp is None and n not in _HANDLED_BY_TRACES)
+    missing_t = sorted(
+        n for n, p in primitives.items()
+        if p.transpose is None and getattr(p.jvp, "__name__", "").endswith(("_linear", "_bilinear"))
+    )
+    no_abstract = sorted(n for n, p in primitives.items() if p.abstract_eval is None)
+    linear = sorted(n for n, p in primitives.items() if p.transpose is not None)
+    return {"jvp": missing_jvp, "transpose": missing_t, "abstract_eval": no_abstract, "linear": linear}

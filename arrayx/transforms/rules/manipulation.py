@@ -1,0 +1,182 @@
+"""Rules for the manipulation functions (``arrayx/api/manipulation.py``).
+
+Every manipulation is linear; the transposes undo the data movement
+(sum over broadcast or repeated copies, split concatenations, inverse permutations).
+"""
+from __future__ import annotations
+
+import math
+
+from arrayx.api import manipulation as mp
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
+
+
+def _ax():
+    import arrayx
+
+    return arrayx
+
+
+# -- abstract evaluation (the common, cheap ones; the rest use the generic fallback) ---------------
+
+defabstract(mp.broadcast_to_p, lambda x, *, shape: ShapeDtypeStruct(shape, x.dtype))
+defabstract(mp.reshape_p, lambda x, *, shape, copy=None: ShapeDtypeStruct(shape, x.dtype))
+defabstract(mp.permute_dims_p, lambda x, *, axes: ShapeDtypeStruct(tuple(x.shape[a] for a in axes), x.dtype))
+
+
+def _expand_dims_abstract(x, *, axis):
+    shape = list(x.shape)
+    for a in axis:
+        shape.insert(a, 1)
+    return ShapeDtypeStruct(tuple(shape), x.dtype)
+
+
+defabstract(mp.expand_dims_p, _expand_dims_abstract)
+defabstract(mp.squeeze_p, lambda x, *, axis: ShapeDtypeStruct(
+    tuple(d for i, d in enumerate(x.shape) if i not in axis), x.dtype))
+
+
+# -- broadcasting -------------------------------------------------------------------------------------
+
+deflinear(mp.broadcast_to_p, lambda ct, x, *, shape: (unbroadcast(ct, x.shape),))
+
+
+def _broadcast_arrays_jvp(primals, tangents):
+    outs = mp.broadcast_arrays_p.bind(*primals)
+    touts = tuple(None if t is None else _ax().broadcast_to(t, o.shape) for t, o in zip(tangents, outs))
+    return outs, touts
+
+
+def _broadcast_arrays_transpose(cts, *xs):
+    return [unbroadcast(c, x.shape) if c is not None and is_undefined(x) else None for c, x in zip(cts, xs)]
+
+
+mp.broadcast_arrays_p.jvp = _broadcast_arrays_jvp
+mp.broadcast_arrays_p.transpose = _broadcast_arrays_transpose
+
+
+# -- joining and splitting ------------------------------------------------------------------------------
+
+
+def _concat_transpose(ct, *xs, axis):
+    out = []
+    start = 0
+    head = (slice(None),) * axis
+    for x in xs:
+        n = x.shape[axis]
+        out.append(ct[head + (slice(start, start + n),)] if is_undefined(x) else None)
+        start += n
+    return out
+
+
+def _stack_transpose(ct, *xs, axis):
+    head = (slice(None),) * axis
+    return [ct[head + (i,)] if is_undefined(x) else None for i, x in enumerate(xs)]
+
+
+def _all_linear(prim, transpose):
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(t is None for t in tangents):
+            return out, None
+        ts = [_ax().zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
+        return out, prim.bind(*ts, **params)
+
+    jvp.__name__ = f"{prim.name}_jvp_linear"
+    prim.jvp = jvp
+    prim.transpose = transpose
+
+
+_all_linear(mp.concat_p, _concat_transpose)
+_all_linear(mp.stack_p, _stack_transpose)
+
+
+def _unstack_jvp(primals, tangents, *, axis):
+    (x,), (t,) = primals, tangents
+    return mp.unstack_p.bind(x, axis=axis), mp.unstack_p.bind(t, axis=axis)
+
+
+def _unstack_transpose(cts, x, *, axis):
+    like = next(c for c in cts if c is not None)
+    parts = [c if c is not None else _zeros_slice(x, axis, like) for c in cts]
+    return (_ax().stack(parts, axis=axis),)
+
+
+def _zeros_slice(x, axis, like):
+    shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+    return zeros_for(ShapeDtypeStruct(shape, x.dtype), like)
+
+
+mp.unstack_p.jvp = _unstack_jvp
+mp.unstack_p.transpose = _unstack_transpose
+
+
+# -- shape changes and reordering ---------------------------------------------------------------------------
+
+
+def _reshape_back(ct, x, **params):
+    return (_ax().reshape(ct, x.shape),)
+
+
+deflinear(mp.expand_dims_p, _reshape_back)
+deflinear(mp.squeeze_p, _reshape_back)
+deflinear(mp.reshape_p, _reshape_back)
+deflinear(mp.flip_p, lambda ct, x, *, axis: (_ax().flip(ct, axis=axis),))
+deflinear(mp.moveaxis_p, lambda ct, x, *, source, destination: (_ax().moveaxis(ct, destination, source),))
+
+
+def _permute_transpose(ct, x, *, axes):
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[a] = i
+    return (_ax().permute_dims(ct, tuple(inverse)),)
+
+
+deflinear(mp.permute_dims_p, _permute_transpose)
+
+
+def _roll_transpose(ct, x, *, shift, axis):
+    if axis is None:
+        return (_ax().roll(ct, -shift),)
+    return (_ax().roll(ct, tuple(-s for s in shift), axis=axis),)
+
+
+deflinear(mp.roll_p, _roll_transpose)
+
+
+# -- repetition ---------------------------------------------------------------------------------------------
+
+
+def _repeat_transpose(ct, x, *rest, axis, repeats=None):
+    """Sum each run of copies: scatter-add the cotangent onto the source index of every copy."""
+    ax = _ax()
+    n = x.shape[axis]
+    source = ax.arange(n, device=ct.device)
+    counts = rest[0] if rest else repeats
+    index = ax.repeat(source, counts, axis=0)
+    key = (slice(None),) * axis + (index,)
+    return (_scatter_add(x, ct, key),) + (None,) * len(rest)
+
+
+def _scatter_add(x_aval, ct, key):
+    from arrayx.api.indexing import at_update
+
+    return at_update(zeros_for(x_aval, ct), key, ct, "add")
+
+
+deflinear(mp.repeat_p, _repeat_transpose)
+
+
+def _tile_transpose(ct, x, *, repetitions):
+    ax = _ax()
+    reps = tuple(repetitions)
+    shape = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
+    interleaved = []
+    for r, s in zip(reps, shape):
+        interleaved.extend((r, s))
+    summed = ax.sum(ax.reshape(ct, tuple(interleaved)), axis=tuple(range(0, 2 * len(reps), 2)))
+    return (ax.reshape(summed, x.shape),)
+
+
+deflinear(mp.tile_p, _tile_transpose)

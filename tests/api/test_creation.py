@@ -1,0 +1,103 @@
+"""Creation functions on every executor, against the NumPy executor, plus argument errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from tests.conftest import assert_matches_numpy, assert_same
+
+
+def test_constant_fills(executor):
+    assert_same(xp.zeros((2, 3)), np.zeros((2, 3)))
+    assert_same(xp.ones(4, dtype=xp.int32), np.ones(4, dtype=np.int32))
+    assert_same(xp.full((2,), 7), np.full((2,), 7, dtype=np.int64))
+    assert_same(xp.full((2,), 1.5, dtype=xp.float32), np.full((2,), 1.5, dtype=np.float32))
+    assert_same(xp.full((), True), np.array(True))
+    assert xp.empty((3, 0)).shape == (3, 0)
+    assert xp.zeros(3).device.executor == executor
+
+
+def test_arange_linspace_eye(executor):
+    assert_same(xp.arange(5), np.arange(5))
+    assert_same(xp.arange(1, 10, 3), np.arange(1, 10, 3))
+    assert_same(xp.arange(10, 1, -4), np.arange(10, 1, -4))
+    assert_same(xp.arange(0.0, 1.0, 0.25), np.arange(0.0, 1.0, 0.25))
+    assert_same(xp.arange(3, dtype=xp.uint8), np.arange(3, dtype=np.uint8))
+    assert xp.arange(5, 1).shape == (0,)
+    assert_same(xp.linspace(0.0, 1.0, 5), np.linspace(0.0, 1.0, 5))
+    assert_same(xp.linspace(0, 1, 4, endpoint=False, dtype=xp.float32),
+                np.linspace(0, 1, 4, endpoint=False, dtype=np.float32))
+    assert_same(xp.eye(3, 4, k=1), np.eye(3, 4, k=1))
+
+
+def test_like_functions(executor):
+    x = xp.asarray(np.arange(6, dtype=np.int16).reshape(2, 3))
+    assert_matches_numpy(xp.zeros_like, x)
+    assert_matches_numpy(xp.ones_like, x)
+    assert_matches_numpy(lambda a: xp.full_like(a, 9), x)
+    assert_matches_numpy(lambda a: xp.full_like(a, 0.5, dtype=xp.float32), x)
+    assert xp.empty_like(x).shape == (2, 3) and xp.empty_like(x).dtype == xp.int16
+    assert_matches_numpy(lambda a: xp.tril(a, k=-1), x)
+    assert_matches_numpy(xp.triu, x)
+
+
+def test_meshgrid(executor):
+    a = xp.asarray([1, 2, 3])
+    b = xp.asarray([4, 5])
+    for indexing in ("xy", "ij"):
+        got = xp.meshgrid(a, b, indexing=indexing)
+        want = np.meshgrid(np.asarray(a), np.asarray(b), indexing=indexing)
+        assert_same(list(got), want)
+
+
+def test_asarray_sources(executor):
+    assert_same(xp.asarray([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]]))
+    assert_same(xp.asarray([1.0, 2]), np.array([1.0, 2.0]))
+    assert_same(xp.asarray(True), np.array(True))
+    assert_same(xp.asarray(3, dtype=xp.float32), np.array(3, dtype=np.float32))
+    assert_same(xp.asarray(np.arange(3, dtype=np.uint16)), np.arange(3, dtype=np.uint16))
+    x = xp.asarray([1.0, 2.0])
+    assert xp.asarray(x) is x
+    y = xp.asarray(x, copy=True)
+    assert y is not x
+    assert_same(y, x)
+    assert_same(xp.asarray([xp.asarray(1.0), xp.asarray(2.0)]), np.array([1.0, 2.0]))
+    assert_same(xp.asarray(x, dtype=xp.float32), np.array([1.0, 2.0], dtype=np.float32))
+
+
+def test_asarray_copy_semantics_numpy():
+    base = np.arange(3.0)
+    shared = xp.asarray(base, device="numpy")
+    base[0] = 10.0
+    assert float(shared[0]) == 10.0  # copy=None shares when it can
+    copied = xp.asarray(base, copy=True, device="numpy")
+    base[1] = 20.0
+    assert float(copied[1]) == 1.0
+    with pytest.raises(ValueError, match="copy=False"):
+        xp.asarray(xp.asarray([1, 2]), dtype=xp.float64, copy=False)
+
+
+def test_from_dlpack_roundtrip(executor):
+    x = xp.asarray(np.arange(4.0))
+    y = xp.from_dlpack(np.arange(4.0))
+    assert_same(y, np.arange(4.0))
+    assert_same(np.from_dlpack(xp.asarray(np.arange(4.0), device="numpy")), np.arange(4.0))
+    assert_same(xp.from_dlpack(x), x)
+
+
+@pytest.mark.parametrize("call,exc,match", [
+    (lambda: xp.zeros((2, -1)), ValueError, "zeros: negative dimension"),
+    (lambda: xp.zeros("3"), TypeError, "zeros: shape must be"),
+    (lambda: xp.ones(3, dtype="float32"), TypeError, "is not a dtype of the array API"),
+    (lambda: xp.full(3, "a"), TypeError, "full: fill_value must be a Python scalar"),
+    (lambda: xp.full(3, 300, dtype=xp.int8), OverflowError, "out of range for int8"),
+    (lambda: xp.arange(0, 5, 0), ValueError, "arange: step must not be zero"),
+    (lambda: xp.linspace(0, 1, 3, dtype=xp.int32), TypeError, "linspace: dtype must be floating"),
+    (lambda: xp.tril(xp.ones(3)), ValueError, "tril: x must have at least 2 dimensions"),
+    (lambda: xp.asarray(object()), TypeError, "asarray: cannot convert object"),
+    (lambda: xp.asarray(1, device="nope"), ValueError, "unknown executor 'nope'"),
+])
+def test_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
