@@ -2,14 +2,15 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_pytree.py            # full run (about a minute)
+    python benchmarks/bench_pytree.py            # full run (under a minute)
     python benchmarks/bench_pytree.py --quick    # fewer repeats
 
 For every operation on a 1,000-leaf nested dict/list tree (100 "layers", each a
 dict holding a list of 8 arrays, an array and a nested dict) it times arrayx,
 jax.tree_util and raw optree (the engine under arrayx, for reference) with
-``timeit``, keeps the best of several repeats, alternating the libraries
-between repeats so that machine noise hits them alike, and prints
+``timeit``, keeps the best of many short (~2 ms) repeats, alternating the
+libraries between repeats so that machine noise hits them alike (short
+repeats make the minimum robust on a busy machine), and prints
 time-per-call and the arrayx/jax ratio.  Results are written to
 ``benchmarks/results/pytree.json``.  The target is ratio <= 1.5 for
 flatten + unflatten and for map.
@@ -127,7 +128,7 @@ def cases(tree: Any) -> dict[str, dict[str, Callable[[], Any]]]:
     return table
 
 
-def calls_per_repeat(fn: Callable[[], Any], budget_s: float = 0.05) -> int:
+def calls_per_repeat(fn: Callable[[], Any], budget_s: float = 0.002) -> int:
     """Enough calls that one repeat takes about ``budget_s``."""
     timer = timeit.Timer(fn)
     number, elapsed = timer.autorange()
@@ -147,11 +148,11 @@ def measure(libs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15, help="timing repeats per library")
-    parser.add_argument("--quick", action="store_true", help="5 repeats")
+    parser.add_argument("--repeats", type=int, default=200, help="timing repeats per library")
+    parser.add_argument("--quick", action="store_true", help="40 repeats")
     parser.add_argument("--out", default=RESULTS, help="JSON output path")
     args = parser.parse_args(argv)
-    repeats = 5 if args.quick else args.repeats
+    repeats = 40 if args.quick else args.repeats
 
     tree = make_tree()
     assert len(pt.leaves(tree)) == 1000
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "benchmark": "arrayx.pytree vs jax.tree_util",
         "tree": "dict of 100 layers x {w: list of 8 arrays, b: array, norm: {scale: array}}; 1000 leaves",
-        "timing": f"timeit, best of {repeats} interleaved repeats, ~50 ms each",
+        "timing": f"timeit, best of {repeats} interleaved repeats of ~2 ms each",
         "target": "arrayx/jax <= 1.5 for flatten+unflatten and map",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "python": platform.python_version(),

@@ -176,7 +176,7 @@ def _tensordot_axes(x1: Array, x2: Array, axes) -> tuple:
         a1 = tuple(_tensordot_axis(a, x1.ndim, "x1") for a in a1)
         a2 = tuple(_tensordot_axis(a, x2.ndim, "x2") for a in a2)
         if len(a1) != len(a2):
-            raise ValueError(f"tensordot: axes {axes} name {len(a1)} axes of x1 but {len(a2)} of x2")
+            raise ValueError(f"tensordot: axes {axes} names {len(a1)} axes of x1 but {len(a2)} of x2")
         if len(set(a1)) != len(a1) or len(set(a2)) != len(a2):
             raise ValueError(f"tensordot: axes {axes} repeat an axis")
         return a1, a2

@@ -116,7 +116,7 @@ T = np.{dtype}
 A = np.{acc}
 '''
 
-_JIT = 'njit(parallel=True, cache=True, nogil=True, error_model="numpy", fastmath={fastmath})'
+_JIT = 'njit(parallel={parallel}, cache=True, nogil=True, error_model="numpy", fastmath={fastmath})'
 
 _ELEMENTWISE = '''
 @{jit}
@@ -350,9 +350,14 @@ def _cached(key: tuple, make):
     return fn
 
 
-def _jit(fastmath: set | None = None) -> str:
+def _jit(parallel: bool, fastmath: set | None = None) -> str:
+    """The decorator line: ``parallel=False`` makes ``prange`` a plain ``range`` (one thread)."""
     fm = sorted(fastmath or {"contract"})
-    return _JIT.format(fastmath="{" + ", ".join(repr(f) for f in fm) + "}")
+    return _JIT.format(parallel=parallel, fastmath="{" + ", ".join(repr(f) for f in fm) + "}")
+
+
+def _stem(name: str, parallel: bool) -> str:
+    return name if parallel else name + "_serial"
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -366,48 +371,48 @@ _FORMS = {"v": ("x", "a = x[i]"), "vv": ("x, y", "a = x[i]\nb = y[i]"), "vs": ("
           "sv": ("x, y", "a = x\nb = y[i]")}
 
 
-def elementwise_kernel(op: str, dtype: np.dtype, form: str):
+def elementwise_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = True):
     """Kernel ``(x[, y], out)`` of a UNARY (form "v") or BINARY operation (forms "vv", "vs", "sv":
     vector or scalar operands) on flat arrays of ``dtype``."""
     def make():
         expr = (UNARY[op] if form == "v" else BINARY[op])[2]
         args, loads = _FORMS[form]
-        fields = dict(jit=_jit(), args=args + ", ", chunk=_CHUNK, expr=expr, loads=_indent(loads, 12))
+        fields = dict(jit=_jit(parallel), args=args + ", ", chunk=_CHUNK, expr=expr, loads=_indent(loads, 12))
         if op in FIXUPS:
             cond, fix = FIXUPS[op]
             text = _ELEMENTWISE_FIXUP.format(**fields, loads_fix=_indent(loads, 16), fix_cond=cond,
                                              fix_expr=fix)
         else:
             text = _ELEMENTWISE.format(**fields)
-        stem = f"{op}_{form}_{dtype.name}"
+        stem = _stem(f"{op}_{form}_{dtype.name}", parallel)
         return stem, _HEADER.format(what=f"{op}, {form}, {dtype.name}", dtype=dtype.name, acc=dtype.name) + text
-    return _cached(("ew", op, dtype, form), make)
+    return _cached(("ew", op, dtype, form, parallel), make)
 
 
-def where_kernel(dtype: np.dtype, form: str):
+def where_kernel(dtype: np.dtype, form: str, parallel: bool = True):
     """Kernel ``(cond, x, y, out)`` choosing x where cond else y; form "vv", "vs", "sv" or "ss"."""
     def make():
         a = "x[i]" if form[0] == "v" else "x"
         b = "y[i]" if form[1] == "v" else "y"
-        text = _WHERE.format(jit=_jit(), chunk=_CHUNK, a=a, b=b)
-        return f"where_{form}_{dtype.name}", _HEADER.format(what=f"where, {form}, {dtype.name}",
+        text = _WHERE.format(jit=_jit(parallel), chunk=_CHUNK, a=a, b=b)
+        return _stem(f"where_{form}_{dtype.name}", parallel), _HEADER.format(what=f"where, {form}, {dtype.name}",
                                                             dtype=dtype.name, acc=dtype.name) + text
-    return _cached(("where", dtype, form), make)
+    return _cached(("where", dtype, form, parallel), make)
 
 
-def clip_kernel(dtype: np.dtype, bounds: str):
+def clip_kernel(dtype: np.dtype, bounds: str, parallel: bool = True):
     """Kernel ``(x, lo, hi, out)`` clipping to scalar bounds; bounds "both", "lo" or "hi"
     (the unused bound is passed as a dummy scalar of ``dtype``)."""
     def make():
         lo_nan, lo_name, hi_nan, hi_name, first, second = _CLIP[bounds]
-        text = _CLIP_TEMPLATE.format(jit=_jit(), chunk=_CHUNK, lo_nan=lo_nan, lo_name=lo_name,
+        text = _CLIP_TEMPLATE.format(jit=_jit(parallel), chunk=_CHUNK, lo_nan=lo_nan, lo_name=lo_name,
                                      hi_nan=hi_nan, hi_name=hi_name, first=first, second=second)
-        return f"clip_{bounds}_{dtype.name}", _HEADER.format(what=f"clip, {bounds}, {dtype.name}",
+        return _stem(f"clip_{bounds}_{dtype.name}", parallel), _HEADER.format(what=f"clip, {bounds}, {dtype.name}",
                                                              dtype=dtype.name, acc=dtype.name) + text
-    return _cached(("clip", dtype, bounds), make)
+    return _cached(("clip", dtype, bounds, parallel), make)
 
 
-def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype):
+def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = True):
     """Kernel ``(x, step, part)`` of "sum", "prod", "max" or "min" over axis 1 of x (outer, red, inner),
     accumulating in ``acc``; part[o, s, :] gets the result of rows s*step ... of slab o."""
     def make():
@@ -425,15 +430,15 @@ def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype):
             row = _ROW_SELECT.format(lanes=lanes, pick0=pick.format(a="a0"), join=join)
             cols = _COLUMNS_SELECT.format(pick=pick.format(a="a"))
             fastmath = None
-        text = _REDUCTION.format(jit=_jit(fastmath), extra="", row=row, columns=cols)
-        stem = f"reduce_{op}_{dtype.name}_{acc.name}"
+        text = _REDUCTION.format(jit=_jit(parallel, fastmath), extra="", row=row, columns=cols)
+        stem = _stem(f"reduce_{op}_{dtype.name}_{acc.name}", parallel)
         return stem, _HEADER.format(what=f"{op} reduction, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text
-    return _cached(("reduce", op, dtype, acc), make)
+    return _cached(("reduce", op, dtype, acc, parallel), make)
 
 
 
-def sqdev_kernel(dtype: np.dtype, acc: np.dtype):
+def sqdev_kernel(dtype: np.dtype, acc: np.dtype, parallel: bool = True):
     """Kernel ``(x, mean, step, part)``: sums of (x - mean)**2 over axis 1 of x (outer, red, inner),
     mean[o, j] per output element, accumulating in ``acc`` (the second pass of var/std)."""
     def make():
@@ -444,8 +449,8 @@ def sqdev_kernel(dtype: np.dtype, acc: np.dtype):
                                     load_col="                    d = A(xr[j]) - m[j]\n"
                                              "                    v = d * d")
         cols = cols.replace("                xr = x[o, k]\n", "                xr = x[o, k]\n                m = mean[o]\n")
-        text = _REDUCTION.format(jit=_jit({"contract", "reassoc"}), extra="mean, ", row=row, columns=cols)
-        stem = f"reduce_sqdev_{dtype.name}_{acc.name}"
+        text = _REDUCTION.format(jit=_jit(parallel, {"contract", "reassoc"}), extra="mean, ", row=row, columns=cols)
+        stem = _stem(f"reduce_sqdev_{dtype.name}_{acc.name}", parallel)
         return stem, _HEADER.format(what=f"sum of squared deviations, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text
-    return _cached(("sqdev", dtype, acc), make)
+    return _cached(("sqdev", dtype, acc, parallel), make)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import operator
 import os
 import types
+import warnings
 
 import numpy as np
 
@@ -327,6 +328,113 @@ def _take_along_axis(x, indices, *, axis):
     )
 
 
+# -- linalg: Dask's own linalg is 2-D only and needs special chunkings (tall-skinny QR, no
+# full_matrices SVD, no det/eigh/...), so every matrix function runs NumPy's (array-api-compat's)
+# on blocks that hold whole matrices, in parallel over the batch dimensions.
+
+def _np_linalg(name):
+    import array_api_compat.numpy as npx
+
+    return getattr(npx.linalg, name)
+
+
+def _real(dt):
+    return np.empty((), dt).real.dtype
+
+
+def _complex(dt):
+    return np.result_type(dt, np.complex64)
+
+
+def _gufunc(kernel, signature, *args, dtypes, sizes=None, axes=None):
+    if any(0 in a.shape for a in args):  # Dask's gufunc machinery divides by chunk sizes; empty is trivial
+        out = kernel(*(np.zeros(a.shape, a.dtype) for a in args))
+        wrap = lambda o, dt: da.from_array(np.asarray(o, dtype=dt), name=False)  # noqa: E731
+        if isinstance(dtypes, list):
+            return tuple(wrap(o, dt) for o, dt in zip(out, dtypes))
+        return wrap(out, dtypes)
+    with warnings.catch_warnings():  # Dask's meta inference casts complex samples to real and warns
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        out = da.apply_gufunc(kernel, signature, *args, output_dtypes=dtypes, output_sizes=sizes or {},
+                              allow_rechunk=True, axes=axes)
+    return tuple(out) if isinstance(out, (tuple, list)) else out
+
+
+def _matrix(name, signature, dtype_of=lambda dt: dt):
+    def impl(x):
+        return _gufunc(_np_linalg(name), signature, x, dtypes=dtype_of(x.dtype))
+
+    impl.__name__ = name
+    return impl
+
+
+def _eigh(x):
+    return _gufunc(_np_linalg("eigh"), "(m,m)->(m),(m,m)", x, dtypes=[_real(x.dtype), x.dtype])
+
+
+def _eig(x):
+    c = _complex(x.dtype)
+    return _gufunc(_np_linalg("eig"), "(m,m)->(m),(m,m)", x, dtypes=[c, c])
+
+
+def _slogdet(x):
+    return _gufunc(_np_linalg("slogdet"), "(m,m)->(),()", x, dtypes=[x.dtype, _real(x.dtype)])
+
+
+def _cholesky(x, *, upper=False):
+    return _gufunc(lambda b: _np_linalg("cholesky")(b, upper=upper), "(m,m)->(m,m)", x, dtypes=x.dtype)
+
+
+def _qr(x, *, mode="reduced"):
+    m, n = x.shape[-2:]
+    sig = "(m,n)->(m,k),(k,n)" if mode == "reduced" else "(m,n)->(m,m),(m,n)"
+    return _gufunc(lambda b: tuple(_np_linalg("qr")(b, mode=mode)), sig, x,
+                   dtypes=[x.dtype, x.dtype], sizes={"k": min(m, n)})
+
+
+def _svd(x, *, full_matrices=True):
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    sig = "(m,n)->(m,m),(k),(n,n)" if full_matrices else "(m,n)->(m,k),(k),(k,n)"
+    return _gufunc(lambda b: tuple(_np_linalg("svd")(b, full_matrices=full_matrices)), sig, x,
+                   dtypes=[x.dtype, _real(x.dtype), x.dtype], sizes={"k": k})
+
+
+def _svdvals(x):
+    return _gufunc(_np_linalg("svdvals"), "(m,n)->(k)", x, dtypes=_real(x.dtype), sizes={"k": min(x.shape[-2:])})
+
+
+def _solve(x1, x2):
+    sig = "(m,m),(m)->(m)" if x2.ndim == 1 else "(m,m),(m,k)->(m,k)"
+    return _gufunc(_np_linalg("solve"), sig, x1, x2, dtypes=x1.dtype)
+
+
+def _cross(x1, x2, *, axis=-1):
+    shape = np.broadcast_shapes(x1.shape, x2.shape)
+    if 0 in shape:
+        return da.from_array(np.cross(np.zeros(x1.shape, x1.dtype), np.zeros(x2.shape, x2.dtype), axis=axis), name=False)
+    x1, x2 = da.broadcast_to(x1, shape), da.broadcast_to(x2, shape)
+    return _gufunc(lambda a, b: np.cross(a, b, axis=-1), "(i),(i)->(i)", x1, x2,
+                   dtypes=np.result_type(x1.dtype, x2.dtype), axes=[(axis,), (axis,), (axis,)])
+
+
+_LINALG = {
+    "cholesky": _cholesky,
+    "cross": _cross,
+    "det": _matrix("det", "(m,m)->()"),
+    "eig": _eig,
+    "eigh": _eigh,
+    "eigvals": _matrix("eigvals", "(m,m)->(m)", _complex),
+    "eigvalsh": _matrix("eigvalsh", "(m,m)->(m)", _real),
+    "inv": _matrix("inv", "(m,m)->(m,m)"),
+    "qr": _qr,
+    "slogdet": _slogdet,
+    "solve": _solve,
+    "svd": _svd,
+    "svdvals": _svdvals,
+}
+
+
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     out = _compat.searchsorted(x1, x2, side=side, sorter=sorter)
     return out if out.dtype == _INDEX else out.astype(_INDEX)
@@ -343,6 +451,7 @@ class DaskExecutor(Executor):
         "at_update": _at_update,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
+        **_LINALG,
     }
 
     def _load(self):

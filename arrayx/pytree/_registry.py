@@ -84,13 +84,15 @@ def register_node(
     cls: T,
     flatten: Callable[[Any], tuple[Iterable[Any], Any]],
     unflatten: Callable[[Any, Iterable[Any]], Any],
+    flatten_with_keys: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Any]] | None = None,
 ) -> T:
     """Make instances of ``cls`` pytree nodes.
 
     ``flatten(obj)`` returns ``(children, aux_data)``; ``unflatten(aux_data,
     children)`` rebuilds the object.  ``aux_data`` is stored in the treedef, so
     it should be hashable and comparable.  Key paths of the children are
-    :class:`FlattenedIndexKey` entries.  Returns ``cls``.
+    :class:`FlattenedIndexKey` entries, unless ``flatten_with_keys`` is given
+    (then this is :func:`register_node_with_keys`).  Returns ``cls``.
 
     >>> import arrayx.pytree as pt
     >>> class Box:
@@ -102,6 +104,8 @@ def register_node(
     >>> pt.structure(Box([1, 2], "x"))
     PyTreeDef(CustomNode(Box[x], [*, *]))
     """
+    if flatten_with_keys is not None:
+        return register_node_with_keys(cls, flatten_with_keys, unflatten, flatten)
     _check_new(cls, "register_node")
     _add(cls, flatten, unflatten, "node")
     return cls

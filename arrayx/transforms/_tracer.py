@@ -72,6 +72,30 @@ def short_dtype(dtype) -> str:
     return _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
+class UndefinedPrimal:
+    """A linear operand of an equation being transposed: only its shape and dtype are known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapeDtypeStruct):
+        self.aval = aval
+
+    @property
+    def shape(self) -> tuple:
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
 def aval_of(x) -> ShapeDtypeStruct:
     """The abstract value of an Array (concrete or traced)."""
     return ShapeDtypeStruct(x.shape, x.dtype)

@@ -86,7 +86,17 @@ def _checkpoint_lin_transpose(cts, *args, fun, n, out_avals):
     return out
 
 
+def _checkpoint_lin_jvp(primals, tangents, **params):
+    # differentiate the linear map's own definition (a jvp of the body): exact at any order
+    from arrayx.transforms.forward import jvp_flat
+
+    outs, touts, _ = jvp_flat(lambda *args: _checkpoint_lin_eager(args, params), list(primals),
+                              list(tangents), "checkpoint")
+    return tuple(outs), tuple(touts)
+
+
 checkpoint_p.jvp = _checkpoint_jvp
+checkpoint_lin_p.jvp = _checkpoint_lin_jvp
 checkpoint_lin_p.eager = _checkpoint_lin_eager
 checkpoint_lin_p.abstract_eval = lambda *args, out_avals, **params: out_avals
 checkpoint_lin_p.transpose = _checkpoint_lin_transpose

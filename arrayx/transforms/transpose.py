@@ -19,35 +19,11 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms._tracer import ShapeDtypeStruct, UndefinedPrimal
 from arrayx.transforms.graph import Graph, Var
 from arrayx.transforms.forward import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
 
 __all__ = ["UndefinedPrimal", "backward_pass", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
-
-
-class UndefinedPrimal:
-    """A linear input of an equation being transposed: only its shape and dtype are known."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapeDtypeStruct):
-        self.aval = aval
-
-    @property
-    def shape(self) -> tuple:
-        return self.aval.shape
-
-    @property
-    def dtype(self):
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.aval.shape)
-
-    def __repr__(self) -> str:
-        return f"UndefinedPrimal({self.aval.str_short()})"
 
 
 def _rule_constant(v):

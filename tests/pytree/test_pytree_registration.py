@@ -179,3 +179,21 @@ def test_custom_node_pickle_round_trip():
     assert restored == treedef and repr(restored) == repr(treedef)
     rebuilt = restored.unflatten(pt.leaves(tree))
     assert rebuilt[0] == Layer(1, 2) and rebuilt[2].y == 6
+
+
+class Both:
+    def __init__(self, u, v):
+        self.u, self.v = u, v
+
+
+pt.register_node(
+    Both,
+    lambda b: ((b.u, b.v), None),
+    lambda _, ch: Both(*ch),
+    flatten_with_keys=lambda b: (((pt.DictKey("u"), b.u), (pt.DictKey("v"), b.v)), None),
+)
+
+
+def test_register_node_with_optional_keyed_flatten():
+    assert [pt.keystr(p) for p, _ in pt.leaves_with_path(Both(1, 2))] == ["['u']", "['v']"]
+    assert pt.leaves(Both(1, 2)) == [1, 2]

@@ -12,7 +12,8 @@ from arrayx.transforms.rules._define import (  # noqa: F401
     py, unbroadcast, zeros_for,
 )
 from arrayx.transforms.rules import (  # noqa: F401,E402  (each module registers its rules)
-    elementwise,
+    creation, data_types, elementwise, fft, indexing, linalg, manipulation, searching, sets, sorting,
+    statistical, utility,
 )
 
 __all__ = [
@@ -21,7 +22,8 @@ __all__ = [
 ]
 
 # Primitives that are internal to the transforms themselves and handled by their traces.
-_HANDLED_BY_TRACES = {"custom_jvp_call", "custom_vjp_call", "checkpoint"}
+# (custom_vjp_lin refuses forward mode on purpose, as JAX does).
+_HANDLED_BY_TRACES = {"custom_vjp_lin"}
 
 
 def coverage() -> dict:

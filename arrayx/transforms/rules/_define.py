@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from arrayx.transforms.core import Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms._tracer import ShapeDtypeStruct, UndefinedPrimal
 
 __all__ = [
     "defjvp", "defjvp_coef", "defjvp_zero", "deflinear", "defbilinear", "defbroadcasting",
@@ -46,8 +46,7 @@ def py(v):
 
 
 def is_undefined(x) -> bool:
-    from arrayx.transforms.transpose import UndefinedPrimal
-
+    """Whether ``x`` is a linear operand being transposed (an UndefinedPrimal)."""
     return x.__class__ is UndefinedPrimal
 
 

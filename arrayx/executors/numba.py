@@ -1,0 +1,503 @@
+"""The Numba executor: NumPy buffers, with the hot operations run as Numba-compiled parallel kernels.
+
+Buffers are NumPy ndarrays and the namespace is array-api-compat's NumPy namespace, so every
+operation works exactly as on the NumPy executor.  The operations in ``NATIVE`` (elementwise
+functions, ``where``, ``clip`` and the reductions ``sum``/``prod``/``mean``/``var``/``std``/
+``min``/``max`` over any axes) run as multi-threaded Numba kernels when
+
+- the array has at least ``thresholds[kind]`` elements (below that NumPy is faster: a parallel
+  launch costs tens of microseconds),
+- its dtype is one the kernel handles (bool, integers, float32, float64 as the operation
+  allows; complex always goes to NumPy), and
+- the operands are C-contiguous and of equal shape, or one is a scalar (anything else, such as
+  general broadcasting, goes to NumPy).
+
+Everything else, and any kernel Numba fails to compile, runs on NumPy.
+``capabilities()["native"]`` lists what runs natively; ``explain(name, *buffers)`` says why a
+call would not.  Kernels are compiled on first use, one per operation and dtype, and cached on
+disk (see ``_numba_kernels.cache_dir``), so a later process loads them in milliseconds.
+
+Configuration (environment, read when the executor loads; the attributes can be changed later):
+
+``ARRAYX_NUMBA_THRESHOLD``
+    one size for every kind of operation (default: the measured ``DEFAULT_THRESHOLDS``).
+``ARRAYX_NUMBA_PARALLEL=0``
+    compile single-threaded kernels (no threading layer; for machines whose cores are busy).
+``ARRAYX_NUMBA_THREADING_LAYER``
+    Numba threading layer to use (default ``workqueue``; ``NUMBA_THREADING_LAYER`` wins).
+``ARRAYX_NUMBA_CACHE_DIR`` / ``ARRAYX_CACHE_DIR`` / ``NUMBA_CACHE_DIR``
+    where generated kernel sources / Numba's compiled code go.
+
+Numba is imported when the executor is first used, never by ``import arrayx``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+
+import numpy as np
+
+from arrayx.executors.base import Device
+from arrayx.executors.numpy import NumpyExecutor
+
+__all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
+
+#: Fewest elements for which a native kernel beats NumPy here (2 shared vCPUs, AVX2), by kind of
+#: operation.  Measured with benchmarks/bench_executors_numba.py: a parallel launch on the
+#: workqueue layer costs ~35 us, so cheap (memory-bound) operations need larger arrays than
+#: transcendental ones, where the vectorised kernels are several times faster per element.
+DEFAULT_THRESHOLDS = {"elementwise": 1 << 18, "transcendental": 1 << 14, "reduction": 1 << 17}
+
+_TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
+_SUM_LIKE = ("sum", "prod", "mean", "var", "std")
+_MINMAX = ("max", "min")
+_KIND_DTYPES = {k: tuple(np.dtype(d) for d in ds) for k, ds in {
+    "b": ("bool",), "i": ("int8", "int16", "int32", "int64"),
+    "u": ("uint8", "uint16", "uint32", "uint64"), "f": ("float32", "float64"),
+}.items()}
+
+_BOOL = np.dtype(bool)
+_INT64 = np.dtype(np.int64)
+_UINT64 = np.dtype(np.uint64)
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _dtypes_of(kinds: str) -> frozenset:
+    return frozenset(d for k in kinds for d in _KIND_DTYPES[k])
+
+
+def _native_table() -> dict:
+    """primitive name -> (kind of operation, frozenset of dtypes run natively)."""
+    from arrayx.executors import _numba_kernels as K
+
+    table = {}
+    for name, (kinds, _, _) in K.UNARY.items():
+        table[name] = ("transcendental" if name in _TRANSCENDENTAL else "elementwise", _dtypes_of(kinds))
+    for name, (kinds, _, _) in K.BINARY.items():
+        table[name] = ("elementwise", _dtypes_of(kinds))
+    table["where"] = ("elementwise", _dtypes_of("biuf"))
+    table["clip"] = ("elementwise", _dtypes_of("iuf"))
+    for name in ("sum", "prod"):
+        table[name] = ("reduction", _dtypes_of("biuf"))
+    for name in ("mean", "var", "std"):
+        table[name] = ("reduction", _dtypes_of("f"))
+    for name in _MINMAX:
+        table[name] = ("reduction", _dtypes_of("iuf"))
+    return table
+
+
+#: primitive name -> (kind, dtypes) of everything that can run natively (filled on first load)
+NATIVE: dict[str, tuple[str, frozenset]] = {}
+
+
+class NumbaExecutor(NumpyExecutor):
+    name = "numba"
+    install_hint = "Install Numba with `pip install numba`."
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thresholds = dict(DEFAULT_THRESHOLDS)
+        self.parallel = True
+        self.threading_layer: str | None = None
+        #: (primitive name, dtype name) -> why its kernel could not be compiled
+        self.failed: dict[tuple[str, str], str] = {}
+        # The workqueue layer must not be entered by two threads at once: a call that finds
+        # the lock taken runs on NumPy instead of waiting.
+        self._launch = threading.Lock()
+
+    # -- loading ------------------------------------------------------------------------
+    def _load(self):
+        import numba  # noqa: F401  (raises ImportError where Numba is missing)
+        import array_api_compat.numpy as xp
+
+        threshold = os.environ.get("ARRAYX_NUMBA_THRESHOLD")
+        if threshold:
+            self.thresholds = dict.fromkeys(DEFAULT_THRESHOLDS, int(threshold))
+        self.parallel = os.environ.get("ARRAYX_NUMBA_PARALLEL", "1").lower() not in ("0", "false", "no")
+        # The layer is chosen at the first parallel launch, so setting it here is in time
+        # unless the process already ran parallel Numba code (then it keeps its layer).
+        if numba.config.THREADING_LAYER == "default" and not os.environ.get("NUMBA_THREADING_LAYER"):
+            numba.config.THREADING_LAYER = os.environ.get("ARRAYX_NUMBA_THREADING_LAYER", "workqueue")
+        self.threading_layer = numba.config.THREADING_LAYER
+        NATIVE.update(_native_table())
+        _BUILDERS.update(_builders())
+        return xp
+
+    def devices(self):
+        return [_CPU]
+
+    def capabilities(self) -> dict:
+        caps = super().capabilities()
+        if not self.available():
+            return caps
+        import numba
+        from arrayx.executors import _numba_kernels
+
+        failed = {}
+        for (prim, dt), reason in self.failed.items():
+            failed.setdefault(prim, {})[dt] = reason
+        caps.update({
+            "native": {name: sorted(d.name for d in dts) for name, (_, dts) in sorted(NATIVE.items())},
+            "native kinds": {name: kind for name, (kind, _) in sorted(NATIVE.items())},
+            "native size thresholds": dict(self.thresholds),
+            "native layouts": "C-contiguous operands of equal shape, or an array with scalars",
+            "compile failures": failed,
+            "parallel": self.parallel,
+            "threads": numba.get_num_threads() if self.parallel else 1,
+            "threading layer": self.threading_layer,
+            "kernel cache": str(_numba_kernels.cache_dir()),
+        })
+        return caps
+
+    # -- running primitives -------------------------------------------------------------------
+    def resolve(self, prim):
+        """This executor's own impl if the primitive has one, else the NumPy executor's callable,
+        wrapped so that large arrays of native dtypes go to a Numba kernel."""
+        fn = prim.impls.get(self.name)
+        if fn is None:
+            from arrayx.executors.base import get
+
+            fallback = get("numpy").resolve(prim)
+            self.available()
+            build = _BUILDERS.get(prim.name)
+            fn = build(self, prim.name, fallback) if build is not None and prim.name in NATIVE else fallback
+        self.impls[prim] = fn
+        return fn
+
+    def explain(self, name: str, *args, **params) -> str:
+        """Why ``name`` on these buffers runs on NumPy (or "native")."""
+        if name not in NATIVE:
+            return f"{name} has no Numba kernel"
+        kind, dtypes = NATIVE[name]
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        if not arrays:
+            return "no array operand"
+        x = arrays[0]
+        if x.size < self.thresholds[kind]:
+            return f"{x.size} elements is below the {kind} threshold {self.thresholds[kind]}"
+        if x.dtype not in dtypes:
+            return f"dtype {x.dtype} is not run natively (native: {sorted(d.name for d in dtypes)})"
+        if (name, x.dtype.name) in self.failed:
+            return f"its kernel failed to compile: {self.failed[name, x.dtype.name]}"
+        if not all(a.flags.c_contiguous for a in arrays):
+            return "an operand is not C-contiguous"
+        if len({a.shape for a in arrays if a.size != 1}) > 1:
+            return "operands of different shapes (broadcasting) run on NumPy"
+        return "native"
+
+    # -- kernels ------------------------------------------------------------------------------
+    def _call(self, name: str, dtype: np.dtype, kernels: dict, key: tuple, make, *args) -> bool:
+        """Run the kernel ``make(*key, parallel=...)`` (compiled on first use, kept in ``kernels``)
+        on ``args``; False when it cannot run: Numba cannot compile it (recorded in ``failed``,
+        never tried again) or another thread is inside a parallel kernel."""
+        key = key + (self.parallel,)
+        kernel = kernels.get(key)
+        if kernel is None:
+            if key in kernels or (name, dtype.name) in self.failed:
+                return False
+            kernel = kernels[key] = make(*key[:-1], parallel=self.parallel)
+        if self.parallel:
+            if not self._launch.acquire(False):
+                return False
+        try:
+            kernel(*args)
+        except Exception as e:
+            from numba.core.errors import NumbaError
+
+            if not isinstance(e, NumbaError):
+                raise
+            kernels[key] = None
+            first = str(e).strip().splitlines()
+            self.failed[name, dtype.name] = f"{type(e).__name__}: {first[0] if first else ''}"
+            return False
+        finally:
+            if self.parallel:
+                self._launch.release()
+        return True
+
+
+_CPU = Device("numba", "cpu")
+
+
+# ----------------------------------------------------------------------------------------------
+# native implementations: each builder takes (executor, primitive name, NumPy fallback) and
+# returns the callable that eager ``bind`` runs.  The checks are ordered cheapest first so that
+# small arrays reach NumPy after a size comparison.
+
+def _is_scalar_operand(v, dtype) -> bool:
+    return isinstance(v, (np.generic, np.ndarray)) and v.size == 1 and v.dtype == dtype
+
+
+def _scalar(v):
+    return v if isinstance(v, np.generic) else v.reshape(-1)[0]
+
+
+def _build_unary(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors import _numba_kernels as K
+
+    kind, dtypes = NATIVE[name]
+    out_kind = K.UNARY[name][1]
+    kernels: dict = {}  # (name, dtype, form, parallel) -> compiled kernel (None: failed)
+
+    def run(x, /, **params):
+        if (x.size < ex.thresholds[kind] or params or x.dtype not in dtypes
+                or not x.flags.c_contiguous or type(x) is not np.ndarray):
+            return fallback(x, **params)
+        dt = x.dtype
+        out = np.empty(x.shape, _BOOL if out_kind == "bool" else dt)
+        if not ex._call(name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, x.reshape(-1), out.reshape(-1)):
+            return fallback(x)
+        return out
+
+    return run
+
+
+def _build_binary(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors import _numba_kernels as K
+
+    kind, dtypes = NATIVE[name]
+    out_kind = K.BINARY[name][1]
+    kernels: dict = {}
+
+    def run(x1, x2, /, **params):
+        threshold = ex.thresholds[kind]
+        if params:
+            return fallback(x1, x2, **params)
+        if type(x1) is np.ndarray and x1.size >= threshold:
+            dt = x1.dtype
+            if type(x2) is np.ndarray and x2.shape == x1.shape:
+                form, shape, args = "vv", x1.shape, (x1, x2)
+                if not x2.flags.c_contiguous or x2.dtype != dt:
+                    return fallback(x1, x2)
+            elif _is_scalar_operand(x2, dt) and np.ndim(x2) <= x1.ndim:
+                form, shape, args = "vs", x1.shape, (x1, _scalar(x2))
+            else:
+                return fallback(x1, x2)
+            if not x1.flags.c_contiguous:
+                return fallback(x1, x2)
+        elif type(x2) is np.ndarray and x2.size >= threshold:
+            dt = x2.dtype
+            if not (_is_scalar_operand(x1, dt) and np.ndim(x1) <= x2.ndim and x2.flags.c_contiguous):
+                return fallback(x1, x2)
+            form, shape, args = "sv", x2.shape, (_scalar(x1), x2)
+        else:
+            return fallback(x1, x2)
+        if dt not in dtypes:
+            return fallback(x1, x2)
+        out = np.empty(shape, _BOOL if out_kind == "bool" else dt)
+        flat = tuple(a.reshape(-1) if type(a) is np.ndarray else a for a in args)
+        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *flat, out.reshape(-1)):
+            return fallback(x1, x2)
+        return out
+
+    return run
+
+
+def _build_where(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors import _numba_kernels as K
+
+    _, dtypes = NATIVE[name]
+    kernels: dict = {}
+
+    def run(cond, x1, x2, /, **params):
+        if (params or type(cond) is not np.ndarray or cond.size < ex.thresholds["elementwise"]
+                or cond.dtype != _BOOL or not cond.flags.c_contiguous):
+            return fallback(cond, x1, x2, **params)
+        shape = cond.shape
+        form = ""
+        args = []
+        dt = None
+        for v in (x1, x2):
+            if type(v) is np.ndarray and v.shape == shape and v.flags.c_contiguous:
+                form += "v"
+                args.append(v.reshape(-1))
+            elif isinstance(v, (np.generic, np.ndarray)) and v.size == 1 and np.ndim(v) <= cond.ndim:
+                form += "s"
+                args.append(_scalar(v))
+            else:
+                return fallback(cond, x1, x2)
+            if dt is None:
+                dt = v.dtype
+            elif v.dtype != dt:
+                return fallback(cond, x1, x2)
+        if dt not in dtypes:
+            return fallback(cond, x1, x2)
+        out = np.empty(shape, dt)
+        if not ex._call(name, dt, kernels, (dt, form), K.where_kernel, cond.reshape(-1), *args, out.reshape(-1)):
+            return fallback(cond, x1, x2)
+        return out
+
+    return run
+
+
+def _build_clip(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors import _numba_kernels as K
+
+    _, dtypes = NATIVE[name]
+    kernels: dict = {}
+
+    def run(x, lo=None, hi=None, /, **params):
+        if (params or type(x) is not np.ndarray or x.size < ex.thresholds["elementwise"]
+                or x.dtype not in dtypes or not x.flags.c_contiguous):
+            return fallback(x, lo, hi, **params)
+        dt = x.dtype
+        if (lo is not None and not _is_scalar_operand(lo, dt)) or (hi is not None and not _is_scalar_operand(hi, dt)):
+            return fallback(x, lo, hi)
+        if lo is None and hi is None:
+            return fallback(x, lo, hi)
+        bounds = "both" if lo is not None and hi is not None else "lo" if lo is not None else "hi"
+        if np.ndim(lo) > x.ndim or np.ndim(hi) > x.ndim:
+            return fallback(x, lo, hi)
+        zero = dt.type(0)
+        out = np.empty(x.shape, dt)
+        if not ex._call(name, dt, kernels, (dt, bounds), K.clip_kernel, x.reshape(-1),
+                        zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi), out.reshape(-1)):
+            return fallback(x, lo, hi)
+        return out
+
+    return run
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+def _reduce_axes(axis, ndim: int):
+    """``axis`` as a sorted tuple of distinct non-negative axes, or None when NumPy should decide
+    (invalid axes: NumPy raises its own error)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if not isinstance(axis, tuple):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or not -ndim <= a < ndim:
+            return None
+        out.append(int(a) % ndim)
+    return tuple(sorted(out)) if len(set(out)) == len(out) else None
+
+
+def _as_3d(x: np.ndarray, axes: tuple):
+    """(x viewed or copied as C-contiguous (outer, red, inner), kept shape, keepdims shape)."""
+    shape = x.shape
+    kept = tuple(d for i, d in enumerate(shape) if i not in axes)
+    keep = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    red = math.prod(shape[i] for i in axes)
+    first, last = axes[0], axes[-1]
+    if last - first + 1 == len(axes):  # one block of axes: a view of a C-contiguous array
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        x3 = x.reshape(math.prod(shape[:first]), red, math.prod(shape[last + 1:]))
+    else:  # reduced axes moved last (a copy)
+        order = [i for i in range(x.ndim) if i not in axes] + list(axes)
+        x3 = np.ascontiguousarray(x.transpose(order)).reshape(math.prod(kept), red, 1)
+    return x3, kept, keep
+
+
+def _splits(ex: NumbaExecutor, outer: int, red: int, inner: int) -> tuple[int, int]:
+    """(step, nsplit): the reduced axis is cut into nsplit pieces of step rows when there are
+    too few output rows to keep every thread busy."""
+    if not ex.parallel:
+        return red, 1
+    import numba
+
+    target = 4 * numba.get_num_threads()
+    if outer >= target:
+        return red, 1
+    nsplit = max(1, min(-(-target // outer), (red * inner) // 16384, red))
+    step = -(-red // nsplit)
+    return step, -(-red // step)
+
+
+def _sum_dtype(x_dtype: np.dtype, dtype) -> np.dtype | None:
+    """Result dtype of sum/prod (NumPy's defaults), or None when the kernel does not do it."""
+    out = np.dtype(dtype) if dtype is not None else (
+        _INT64 if x_dtype.kind in "bi" else _UINT64 if x_dtype.kind == "u" else x_dtype)
+    if out.kind == "f" or (out.kind in "iu" and x_dtype.kind in "biu"):
+        return out
+    return None
+
+
+def _acc_dtype(out: np.dtype) -> np.dtype:
+    return _FLOAT64 if out.kind == "f" else _INT64 if out.kind == "i" else _UINT64
+
+
+def _build_reduction(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors import _numba_kernels as K
+
+    _, dtypes = NATIVE[name]
+    kernels: dict = {}
+
+    def fold(op, x3, dt, acc, step, nsplit, mean=None):
+        """Partial results of ``op`` over axis 1 of x3, joined: an (outer, inner) array or None."""
+        outer, _, inner = x3.shape
+        part = np.empty((outer, nsplit, inner), acc)
+        if op == "sqdev":
+            ran = ex._call(name, dt, kernels, (dt, acc), K.sqdev_kernel, x3, mean, step, part)
+        else:
+            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part)
+        if not ran:
+            return None
+        if nsplit == 1:
+            return part.reshape(outer, inner)
+        if op in ("sum", "sqdev"):
+            return part.sum(axis=1)
+        if op == "prod":
+            return part.prod(axis=1)
+        return (np.maximum if op == "max" else np.minimum).reduce(part, axis=1)
+
+    def run(x, /, *, axis=None, keepdims=False, dtype=None, correction=0.0, **params):
+        if (type(x) is not np.ndarray or x.size < ex.thresholds["reduction"] or params
+                or x.dtype not in dtypes or (dtype is not None and name not in ("sum", "prod"))):
+            return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction), **params)
+        dt = x.dtype
+        axes = _reduce_axes(axis, x.ndim)
+        out_dt = _sum_dtype(dt, dtype) if name in ("sum", "prod") else dt
+        if not axes or out_dt is None:
+            return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
+        x3, kept, keep = _as_3d(x, axes)
+        outer, red, inner = x3.shape
+        if name in ("var", "std") and not red - correction > 0:
+            return fallback(x, axis=axis, keepdims=keepdims, correction=correction)
+        step, nsplit = _splits(ex, outer, red, inner)
+        if name in _MINMAX:
+            res = fold(name, x3, dt, dt, step, nsplit)
+        elif name in ("sum", "prod"):
+            res = fold(name, x3, dt, _acc_dtype(out_dt), step, nsplit)
+        else:
+            res = fold("sum", x3, dt, _FLOAT64, step, nsplit)
+            if res is not None:
+                res = res / red
+                if name in ("var", "std"):
+                    res = fold("sqdev", x3, dt, _FLOAT64, step, nsplit, np.ascontiguousarray(res))
+                    if res is not None:
+                        res = res / (red - correction)
+                        if name == "std":
+                            res = np.sqrt(res)
+        if res is None:
+            return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
+        return res.astype(out_dt, copy=False).reshape(keep if keepdims else kept)
+
+    return run
+
+
+def _extra(name: str, dtype, correction) -> dict:
+    """The keyword arguments of the NumPy fallback beyond axis/keepdims."""
+    if name in ("sum", "prod"):
+        return {"dtype": dtype}
+    if name in ("var", "std"):
+        return {"correction": correction}
+    return {}
+
+
+def _builders() -> dict:
+    from arrayx.executors import _numba_kernels as K
+
+    table = {name: _build_unary for name in K.UNARY}
+    table.update({name: _build_binary for name in K.BINARY})
+    table.update({"where": _build_where, "clip": _build_clip})
+    table.update({name: _build_reduction for name in _SUM_LIKE + _MINMAX})
+    return table
+
+
+#: primitive name -> builder of its native implementation (filled when the executor loads)
+_BUILDERS: dict = {}

@@ -1,0 +1,18 @@
+"""Rules for the creation functions that take arrays (``arrayx/api/creation.py``).
+
+``full_like`` depends only on its operand's shape (zero derivative); ``tril`` and
+``triu`` keep a triangle, a linear map that is its own transpose.
+"""
+from __future__ import annotations
+
+from arrayx.api import creation as cr
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.rules._define import defabstract, defjvp_zero, deflinear
+
+defjvp_zero(cr.full_like_p)
+# under reverse mode full_like may be applied to a tangent: its result does not depend on it
+cr.full_like_p.transpose = lambda ct, x, **params: (None,)
+defabstract(cr.full_like_p, lambda x, *, fill_value, dtype: ShapeDtypeStruct(x.shape, dtype))
+
+deflinear(cr.tril_p, lambda ct, x, *, k: (cr.tril_p.bind(ct, k=k),))
+deflinear(cr.triu_p, lambda ct, x, *, k: (cr.triu_p.bind(ct, k=k),))

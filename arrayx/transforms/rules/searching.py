@@ -1,0 +1,45 @@
+"""Rules for the searching functions (``arrayx/api/searching.py``).
+
+Index results (argmax, argmin, nonzero, searchsorted, count_nonzero) have no
+derivative; ``where`` is linear in its two value operands (the condition is a
+constant), and its operands are already broadcast to one shape under transforms.
+"""
+from __future__ import annotations
+
+from arrayx.api import searching as se
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.rules._define import defabstract, defjvp_zero, is_undefined
+
+defjvp_zero(se.argmax_p, se.argmin_p, se.count_nonzero_p, se.nonzero_p, se.searchsorted_p)
+
+
+def _where_abstract(condition, x1, x2):
+    dtype = x1.dtype if hasattr(x1, "shape") else x2.dtype
+    return ShapeDtypeStruct(condition.shape, dtype)
+
+
+defabstract(se.where_p, _where_abstract)
+
+
+def _where_jvp(primals, tangents):
+    condition, x1, x2 = primals
+    _, t1, t2 = tangents
+    out = se.where_p.bind(condition, x1, x2)
+    if t1 is None and t2 is None:
+        return out, None
+    # a missing tangent is a zero of the result's dtype (a scalar operand of where)
+    zero = out.dtype.type(0)
+    return out, se.where_p.bind(condition, zero if t1 is None else t1, zero if t2 is None else t2)
+
+
+def _where_transpose(ct, condition, x1, x2):
+    zero = ct.dtype.type(0)
+    return (
+        None,
+        se.where_p.bind(condition, ct, zero) if is_undefined(x1) else None,
+        se.where_p.bind(condition, zero, ct) if is_undefined(x2) else None,
+    )
+
+
+se.where_p.jvp = _where_jvp
+se.where_p.transpose = _where_transpose

@@ -1,0 +1,23 @@
+"""Rules for the sorting functions (``arrayx/api/sorting.py``).
+
+``sort`` moves elements: its tangent is the tangent gathered by the sorting
+permutation (``argsort`` with the same parameters), so ties keep the stable order.
+"""
+from __future__ import annotations
+
+from arrayx.api import sorting as so
+from arrayx.transforms.rules._define import defjvp_zero
+
+defjvp_zero(so.argsort_p)
+
+
+def _sort_jvp(primals, tangents, *, axis, descending, stable):
+    (x,), (t,) = primals, tangents
+    import arrayx as ax
+
+    out = so.sort_p.bind(x, axis=axis, descending=descending, stable=stable)
+    perm = so.argsort_p.bind(x, axis=axis, descending=descending, stable=stable)
+    return out, ax.take_along_axis(t, perm, axis=axis)
+
+
+so.sort_p.jvp = _sort_jvp

@@ -1,0 +1,26 @@
+"""Rules for the utility functions (``arrayx/api/utility.py``).
+
+``all``/``any`` return bools (no derivative); ``diff`` is linear, and the transpose
+of one difference, out[i] = x[i+1] - x[i], is ct[i-1] - ct[i] (with zeros past the
+ends), applied n times.
+"""
+from __future__ import annotations
+
+from arrayx.api import utility as ut
+from arrayx.transforms.rules._define import defjvp_zero, deflinear
+
+defjvp_zero(ut.all_p, ut.any_p)
+
+
+def _diff_transpose(ct, x, *, axis, n):
+    import arrayx as ax
+
+    for _ in range(n):
+        edge = list(ct.shape)
+        edge[axis] = 1
+        zeros = ax.zeros(tuple(edge), dtype=ct.dtype, device=ct.device)
+        ct = ax.concat([zeros, ct], axis=axis) - ax.concat([ct, zeros], axis=axis)
+    return (ct,)
+
+
+deflinear(ut.diff_p, _diff_transpose)

@@ -1,0 +1,145 @@
+"""Cost of eager reverse-mode gradients: gradient time / forward time, side by side with peers.
+
+Run:  python benchmarks/bench_grad.py            (writes benchmarks/results/grad.json)
+      python benchmarks/bench_grad.py --quick    (fewer repeats)
+
+Two models, float64, on the NumPy executor:
+
+- logistic regression, X of 10000 x 100: mean(log(1 + exp(-y * (X @ w))));
+- an MLP 784-512-512-10 (tanh, softmax cross-entropy) on a batch of 256.
+
+For each library the same model is written in its own API and timed in the same
+process, interleaved: arrayx (``arrayx.grad``), HIPS autograd (``autograd.grad``)
+and JAX without jit (``jax.grad``, x64 enabled).  The figure that matters is the
+ratio gradient time / forward time of each library (goal for arrayx: <= 3).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import time
+
+import numpy as np
+
+
+def best(fn, repeat: int) -> float:
+    fn()  # warm-up (caches, first-call costs)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+# -- the models, once per library ---------------------------------------------------------------
+
+
+def logistic(m, log1p, w, X, y):
+    z = X @ w
+    return m.mean(log1p(m.exp(-y * z)))
+
+
+def mlp(m, params, X, labels_onehot):
+    (w1, b1), (w2, b2), (w3, b3) = params
+    h = m.tanh(X @ w1 + b1)
+    h = m.tanh(h @ w2 + b2)
+    logits = h @ w3 + b3
+    shifted = logits - m.max(logits, axis=1, keepdims=True)
+    logp = shifted - m.log(m.sum(m.exp(shifted), axis=1, keepdims=True))
+    return -m.mean(m.sum(logp * labels_onehot, axis=1))
+
+
+def _data(rng):
+    X = rng.standard_normal((10000, 100))
+    y = np.sign(rng.standard_normal(10000))
+    w = rng.standard_normal(100) * 0.1
+    Xm = rng.standard_normal((256, 784))
+    labels = np.eye(10)[rng.integers(0, 10, 256)]
+    sizes = [(784, 512), (512, 512), (512, 10)]
+    params = [(rng.standard_normal(s) / np.sqrt(s[0]), np.zeros(s[1])) for s in sizes]
+    return (w, X, y), (params, Xm, labels)
+
+
+def bench_arrayx(data, repeat):
+    import arrayx as ax
+
+    (w, X, y), (params, Xm, labels) = data
+    w, X, y = ax.asarray(w), ax.asarray(X), ax.asarray(y)
+    params = [(ax.asarray(a), ax.asarray(b)) for a, b in params]
+    Xm, labels = ax.asarray(Xm), ax.asarray(labels)
+    lr = lambda w: logistic(ax, ax.log1p, w, X, y)  # noqa: E731
+    net = lambda p: mlp(ax, p, Xm, labels)  # noqa: E731
+    g_lr, g_net = ax.grad(lr), ax.grad(net)
+    return {
+        "logistic": (best(lambda: lr(w), repeat), best(lambda: g_lr(w), repeat)),
+        "mlp": (best(lambda: net(params), repeat), best(lambda: g_net(params), repeat)),
+    }
+
+
+def bench_autograd(data, repeat):
+    import autograd
+    import autograd.numpy as anp
+
+    (w, X, y), (params, Xm, labels) = data
+    lr = lambda w: logistic(anp, anp.log1p, w, X, y)  # noqa: E731
+    net = lambda p: mlp(anp, p, Xm, labels)  # noqa: E731
+    g_lr, g_net = autograd.grad(lr), autograd.grad(net)
+    return {
+        "logistic": (best(lambda: lr(w), repeat), best(lambda: g_lr(w), repeat)),
+        "mlp": (best(lambda: net(params), repeat), best(lambda: g_net(params), repeat)),
+    }
+
+
+def bench_jax(data, repeat):
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    (w, X, y), (params, Xm, labels) = data
+    w, X, y = jnp.asarray(w), jnp.asarray(X), jnp.asarray(y)
+    params = [(jnp.asarray(a), jnp.asarray(b)) for a, b in params]
+    Xm, labels = jnp.asarray(Xm), jnp.asarray(labels)
+    lr = lambda w: logistic(jnp, jnp.log1p, w, X, y)  # noqa: E731
+    net = lambda p: mlp(jnp, p, Xm, labels)  # noqa: E731
+    g_lr, g_net = jax.grad(lr), jax.grad(net)
+
+    def block(f):
+        return lambda *a: jax.block_until_ready(f(*a))
+
+    return {
+        "logistic": (best(lambda: block(lr)(w), repeat), best(lambda: block(g_lr)(w), repeat)),
+        "mlp": (best(lambda: block(net)(params), repeat), best(lambda: block(g_net)(params), repeat)),
+    }
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args(argv)
+    repeat = 5 if args.quick else 20
+    data = _data(np.random.default_rng(0))
+    results = {}
+    for name, fn in (("arrayx", bench_arrayx), ("autograd", bench_autograd), ("jax_nojit", bench_jax)):
+        try:
+            results[name] = fn(data, repeat)
+        except ImportError as e:
+            print(f"{name}: skipped ({e})")
+    rows = {}
+    print(f"{'model':<10}{'library':<12}{'forward':>12}{'gradient':>12}{'ratio':>8}")
+    for model in ("logistic", "mlp"):
+        rows[model] = {}
+        for lib, r in results.items():
+            fwd, grad = r[model]
+            rows[model][lib] = {"forward_ms": fwd * 1e3, "grad_ms": grad * 1e3, "ratio": grad / fwd}
+            print(f"{model:<10}{lib:<12}{fwd * 1e3:>10.2f}ms{grad * 1e3:>10.2f}ms{grad / fwd:>8.2f}")
+    out = pathlib.Path(__file__).parent / "results" / "grad.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"command": "python benchmarks/bench_grad.py", "goal": "arrayx ratio <= 3",
+                               "models": rows}, indent=2))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Indexing on every executor: ``x[key]``, ``x[key] = v``, ``x.at[key].op(v)``, ``take`` and
+``take_along_axis``, against NumPy, plus argument errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import arrayx as xp
+from arrayx.api.indexing import at_update
+from tests.conftest import assert_matches_numpy, assert_same
+
+A = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+
+BASIC_KEYS = [
+    0, -1, (1, 2), (1, -1, 3), slice(None), slice(1, None), slice(None, None, -1),
+    (slice(None), 1), (Ellipsis, 0), (0, Ellipsis), (None, 0), (slice(None), None, slice(1, 3)),
+    (Ellipsis, None), (0, slice(None, None, 2), slice(3, 0, -1)), (), Ellipsis, (1, 2, 3),
+    (slice(5, 10),), (slice(-10, 1),), True, (False,),
+]
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS, ids=repr)
+def test_getitem_basic(executor, key):
+    out = xp.asarray(A)[key]
+    assert_same(out, A[key])
+
+
+def test_getitem_arrays(executor):
+    x = xp.asarray(A)
+    i = np.array([1, 0, 1])
+    assert_same(x[xp.asarray(i)], A[i])
+    assert_same(x[:, xp.asarray([2, 0])], A[:, [2, 0]])
+    assert_same(x[xp.asarray([0, 1]), :, xp.asarray([3, -1])], A[[0, 1], :, [3, -1]])
+    assert_same(x[..., xp.asarray(np.array([[0, 1], [2, 3]]))], A[..., np.array([[0, 1], [2, 3]])])
+    mask = A > 10
+    assert_same(x[xp.asarray(mask)], A[mask])
+    row = np.array([True, False])
+    assert_same(x[xp.asarray(row), 1:], A[row, 1:])
+    assert_same(x[0, xp.asarray(A[0, :, 0] > 3)], A[0, A[0, :, 0] > 3])
+    assert_same(x[xp.asarray(1)], A[1])  # 0-d integer array as an index
+    assert_matches_numpy(lambda y, k: y[k], x, xp.asarray(mask))
+
+
+def test_getitem_0d(executor):
+    s = xp.asarray(5.0)
+    assert_same(s[()], np.array(5.0))
+    assert_same(s[...], np.array(5.0))
+    assert_same(s[None], np.array([5.0]))
+    assert_same(s[xp.asarray(True)], np.array([5.0]))
+    assert_same(s[xp.asarray(False)], np.zeros(0))
+
+
+@pytest.mark.parametrize("key", [0, (1, 2), (slice(None), 1), (Ellipsis, slice(1, 3)), (0, 1, 2)], ids=repr)
+def test_setitem(executor, key):
+    x = xp.asarray(A)
+    x[key] = -1.0
+    want = A.copy()
+    want[key] = -1.0
+    assert_same(x, want)
+    x = xp.asarray(A)
+    value = np.full(np.shape(A[key]), 7.5)
+    x[key] = xp.asarray(value)
+    want[key] = value
+    assert_same(x, want)
+
+
+def test_setitem_masks_and_arrays(executor):
+    x = xp.asarray(A)
+    x[xp.asarray(A > 20)] = 0.0
+    want = A.copy()
+    want[A > 20] = 0.0
+    assert_same(x, want)
+    x[xp.asarray([0, 1]), 0, 0] = xp.asarray([100.0, 200.0])
+    want[[0, 1], 0, 0] = [100.0, 200.0]
+    assert_same(x, want)
+    # a lower-precision value is promoted into x's dtype
+    y = xp.zeros(3)
+    y[1] = xp.asarray(2, dtype=xp.int8)
+    y[2] = 3
+    assert_same(y, np.array([0.0, 2.0, 3.0]))
+
+
+def test_setitem_does_not_touch_other_arrays(executor):
+    x = xp.asarray([1, 2, 3])
+    y = x + 0
+    y[0] = 10
+    assert_same(x, np.array([1, 2, 3]))
+    assert_same(y, np.array([10, 2, 3]))
+
+
+@pytest.mark.parametrize("op, ufunc", [
+    ("set", None), ("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+    ("divide", np.divide), ("power", np.power), ("min", np.minimum), ("max", np.maximum),
+])
+def test_at(executor, op, ufunc):
+    a = np.array([1.0, 2.0, 3.0, 4.0])
+    idx = np.array([0, 2, 0])
+    x = xp.asarray(a)
+    out = getattr(x.at[xp.asarray(idx)], op)(2.0)
+    want = a.copy()
+    if ufunc is None:
+        want[idx] = 2.0
+    else:
+        ufunc.at(want, idx, 2.0)  # repeated indices accumulate
+    assert_same(out, want)
+    assert_same(x, a)  # functional: x is unchanged
+    out = getattr(x.at[1:3], op)(xp.asarray([5.0, 6.0]))
+    want = a.copy()
+    want[1:3] = [5.0, 6.0] if ufunc is None else ufunc(a[1:3], [5.0, 6.0])
+    assert_same(out, want)
+
+
+def test_at_get(executor):
+    x = xp.asarray(A)
+    assert_same(x.at[0, 1].get(), A[0, 1])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_take(executor, axis):
+    idx = np.array([1, 0, -1, 1])
+    out = xp.take(xp.asarray(A), xp.asarray(idx), axis=axis)
+    assert_same(out, np.take(A, idx, axis=axis))
+
+
+def test_take_1d_and_dtypes(executor):
+    v = np.array([10, 20, 30], dtype=np.int16)
+    assert_same(xp.take(xp.asarray(v), xp.asarray([2, 2, 0], dtype=xp.uint8)), v[[2, 2, 0]])
+    assert_same(xp.take(xp.asarray(v), xp.asarray([], dtype=xp.int64)), v[:0])
+    assert_matches_numpy(lambda a, i: xp.take(a, i, axis=1), xp.asarray(A), xp.asarray([0, 2]))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_take_along_axis(executor, axis):
+    idx = np.argsort(-A, axis=axis)
+    out = xp.take_along_axis(xp.asarray(A), xp.asarray(idx), axis=axis)
+    assert_same(out, np.take_along_axis(A, idx, axis=axis))
+
+
+def test_take_along_axis_broadcasts(executor):
+    idx = np.array([[[0], [3], [-1]]])  # (1, 3, 1) against A's (2, 3, 4) along axis 2
+    out = xp.take_along_axis(xp.asarray(A), xp.asarray(idx), axis=2)
+    assert_same(out, np.take_along_axis(A, idx, axis=2))
+    idx2 = np.zeros((1, 2, 4), dtype=np.int64)  # size 2 along axis 1, broadcast along axis 0
+    out = xp.take_along_axis(xp.asarray(A), xp.asarray(idx2), axis=1)
+    assert_same(out, np.take_along_axis(A, idx2, axis=1))
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_getitem_slices_hypothesis(data):
+    shape = data.draw(st.lists(st.integers(0, 4), min_size=1, max_size=3).map(tuple))
+    a = np.arange(int(np.prod(shape))).reshape(shape)
+    key = tuple(
+        data.draw(st.slices(n) | (st.integers(-n, n - 1) if n else st.slices(n))) for n in shape
+    )
+    assert_same(xp.asarray(a)[key], a[key])
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda x: x[0, 0, 0, 0], IndexError, "too many indices"),
+    (lambda x: x[2], IndexError, "index 2 is out of bounds for axis 0 with size 2"),
+    (lambda x: x[..., ...], IndexError, "single ellipsis"),
+    (lambda x: x[0.5], IndexError, "invalid index 0.5"),
+    (lambda x: x[::0], ValueError, "slice step cannot be zero"),
+    (lambda x: x[xp.asarray([0.5])], IndexError, "index arrays must be integer or boolean"),
+    (lambda x: xp.take(x, xp.asarray([0])), ValueError, r"take: axis is required for a 3-D array"),
+    (lambda x: xp.take(x, xp.asarray([[0]]), axis=0), ValueError, r"take: indices must be 1-D"),
+    (lambda x: xp.take(x, xp.asarray([0.0]), axis=0), TypeError, "take: indices must have an integer dtype"),
+    (lambda x: xp.take(x, [0], axis=0), TypeError, "take: indices must be an arrayx array"),
+    (lambda x: xp.take(x, xp.asarray([0]), axis=3), IndexError, "take: axis=3 is out of bounds"),
+    (lambda x: xp.take(xp.asarray(1.0), xp.asarray([0])), ValueError, "take: x must have at least one dimension"),
+    (lambda x: xp.take_along_axis(x, xp.asarray([0])), ValueError, "take_along_axis: x and indices must have the same number of dimensions"),
+    (lambda x: xp.take_along_axis(x, xp.zeros((3, 3, 1), dtype=xp.int64)), ValueError, "take_along_axis: shapes"),
+    (lambda x: xp.take_along_axis(x, xp.zeros((2, 3, 1))), TypeError, "take_along_axis: indices must have an integer dtype"),
+])
+def test_errors(call, exc, match):
+    x = xp.asarray(A)
+    with pytest.raises(exc, match=match):
+        call(x)
+
+
+def test_setitem_errors():
+    x = xp.zeros(3, dtype=xp.int32)
+    with pytest.raises(TypeError, match="__setitem__: cannot store float64 values into a int32 array"):
+        x[0] = xp.asarray(1.5)
+    with pytest.raises(TypeError, match="__setitem__: cannot store the Python float 1.5 into a int32 array"):
+        x[0] = 1.5
+    with pytest.raises(ValueError, match="unknown update 'append'"):
+        at_update(xp.asarray([1.0]), 0, 1.0, "append")

@@ -1,0 +1,557 @@
+"""arrayx.random: bit-equality with jax.random, equality across executors, statistics and misuse errors.
+
+The reference is ``jax.random`` with 64-bit types enabled and its default
+threefry2x32 implementation (``jax_threefry_partitionable=True`` in JAX 0.10).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx import random as xr
+
+try:
+    import jax
+    import jax.numpy as jnp
+    import jax.random as jr
+except ImportError:  # pragma: no cover - depends on the environment
+    jax = jnp = jr = None
+
+needs_jax = pytest.mark.skipif(jax is None, reason="jax is not installed: jax.random is the bit-exact reference")
+
+# Seeds that exercise both 32-bit words, sign extension and the int64 limits.
+SEEDS = [0, 1, 42, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40 + 3, 2**63 - 1, -1, -2**31, -2**63] + [
+    int(s) for s in np.random.default_rng(2024).integers(-2**63, 2**63 - 1, size=12, dtype=np.int64)
+]
+FEW_SEEDS = [0, 42, -1, 2**40 + 3]
+SHAPES = [(), (1,), (7,), (3, 4), (2, 3, 5)]
+UINTS = [xp.uint8, xp.uint16, xp.uint32, xp.uint64]
+FLOATS = [xp.float32, xp.float64]
+
+
+@pytest.fixture
+def jrandom():
+    """jax.random with 64-bit types and the partitionable threefry layout (JAX 0.10's default)."""
+    with jax.enable_x64(True), jax.threefry_partitionable(True):
+        yield jr
+
+
+def same(actual, expected) -> None:
+    """Identical dtype, shape and bits."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
+    assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
+    np.testing.assert_array_equal(a, e)
+
+
+def ulps(actual, expected) -> np.ndarray:
+    """Distance in units in the last place, elementwise (same sign assumed)."""
+    a, e = np.asarray(actual), np.asarray(expected)
+    assert a.dtype == e.dtype and a.shape == e.shape
+    as_int = {4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    return np.abs(a.view(as_int).astype(np.int64) - e.view(as_int).astype(np.int64))
+
+
+# -- bit-equality with jax.random ---------------------------------------------------------------
+
+@needs_jax
+def test_default_layout_is_jaxs_default():
+    # arrayx matches JAX's *default* bit layout; this documents which one that is.
+    assert jax.config.jax_threefry_partitionable is True
+    assert jax.config.jax_default_prng_impl == "threefry2x32"
+
+
+@needs_jax
+def test_key_from_python_ints_matches_jax(jrandom):
+    for seed in SEEDS:
+        same(xr.key(seed), jrandom.PRNGKey(seed))
+        same(xr.PRNGKey(seed), jrandom.key_data(jrandom.key(seed)))
+
+
+@needs_jax
+@pytest.mark.parametrize("seed", [np.int8(-3), np.int16(-2), np.int32(-1), np.uint32(2**32 - 1),
+                                  np.int64(-5), np.uint64(2**64 - 1), np.uint64(2**63 + 7)])
+def test_key_from_numpy_scalars_matches_jax(jrandom, seed):
+    same(xr.key(seed), jrandom.PRNGKey(seed))
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint32", "uint64"])
+def test_key_from_0d_arrays_matches_jax(jrandom, dtype):
+    for value in (0, 7, -1, 2**31 - 1):
+        if np.dtype(dtype).kind == "u" and value < 0:
+            value = np.iinfo(dtype).max
+        value = int(np.array(value).astype(dtype))
+        seed = xp.asarray(value, dtype=xp.__dict__[dtype])
+        same(xr.key(seed), jrandom.PRNGKey(jnp.asarray(value, dtype=dtype)))
+
+
+@needs_jax
+@pytest.mark.parametrize("num", [2, 3, 1, 0, (2, 3), (1,), (4, 1, 2)])
+def test_split_matches_jax(jrandom, num):
+    for seed in FEW_SEEDS:
+        same(xr.split(xr.key(seed), num), jrandom.split(jrandom.PRNGKey(seed), num))
+
+
+@needs_jax
+def test_split_chains_match_jax(jrandom):
+    k, jk = xr.key(0), jrandom.PRNGKey(0)
+    for _ in range(5):
+        k, sub = xr.split(k)
+        jk, jsub = jrandom.split(jk)
+        same(sub, jsub)
+    same(k, jk)
+
+
+@needs_jax
+def test_fold_in_matches_jax(jrandom):
+    for seed in FEW_SEEDS:
+        for data in (0, 1, 12345, 2**31, 2**32 - 1):
+            same(xr.fold_in(xr.key(seed), data), jrandom.fold_in(jrandom.PRNGKey(seed), data))
+        # integer arrays wrap to 32 bits, as jnp.asarray(data, dtype='uint32') does
+        same(xr.fold_in(xr.key(seed), xp.asarray(-1)), jrandom.fold_in(jrandom.PRNGKey(seed), jnp.asarray(-1)))
+
+
+@needs_jax
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", UINTS)
+def test_bits_match_jax(jrandom, shape, dtype):
+    for seed in FEW_SEEDS:
+        same(xr.bits(xr.key(seed), shape, dtype), jrandom.bits(jrandom.PRNGKey(seed), shape, dtype))
+
+
+@needs_jax
+def test_bits_default_dtype_is_uint64(jrandom):
+    same(xr.bits(xr.key(3), (4,)), jrandom.bits(jrandom.PRNGKey(3), (4,)))
+
+
+@needs_jax
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_matches_jax(jrandom, shape, dtype):
+    for seed in FEW_SEEDS:
+        k, jk = xr.key(seed), jrandom.PRNGKey(seed)
+        same(xr.uniform(k, shape, dtype), jrandom.uniform(jk, shape, dtype))
+        for lo, hi in ((-3.3, 7.1), (1e-3, 1e3), (-1.0, 1.0), (2.5, 2.5), (-7.25, -0.1)):
+            same(xr.uniform(k, shape, dtype, lo, hi), jrandom.uniform(jk, shape, dtype, lo, hi))
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_bounds_are_exact_at_scale(jrandom, dtype):
+    # XLA fuses floats * span + minval into an fma; arrayx emulates it exactly.
+    k, jk = xr.key(11), jrandom.PRNGKey(11)
+    same(xr.uniform(k, (20000,), dtype, -3.3, 7.1), jrandom.uniform(jk, (20000,), dtype, -3.3, 7.1))
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_array_bounds_match_jax(jrandom, dtype):
+    lo = np.array([-1.0, 0.5, 3.0, -20.0])
+    hi = np.array([[2.0], [0.75], [100.0]])
+    k, jk = xr.key(5), jrandom.PRNGKey(5)
+    got = xr.uniform(k, (3, 4), dtype, xp.asarray(lo), xp.asarray(hi))
+    same(got, jrandom.uniform(jk, (3, 4), dtype, jnp.asarray(lo), jnp.asarray(hi)))
+
+
+@needs_jax
+def test_uniform_default_dtype_is_float64(jrandom):
+    same(xr.uniform(xr.key(1), (3,)), jrandom.uniform(jrandom.PRNGKey(1), (3,)))
+
+
+RANDINT_CASES = [(0, 10), (-5, 5), (0, 256), (3, 3), (5, 2), (-100, 1000), (0, 1), (-2**31, 2**31)]
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", [xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8, xp.uint16, xp.uint32, xp.uint64])
+def test_randint_matches_jax(jrandom, dtype):
+    for seed in FEW_SEEDS[:3]:
+        k, jk = xr.key(seed), jrandom.PRNGKey(seed)
+        for lo, hi in RANDINT_CASES:
+            if np.dtype(dtype).kind == "u" and lo < 0:
+                continue
+            for shape in ((), (9,), (2, 5)):
+                same(xr.randint(k, shape, lo, hi, dtype), jrandom.randint(jk, shape, lo, hi, dtype))
+
+
+@needs_jax
+def test_randint_full_int64_range_and_array_bounds_match_jax(jrandom):
+    k, jk = xr.key(9), jrandom.PRNGKey(9)
+    lo, hi = -2**63, 2**63 - 1
+    same(xr.randint(k, (50,), lo, hi), jrandom.randint(jk, (50,), lo, hi))
+    lo_a, hi_a = np.array([0, -10, 7]), np.array([[5], [20]])
+    same(xr.randint(k, (2, 3), xp.asarray(lo_a), xp.asarray(hi_a)),
+         jrandom.randint(jk, (2, 3), jnp.asarray(lo_a), jnp.asarray(hi_a)))
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_normal_within_ulps_of_jax(jrandom, dtype):
+    # Same formula (Giles' erfinv, XLA's log1p); XLA evaluates the polynomial with fused
+    # multiply-adds, arrayx without, so a minority of values differ in the last bits.
+    for seed in (0, 123):
+        d = ulps(xr.normal(xr.key(seed), (20000,), dtype), jrandom.normal(jrandom.PRNGKey(seed), (20000,), dtype))
+        assert d.max() <= 4, d.max()
+        assert (d == 0).mean() > 0.85, (d == 0).mean()
+
+
+@needs_jax
+def test_normal_small_shapes_match_jax(jrandom):
+    for shape in SHAPES:
+        got = np.asarray(xr.normal(xr.key(7), shape))
+        np.testing.assert_allclose(got, np.asarray(jrandom.normal(jrandom.PRNGKey(7), shape)), rtol=1e-15, atol=1e-15)
+
+
+@needs_jax
+def test_complex_normal_matches_jax(jrandom):
+    got = np.asarray(xr.normal(xr.key(2), (500,), xp.complex128))
+    want = np.asarray(jrandom.normal(jrandom.PRNGKey(2), (500,), jnp.complex128))
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name, call", [
+    ("exponential", lambda m, k, dt: m.exponential(k, (5000,), dt)),
+    ("gumbel", lambda m, k, dt: m.gumbel(k, (5000,), dt)),
+    ("gumbel-high", lambda m, k, dt: m.gumbel(k, (5000,), dt, mode="high")),
+    ("truncated_normal", lambda m, k, dt: m.truncated_normal(k, -1.5, 2.0, (5000,), dt)),
+])
+def test_transcendental_samplers_close_to_jax(jrandom, dtype, name, call):
+    got = np.asarray(call(xr, xr.key(4), dtype))
+    want = np.asarray(call(jrandom, jrandom.PRNGKey(4), dtype))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 1e-5 if dtype == xp.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@needs_jax
+def test_bernoulli_matches_jax(jrandom):
+    k, jk = xr.key(8), jrandom.PRNGKey(8)
+    same(xr.bernoulli(k, 0.3, (40,)), jrandom.bernoulli(jk, 0.3, (40,)))
+    same(xr.bernoulli(k), jrandom.bernoulli(jk))
+    p = np.linspace(0.05, 0.95, 12).reshape(3, 4)
+    same(xr.bernoulli(k, xp.asarray(p)), jrandom.bernoulli(jk, jnp.asarray(p)))
+    same(xr.bernoulli(k, xp.asarray(p, dtype=xp.float32), (2, 3, 4)), jrandom.bernoulli(jk, jnp.asarray(p, jnp.float32), (2, 3, 4)))
+    same(xr.bernoulli(k, 1e-3, (40,), mode="high"), jrandom.bernoulli(jk, 1e-3, (40,), mode="high"))
+
+
+@needs_jax
+def test_permutation_matches_jax(jrandom):
+    x = np.arange(24.0).reshape(4, 6)
+    for seed in (0, 3):
+        k, jk = xr.key(seed), jrandom.PRNGKey(seed)
+        same(xr.permutation(k, 10), jrandom.permutation(jk, 10))
+        same(xr.permutation(k, xp.asarray(x)), jrandom.permutation(jk, jnp.asarray(x)))
+        same(xr.permutation(k, xp.asarray(x), axis=1), jrandom.permutation(jk, jnp.asarray(x), axis=1))
+        same(xr.permutation(k, xp.asarray(x), axis=1, independent=True),
+             jrandom.permutation(jk, jnp.asarray(x), axis=1, independent=True))
+
+
+@needs_jax
+def test_choice_matches_jax(jrandom):
+    x = np.arange(24.0).reshape(4, 6)
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    k, jk = xr.key(6), jrandom.PRNGKey(6)
+    same(xr.choice(k, 10, (3, 2)), jrandom.choice(jk, 10, (3, 2)))
+    same(xr.choice(k, 10, (5,), replace=False), jrandom.choice(jk, 10, (5,), replace=False))
+    same(xr.choice(k, xp.asarray(x), (2, 2), axis=1), jrandom.choice(jk, jnp.asarray(x), (2, 2), axis=1))
+    same(xr.choice(k, xp.asarray(x), (3,), replace=False, axis=1),
+         jrandom.choice(jk, jnp.asarray(x), (3,), replace=False, axis=1))
+    same(xr.choice(k, 4, (7,), p=xp.asarray(p)), jrandom.choice(jk, 4, (7,), p=jnp.asarray(p)))
+    same(xr.choice(k, 4, (3,), replace=False, p=xp.asarray(p)), jrandom.choice(jk, 4, (3,), replace=False, p=jnp.asarray(p)))
+
+
+@needs_jax
+def test_categorical_matches_jax(jrandom):
+    logits = np.log(np.random.default_rng(0).dirichlet(np.ones(5), size=3))
+    k, jk = xr.key(10), jrandom.PRNGKey(10)
+    lx, lj = xp.asarray(logits), jnp.asarray(logits)
+    same(xr.categorical(k, lx), jrandom.categorical(jk, lj))
+    same(xr.categorical(k, lx, axis=0), jrandom.categorical(jk, lj, axis=0))
+    same(xr.categorical(k, lx, shape=(4, 3)), jrandom.categorical(jk, lj, shape=(4, 3)))
+    # JAX returns lax.top_k's int32 indices without replacement; arrayx its default int64
+    got = xr.categorical(k, lx, shape=(2, 3), replace=False)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jrandom.categorical(jk, lj, shape=(2, 3), replace=False)))
+
+
+@needs_jax
+def test_original_layout_matches_jax_with_partitionable_off():
+    with jax.enable_x64(True), jax.threefry_partitionable(False), xr.threefry_partitionable(False):
+        k, jk = xr.key(7), jr.PRNGKey(7)
+        same(xr.split(k, 3), jr.split(jk, 3))
+        same(xr.split(k, (2, 2)), jr.split(jk, (2, 2)))
+        same(xr.fold_in(k, 3), jr.fold_in(jk, 3))
+        for dtype in UINTS:
+            for shape in ((), (5,), (3, 3), (2, 7)):
+                same(xr.bits(k, shape, dtype), jr.bits(jk, shape, dtype))
+        same(xr.uniform(k, (5, 3)), jr.uniform(jk, (5, 3)))
+        same(xr.randint(k, (5, 3), 0, 7), jr.randint(jk, (5, 3), 0, 7))
+    assert xr._PARTITIONABLE.get() is True  # restored
+
+
+# -- the same bits on every executor --------------------------------------------------------------
+
+def _draws():
+    k = xr.key(2**33 + 17)
+    k1, k2 = xr.split(k)
+    return {
+        "key": k, "split": xr.split(k, (2, 3)), "fold_in": xr.fold_in(k, 99),
+        "bits8": xr.bits(k1, (5, 3), xp.uint8), "bits32": xr.bits(k1, (5, 3), xp.uint32),
+        "bits64": xr.bits(k1, (5, 3), xp.uint64),
+        "uniform32": xr.uniform(k2, (4, 5), xp.float32, -2.0, 3.0), "uniform64": xr.uniform(k2, (4, 5)),
+        "randint": xr.randint(k2, (9,), -5, 100), "randint8": xr.randint(k2, (9,), 0, 256, xp.uint8),
+        "bernoulli": xr.bernoulli(k1, 0.25, (12,)), "permutation": xr.permutation(k1, 12),
+        "choice": xr.choice(k1, 20, (6,), replace=False),
+    }
+
+
+def _float_draws():
+    k = xr.key(123)
+    return {
+        "normal32": xr.normal(k, (300,), xp.float32), "normal64": xr.normal(k, (300,)),
+        "exponential": xr.exponential(k, (300,)), "gumbel": xr.gumbel(k, (300,)),
+        "truncated_normal": xr.truncated_normal(k, -1.0, 0.5, (300,)),
+    }
+
+
+def test_same_bits_on_every_executor(executor):
+    got = _draws()
+    with xp.use_executor("numpy"):
+        want = _draws()
+    for name in want:
+        assert got[name].executor == executor, name
+        same(got[name], want[name])
+
+
+def test_same_floats_on_every_executor(executor):
+    got = _float_draws()
+    with xp.use_executor("numpy"):
+        want = _float_draws()
+    for name in want:
+        a, e = np.asarray(got[name]), np.asarray(want[name])
+        assert a.dtype == e.dtype, name
+        # the executors' own log/log1p may differ in the last bit
+        tol = 2e-6 if a.dtype == np.float32 else 1e-14
+        np.testing.assert_allclose(a, e, rtol=tol, atol=tol, err_msg=name)
+
+
+def test_key_follows_executor_selection_and_device_argument(executor):
+    assert xr.key(0).executor == executor
+    assert xr.key(0, device="numpy").executor == "numpy"
+    assert xr.uniform(xr.key(0), (2,)).executor == executor
+
+
+# -- statistics (fixed seeds) ---------------------------------------------------------------------
+
+N = 200_000
+
+
+def _chi2_ok(counts, expected) -> bool:
+    from scipy import stats
+
+    statistic = float(((counts - expected) ** 2 / expected).sum())
+    return statistic < stats.chi2.ppf(0.9999, len(counts) - 1)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_statistics(dtype):
+    u = np.asarray(xr.uniform(xr.key(101), (N,), dtype))
+    assert u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 5 * math.sqrt(1 / 12 / N)
+    assert abs(u.var() - 1 / 12) < 0.002
+    counts = np.histogram(u, bins=50, range=(0, 1))[0]
+    assert _chi2_ok(counts, N / 50)
+    v = np.asarray(xr.uniform(xr.key(102), (N,), dtype, -2.0, 5.0))
+    assert v.min() >= -2 and v.max() < 5 and abs(v.mean() - 1.5) < 0.03
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_normal_statistics(dtype):
+    from scipy import stats
+
+    z = np.asarray(xr.normal(xr.key(103), (N,), dtype)).astype(np.float64)
+    assert abs(z.mean()) < 5 / math.sqrt(N)
+    assert abs(z.var() - 1) < 0.02
+    assert abs(stats.skew(z)) < 0.03 and abs(stats.kurtosis(z)) < 0.06
+    assert stats.kstest(z, "norm").pvalue > 1e-4
+
+
+def test_split_keys_are_independent_streams():
+    keys = xr.split(xr.key(0), 4)
+    rows = [np.asarray(xr.uniform(keys[i], (50_000,))) for i in range(4)]
+    corr = np.corrcoef(np.stack(rows))
+    assert np.abs(corr - np.eye(4)).max() < 0.02
+    assert not np.array_equal(rows[0], rows[1])
+
+
+def test_other_sampler_statistics():
+    from scipy import stats
+
+    e = np.asarray(xr.exponential(xr.key(104), (N,)))
+    assert e.min() >= 0 and abs(e.mean() - 1) < 0.015
+    g = np.asarray(xr.gumbel(xr.key(105), (N,)))
+    assert abs(g.mean() - np.euler_gamma) < 0.015 and abs(g.var() - math.pi**2 / 6) < 0.05
+    t = np.asarray(xr.truncated_normal(xr.key(106), -0.5, 1.5, (N,)))
+    assert t.min() > -0.5 and t.max() < 1.5
+    assert stats.kstest(t, stats.truncnorm(-0.5, 1.5).cdf).pvalue > 1e-4
+    b = np.asarray(xr.bernoulli(xr.key(107), 0.3, (N,)))
+    assert b.dtype == np.bool_ and abs(b.mean() - 0.3) < 0.005
+
+
+def test_randint_statistics():
+    r = np.asarray(xr.randint(xr.key(108), (N,), -3, 7))
+    assert r.dtype == np.int64 and r.min() == -3 and r.max() == 6
+    assert _chi2_ok(np.bincount(r + 3, minlength=10), N / 10)
+    full = np.asarray(xr.randint(xr.key(109), (N,), 0, 256, xp.uint8))
+    assert full.min() == 0 and full.max() == 255
+    assert _chi2_ok(np.bincount(full, minlength=256), N / 256)
+    assert (np.asarray(xr.randint(xr.key(0), (10,), 4, 4)) == 4).all()  # empty range returns minval
+
+
+def test_permutation_choice_categorical_statistics():
+    p = np.asarray(xr.permutation(xr.key(110), 1000))
+    np.testing.assert_array_equal(np.sort(p), np.arange(1000))
+    assert not np.array_equal(p, np.arange(1000))
+    c = np.asarray(xr.choice(xr.key(111), 50, (50,), replace=False))
+    assert len(set(c.tolist())) == 50
+    probs = np.array([0.1, 0.2, 0.3, 0.4])
+    draws = np.asarray(xr.choice(xr.key(112), 4, (N,), p=xp.asarray(probs)))
+    assert _chi2_ok(np.bincount(draws, minlength=4), N * probs)
+    cat = np.asarray(xr.categorical(xr.key(113), xp.asarray(np.log(probs)), shape=(N,)))
+    assert _chi2_ok(np.bincount(cat, minlength=4), N * probs)
+
+
+def test_partitionable_layout_does_not_depend_on_shape():
+    k = xr.key(3)
+    flat = np.asarray(xr.bits(k, (12,), xp.uint32))
+    np.testing.assert_array_equal(np.asarray(xr.bits(k, (3, 4), xp.uint32)).ravel(), flat)
+    np.testing.assert_array_equal(np.asarray(xr.uniform(k, (5,))), np.asarray(xr.uniform(k, (10,)))[:5])
+
+
+# -- the hash itself --------------------------------------------------------------------------------
+
+def test_threefry2x32_known_answer():
+    # Known-answer vectors of the Random123 reference implementation (Threefry-2x32, 20 rounds).
+    cases = [
+        ((0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ]
+    for (k1, k2), (x1, x2), expected in cases:
+        key = xp.asarray([k1, k2], dtype=xp.uint32)
+        y = xr.threefry2x32(key[0], key[1], xp.asarray(x1, dtype=xp.uint32), xp.asarray(x2, dtype=xp.uint32))
+        assert (int(y[0]), int(y[1])) == expected
+
+
+# -- misuse --------------------------------------------------------------------------------------------
+
+def test_non_key_arguments_raise_type_error_naming_the_fix():
+    with pytest.raises(TypeError, match=r"split: key must be an arrayx PRNG key.*key\(seed\)"):
+        xr.split(123)
+    with pytest.raises(TypeError, match="uniform: key must be an arrayx PRNG key"):
+        xr.uniform(np.array([0, 0], dtype=np.uint32))
+    with pytest.raises(TypeError, match=r"normal: key must be a uint32 array.*arrayx.random.key\(seed\)"):
+        xr.normal(xp.asarray([0, 1]))
+
+
+def test_wrong_key_shapes_raise_value_error():
+    with pytest.raises(ValueError, match=r"bits: key must have shape \(2,\)"):
+        xr.bits(xp.zeros((3,), dtype=xp.uint32))
+    with pytest.raises(ValueError, match=r"fold_in: accepts a single key.*vmap"):
+        xr.fold_in(xr.split(xr.key(0), 4), 1)
+
+
+def test_bad_seeds():
+    with pytest.raises(TypeError, match="key: seed must be an integer"):
+        xr.key(1.5)
+    with pytest.raises(TypeError, match="PRNGKey: seed must have an integer dtype"):
+        xr.PRNGKey(xp.asarray(1.5))
+    with pytest.raises(TypeError, match="seed must be a scalar"):
+        xr.key(xp.asarray([1, 2]))
+    with pytest.raises(TypeError, match="seed must be a scalar"):
+        xr.key(np.array([1, 2]))
+    with pytest.raises(OverflowError, match=r"\[-2\*\*63, 2\*\*63\)"):
+        xr.key(2**63)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        xr.key("7")
+
+
+def test_bad_num_and_data():
+    k = xr.key(0)
+    with pytest.raises(ValueError, match="split: num must be non-negative"):
+        xr.split(k, -1)
+    with pytest.raises(TypeError, match="split: num must be"):
+        xr.split(k, 2.0)
+    with pytest.raises(OverflowError, match="fold_in: data -1 is out of bounds"):
+        xr.fold_in(k, -1)
+    with pytest.raises(TypeError, match="fold_in: data must be an int"):
+        xr.fold_in(k, 1.5)
+    with pytest.raises(TypeError, match="fold_in: data must be a scalar"):
+        xr.fold_in(k, xp.asarray([1, 2]))
+
+
+def test_bad_dtypes_shapes_and_parameters():
+    k = xr.key(0)
+    with pytest.raises(TypeError, match="uniform: dtype must be a real floating-point dtype"):
+        xr.uniform(k, dtype=xp.int32)
+    with pytest.raises(TypeError, match="bits: dtype must be an unsigned integer dtype"):
+        xr.bits(k, dtype=xp.int32)
+    with pytest.raises(TypeError, match="randint: dtype must be an integer dtype"):
+        xr.randint(k, (), 0, 3, dtype=xp.float32)
+    with pytest.raises(TypeError, match="bernoulli: p must"):
+        xr.bernoulli(k, 1)
+    with pytest.raises(ValueError, match="uniform: parameter shapes"):
+        xr.uniform(k, (3,), minval=xp.zeros(4))
+    with pytest.raises(ValueError, match="normal: shape entries must be non-negative"):
+        xr.normal(k, (-1,))
+    with pytest.raises(ValueError, match="choice: cannot take a larger sample"):
+        xr.choice(k, 3, (5,), replace=False)
+    with pytest.raises(ValueError, match="gumbel: mode must be"):
+        xr.gumbel(k, mode="medium")
+    with pytest.raises(TypeError, match="threefry_partitionable"):
+        with xr.threefry_partitionable(1):
+            pass
+
+
+def test_samplers_do_not_change_the_key():
+    k = xr.key(5)
+    before = np.asarray(k).copy()
+    xr.normal(k, (3,))
+    xr.split(k)
+    np.testing.assert_array_equal(np.asarray(k), before)
+    same(xr.uniform(k, (4,)), xr.uniform(k, (4,)))  # same key, same numbers
+
+
+# -- transforms (run once grad/vmap/jit exist) -------------------------------------------------------
+
+needs_vmap = pytest.mark.skipif(not hasattr(xp, "vmap"), reason="arrayx.vmap is not available yet")
+needs_grad = pytest.mark.skipif(not hasattr(xp, "grad"), reason="arrayx.grad is not available yet")
+needs_jit = pytest.mark.skipif(not hasattr(xp, "jit"), reason="arrayx.jit is not available yet")
+
+
+@needs_vmap
+def test_vmap_over_keys_equals_a_loop():
+    keys = xr.split(xr.key(0), 3)
+    batched = xp.vmap(lambda k: xr.uniform(k, (4,)))(keys)
+    for i in range(3):
+        same(batched[i], xr.uniform(keys[i], (4,)))
+
+
+@needs_jit
+def test_jit_gives_the_same_numbers():
+    k = xr.key(1)
+    same(xp.jit(lambda k: xr.normal(k, (6,)))(k), xr.normal(k, (6,)))
+    same(xp.jit(lambda k: xr.split(k, 3))(k), xr.split(k, 3))
+
+
+@needs_grad
+def test_grad_flows_through_bounds_not_keys():
+    k = xr.key(2)
+    u = np.asarray(xr.uniform(k, (5,)))
+    g = xp.grad(lambda hi: xp.sum(xr.uniform(k, (5,), minval=0.0, maxval=hi)))(xp.asarray(3.0))
+    np.testing.assert_allclose(float(g), u.sum(), rtol=1e-12)
