@@ -49,6 +49,7 @@ import numpy as np
 import arrayx as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.transforms.core import current_trace
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "threefry_partitionable",
@@ -539,16 +540,36 @@ def _log1p(x: Array) -> Array:
 
 
 def _erf_inv(x: Array) -> Array:
-    """Inverse error function on (-1, 1) (Giles' approximation, evaluated as XLA does)."""
+    """Inverse error function on [-1, 1] (Giles' approximation, evaluated as XLA does)."""
     w = -_log1p(-(x * x))
-    pieces = _ERFINV64 if x.dtype == _dtypes.float64 else _ERFINV32
-    root_w = xp.sqrt(w)
-    p = None
-    for i, (bound, shift, coefficients) in reversed(list(enumerate(pieces))):
-        value = _horner(coefficients, (w if i == 0 else root_w) - shift)  # the first piece is in w, the rest in sqrt(w)
-        p = value if p is None else xp.where(w < bound, value, p)
+    (bound, shift, coefficients), *tails = _ERFINV64 if x.dtype == _dtypes.float64 else _ERFINV32
+    p = _horner(coefficients, w - shift)
+    far = w >= bound  # the tails: |x| > 0.9966 (float32) or 0.9981 (float64), and NaN-free
+    if _concrete(w):
+        # Eager: evaluate the tail polynomials only where they apply (same values, a fraction of the work).
+        where_far = xp.nonzero(xp.reshape(far, (-1,)))[0]
+        if where_far.shape[0]:
+            flat = xp.reshape(p, (-1,))
+            tail = _erf_inv_tails(xp.take(xp.reshape(w, (-1,)), where_far), tails)
+            p = xp.reshape(flat.at[where_far].set(tail), p.shape)
+    else:
+        p = xp.where(far, _erf_inv_tails(w, tails), p)
     out = p * x
     return xp.where(xp.abs(x) == 1.0, x * math.inf, out)
+
+
+def _erf_inv_tails(w: Array, tails) -> Array:
+    root_w = xp.sqrt(w)
+    p = None
+    for bound, shift, coefficients in reversed(tails):
+        value = _horner(coefficients, root_w - shift)
+        p = value if p is None else xp.where(w < bound, value, p)
+    return p
+
+
+def _concrete(x: Array) -> bool:
+    """True outside transforms on an executor whose arrays know their shapes (data-dependent sizes are fine)."""
+    return current_trace() is None and not x._ex.unknown_shapes
 
 
 # Cephes' erf / erfc rational approximations (ndtr.c), used for truncated_normal's bounds.

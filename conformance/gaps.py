@@ -1,7 +1,8 @@
 """Known gaps: functions an executor legitimately cannot run (it raises NotImplementedError).
 
 One dict per executor: standard function name (as in ``cases.py``: ``"sin"``,
-``"linalg.eigh"``, ``"array.at"``) -> the reason, in words a user can act on.  The
+``"linalg.eigh"``, ``"array.at"``), or one case id (``"repeat[array]"``) when only that
+use is missing, -> the reason, in words a user can act on.  The
 parity test fails on a NotImplementedError whose function is not listed here, and on
 a listed function that no longer raises (so this table never goes stale).
 """
@@ -11,11 +12,19 @@ GAPS: dict[str, dict[str, str]] = {
     "numpy": {},
     "numba": {},
     "jax": {},
-    "dask": {},
+    "dask": {
+        "repeat[array]": "dask.array.repeat takes only an int: per-element repeats give a "
+                         "data-dependent length (compute the array, or use the numpy executor)",
+        "unique_inverse[reconstruct]": "gathering from a result of unknown size (after unique) needs "
+                                       "its chunk sizes: Dask raises until they are computed",
+        "unique_all[reconstruct]": "gathering from a result of unknown size (after unique) needs "
+                                   "its chunk sizes: Dask raises until they are computed",
+    },
     "cupy": {},
 }
 
 
-def reason(executor: str, func: str) -> str | None:
-    """Why ``executor`` cannot run ``func``, or None when it is not a known gap."""
-    return GAPS.get(executor, {}).get(func)
+def reason(executor: str, func: str, case_id: str | None = None) -> str | None:
+    """Why ``executor`` cannot run ``func`` (or the case ``case_id``), or None when it is not a known gap."""
+    table = GAPS.get(executor, {})
+    return table.get(case_id) or table.get(func) if case_id else table.get(func)

@@ -54,6 +54,8 @@ def buffer_namespace(buf):
 
 def _int_tuple(fname: str, value, name: str) -> tuple:
     """``value`` (an int or a sequence of ints) as a tuple of Python ints."""
+    if value.__class__ is tuple and all(v.__class__ is int for v in value):
+        return value  # the common case, checked cheaply
     if isinstance(value, (tuple, list)):
         items = value
     else:
@@ -247,7 +249,7 @@ def squeeze(x, /, axis) -> Array:
     axes = normalize_axes("squeeze", axis, x.ndim)
     shape = x.shape
     for a in axes:
-        if shape[a] != 1:
+        if shape[a] != 1 and shape[a] is not None:  # None: unknown until computed (Dask)
             raise ValueError(
                 f"squeeze: axis {a} has size {shape[a]}, only singleton (size-1) axes can be removed "
                 f"(x has shape {shape})"
@@ -259,28 +261,30 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     """x with a new shape of the same size (one entry may be -1); ``copy`` as in ``asarray``."""
     array_arg("reshape", x)
     shape = _shape_tuple("reshape", shape)
-    if copy is not None and not isinstance(copy, bool):
+    if copy is not None and copy is not True and copy is not False:
         raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
-    n_unknown = sum(1 for d in shape if d == -1)
+    xshape = x.shape
+    if shape == xshape and not copy:
+        return x
+    n_unknown = shape.count(-1)
     if n_unknown > 1:
         raise ValueError(f"reshape: only one dimension can be -1, got shape {shape}")
-    if any(d < -1 for d in shape):
+    if min(shape, default=0) < -1:
         raise ValueError(f"reshape: invalid dimension in shape {shape}; dimensions must be >= 0 (or one -1)")
-    size = x.size
-    if size is not None:
-        known = math.prod(d for d in shape if d != -1)
+    if None not in xshape:
+        size = math.prod(xshape)
+        known = math.prod(shape)
         if n_unknown:
+            known = -known
             if known == 0 or size % known:
                 raise ValueError(
-                    f"reshape: cannot reshape an array of shape {x.shape} (size {size}) into shape {shape}"
+                    f"reshape: cannot reshape an array of shape {xshape} (size {size}) into shape {shape}"
                 )
             shape = tuple(size // known if d == -1 else d for d in shape)
         elif known != size:
             raise ValueError(
-                f"reshape: cannot reshape an array of shape {x.shape} (size {size}) into shape {shape}"
+                f"reshape: cannot reshape an array of shape {xshape} (size {size}) into shape {shape}"
             )
-    if shape == x.shape and not copy:
-        return x
     return reshape_p.bind(x, shape=shape, copy=copy)
 
 

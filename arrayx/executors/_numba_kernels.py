@@ -118,6 +118,9 @@ A = np.{acc}
 
 _JIT = 'njit(parallel={parallel}, cache=True, nogil=True, error_model="numpy", fastmath={fastmath})'
 
+# Elementwise kernels cut the flat arrays into chunks (the parallel work items) and index each
+# chunk from 0: LLVM then knows the indices are not negative, drops Numba's wrap-around check
+# and vectorises the loop.
 _ELEMENTWISE = '''
 @{jit}
 def kernel({args}out):
@@ -125,11 +128,14 @@ def kernel({args}out):
     for c in prange((n + {chunk} - 1) // {chunk}):
         lo = c * {chunk}
         hi = min(lo + {chunk}, n)
-        for i in range(lo, hi):
+{slices}
+        oc = out[lo:hi]
+        for i in range(hi - lo):
 {loads}
-            out[i] = {expr}
+            oc[i] = {expr}
 '''
 
+# The same, followed by a second pass over a chunk where the fast expression is not accurate.
 _ELEMENTWISE_FIXUP = '''
 @{jit}
 def kernel({args}out):
@@ -137,16 +143,18 @@ def kernel({args}out):
     for c in prange((n + {chunk} - 1) // {chunk}):
         lo = c * {chunk}
         hi = min(lo + {chunk}, n)
+{slices}
+        oc = out[lo:hi]
         bad = 0
-        for i in range(lo, hi):
+        for i in range(hi - lo):
 {loads}
-            out[i] = {expr}
+            oc[i] = {expr}
             bad += {fix_cond}
         if bad:
-            for i in range(lo, hi):
+            for i in range(hi - lo):
 {loads_fix}
                 if {fix_cond}:
-                    out[i] = {fix_expr}
+                    oc[i] = {fix_expr}
 '''
 
 # Reductions take x as (outer, red, inner), C-contiguous, and write one partial result per
@@ -157,12 +165,14 @@ _REDUCTION = '''
 def kernel(x, {extra}step, part):
     outer, red, inner = x.shape
     nsplit = part.shape[1]
+    flat = x.reshape(x.size)
     for w in prange(outer * nsplit):
         o = w // nsplit
         s = w - o * nsplit
         lo = s * step
         hi = min(lo + step, red)
         if inner == 1:
+            row = flat[o * red + lo:o * red + hi]
 {row}
         else:
             p = part[o, s]
@@ -173,15 +183,13 @@ def kernel(x, {extra}step, part):
 # joined into a running total, so rounding error grows with n / _BLOCK, not n.
 _ROW_FOLD = '''\
             acc = A({init})
-            r = lo
-            while r < hi:
-                e = min(r + {block}, hi)
+            for r in range(0, row.size, {block}):
+                blk = row[r:r + {block}]
                 b = A({init})
-                for k in range(r, e):
-{load}
+                for k in range(blk.size):
+                    {load}
                     b {op}= v
                 acc {op}= b
-                r = e
             part[o, s, 0] = acc'''
 
 _COLUMNS_FOLD = '''\
@@ -189,13 +197,14 @@ _COLUMNS_FOLD = '''\
                 p[j] = A({init})
             for k in range(lo, hi):
                 xr = x[o, k]
+{col_setup}
                 for j in range(inner):
-{load_col}
+                    {load}
                     p[j] {op}= v'''
 
 # max/min of one row: 8 independent lanes (vectorised), then the lanes in order
 _ROW_SELECT = '''\
-            a0 = x[o, lo, 0]
+            a0 = row[0]
             a1 = a0
             a2 = a0
             a3 = a0
@@ -203,18 +212,19 @@ _ROW_SELECT = '''\
             a5 = a0
             a6 = a0
             a7 = a0
-            n8 = lo + ((hi - lo) // 8) * 8
-            for k in range(lo, n8, 8):
+            n8 = (row.size // 8) * 8
+            for k in range(0, n8, 8):
 {lanes}
-            for k in range(n8, hi):
-                v = x[o, k, 0]
+            for k in range(n8, row.size):
+                v = row[k]
                 a0 = {pick0}
 {join}
             part[o, s, 0] = a0'''
 
 _COLUMNS_SELECT = '''\
+            first = x[o, lo]
             for j in range(inner):
-                p[j] = x[o, lo, j]
+                p[j] = first[j]
             for k in range(lo + 1, hi):
                 xr = x[o, k]
                 for j in range(inner):
@@ -224,17 +234,6 @@ _COLUMNS_SELECT = '''\
 
 #: (a, v) -> the kept value; NaN wins; on ties the later element (NumPy's maximum/minimum)
 _PICK = {"max": "{a} if ({a} > v) | ({a} != {a}) else v", "min": "{a} if ({a} < v) | ({a} != {a}) else v"}
-
-_WHERE = '''
-@{jit}
-def kernel(cond, x, y, out):
-    n = out.size
-    for c in prange((n + {chunk} - 1) // {chunk}):
-        lo = c * {chunk}
-        hi = min(lo + {chunk}, n)
-        for i in range(lo, hi):
-            out[i] = {a} if cond[i] else {b}
-'''
 
 # array-api-compat's clip (the NumPy executor's): with both bounds x is kept on ties and a NaN
 # bound gives NaN; with one bound it is NumPy's maximum/minimum (the bound is kept on ties).
@@ -255,12 +254,14 @@ def kernel(x, lo, hi, out):
         out[:] = {hi_name}
         return
     for c in prange((n + {chunk} - 1) // {chunk}):
-        lo_ = c * {chunk}
-        hi_ = min(lo_ + {chunk}, n)
-        for i in range(lo_, hi_):
-            a = x[i]
+        start = c * {chunk}
+        stop = min(start + {chunk}, n)
+        xc = x[start:stop]
+        oc = out[start:stop]
+        for i in range(stop - start):
+            a = xc[i]
             v = {first}
-            out[i] = {second}
+            oc[i] = {second}
 '''
 
 
@@ -366,9 +367,16 @@ def _indent(text: str, spaces: int) -> str:
 
 # -- kernels --------------------------------------------------------------------------------------
 
-#: operand forms of an elementwise kernel: "a"/"b" from an array ("v") or a scalar argument ("s")
-_FORMS = {"v": ("x", "a = x[i]"), "vv": ("x, y", "a = x[i]\nb = y[i]"), "vs": ("x, y", "a = x[i]\nb = y"),
-          "sv": ("x, y", "a = x\nb = y[i]")}
+def _operands(form: str, names=("x", "y"), values=("a", "b")) -> tuple[str, str]:
+    """(chunk slices, per-element loads) for operands given as vectors ("v") or scalars ("s")."""
+    slices, loads = [], []
+    for f, name, value in zip(form, names, values):
+        if f == "v":
+            slices.append(f"{name}c = {name}[lo:hi]")
+            loads.append(f"{value} = {name}c[i]")
+        else:
+            loads.append(f"{value} = {name}")
+    return "\n".join(slices), "\n".join(loads)
 
 
 def elementwise_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = True):
@@ -376,8 +384,9 @@ def elementwise_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = Tru
     vector or scalar operands) on flat arrays of ``dtype``."""
     def make():
         expr = (UNARY[op] if form == "v" else BINARY[op])[2]
-        args, loads = _FORMS[form]
-        fields = dict(jit=_jit(parallel), args=args + ", ", chunk=_CHUNK, expr=expr, loads=_indent(loads, 12))
+        slices, loads = _operands(form)
+        fields = dict(jit=_jit(parallel), args="x, " if form == "v" else "x, y, ", chunk=_CHUNK, expr=expr,
+                      slices=_indent(slices, 8), loads=_indent(loads, 12))
         if op in FIXUPS:
             cond, fix = FIXUPS[op]
             text = _ELEMENTWISE_FIXUP.format(**fields, loads_fix=_indent(loads, 16), fix_cond=cond,
@@ -392,11 +401,11 @@ def elementwise_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = Tru
 def where_kernel(dtype: np.dtype, form: str, parallel: bool = True):
     """Kernel ``(cond, x, y, out)`` choosing x where cond else y; form "vv", "vs", "sv" or "ss"."""
     def make():
-        a = "x[i]" if form[0] == "v" else "x"
-        b = "y[i]" if form[1] == "v" else "y"
-        text = _WHERE.format(jit=_jit(parallel), chunk=_CHUNK, a=a, b=b)
-        return _stem(f"where_{form}_{dtype.name}", parallel), _HEADER.format(what=f"where, {form}, {dtype.name}",
-                                                            dtype=dtype.name, acc=dtype.name) + text
+        slices, loads = _operands("v" + form, ("cond", "x", "y"), ("c", "a", "b"))
+        text = _ELEMENTWISE.format(jit=_jit(parallel), args="cond, x, y, ", chunk=_CHUNK, expr="a if c else b",
+                                   slices=_indent(slices, 8), loads=_indent(loads, 12))
+        return _stem(f"where_{form}_{dtype.name}", parallel), _HEADER.format(
+            what=f"where, {form}, {dtype.name}", dtype=dtype.name, acc=dtype.name) + text
     return _cached(("where", dtype, form, parallel), make)
 
 
@@ -407,8 +416,8 @@ def clip_kernel(dtype: np.dtype, bounds: str, parallel: bool = True):
         lo_nan, lo_name, hi_nan, hi_name, first, second = _CLIP[bounds]
         text = _CLIP_TEMPLATE.format(jit=_jit(parallel), chunk=_CHUNK, lo_nan=lo_nan, lo_name=lo_name,
                                      hi_nan=hi_nan, hi_name=hi_name, first=first, second=second)
-        return _stem(f"clip_{bounds}_{dtype.name}", parallel), _HEADER.format(what=f"clip, {bounds}, {dtype.name}",
-                                                             dtype=dtype.name, acc=dtype.name) + text
+        return _stem(f"clip_{bounds}_{dtype.name}", parallel), _HEADER.format(
+            what=f"clip, {bounds}, {dtype.name}", dtype=dtype.name, acc=dtype.name) + text
     return _cached(("clip", dtype, bounds, parallel), make)
 
 
@@ -418,13 +427,13 @@ def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = T
     def make():
         if op in ("sum", "prod"):
             sym, init = ("+", "0") if op == "sum" else ("*", "1")
-            row = _ROW_FOLD.format(init=init, block=_BLOCK, op=sym,
-                                   load="                    v = A(x[o, k, 0])")
-            cols = _COLUMNS_FOLD.format(init=init, op=sym, load_col="                    v = A(xr[j])")
-            fastmath = {"contract", "reassoc"} if acc.kind == "f" else None
+            row = _ROW_FOLD.format(init=init, block=_BLOCK, op=sym, load="v = A(blk[k])")
+            cols = _COLUMNS_FOLD.format(init=init, op=sym, col_setup="", load="v = A(xr[j])")
+            # reassociation lets LLVM vectorise float sums (the executor checks overflow separately)
+            fastmath = {"contract", "reassoc"} if op == "sum" and acc.kind == "f" else None
         else:
             pick = _PICK[op]
-            lanes = "\n".join(f"                v = x[o, k + {i}, 0]\n                a{i} = {pick.format(a=f'a{i}')}"
+            lanes = "\n".join(f"                v = row[k + {i}]\n                a{i} = {pick.format(a=f'a{i}')}"
                               for i in range(8))
             join = "\n".join(f"            v = a{i}\n            a0 = {pick.format(a='a0')}" for i in range(1, 8))
             row = _ROW_SELECT.format(lanes=lanes, pick0=pick.format(a="a0"), join=join)
@@ -437,19 +446,17 @@ def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = T
     return _cached(("reduce", op, dtype, acc, parallel), make)
 
 
-
 def sqdev_kernel(dtype: np.dtype, acc: np.dtype, parallel: bool = True):
     """Kernel ``(x, mean, step, part)``: sums of (x - mean)**2 over axis 1 of x (outer, red, inner),
     mean[o, j] per output element, accumulating in ``acc`` (the second pass of var/std)."""
     def make():
         row = _ROW_FOLD.format(init="0", block=_BLOCK, op="+",
-                               load="                    d = A(x[o, k, 0]) - mean[o, 0]\n"
-                                    "                    v = d * d")
-        cols = _COLUMNS_FOLD.format(init="0", op="+",
-                                    load_col="                    d = A(xr[j]) - m[j]\n"
-                                             "                    v = d * d")
-        cols = cols.replace("                xr = x[o, k]\n", "                xr = x[o, k]\n                m = mean[o]\n")
-        text = _REDUCTION.format(jit=_jit(parallel, {"contract", "reassoc"}), extra="mean, ", row=row, columns=cols)
+                               load="d = A(blk[k]) - m\n                    v = d * d")
+        row = "            m = mean[o, 0]\n" + row
+        cols = _COLUMNS_FOLD.format(init="0", op="+", col_setup="                m = mean[o]",
+                                    load="d = A(xr[j]) - m[j]\n                    v = d * d")
+        text = _REDUCTION.format(jit=_jit(parallel, {"contract", "reassoc"}), extra="mean, ", row=row,
+                                 columns=cols)
         stem = _stem(f"reduce_sqdev_{dtype.name}_{acc.name}", parallel)
         return stem, _HEADER.format(what=f"sum of squared deviations, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text

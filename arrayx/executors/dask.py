@@ -200,7 +200,10 @@ class _Namespace(types.ModuleType):
 
     @staticmethod
     def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
-        return da.eye(n_rows, M=n_cols, k=k, dtype=dtype, chunks=_chunks)
+        n_cols = n_rows if n_cols is None else n_cols
+        n = max(n_rows, n_cols)  # Dask's eye builds a broken graph for non-square shapes: slice a square one
+        out = da.eye(n, k=k, dtype=dtype, chunks=_chunks)
+        return out if n_rows == n_cols else out[:n_rows, :n_cols]
 
 
 _xp = _Namespace("arrayx.executors.dask.xp")

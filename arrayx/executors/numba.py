@@ -473,9 +473,17 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
                         res = res / (red - correction)
                         if name == "std":
                             res = np.sqrt(res)
+        if res is not None:
+            res = res.astype(out_dt, copy=False)
+            # Float sums and products are summed in another order than NumPy's; the order only
+            # changes more than rounding when something overflows, underflows or meets inf * 0,
+            # so such results are recomputed by NumPy to match it exactly.
+            if out_dt.kind == "f" and name not in _MINMAX and not (
+                    np.isfinite(res).all() and (name != "prod" or res.all())):
+                res = None
         if res is None:
             return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
-        return res.astype(out_dt, copy=False).reshape(keep if keepdims else kept)
+        return res.reshape(keep if keepdims else kept)
 
     return run
 

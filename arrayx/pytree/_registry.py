@@ -36,6 +36,11 @@ __all__ = [
 
 NAMESPACE = "arrayx"
 
+_OPTREE_MIN = (0, 14)  # PyTreeSpec.walk(leaves, f_node(type, data, children), f_leaf) appeared in 0.14
+if tuple(int(part) for part in optree.__version__.split(".")[:2]) < _OPTREE_MIN:
+    raise ImportError(
+        f"arrayx.pytree needs optree>={'.'.join(map(str, _OPTREE_MIN))}, found {optree.__version__}")
+
 T = TypeVar("T", bound=type)
 
 _BUILTIN_NODES: frozenset[type] = frozenset(

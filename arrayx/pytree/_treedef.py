@@ -45,6 +45,8 @@ _PATHS: dict[Any, tuple[tuple[Any, ...], ...]] = {}
 _MEMO_MAX_SPECS = 4096
 _MEMO_MAX_NODES = 2_000_000
 _memo_nodes: dict[int, int] = {}
+# The last spec that passed the checks (compared first, before hashing).
+_last_good: list[Any] = [None]
 _REPR_LIMIT = 400
 
 
@@ -294,10 +296,12 @@ def flatten_checked(tree: Any, is_leaf: Callable[[Any], Any] | None) -> tuple[li
     """optree flatten plus the JAX-compatibility checks (memoised per structure)."""
     leaves, spec = _optree_flatten(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
     try:
-        known = _SEEN[spec]
+        # Same structure as last time (the common case in loops): one comparison, no hashing.
+        known = True if spec == _last_good[0] else _SEEN[spec]
     except Exception:
         return _checked(tree, is_leaf, leaves, spec)
     if known is True:
+        _last_good[0] = spec
         treedef = object.__new__(PyTreeDef)
         treedef._spec = spec
         return leaves, treedef

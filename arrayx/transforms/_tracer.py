@@ -20,6 +20,8 @@ from arrayx.transforms.core import (
 )
 
 
+_object_new = object.__new__
+
 # -- abstract values ------------------------------------------------------------------
 
 
@@ -36,6 +38,14 @@ class ShapeDtypeStruct:
     def __init__(self, shape, dtype):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
+
+    @classmethod
+    def _trusted(cls, shape: tuple, dtype) -> "ShapeDtypeStruct":
+        """Fast constructor for rules: ``shape`` is a tuple of ints, ``dtype`` a NumPy dtype."""
+        self = _object_new(cls)
+        self.shape = shape
+        self.dtype = dtype
+        return self
 
     @property
     def ndim(self) -> int:

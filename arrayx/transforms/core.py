@@ -117,6 +117,8 @@ class Primitive:
         "name", "impl_name", "multiple_results", "abstract_eval", "jvp",
         "transpose", "batch", "impls", "lowerings", "__weakref__",
     )
+    #: staging traces record this primitive (CallPrimitive may inline its function instead)
+    inline_when_staged = False
 
     def __init__(self, name: str, *, multiple_results: bool = False, impl_name: str | None = None):
         self.name = name

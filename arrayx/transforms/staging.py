@@ -28,8 +28,9 @@ class StagingState(TracerState):
     def __init__(self, trace, var: Var):
         self.trace = trace
         self.var = var
-        self.shape = var.aval.shape
-        self.dtype = var.aval.dtype
+        aval = var.aval
+        self.shape = aval.shape
+        self.dtype = aval.dtype
 
 
 class StagingTracer(Tracer):
@@ -72,20 +73,26 @@ class StagingTrace(Trace):
                 break
         else:  # nothing of ours: compute it now, one level down
             return bind_with(self.parent, prim, args, params)
-        if getattr(prim, "inline_when_staged", False):
+        if prim.inline_when_staged:
             token = _TRACE.set(self)
             try:
                 return tuple(params["fun"](*args))
             finally:
                 _TRACE.reset(token)
-        out_aval = abstract_eval(prim, args, params)
-        inputs = tuple(self.atom(a) for a in args)
+        rule = prim.abstract_eval
+        out_aval = rule(*args, **params) if rule is not None else abstract_eval(prim, args, params)
+        inputs = []
+        for a in args:
+            if a.__class__ is StagingTracer and a._buf.trace is self:
+                inputs.append(a._buf.var)
+            else:
+                inputs.append(self.atom(a))
         if prim.multiple_results:
             outvars = tuple(Var(a) for a in out_aval)
-            self.equations.append(Equation(prim, inputs, params, outvars))
+            self.equations.append(Equation(prim, tuple(inputs), params, outvars))
             return tuple(StagingTracer._make(StagingState(self, v)) for v in outvars)
         outvar = Var(out_aval)
-        self.equations.append(Equation(prim, inputs, params, (outvar,)))
+        self.equations.append(Equation(prim, tuple(inputs), params, (outvar,)))
         return StagingTracer._make(StagingState(self, outvar))
 
     def atom(self, a):
@@ -93,10 +100,10 @@ class StagingTrace(Trace):
         if a.__class__ is StagingTracer and a._buf.trace is self:
             return a._buf.var
         if isinstance(a, Array):
-            if isinstance(a, Tracer):
-                a._check_alive(f"{self.transform}")
             var = self.const_vars.get(id(a))
             if var is None:
+                if isinstance(a, Tracer):
+                    a._check_alive(f"{self.transform}")
                 var = self.const_vars[id(a)] = Var(aval_of(a))
                 self.const_values.append((var, a))  # keeps ``a`` alive, so its id stays unique
             return var

@@ -12,6 +12,7 @@ import math
 
 from arrayx.api import _dtypes
 from arrayx.api import elementwise as ew
+from arrayx.api._array import Array
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined, py,
@@ -38,21 +39,36 @@ _BOOL_RESULT = {
 _REAL_RESULT = {"abs", "real", "imag"}
 
 
+_BOOL = _dtypes.bool
+_REAL_OF = _dtypes.REAL_OF
+_trusted = ShapeDtypeStruct._trusted
+
+
 def _elementwise_abstract(name):
+    """Shape/dtype of an elementwise result: the (broadcast) operand shape, the operands' dtype
+    (they are promoted already), bool for predicates, real for abs/real/imag."""
+    if name in _BOOL_RESULT:
+        def result_dtype(dt):
+            return _BOOL
+    elif name in _REAL_RESULT:
+        def result_dtype(dt):
+            return _REAL_OF.get(dt, dt)
+    else:
+        def result_dtype(dt):
+            return dt
+
     def rule(*args, **params):
-        shape = None
-        dtype = None
+        ref = None
         for a in args:
-            if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, (int, float, complex)):
-                if shape is None or len(a.shape) > len(shape):
-                    shape = tuple(a.shape)
-                if dtype is None:
-                    dtype = a.dtype
-        if name in _BOOL_RESULT:
-            dtype = _dtypes.bool
-        elif name in _REAL_RESULT:
-            dtype = _dtypes.REAL_OF.get(dtype, dtype)
-        return ShapeDtypeStruct(shape, dtype)
+            if isinstance(a, Array):
+                if ref is None:
+                    ref = a
+                elif a.shape != ref.shape:  # operands broadcast implicitly (clip bounds)
+                    from arrayx.api._checks import broadcast_shapes_for
+
+                    shape = broadcast_shapes_for(name, *(b.shape for b in args if isinstance(b, Array)))
+                    return _trusted(tuple(shape), result_dtype(ref.dtype))
+        return _trusted(tuple(ref.shape), result_dtype(ref.dtype))
 
     rule.__name__ = f"{name}_abstract"
     return rule

@@ -41,8 +41,11 @@ def reduced_size(shape, axis) -> int:
 def expand_reduced(ct, in_shape, axis, keepdims):
     """``ct`` (the result of reducing over ``axis``) broadcast back to ``in_shape``."""
     ax = _ax()
-    if not keepdims:
-        ct = ax.reshape(ct, reduced_shape(in_shape, axis, True))
+    if not keepdims and axis is not None:
+        kept = reduced_shape(in_shape, axis, True)
+        # no reshape needed when only leading axes were reduced (broadcasting adds them)
+        if kept[len(kept) - ct.ndim:] != tuple(ct.shape) or any(d != 1 for d in kept[: len(kept) - ct.ndim]):
+            ct = ax.reshape(ct, kept)
     return ax.broadcast_to(ct, tuple(in_shape))
 
 
@@ -91,7 +94,7 @@ st.sum_p.transpose = _sum_transpose
 
 def _mean_transpose(ct, x, *, axis, keepdims):
     n = reduced_size(x.shape, axis)
-    return (expand_reduced(ct, x.shape, axis, keepdims) / float(max(n, 1)),)
+    return (expand_reduced(ct / float(max(n, 1)), x.shape, axis, keepdims),)
 
 
 deflinear(st.mean_p, _mean_transpose)

@@ -1,0 +1,382 @@
+"""The standard's array object on every executor: attributes, every operator (forward, reflected,
+in-place), conversions, DLPack, repr, to_device, indexing, ``__setitem__`` and ``.at[...]``.
+
+Values are checked against NumPy running the same Python expression on the same host data.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from tests.conftest import assert_same
+
+RNG = np.random.default_rng(20251212)
+A64 = RNG.standard_normal((3, 4))
+B64 = RNG.uniform(0.5, 2.0, (3, 4)) * RNG.choice([-1.0, 1.0], (3, 4))   # nonzero divisors
+I32 = RNG.integers(-20, 20, (3, 4)).astype(np.int32)
+J32 = RNG.integers(1, 6, (3, 4)).astype(np.int32)                      # positive: divisors, shifts
+BOOL = RNG.random((3, 4)) < 0.5
+
+
+def ax(a):
+    """``a`` as an arrayx array on the current executor."""
+    return xp.asarray(a)
+
+
+# -- attributes --------------------------------------------------------------------------------
+
+
+def test_attributes(executor: str) -> None:
+    x = ax(np.zeros((2, 3, 4), dtype=np.float32))
+    assert x.dtype == xp.float32
+    assert x.shape == (2, 3, 4) and isinstance(x.shape, tuple)
+    assert x.ndim == 3 and x.size == 24
+    assert x.device == xp.__array_namespace_info__().default_device()
+    assert x.device.executor == executor
+    assert x.executor == executor
+    y = ax(A64)
+    assert_same(y.T, A64.T)
+    assert_same(x.mT, np.swapaxes(np.zeros((2, 3, 4), np.float32), -1, -2))
+    assert ax(np.float64(3.0)).shape == () and ax(np.float64(3.0)).size == 1
+
+
+def test_T_requires_2d(executor: str) -> None:
+    with pytest.raises(ValueError, match="2-D"):
+        ax(np.zeros(3)).T
+
+
+def test_not_constructible_and_unhashable() -> None:
+    with pytest.raises(TypeError, match="asarray"):
+        xp.Array(np.zeros(2))
+    with pytest.raises(TypeError):
+        hash(xp.zeros(2))
+
+
+# -- operators -------------------------------------------------------------------------------------
+
+# name -> (operator, in-place operator, left host operand, right host operand, python scalar)
+BINARY = {
+    "add": (operator.add, operator.iadd, A64, B64, 1.5),
+    "sub": (operator.sub, operator.isub, A64, B64, 2.0),
+    "mul": (operator.mul, operator.imul, I32, J32, 3),
+    "truediv": (operator.truediv, operator.itruediv, A64, B64, 4.0),
+    "floordiv": (operator.floordiv, operator.ifloordiv, I32, J32, 3),
+    "mod": (operator.mod, operator.imod, A64, B64, 0.75),
+    "pow": (operator.pow, operator.ipow, np.abs(A64) + 0.5, B64, 2.0),
+    "and": (operator.and_, operator.iand, I32, J32, 6),
+    "or": (operator.or_, operator.ior, BOOL, ~BOOL, True),
+    "xor": (operator.xor, operator.ixor, I32, J32, 5),
+    "lshift": (operator.lshift, operator.ilshift, I32, J32, 2),
+    "rshift": (operator.rshift, operator.irshift, I32, J32, 1),
+}
+COMPARISONS = {
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "eq": operator.eq, "ne": operator.ne,
+}
+# Python scalars on the left also exercise the reflected methods (__radd__, __rlshift__, ...)
+REFLECTED_SCALAR = {"lshift": 3, "rshift": 64, "pow": 1.5}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_operator(name: str, executor: str) -> None:
+    op, _, a, b, _ = BINARY[name]
+    assert_same(op(ax(a), ax(b)), op(a, b))
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_operator_with_python_scalar(name: str, executor: str) -> None:
+    op, _, a, _, s = BINARY[name]
+    assert_same(op(ax(a), s), op(a, s))
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_reflected_operator(name: str, executor: str) -> None:
+    op, _, a, b, s = BINARY[name]
+    s = REFLECTED_SCALAR.get(name, s)
+    rhs = b if name in ("truediv", "floordiv", "mod", "pow") else a  # nonzero / positive right operands
+    if name == "pow":
+        rhs = np.abs(b)
+    got = op(s, ax(rhs))
+    assert isinstance(got, xp.Array)
+    assert_same(got, op(s, rhs))
+    # and the method itself
+    method = getattr(ax(rhs), f"__r{name}__")
+    assert_same(method(s), op(s, rhs))
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_inplace_operator(name: str, executor: str) -> None:
+    _, iop, a, b, s = BINARY[name]
+    x = ax(a)
+    other = ax(a)                         # an independent array with the same values
+    same_object = x
+    x = iop(x, ax(b))
+    assert x is same_object               # in place: the same Array object
+    assert_same(x, iop(a.copy(), b))
+    assert_same(other, a)                 # other arrays are untouched
+    y = iop(ax(a), s)
+    assert_same(y, iop(a.copy(), s))
+
+
+@pytest.mark.parametrize("name", list(COMPARISONS))
+def test_comparison_operator(name: str, executor: str) -> None:
+    op = COMPARISONS[name]
+    x = ax(np.round(A64))
+    y = ax(np.round(B64))
+    assert_same(op(x, y), op(np.round(A64), np.round(B64)))
+    assert_same(op(x, 0.0), op(np.round(A64), 0.0))
+    assert_same(op(1.0, x), op(1.0, np.round(A64)))   # reflected via the swapped comparison
+    assert op(x, y).dtype == xp.bool
+
+
+def test_unary_operators(executor: str) -> None:
+    assert_same(-ax(A64), -A64)
+    assert_same(+ax(A64), +A64)
+    assert_same(abs(ax(A64)), abs(A64))
+    assert_same(~ax(I32), ~I32)
+    assert_same(~ax(BOOL), ~BOOL)
+    for m in ("__neg__", "__pos__", "__abs__"):
+        assert_same(getattr(ax(I32), m)(), getattr(I32, m)())
+    assert_same(ax(I32).__invert__(), ~I32)
+
+
+def test_matmul_operators(executor: str) -> None:
+    a, b = A64, RNG.standard_normal((4, 4))
+    assert_same(ax(a) @ ax(b), a @ b)
+    assert_same(ax(a).__matmul__(ax(b)), a @ b)
+    assert_same(ax(b).__rmatmul__(ax(a)), a @ b)
+    x = ax(a)
+    ref = x
+    x @= ax(b)
+    assert x is ref
+    assert_same(x, a @ b)
+
+
+def test_numpy_on_the_left_defers_to_arrayx(executor: str) -> None:
+    got = np.ones((3, 4)) + ax(A64)
+    assert isinstance(got, xp.Array) and got.executor == executor
+    assert_same(got, 1.0 + A64)
+    got = np.float64(2.0) * ax(A64)
+    assert isinstance(got, xp.Array)
+    assert_same(got, 2.0 * A64)
+
+
+def test_inplace_cannot_change_dtype_or_shape(executor: str) -> None:
+    x = ax(I32)
+    with pytest.raises(TypeError, match="int32"):
+        x += 1.5
+    with pytest.raises(TypeError, match="float32"):
+        y = ax(A64.astype(np.float32))
+        y += ax(A64)
+    with pytest.raises(ValueError, match="shape"):
+        z = ax(np.ones(4))
+        z += ax(np.ones((3, 4)))
+    assert_same(x, I32)  # unchanged by the failed update
+
+
+def test_inplace_broadcasts_the_right_operand(executor: str) -> None:
+    x = ax(A64)
+    x += ax(B64[0])
+    assert_same(x, A64 + B64[0])
+
+
+def test_operator_promotion_follows_the_standard(executor: str) -> None:
+    assert (ax(I32.astype(np.int8)) + ax(I32.astype(np.int16))).dtype == xp.int16
+    assert (ax(A64.astype(np.float32)) + 1.5).dtype == xp.float32
+    assert (ax(I32) + 1).dtype == xp.int32
+    assert (ax(I32) / ax(J32)).dtype == xp.float64        # NumPy 2 on every executor
+
+
+# -- conversions -------------------------------------------------------------------------------
+
+
+def test_python_scalar_conversions(executor: str) -> None:
+    assert bool(ax(np.array(True))) is True and bool(ax(np.array([0.0]))) is False
+    assert int(ax(np.array(7, np.int16))) == 7 and type(int(ax(np.array(7)))) is int
+    assert float(ax(np.array(2.5))) == 2.5
+    assert complex(ax(np.array(1 + 2j))) == 1 + 2j
+    assert operator.index(ax(np.array(3, np.int64))) == 3
+    assert [10, 20, 30, 40][ax(np.array(2, np.int32))] == 30       # __index__ in a Python sequence
+    assert list(range(10))[ax(np.array(1)):ax(np.array(4))] == [1, 2, 3]
+    with pytest.raises(TypeError):
+        operator.index(ax(np.array(2.0)))
+    with pytest.raises(TypeError):
+        bool(ax(np.ones(2)))
+    with pytest.raises(TypeError):
+        int(ax(np.array(1j)))
+    with pytest.raises(TypeError):
+        float(ax(np.array(1j)))
+    with pytest.raises((ValueError, OverflowError)):
+        int(ax(np.array(np.inf)))
+
+
+def test_array_protocol(executor: str) -> None:
+    x = ax(A64)
+    h = np.asarray(x)
+    assert isinstance(h, np.ndarray)
+    np.testing.assert_array_equal(h, A64)
+    assert np.asarray(x, dtype=np.float32).dtype == np.float32
+    c = x.__array__(copy=True)
+    c[0, 0] = 123.0
+    assert float(x[0, 0]) == A64[0, 0]                  # a requested copy is a copy
+    np.testing.assert_array_equal(np.array(ax(I32)), I32)
+
+
+def test_dlpack_round_trip_with_numpy(executor: str) -> None:
+    x = ax(A64)
+    dev = x.__dlpack_device__()
+    assert tuple(int(v) for v in dev) == (1, 0)          # kDLCPU, device 0 (all executors here are CPU)
+    h = np.from_dlpack(x)
+    np.testing.assert_array_equal(h, A64)
+    assert h.dtype == np.float64
+    back = xp.from_dlpack(h)
+    assert back.executor == executor
+    assert_same(back, A64)
+    capsule = x.__dlpack__()
+    assert type(capsule).__name__ == "PyCapsule"
+    assert_same(xp.from_dlpack(np.asarray(I32)), I32)
+
+
+def test_dlpack_max_version(executor: str) -> None:
+    x = ax(A64)
+    capsule = x.__dlpack__(max_version=(1, 0))
+    assert type(capsule).__name__ == "PyCapsule"
+
+
+def test_repr(executor: str) -> None:
+    r = repr(ax(np.array([1.5, -2.0], dtype=np.float32)))
+    assert r.startswith("Array(") and "1.5" in r and "-2." in r
+    assert "float32" in r and executor in r
+    assert "int64" in str(ax(np.arange(3)))
+
+
+def test_to_device(executor: str) -> None:
+    x = ax(A64)
+    same = x.to_device(x.device)
+    assert same.executor == executor
+    assert_same(same, A64)
+    for name in xp.executors():
+        moved = x.to_device(name)
+        assert moved.executor == name
+        assert moved.device.executor == name
+        assert_same(moved, A64)
+        assert_same(moved.to_device(executor), A64)
+    assert x.to_device(x.device, stream=None).executor == executor
+
+
+def test_namespace_and_len_iter(executor: str) -> None:
+    x = ax(A64)
+    assert x.__array_namespace__() is xp
+    assert len(x) == 3
+    rows = list(x)
+    assert len(rows) == 3
+    assert_same(rows[1], A64[1])
+
+
+# -- indexing ------------------------------------------------------------------------------------
+
+KEYS = [
+    1, -1, (0, 2), (slice(None), 1), (slice(1, None), slice(None, None, 2)), (Ellipsis, 0),
+    (None, 1), (slice(None, None, -1),), (), Ellipsis, (1, Ellipsis, None), (slice(5, 1, -2), -2),
+]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=[repr(k) for k in KEYS])
+def test_getitem_basic(key, executor: str) -> None:
+    assert_same(ax(A64)[key], A64[key])
+
+
+def test_getitem_advanced(executor: str) -> None:
+    x = ax(A64)
+    idx = np.array([2, 0, 2])
+    assert_same(x[ax(idx)], A64[idx])
+    assert_same(x[ax(idx), ax(np.array([1, 1, 3]))], A64[idx, np.array([1, 1, 3])])
+    assert_same(x[ax(A64 > 0)], A64[A64 > 0])
+    assert_same(x[ax(np.array([True, False, True]))], A64[np.array([True, False, True])])
+    assert_same(ax(np.array(5.0))[()], np.array(5.0)[()])
+
+
+def test_setitem(executor: str) -> None:
+    x = ax(A64)
+    ref = x
+    h = A64.copy()
+    for key, value in [((0, 0), 9.0), ((slice(None), 1), -1.0), ((2,), ax(B64[0])), ((Ellipsis, -1), 4)]:
+        x[key] = value
+        h[key] = np.asarray(value)
+        assert_same(x, h)
+    assert x is ref
+    m = A64 > 0
+    x[ax(m)] = 0.0
+    h[m] = 0.0
+    assert_same(x, h)
+    x[ax(np.array([0, 2]))] = ax(np.array([[1.0, 2, 3, 4], [5, 6, 7, 8]]))
+    h[np.array([0, 2])] = np.array([[1.0, 2, 3, 4], [5, 6, 7, 8]])
+    assert_same(x, h)
+
+
+def test_setitem_does_not_touch_other_arrays(executor: str) -> None:
+    x = ax(A64)
+    y = xp.asarray(x, copy=True)
+    x[0] = 0.0
+    assert_same(y, A64)
+
+
+def test_setitem_checks_values(executor: str) -> None:
+    x = ax(I32)
+    with pytest.raises(TypeError):
+        x[0, 0] = 1.5
+    with pytest.raises(TypeError):
+        x[0] = ax(A64[0])                     # float64 values into an int32 array
+    assert_same(x, I32)
+
+
+# -- .at[...] functional updates -------------------------------------------------------------------
+
+
+def test_at_updates_are_functional(executor: str) -> None:
+    x = ax(A64)
+    y = x.at[0, 1].set(100.0)
+    assert_same(x, A64)                       # x unchanged
+    h = A64.copy()
+    h[0, 1] = 100.0
+    assert_same(y, h)
+    assert_same(x.at[1].get(), A64[1])
+
+
+@pytest.mark.parametrize(
+    "op,ufunc",
+    [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("divide", np.divide),
+     ("min", np.minimum), ("max", np.maximum)],
+)
+def test_at_repeated_indices_accumulate(op, ufunc, executor: str) -> None:
+    base = np.array([1.0, 2.0, 3.0, 4.0])
+    idx = np.array([0, 2, 0, 0, 3])
+    vals = np.array([0.5, 4.0, -2.0, 3.0, 2.0])
+    want = base.copy()
+    ufunc.at(want, idx, vals)                 # unbuffered: every repeat counts
+    got = getattr(ax(base).at[ax(idx)], op)(ax(vals))
+    assert_same(got, want)
+
+
+def test_at_add_scalar_on_repeats(executor: str) -> None:
+    got = ax(np.zeros(3)).at[ax(np.array([1, 1, 1, 2]))].add(1.0)
+    assert_same(got, np.array([0.0, 3.0, 1.0]))
+
+
+def test_at_set_with_slices_and_masks(executor: str) -> None:
+    x = ax(A64)
+    h = A64.copy()
+    h[:, 2:] = 0.0
+    assert_same(x.at[:, 2:].set(0.0), h)
+    h = A64.copy()
+    h[A64 < 0] = -1.0
+    assert_same(x.at[ax(A64 < 0)].set(-1.0), h)
+
+
+def test_at_power(executor: str) -> None:
+    base = np.array([1.0, 2.0, 3.0])
+    got = ax(base).at[1].power(3.0)
+    assert_same(got, np.array([1.0, 8.0, 3.0]))
