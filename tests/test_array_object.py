@@ -23,7 +23,7 @@ BOOL = RNG.random((3, 4)) < 0.5
 
 def ax(a):
     """``a`` as an arrayx array on the current executor."""
-    return xp.asarray(a)
+    return xp.asarray(np.array(a, copy=True))  # a fresh host copy: writes never reach the module's data
 
 
 # -- attributes --------------------------------------------------------------------------------
@@ -322,6 +322,14 @@ def test_setitem_does_not_touch_other_arrays(executor: str) -> None:
     y = xp.asarray(x, copy=True)
     x[0] = 0.0
     assert_same(y, A64)
+
+
+def test_setitem_never_writes_through_to_copied_host_data(executor: str) -> None:
+    h = np.arange(4.0)
+    x = xp.asarray(h, copy=True)
+    x[0] = 100.0
+    assert h[0] == 0.0, "asarray(host, copy=True) shared memory with the host array"
+    assert float(x[0]) == 100.0
 
 
 def test_setitem_checks_values(executor: str) -> None:

@@ -95,7 +95,7 @@ _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floati
           "complex floating", "numeric")
 
 
-def isdtype(dtype, kind, /) -> bool:
+def isdtype(dtype, kind) -> bool:
     """True if ``dtype`` is ``kind``: a dtype, a kind name, or a tuple of those."""
     if isinstance(dtype, Array):
         raise TypeError("isdtype: pass x.dtype, not the array x")

@@ -147,8 +147,15 @@ _FLOAT_HINT = "; cast integer input first, e.g. astype(x, arrayx.float64)"
 
 
 def mean(x, /, *, axis=None, keepdims: bool = False) -> Array:
-    """Arithmetic mean of x over ``axis`` (NaN for an empty reduction)."""
-    _check("mean", x, "floating-point", _FLOAT_HINT)
+    """Arithmetic mean of x over ``axis`` (NaN for an empty reduction).
+
+    Integer and bool input is averaged as the default float dtype (the standard allows this).
+    """
+    _check("mean", x, "all")
+    if x.dtype.kind in "biu":
+        from arrayx.api.data_types import astype
+
+        x = astype(x, _dtypes.DEFAULT_FLOAT)
     axes = normalize_axes("mean", axis, x.ndim)
     return mean_p.bind(x, axis=axes, keepdims=bool(keepdims))
 

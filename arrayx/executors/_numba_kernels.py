@@ -38,14 +38,15 @@ _INT_BOOL = "biu"
 _BOOL = "b"
 _ALL_REAL = "biuf"
 
-#: unary operation -> (dtype kinds run natively, result "same" or "bool", expression of ``a``)
+#: unary operation -> (dtype kinds run natively, result "same" or "bool", expression of ``a``);
+#: ``{bits}`` in an expression is the float width (``nm.exp{bits}`` is ``exp32`` or ``exp64``)
 UNARY: dict[str, tuple[str, str, str]] = {
     "abs": (_REAL, "same", "abs(a)"),
     "bitwise_invert": ("iu", "same", "~a"),
     "ceil": (_FLOAT, "same", "np.ceil(a)"),
-    "cos": (_FLOAT, "same", "T(nm.cos64(np.float64(a)))"),
-    "exp": (_FLOAT, "same", "T(nm.exp64(np.float64(a)))"),
-    "expm1": (_FLOAT, "same", "T(nm.expm1_64(np.float64(a)))"),
+    "cos": (_FLOAT, "same", "nm.cos{bits}(a)"),
+    "exp": (_FLOAT, "same", "nm.exp{bits}(a)"),
+    "expm1": (_FLOAT, "same", "nm.expm1_{bits}(a)"),
     "floor": (_FLOAT, "same", "np.floor(a)"),
     "isfinite": (_FLOAT, "bool", "abs(a) < T(np.inf)"),
     "isinf": (_FLOAT, "bool", "abs(a) == T(np.inf)"),
@@ -54,13 +55,13 @@ UNARY: dict[str, tuple[str, str, str]] = {
     "negative": (_REAL, "same", "-a"),
     "positive": (_REAL, "same", "a"),
     "reciprocal": (_FLOAT, "same", "T(1) / a"),
-    "round": (_FLOAT, "same", "T(nm.round_half_even64(np.float64(a)))"),
+    "round": (_FLOAT, "same", "nm.round_half_even{bits}(a)"),
     "sign": (_FLOAT, "same", "nm.sign_float(a, T(1), T(0))"),
     "signbit": (_FLOAT, "bool", "math.copysign(T(1), a) < T(0)"),
-    "sin": (_FLOAT, "same", "T(nm.sin64(np.float64(a)))"),
+    "sin": (_FLOAT, "same", "nm.sin{bits}(a)"),
     "sqrt": (_FLOAT, "same", "np.sqrt(a)"),
     "square": (_REAL, "same", "a * a"),
-    "tanh": (_FLOAT, "same", "T(nm.tanh64(np.float64(a)))"),
+    "tanh": (_FLOAT, "same", "nm.tanh{bits}(a)"),
     "trunc": (_FLOAT, "same", "np.trunc(a)"),
 }
 
@@ -90,8 +91,8 @@ BINARY: dict[str, tuple[str, str, str]] = {
 
 #: operations whose fast expression is inaccurate for some inputs: (condition, exact expression)
 FIXUPS: dict[str, tuple[str, str]] = {
-    "sin": ("nm.trig_needs_libm(np.float64(a))", "T(math.sin(np.float64(a)))"),
-    "cos": ("nm.trig_needs_libm(np.float64(a))", "T(math.cos(np.float64(a)))"),
+    "sin": ("nm.trig_needs_libm{bits}(a)", "T(math.sin(np.float64(a)))"),
+    "cos": ("nm.trig_needs_libm{bits}(a)", "T(math.cos(np.float64(a)))"),
 }
 
 #: reductions with kernels here -> dtype kinds run natively
@@ -202,7 +203,8 @@ _COLUMNS_FOLD = '''\
                     {load}
                     p[j] {op}= v'''
 
-# max/min of one row: 8 independent lanes (vectorised), then the lanes in order
+# max/min of one row: 8 independent lanes that skip NaN (a plain compare-and-select, which LLVM
+# vectorises), a count of NaNs beside them, then the lanes in order; a NaN found is returned.
 _ROW_SELECT = '''\
             a0 = row[0]
             a1 = a0
@@ -212,14 +214,24 @@ _ROW_SELECT = '''\
             a5 = a0
             a6 = a0
             a7 = a0
+            nans = 0
             n8 = (row.size // 8) * 8
             for k in range(0, n8, 8):
 {lanes}
             for k in range(n8, row.size):
                 v = row[k]
                 a0 = {pick0}
+{count}
 {join}
+{nan_scan}
             part[o, s, 0] = a0'''
+
+_NAN_SCAN = '''\
+            if nans > 0:
+                for k in range(row.size):
+                    if row[k] != row[k]:
+                        a0 = row[k]
+                        break'''
 
 _COLUMNS_SELECT = '''\
             first = x[o, lo]
@@ -234,6 +246,8 @@ _COLUMNS_SELECT = '''\
 
 #: (a, v) -> the kept value; NaN wins; on ties the later element (NumPy's maximum/minimum)
 _PICK = {"max": "{a} if ({a} > v) | ({a} != {a}) else v", "min": "{a} if ({a} < v) | ({a} != {a}) else v"}
+#: the same for the lanes, where NaNs are counted apart: a NaN ``v`` is never picked
+_PICK_LANE = {"max": "v if v >= {a} else {a}", "min": "v if v <= {a} else {a}"}
 
 # array-api-compat's clip (the NumPy executor's): with both bounds x is kept on ties and a NaN
 # bound gives NaN; with one bound it is NumPy's maximum/minimum (the bound is kept on ties).
@@ -383,12 +397,13 @@ def elementwise_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = Tru
     """Kernel ``(x[, y], out)`` of a UNARY (form "v") or BINARY operation (forms "vv", "vs", "sv":
     vector or scalar operands) on flat arrays of ``dtype``."""
     def make():
-        expr = (UNARY[op] if form == "v" else BINARY[op])[2]
+        bits = dtype.itemsize * 8
+        expr = (UNARY[op] if form == "v" else BINARY[op])[2].replace("{bits}", str(bits))
         slices, loads = _operands(form)
         fields = dict(jit=_jit(parallel), args="x, " if form == "v" else "x, y, ", chunk=_CHUNK, expr=expr,
                       slices=_indent(slices, 8), loads=_indent(loads, 12))
         if op in FIXUPS:
-            cond, fix = FIXUPS[op]
+            cond, fix = (e.replace("{bits}", str(bits)) for e in FIXUPS[op])
             text = _ELEMENTWISE_FIXUP.format(**fields, loads_fix=_indent(loads, 16), fix_cond=cond,
                                              fix_expr=fix)
         else:
@@ -432,12 +447,15 @@ def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = T
             # reassociation lets LLVM vectorise float sums (the executor checks overflow separately)
             fastmath = {"contract", "reassoc"} if op == "sum" and acc.kind == "f" else None
         else:
-            pick = _PICK[op]
-            lanes = "\n".join(f"                v = row[k + {i}]\n                a{i} = {pick.format(a=f'a{i}')}"
-                              for i in range(8))
-            join = "\n".join(f"            v = a{i}\n            a0 = {pick.format(a='a0')}" for i in range(1, 8))
-            row = _ROW_SELECT.format(lanes=lanes, pick0=pick.format(a="a0"), join=join)
-            cols = _COLUMNS_SELECT.format(pick=pick.format(a="a"))
+            lane = _PICK_LANE[op]
+            count = "nans += v != v" if dtype.kind == "f" else ""
+            lanes = "\n".join(f"                v = row[k + {i}]\n                a{i} = {lane.format(a=f'a{i}')}"
+                              + (f"\n                {count}" if count else "") for i in range(8))
+            join = "\n".join(f"            v = a{i}\n            a0 = {lane.format(a='a0')}" for i in range(1, 8))
+            row = _ROW_SELECT.format(lanes=lanes, pick0=lane.format(a="a0"), join=join,
+                                     count=f"                {count}" if count else "",
+                                     nan_scan=_NAN_SCAN if count else "")
+            cols = _COLUMNS_SELECT.format(pick=_PICK[op].format(a="a"))
             fastmath = None
         text = _REDUCTION.format(jit=_jit(parallel, fastmath), extra="", row=row, columns=cols)
         stem = _stem(f"reduce_{op}_{dtype.name}_{acc.name}", parallel)

@@ -491,14 +491,13 @@ def test_svd_svdvals(request, executor, shape, full, dtype):
 
 
 @pytest.mark.parametrize("ord", [2, 1, 0, -1, -2, math.inf, -math.inf, 3, 0.5, -1.5])
-@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (2, 0, 1)])
-@pytest.mark.parametrize("keepdims", [False, True])
-def test_vector_norm(executor, ord, axis, keepdims):
+def test_vector_norm(executor, ord):
     a = rand((2, 3, 4))
-    out = xp.linalg.vector_norm(xp.asarray(a), axis=axis, keepdims=keepdims, ord=ord)
-    expected = np.linalg.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)
-    assert out.shape == expected.shape
-    close(out, expected, np.float64, 100)
+    for axis, keepdims in [(None, False), (0, True), (-1, False), ((0, 2), True), ((2, 0, 1), False), (None, True)]:
+        out = xp.linalg.vector_norm(xp.asarray(a), axis=axis, keepdims=keepdims, ord=ord)
+        expected = np.linalg.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)
+        assert out.shape == expected.shape
+        close(out, expected, np.float64, 100)
 
 
 @pytest.mark.parametrize("dtype, real", [(np.float32, np.float32), (np.complex64, np.float32), (np.complex128, np.float64)])

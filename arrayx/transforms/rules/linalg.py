@@ -89,7 +89,7 @@ def _real_dtype(dtype):
     return _dtypes.REAL_OF.get(dtype, dtype)
 
 
-def _same(x, **_):
+def _same(x, *_, **__):
     return ShapeDtypeStruct(x.shape, x.dtype)
 
 

@@ -1,0 +1,93 @@
+"""Gradients of every differentiable function in the table ``_functions.CASES``:
+
+- against finite differences (``check_grads``, order 2, forward and reverse mode);
+- against ``jax.grad`` of the same function written with ``jax.numpy`` (skipped without JAX);
+- on every executor, against the NumPy executor.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as ax
+from arrayx import pytree
+
+from tests.transforms._functions import CASES, make_inputs
+
+IDS = [c.name for c in CASES]
+
+
+def _weights(out, seed=1):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(np.shape(np.asarray(o))) for o in pytree.leaves(out)]
+
+
+def _loss(m, case, weights, leaves_of):
+    def loss(*args):
+        out = case.fn(m, *args)
+        total = 0.0
+        for o, w in zip(leaves_of(out), weights):
+            total = total + m.sum(o * m.asarray(w))
+        return total
+
+    return loss
+
+
+def _ax_loss(case, weights):
+    return _loss(ax, case, weights, pytree.leaves)
+
+
+def _numpy_reference(case):
+    xs = [ax.asarray(x, device="numpy") for x in make_inputs(case)]
+    out = case.fn(ax, *xs)
+    weights = _weights(out)
+    grads = ax.grad(_ax_loss(case, weights), argnums=tuple(range(len(xs))))(*xs)
+    return xs, weights, [np.asarray(g) for g in grads]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_check_grads(case):
+    with ax.use_executor("numpy"):
+        xs = [ax.asarray(x) for x in make_inputs(case)]
+        tol = None if case.tol == 1e-6 else case.tol  # None: check_grads' defaults for the dtype
+        ax.check_grads(lambda *a: case.fn(ax, *a), xs, order=case.order, modes=case.modes, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_matches_jax(case):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    xs, weights, grads = _numpy_reference(case)
+    with jax.enable_x64(True):
+        args = [jnp.asarray(np.asarray(x)) for x in xs]
+        jloss = _loss(jnp, case, weights, jax.tree.leaves)
+        try:
+            expected = jax.grad(jloss, argnums=tuple(range(len(args))))(*args)
+        except Exception as e:  # a function JAX cannot differentiate this way
+            pytest.skip(f"jax.grad fails on {case.name}: {type(e).__name__}")
+        for g, e in zip(grads, expected):
+            np.testing.assert_allclose(g, np.asarray(e), rtol=1e-6, atol=1e-8, err_msg=case.name)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_executor_matches_numpy(case, executor):
+    if executor == "numpy":
+        pytest.skip("the reference")
+    if executor in case.executors:
+        pytest.skip(f"{case.name} is not supported by {executor}")
+    xs_np, weights, expected = _numpy_reference(case)
+    xs = [ax.asarray(np.asarray(x)) for x in xs_np]
+    loss = _ax_loss(case, weights)
+    try:
+        loss(*xs)
+    except (NotImplementedError, TypeError) as e:
+        pytest.skip(f"{executor} cannot run {case.name} forward: {e}")
+    grads = ax.grad(loss, argnums=tuple(range(len(xs))))(*xs)
+    for g, e in zip(grads, expected):
+        assert g.executor == executor
+        np.testing.assert_allclose(np.asarray(g), e, rtol=1e-6, atol=1e-9, err_msg=case.name)
+
+
+def test_table_covers_at_least_100_functions():
+    assert len(CASES) >= 100
