@@ -117,15 +117,52 @@ def _hash_pairs(key: Array, x1, x2) -> tuple:
     return threefry2x32(key[0], key[1], x1, x2)
 
 
-def _counters(shape: tuple, device) -> tuple:
-    """(high, low) ``uint32`` words of the row-major index of every element of ``shape``."""
-    size = math.prod(shape)
-    if size <= 2**32:
-        low = xp.reshape(xp.arange(size, dtype=_U32, device=device), shape)
-        return 0, low
-    index = xp.reshape(xp.arange(size, dtype=_U64, device=device), shape)
-    return xp.astype(index >> 32, _U32), xp.astype(index, _U32)
+def _hash_range(key: Array, start: int, count: int) -> tuple:
+    """The two output words for the flat element indices [start, start + count): counter i is (i >> 32, i & 0xffffffff)."""
+    stop = start + count
+    if stop <= 2**32:
+        return _hash_pairs(key, 0, xp.arange(start, stop, dtype=_U32, device=key.device))
+    index = xp.arange(start, stop, dtype=_U64, device=key.device)
+    return _hash_pairs(key, xp.astype(index >> 32, _U32), xp.astype(index, _U32))
 
+
+def _bits_range(key: Array, bit_width: int, start: int, count: int) -> Array:
+    """Random bits of the flat elements [start, start + count) of a draw, as a 1-D array."""
+    if not _PARTITIONABLE.get():
+        assert start == 0, "the original layout depends on the whole draw; _draw does not split it"
+        return _random_bits_flat(key, bit_width, (count,))
+    y1, y2 = _hash_range(key, start, count)
+    if bit_width == 64:
+        return (xp.astype(y1, _U64) << 32) | xp.astype(y2, _U64)
+    if bit_width == 32:
+        return y1 ^ y2
+    return xp.astype(y1 ^ y2, _UINT_OF_BITS[bit_width])
+
+
+# Eagerly on the NumPy executor, a draw is computed in slices of _CHUNK elements: the ~150
+# whole-array passes then stay in cache (4-6x faster for 1e7 values).  Element i depends
+# only on counter i, so the values are the same; under a transform the draw is one slice.
+_CHUNK = 1 << 16
+_CHUNKED_EXECUTORS = frozenset({"numpy"})
+
+
+def _draw(key: Array, shape: tuple, values) -> Array:
+    """``values(start, count)`` (1-D, elementwise in the counter) evaluated over ``shape``."""
+    size = math.prod(shape)
+    if (size > _CHUNK and _PARTITIONABLE.get() and current_trace() is None
+            and key._ex.name in _CHUNKED_EXECUTORS):
+        flat = xp.concat([values(start, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)])
+    else:
+        flat = values(0, size)
+    return xp.reshape(flat, shape)
+
+
+def _random_bits(key: Array, bit_width: int, shape: tuple) -> Array:
+    """Random unsigned integers of ``bit_width`` bits and the given shape (no argument checks)."""
+    return _draw(key, shape, lambda start, count: _bits_range(key, bit_width, start, count))
+
+
+# JAX's original layout (jax_threefry_partitionable=False).
 
 def _hash_flat(key: Array, counts: Array) -> Array:
     """JAX's original layout: hash a flat ``uint32`` counter array as (first half, second half) pairs."""
@@ -135,19 +172,6 @@ def _hash_flat(key: Array, counts: Array) -> Array:
     half = counts.shape[0] // 2
     y1, y2 = _hash_pairs(key, counts[:half], counts[half:])
     return xp.concat([y1, y2])[:n]
-
-
-def _random_bits(key: Array, bit_width: int, shape: tuple) -> Array:
-    """Random unsigned integers of ``bit_width`` bits and the given shape (no argument checks)."""
-    if not _PARTITIONABLE.get():
-        return _random_bits_flat(key, bit_width, shape)
-    high, low = _counters(shape, key.device)
-    y1, y2 = _hash_pairs(key, high, low)
-    if bit_width == 64:
-        return (xp.astype(y1, _U64) << 32) | xp.astype(y2, _U64)
-    if bit_width == 32:
-        return y1 ^ y2
-    return xp.astype(y1 ^ y2, _UINT_OF_BITS[bit_width])
 
 
 def _random_bits_flat(key: Array, bit_width: int, shape: tuple) -> Array:
@@ -357,9 +381,8 @@ def split(key, num: int | tuple = 2) -> Array:
     if not _PARTITIONABLE.get():
         counts = xp.arange(2 * math.prod(shape), dtype=_U32, device=key.device)
         return xp.reshape(_hash_flat(key, counts), (*shape, 2))
-    high, low = _counters(shape, key.device)
-    y1, y2 = _hash_pairs(key, high, low)
-    return xp.stack([y1, y2], axis=-1)
+    y1, y2 = _hash_range(key, 0, math.prod(shape))
+    return xp.reshape(xp.stack([y1, y2], axis=-1), (*shape, 2))
 
 
 def fold_in(key, data) -> Array:
@@ -399,19 +422,30 @@ def bits(key, shape=(), dtype=None) -> Array:
     return _random_bits(key, dt.itemsize * 8, shape)
 
 
-def _unit_floats(key: Array, shape: tuple, dtype) -> Array:
-    """Floats in [0, 1) with the mantissa drawn from the top bits (exactly JAX's bit pattern trick)."""
+def _uniform_range(key: Array, dtype, minval, maxval, start: int, count: int) -> Array:
+    """Uniform values of the flat elements [start, start + count) of a draw (bounds: scalars or 0-d arrays)."""
     nbits = dtype.itemsize * 8
     nmant = np.finfo(dtype).nmant
-    mantissa = _random_bits(key, nbits, shape) >> (nbits - nmant)
+    mantissa = _bits_range(key, nbits, start, count) >> (nbits - nmant)
     # JAX ORs the mantissa into the bits of 1.0 and subtracts 1.0: the same number, exactly.
-    return xp.astype(mantissa, dtype) * (2.0 ** -nmant)
+    return _affine(xp.astype(mantissa, dtype) * (2.0 ** -nmant), minval, maxval)
 
 
 def _uniform(key: Array, shape: tuple, dtype, minval, maxval) -> Array:
-    floats = _unit_floats(key, shape, dtype)
+    if _is_scalar(minval) and _is_scalar(maxval):
+        return _draw(key, shape, lambda start, count: _uniform_range(key, dtype, minval, maxval, start, count))
+    floats = xp.reshape(_uniform_range(key, dtype, 0.0, 1.0, 0, math.prod(shape)), shape)
+    return _affine(floats, minval, maxval)
+
+
+def _is_scalar(value) -> bool:
+    return not isinstance(value, Array) or value.ndim == 0
+
+
+def _affine(floats: Array, minval, maxval) -> Array:
+    """max(minval, floats * (maxval - minval) + minval) with one rounding, as XLA computes it."""
     if not isinstance(minval, Array) and not isinstance(maxval, Array):
-        span = maxval - minval  # NumPy scalars of dtype: rounded as JAX rounds
+        span = maxval - minval  # NumPy scalars of dtype (or Python floats): rounded as JAX rounds
         if span == 1 and minval == 0 and not np.signbit(minval):
             return floats  # floats * 1 + 0 and max(0, .) change nothing
         if span == 0 or abs(math.frexp(float(span))[0]) == 0.5:  # exact product: one rounding, as in an fma
@@ -621,9 +655,9 @@ def normal(key, shape=(), dtype=None) -> Array:
 
 
 def _normal_real(key: Array, shape: tuple, dtype) -> Array:
-    lo = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
-    u = _uniform(key, shape, dtype, lo, dtype.type(1.0))
-    return _erf_inv(u) * float(dtype.type(math.sqrt(2)))
+    lo, hi = np.nextafter(dtype.type(-1.0), dtype.type(0.0)), dtype.type(1.0)
+    sqrt2 = float(dtype.type(math.sqrt(2)))
+    return _draw(key, shape, lambda start, count: _erf_inv(_uniform_range(key, dtype, lo, hi, start, count)) * sqrt2)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
@@ -642,9 +676,14 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     hi_a = hi if isinstance(hi, Array) else xp.asarray(hi, device=key.device)
     a = xp.astype(_erf(xp.astype(lo_a / float(sqrt2), _dtypes.float64)), dt)
     b = xp.astype(_erf(xp.astype(hi_a / float(sqrt2), _dtypes.float64)), dt)
-    u = _uniform(key, shape, dt, a, b)
-    out = _erf_inv(u) * float(sqrt2)
-    return xp.clip(out, xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf))
+    above, below = xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf)  # the open interval
+
+    def clipped(u):
+        return xp.clip(_erf_inv(u) * float(sqrt2), above, below)
+
+    if _is_scalar(a) and _is_scalar(b):
+        return _draw(key, shape, lambda start, count: clipped(_uniform_range(key, dt, a, b, start, count)))
+    return clipped(_uniform(key, shape, dt, a, b))
 
 
 def exponential(key, shape=(), dtype=None) -> Array:
@@ -652,7 +691,8 @@ def exponential(key, shape=(), dtype=None) -> Array:
     key = _check_key("exponential", key)
     shape = _shape("exponential", shape)
     dt = _float_dtype("exponential", dtype)
-    return -_log1p(-_uniform(key, shape, dt, dt.type(0.0), dt.type(1.0)))
+    zero, one = dt.type(0.0), dt.type(1.0)
+    return _draw(key, shape, lambda start, count: -_log1p(-_uniform_range(key, dt, zero, one, start, count)))
 
 
 _GUMBEL_MODES = ("low", "high")
@@ -680,8 +720,8 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
         high, low = u[0], u[1]
         x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
         return -xp.log(-_log1p(-x))
-    u = _uniform(key, shape, dtype, dtype.type(info.tiny), dtype.type(1.0))
-    return -xp.log(-xp.log(u))
+    tiny, one = dtype.type(info.tiny), dtype.type(1.0)
+    return _draw(key, shape, lambda start, count: -xp.log(-xp.log(_uniform_range(key, dtype, tiny, one, start, count))))
 
 
 def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
@@ -703,7 +743,10 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
     if mode == "high":
         u = _uniform(key, (2, *shape), dt, dt.type(0.0), dt.type(1.0))
         return u[1] * float(2.0 ** -np.finfo(dt).nmant) < p - u[0]
-    return _uniform(key, shape, dt, dt.type(0.0), dt.type(1.0)) < p
+    zero, one = dt.type(0.0), dt.type(1.0)
+    if _is_scalar(p):
+        return _draw(key, shape, lambda start, count: _uniform_range(key, dt, zero, one, start, count) < p)
+    return _uniform(key, shape, dt, zero, one) < p
 
 
 def _int_param(fname: str, name: str, value, device) -> Array:
@@ -759,16 +802,21 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
     hi_out_of_range = hi > min(int(info.max), int(np.iinfo(hi.dtype).max))
     lo = _clip_convert(lo, dtype)
     hi = _clip_convert(hi, dtype)
-    k1, k2 = split(key)
-    higher = _random_bits(k1, nbits, shape)
-    lower = _random_bits(k2, nbits, shape)
     span = xp.astype(hi - lo, udt)
     span = xp.where(hi <= lo, 1, span)  # an empty range returns minval
     span = xp.where(hi_out_of_range & (hi > lo), span + 1, span)  # may wrap to 0: the full range
     multiplier = _urem(xp.astype(xp.full_like(span, 2 ** (nbits // 2)), udt), span)  # 2**nbits % span
     multiplier = _urem(multiplier * multiplier, span)
-    offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
-    return lo + xp.astype(offset, dtype)
+    k1, k2 = split(key)
+
+    def values(higher, lower):  # twice the bits per value, reduced modulo span as JAX does
+        offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
+        return lo + xp.astype(offset, dtype)
+
+    if span.ndim == 0:
+        return _draw(key, shape, lambda start, count: values(
+            _bits_range(k1, nbits, start, count), _bits_range(k2, nbits, start, count)))
+    return values(_random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape))
 
 
 def _shuffle(key: Array, x: Array, axis: int) -> Array:

@@ -296,8 +296,8 @@ def triu(x, /, *, k: int = 0) -> Array:
     return triu_p.bind(x, k=operator.index(k))
 
 
-def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
-    """Coordinate matrices from 1-D coordinate vectors."""
+def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
+    """Coordinate matrices from 1-D coordinate vectors (a tuple, as the 2025.12 standard returns)."""
     from arrayx.api.manipulation import broadcast_to, reshape
 
     if indexing not in ("xy", "ij"):
@@ -320,4 +320,4 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
         shape = [1] * n
         shape[axis] = a.shape[0]
         out.append(broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
-    return out
+    return tuple(out)

@@ -305,26 +305,28 @@ def _cos_poly_f32(r):
 
 @njit(**_INLINE)
 def _sincos_quadrant_f32(x, shift):
+    """sin(x + shift*pi/2); the quadrant is found with float operations (eight lanes, no int64)."""
     xc = min(max(x, -TRIG_LIMIT_F), TRIG_LIMIT_F)
     t = xc * _TWO_OVER_PI_F + _ROUND_SHIFT_F
     kf = t - _ROUND_SHIFT_F
-    q = bits_of_f32(t) - bits_of_f32(_ROUND_SHIFT_F) + shift
     r = ((xc - kf * _PIO2_1F) - kf * _PIO2_2F) - kf * _PIO2_3F
-    v = _cos_poly_f32(r) if (q & 1) != 0 else _sin_poly_f32(r)
-    return -v if (q & 2) != 0 else v
+    q = kf + shift
+    q = q - _F(4.0) * np.floor(q * _F(0.25))  # q mod 4, exactly, in 0..3
+    v = _cos_poly_f32(r) if (q == _ONE_F) | (q == _F(3.0)) else _sin_poly_f32(r)
+    return -v if q >= _TWO_F else v
 
 
 @njit(**_INLINE)
 def sin32(x):
     """sin(x) for float32 x with |x| <= TRIG_LIMIT_F."""
-    y = _sincos_quadrant_f32(x, 0)
+    y = _sincos_quadrant_f32(x, _ZERO_F)
     return x if (x != x) | (x == _ZERO_F) else y
 
 
 @njit(**_INLINE)
 def cos32(x):
     """cos(x) for float32 x with |x| <= TRIG_LIMIT_F."""
-    y = _sincos_quadrant_f32(x, 1)
+    y = _sincos_quadrant_f32(x, _ONE_F)
     return x if x != x else y
 
 

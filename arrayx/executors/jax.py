@@ -29,6 +29,8 @@ default index dtype.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from arrayx.executors.base import Device, Executor
@@ -56,10 +58,56 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
     return jnp.searchsorted(x1, x2, side=side, sorter=sorter).astype(_INDEX)  # JAX gives int32
 
 
+# Primitives run op-by-op through jax.numpy rather than one ``jax.jit`` per op: those whose result
+# shape depends on operand values (JAX cannot trace them) and those whose params take values that
+# change from call to call (an index, a fill value, a shift), which would compile once per value.
+_EAGER_ONLY = frozenset({
+    "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
+    "getitem", "at_update", "full_like", "roll",
+})
+
+
+class _Jitted:
+    """Runs one primitive's implementation under ``jax.jit`` (its params static).
+
+    ``jax.numpy`` functions dispatch each of their internal steps separately when
+    called eagerly; one compiled call per op is several times cheaper (see
+    benchmarks/bench_executors_jax.py).  Compilation happens once per operand
+    shape/dtype and params, as JAX's own eager mode does per internal step.  If
+    tracing ever needs a concrete value, the primitive falls back to eager for good.
+    """
+
+    __slots__ = ("fn", "by_params", "eager")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.by_params: dict = {}
+        self.eager = False
+
+    def __call__(self, *bufs, **params):
+        if self.eager:
+            return self.fn(*bufs, **params)
+        names = tuple(params)
+        jitted = self.by_params.get(names)
+        if jitted is None:
+            jitted = self.by_params[names] = _jax.jit(self.fn, static_argnames=names)
+        try:
+            return jitted(*bufs, **params)
+        except _NEEDS_CONCRETE:
+            self.eager = True
+            return self.fn(*bufs, **params)
+
+
+_jax = None  # the jax module, set by JaxExecutor._load
+_NEEDS_CONCRETE: tuple = ()
+
+
 class JaxExecutor(Executor):
     name = "jax"
     install_hint = "Install JAX with `pip install jax` (CPU) or `pip install 'jax[cuda12]'` (NVIDIA GPU)."
     mutable = False
+    #: run each op as one ``jax.jit`` call (see ``_Jitted``); False: plain op-by-op jax.numpy
+    jit_ops = os.environ.get("ARRAYX_JAX_JIT_OPS", "1") != "0"
     #: primitive name -> implementation, where ``getattr(jax.numpy, name)`` is not what the standard says
     overrides: dict = {
         "at_update": _at_update,
@@ -79,8 +127,11 @@ class JaxExecutor(Executor):
         jax.config.update("jax_enable_x64", True)  # see the module docstring
         import jax.numpy
 
-        global jnp
+        global jnp, _jax, _NEEDS_CONCRETE
         jnp = jax.numpy
+        _jax = jax
+        _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
+                           jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
         self._jax = jax
         self.array_type = type(jnp.zeros((), dtype=jnp.float32))
         natives = list(jax.devices())
@@ -96,9 +147,13 @@ class JaxExecutor(Executor):
     def resolve(self, prim):
         # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
         if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
-            self.impls[prim] = fn = self.overrides[prim.name]
-            return fn
-        return super().resolve(prim)
+            fn = self.overrides[prim.name]
+        else:
+            fn = super().resolve(prim)
+        if prim.name not in _EAGER_ONLY and self.jit_ops:
+            fn = _Jitted(fn)
+        self.impls[prim] = fn
+        return fn
 
     def capabilities(self) -> dict:
         # eager JAX computes data-dependent shapes (boolean masks, unique, nonzero) on the host

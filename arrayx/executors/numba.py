@@ -127,6 +127,13 @@ class NumbaExecutor(NumpyExecutor):
     def devices(self):
         return [_CPU]
 
+    def asarray(self, obj, dtype=None, copy=None, device=None):
+        # arrayx.asarray moves host data to a non-"numpy" executor without a copy flag and
+        # promises a copy (it rejects copy=False), so a NumPy array is copied unless copy=False.
+        if copy is None and isinstance(obj, np.ndarray):
+            copy = True
+        return super().asarray(obj, dtype=dtype, copy=copy, device=device)
+
     def capabilities(self) -> dict:
         caps = super().capabilities()
         if not self.available():

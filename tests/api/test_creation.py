@@ -51,6 +51,13 @@ def test_meshgrid(executor):
         assert_same(list(got), want)
 
 
+def test_meshgrid_returns_tuple(executor):
+    # 2025.12: meshgrid returns a tuple (it was a list before)
+    out = xp.meshgrid(xp.asarray([1.0, 2.0]), xp.asarray([3.0]))
+    assert type(out) is tuple and len(out) == 2
+    assert type(xp.meshgrid(xp.asarray([1]))) is tuple
+
+
 def test_asarray_sources(executor):
     assert_same(xp.asarray([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]]))
     assert_same(xp.asarray([1.0, 2]), np.array([1.0, 2.0]))

@@ -1,0 +1,183 @@
+"""The JAX executor: jax.Array buffers, 64-bit dtypes, JAX devices, functional updates, and every
+function of the standard compared with the NumPy executor."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx.executors import base
+from tests.conftest import assert_same
+from tests.executors import PARITY, PARITY_IDS, run_parity, spec_function_names
+
+EX = base.get("jax")
+pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unavailable: {EX.unavailable_reason}")
+
+
+@pytest.fixture(autouse=True)
+def on_jax():
+    with xp.use_executor("jax"):
+        yield
+
+
+def test_parity_table_covers_the_standard():
+    covered = {c[0] for c in PARITY}
+    try:
+        names = spec_function_names()
+    except OSError:
+        pytest.skip("the array-api spec stubs are not checked out here")
+    assert names, "no spec functions found"
+    assert [n for n in names if n not in covered] == []
+
+
+@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
+def test_matches_numpy(case):
+    run_parity(case, "jax")
+
+
+def test_buffers_are_jax_arrays_and_namespace_is_jax_numpy():
+    import jax
+    import jax.numpy as jnp
+
+    x = xp.asarray([1.0, 2.0])
+    assert isinstance(x._buf, jax.Array)
+    assert isinstance((x + 1)._buf, jax.Array) and isinstance(xp.sum(x)._buf, jax.Array)
+    assert EX.xp is jnp
+    assert x.executor == "jax"
+
+
+def test_float64_and_int64_are_not_truncated():
+    import jax
+
+    assert jax.config.jax_enable_x64  # turned on when the executor loads (documented in its module)
+    x = xp.asarray([1.0, 1.0 + 2**-40])
+    assert x.dtype == xp.float64 and float(x[1] - x[0]) == 2**-40
+    big = xp.asarray([2**62, -(2**62)])
+    assert big.dtype == xp.int64 and int(big[0] + 3) == 2**62 + 3
+    assert xp.arange(3).dtype == xp.int64
+    assert xp.zeros(2).dtype == xp.float64 and xp.ones(2, dtype=xp.complex128).dtype == xp.complex128
+    assert (xp.asarray([1, 2]) / 2).dtype == xp.float64
+    u = xp.asarray(np.array([2**63 + 5], dtype=np.uint64))
+    assert int(u[0]) == 2**63 + 5
+
+
+def test_index_results_have_the_default_index_dtype():
+    x = xp.asarray([3.0, 1.0, 2.0, 1.0])
+    s = xp.sort(x)
+    assert xp.searchsorted(s, x).dtype == xp.int64  # JAX itself returns int32 here
+    assert xp.searchsorted(s, x, side="right").dtype == xp.int64
+    assert_same(xp.searchsorted(s, x, side="right"), np.array([4, 2, 3, 2]))
+    assert xp.argmax(x).dtype == xp.int64 and xp.argsort(x).dtype == xp.int64
+    assert xp.nonzero(x)[0].dtype == xp.int64
+    u = xp.unique_all(x)
+    assert u.indices.dtype == u.inverse_indices.dtype == u.counts.dtype == xp.int64
+    assert xp.count_nonzero(x).dtype == xp.int64
+
+
+def test_setitem_and_inplace_operators_are_functional():
+    x = xp.asarray([1.0, 2.0, 3.0, 4.0])
+    before = x._buf
+    x[0] = 10.0
+    x[xp.asarray([False, True, False, True])] = -1.0
+    x[1:3] += 5
+    x *= 2
+    assert_same(x, np.array([20.0, 8.0, 16.0, -2.0]))
+    assert_same(xp.asarray(np.asarray(before)), np.array([1.0, 2.0, 3.0, 4.0]))  # the old buffer is untouched
+    m = xp.reshape(xp.arange(6), (2, 3))
+    m[:, 0] = xp.asarray([7, 8])
+    m[1, ...] = 0
+    assert_same(m, np.array([[7, 1, 2], [0, 0, 0]]))
+    with pytest.raises(TypeError, match="in-place"):
+        m += 0.5  # int64 += float would change the dtype
+
+
+def test_at_updates_accumulate_repeated_indices():
+    x = xp.zeros(4)
+    idx = xp.asarray([0, 0, 2, 0])
+    assert_same(x.at[idx].add(1.0), np.array([3.0, 0.0, 1.0, 0.0]))
+    assert_same(x.at[idx].subtract(2.0), np.array([-6.0, 0.0, -2.0, 0.0]))
+    y = xp.asarray([1.0, 2.0, 3.0, 4.0])
+    assert_same(y.at[idx].multiply(2.0), np.array([8.0, 2.0, 6.0, 4.0]))
+    assert_same(y.at[idx].max(xp.asarray([5.0, 0.0, 9.0, 2.0])), np.array([5.0, 2.0, 9.0, 4.0]))
+    assert_same(y.at[1:].min(2.5), np.array([1.0, 2.0, 2.5, 2.5]))
+    assert_same(y.at[y > 2].set(0.0), np.array([1.0, 2.0, 0.0, 0.0]))
+    assert_same(y, np.array([1.0, 2.0, 3.0, 4.0]))  # x.at[...] never changes x
+
+
+def test_devices_are_jax_devices():
+    import jax
+
+    devs = EX.devices()
+    assert [d.native for d in devs][: len(jax.devices())] == list(jax.devices())
+    assert devs[0].label == f"{jax.devices()[0].platform}:{jax.devices()[0].id}"
+    x = xp.asarray([1, 2], device=devs[0])
+    assert x.device == devs[0] and x.device.native in x._buf.devices()
+    assert xp.asarray([1], device=f"jax:{devs[0].label}").device == devs[0]
+    for d in devs:  # to_device between this executor's devices
+        y = x.to_device(d)
+        assert y.device == d and y.executor == "jax"
+        assert_same(y, np.array([1, 2]))
+    info = xp.__array_namespace_info__()
+    assert set(devs) <= set(info.devices())
+    with pytest.raises(ValueError, match="no device"):
+        xp.zeros(2, device="jax:tpu:99")
+
+
+def test_dlpack_exchange_with_numpy():
+    x = xp.asarray([1.5, 2.5, 3.5])
+    h = np.from_dlpack(x)
+    assert h.dtype == np.float64 and h.tolist() == [1.5, 2.5, 3.5]
+    assert x.__dlpack_device__()[0] == 1  # kDLCPU
+    src = np.arange(4, dtype=np.int32)
+    y = xp.from_dlpack(src, device="jax")
+    assert y.executor == "jax" and y.dtype == xp.int32
+    assert_same(y, src)
+
+
+def test_implicit_conversions():
+    x = xp.asarray([[2.5]])
+    assert float(x) == 2.5 and bool(x) and int(xp.asarray(7)) == 7
+    assert complex(xp.asarray(1 + 2j)) == 1 + 2j
+    assert "device=jax:" in repr(x)
+    assert np.asarray(x).tolist() == [[2.5]]
+
+
+def test_mixed_executor_operands_are_refused():
+    a = xp.asarray([1.0])
+    b = xp.asarray([1.0], device="numpy")
+    with pytest.raises(TypeError, match="different executors"):
+        a + b
+
+
+def test_jit_per_op_matches_eager_and_falls_back(monkeypatch):
+    """Each op runs as one jax.jit call; data-dependent results still run (eagerly)."""
+    x = xp.asarray([3.0, -1.0, 2.0, -1.0])
+    assert xp.unique_values(x).shape == (3,)
+    assert x[x > 0].shape == (2,)
+    assert_same(xp.repeat(x, xp.asarray([1, 0, 2, 1])), np.array([3.0, 2.0, 2.0, -1.0]))
+    assert_same(xp.where(x > 0, x, 0.0), np.array([3.0, 0.0, 2.0, 0.0]))
+    assert_same(xp.sum(x), np.array(3.0))
+    assert_same(xp.sum(x, axis=0, keepdims=True), np.array([3.0]))  # other params: another compiled variant
+
+
+def test_import_does_not_import_jax():
+    code = "import sys, arrayx; assert 'jax' not in sys.modules, 'jax imported eagerly'; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_unavailable_reason_names_the_missing_library():
+    code = (
+        "import sys; sys.modules['jax'] = None\n"
+        "import arrayx\n"
+        "ex = arrayx.executors.get('jax')\n"
+        "assert not ex.available()\n"
+        "assert 'jax' in ex.unavailable_reason.lower(), ex.unavailable_reason\n"
+        "assert 'jax' not in arrayx.executors()\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
