@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -42,7 +42,6 @@ class Case:
     compare: str = "values"     # "values", or "meta" (dtype and shape only)
     rtol: float | None = None   # None: by result dtype (report.TOLERANCES)
     atol: float | None = None
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def id(self) -> str:

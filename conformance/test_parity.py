@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import arrayx
 from arrayx.executors import base as _base
 from conformance import gaps, report, spec
-from conformance.cases import CASES, Arg, Case, by_function, lookup
-
-import arrayx
+from conformance.cases import CASES, Arg, Case, lookup
 
 
 def _case_id(case: Case) -> str:

@@ -126,18 +126,7 @@ def test_error_names_function_and_value(call, exc, fragments, executor: str) -> 
     msg = str(info.value)
     missing = [f for f in fragments if f not in msg]
     assert not missing, f"message lacks {missing}: {msg!r}"
-    # the function's name comes first, as "<name>: ..." or "<name>(): ..." (or names the operator)
+    # the function (or operator) is named as a word of its own, not as part of another name
     head = fragments[0]
     assert re.search(rf"(^|\W){re.escape(head)}(\W|$)", msg), msg
 
-
-def test_every_row_runs_on_numpy_without_a_different_error() -> None:
-    """Guard the table itself: each call raises (a row that stops raising must be removed)."""
-    for name, call, exc, _ in CASES:
-        try:
-            call()
-        except exc:
-            continue
-        except Exception as e:  # noqa: BLE001
-            pytest.fail(f"{name}: raised {type(e).__name__} instead of {exc}: {e}")
-        pytest.fail(f"{name}: did not raise")

@@ -21,8 +21,7 @@ def _namespace(ext: str):
     return xp if ext == "main" else getattr(xp, ext)
 
 
-def _sig_entries(kind: str):
-    return [(name, sig) for name, sig in sorted(SPEC["signatures"].items())]
+SIGNATURES = sorted(SPEC["signatures"].items())
 
 
 # -- names --------------------------------------------------------------------------------
@@ -64,7 +63,7 @@ def test_no_special_attribute() -> None:
 # -- signatures ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,expected", _sig_entries("signatures"), ids=[n for n, _ in _sig_entries("signatures")])
+@pytest.mark.parametrize("name,expected", SIGNATURES, ids=[n for n, _ in SIGNATURES])
 def test_signature_matches_the_standard(name: str, expected: list) -> None:
     ns, _, fname = name.rpartition(".")
     fn = getattr(_namespace(ns or "main"), fname)

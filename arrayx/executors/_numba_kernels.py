@@ -163,7 +163,7 @@ def kernel({args}out):
 # work items are (row, split) pairs, so one long row and many short rows both run in parallel.
 _REDUCTION = '''
 @{jit}
-def kernel(x, {extra}step, part):
+def kernel(x, {extra}step, part{extra_out}):
     outer, red, inner = x.shape
     nsplit = part.shape[1]
     flat = x.reshape(x.size)
@@ -181,27 +181,44 @@ def kernel(x, {extra}step, part):
 '''
 
 # Sums (and products) of one row: blocks of _BLOCK (vectorised, fastmath reassociation allowed),
-# joined into a running total, so rounding error grows with n / _BLOCK, not n.
+# joined into a running total, so rounding error grows with n / _BLOCK, not n.  Lines marked
+# "#abs" also sum |v| into ``pabs`` (float sums: the executor checks it against overflow).
 _ROW_FOLD = '''\
             acc = A({init})
+            acc_abs = A(0)  #abs
             for r in range(0, row.size, {block}):
                 blk = row[r:r + {block}]
                 b = A({init})
+                b_abs = A(0)  #abs
                 for k in range(blk.size):
                     {load}
                     b {op}= v
+                    b_abs += abs(v)  #abs
                 acc {op}= b
-            part[o, s, 0] = acc'''
+                acc_abs += b_abs  #abs
+            part[o, s, 0] = acc
+            pabs[o, s, 0] = acc_abs  #abs'''
 
 _COLUMNS_FOLD = '''\
+            pa = pabs[o, s]  #abs
             for j in range(inner):
                 p[j] = A({init})
+                pa[j] = A(0)  #abs
             for k in range(lo, hi):
                 xr = x[o, k]
 {col_setup}
                 for j in range(inner):
                     {load}
-                    p[j] {op}= v'''
+                    p[j] {op}= v
+                    pa[j] += abs(v)  #abs'''
+
+
+def _with_abs(template: str, keep: bool) -> str:
+    """The template with its "#abs" lines kept (marker removed) or dropped."""
+    lines = template.split("\n")
+    if keep:
+        return "\n".join(line.replace("  #abs", "") for line in lines)
+    return "\n".join(line for line in lines if not line.endswith("#abs"))
 
 # max/min of one row: 8 independent lanes that skip NaN (a plain compare-and-select, which LLVM
 # vectorises), a count of NaNs beside them, then the lanes in order; a NaN found is returned.
@@ -438,14 +455,19 @@ def clip_kernel(dtype: np.dtype, bounds: str, parallel: bool = True):
 
 def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = True):
     """Kernel ``(x, step, part)`` of "sum", "prod", "max" or "min" over axis 1 of x (outer, red, inner),
-    accumulating in ``acc``; part[o, s, :] gets the result of rows s*step ... of slab o."""
+    accumulating in ``acc``; part[o, s, :] gets the result of rows s*step ... of slab o.  A float
+    sum also takes ``pabs`` (like part), which gets the sums of absolute values."""
     def make():
+        float_sum = op == "sum" and acc.kind == "f"
+        extra_out = ", pabs" if float_sum else ""
         if op in ("sum", "prod"):
             sym, init = ("+", "0") if op == "sum" else ("*", "1")
-            row = _ROW_FOLD.format(init=init, block=_BLOCK, op=sym, load="v = A(blk[k])")
-            cols = _COLUMNS_FOLD.format(init=init, op=sym, col_setup="", load="v = A(xr[j])")
-            # reassociation lets LLVM vectorise float sums (the executor checks overflow separately)
-            fastmath = {"contract", "reassoc"} if op == "sum" and acc.kind == "f" else None
+            # a product is taken in order (one block), as NumPy does
+            row = _with_abs(_ROW_FOLD, float_sum).format(init=init, block=_BLOCK if op == "sum" else "row.size",
+                                                          op=sym, load="v = A(blk[k])")
+            cols = _with_abs(_COLUMNS_FOLD, float_sum).format(init=init, op=sym, col_setup="", load="v = A(xr[j])")
+            # reassociation lets LLVM vectorise float sums
+            fastmath = {"contract", "reassoc"} if float_sum else None
         else:
             lane = _PICK_LANE[op]
             count = "nans += v != v" if dtype.kind == "f" else ""
@@ -457,7 +479,8 @@ def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = T
                                      nan_scan=_NAN_SCAN if count else "")
             cols = _COLUMNS_SELECT.format(pick=_PICK[op].format(a="a"))
             fastmath = None
-        text = _REDUCTION.format(jit=_jit(parallel, fastmath), extra="", row=row, columns=cols)
+        text = _REDUCTION.format(jit=_jit(parallel, fastmath), extra="", extra_out=extra_out, row=row,
+                                 columns=cols)
         stem = _stem(f"reduce_{op}_{dtype.name}_{acc.name}", parallel)
         return stem, _HEADER.format(what=f"{op} reduction, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text
@@ -468,13 +491,13 @@ def sqdev_kernel(dtype: np.dtype, acc: np.dtype, parallel: bool = True):
     """Kernel ``(x, mean, step, part)``: sums of (x - mean)**2 over axis 1 of x (outer, red, inner),
     mean[o, j] per output element, accumulating in ``acc`` (the second pass of var/std)."""
     def make():
-        row = _ROW_FOLD.format(init="0", block=_BLOCK, op="+",
-                               load="d = A(blk[k]) - m\n                    v = d * d")
+        row = _with_abs(_ROW_FOLD, False).format(init="0", block=_BLOCK, op="+",
+                                                 load="d = A(blk[k]) - m\n                    v = d * d")
         row = "            m = mean[o, 0]\n" + row
-        cols = _COLUMNS_FOLD.format(init="0", op="+", col_setup="                m = mean[o]",
-                                    load="d = A(xr[j]) - m[j]\n                    v = d * d")
-        text = _REDUCTION.format(jit=_jit(parallel, {"contract", "reassoc"}), extra="mean, ", row=row,
-                                 columns=cols)
+        cols = _with_abs(_COLUMNS_FOLD, False).format(init="0", op="+", col_setup="                m = mean[o]",
+                                                      load="d = A(xr[j]) - m[j]\n                    v = d * d")
+        text = _REDUCTION.format(jit=_jit(parallel, {"contract", "reassoc"}), extra="mean, ", extra_out="",
+                                 row=row, columns=cols)
         stem = _stem(f"reduce_sqdev_{dtype.name}_{acc.name}", parallel)
         return stem, _HEADER.format(what=f"sum of squared deviations, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text

@@ -147,7 +147,13 @@ def resolve_shapes(x):
 
 def _resolve(buf):
     if any(d != d for d in buf.shape):
-        buf.compute_chunk_sizes(**_compute_kwargs())
+        import dask
+
+        if _scheduler is None:
+            buf.compute_chunk_sizes()
+        else:  # compute_chunk_sizes takes no scheduler argument: set it for the call
+            with dask.config.set(scheduler=getattr(_scheduler, "get", _scheduler)):
+                buf.compute_chunk_sizes()
     return buf
 
 

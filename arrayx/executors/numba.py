@@ -108,21 +108,32 @@ class NumbaExecutor(NumpyExecutor):
 
     # -- loading ------------------------------------------------------------------------
     def _load(self):
-        import numba  # noqa: F401  (raises ImportError where Numba is missing)
+        import importlib.util
+
         import array_api_compat.numpy as xp
 
+        if importlib.util.find_spec("numba") is None:
+            raise ImportError("No module named 'numba'")
         threshold = os.environ.get("ARRAYX_NUMBA_THRESHOLD")
         if threshold:
             self.thresholds = dict.fromkeys(DEFAULT_THRESHOLDS, int(threshold))
         self.parallel = os.environ.get("ARRAYX_NUMBA_PARALLEL", "1").lower() not in ("0", "false", "no")
-        # The layer is chosen at the first parallel launch, so setting it here is in time
-        # unless the process already ran parallel Numba code (then it keeps its layer).
-        if numba.config.THREADING_LAYER == "default" and not os.environ.get("NUMBA_THREADING_LAYER"):
-            numba.config.THREADING_LAYER = os.environ.get("ARRAYX_NUMBA_THREADING_LAYER", "workqueue")
-        self.threading_layer = numba.config.THREADING_LAYER
         NATIVE.update(_native_table())
         _BUILDERS.update(_builders())
         return xp
+
+    def _numba(self):
+        """Numba itself, imported on the first kernel (not when the executor loads: importing it
+        takes most of a second, and small arrays never need it)."""
+        import numba
+
+        if self.threading_layer is None:
+            # The layer is chosen at the first parallel launch, so setting it here is in time
+            # unless the process already ran parallel Numba code (then it keeps its layer).
+            if numba.config.THREADING_LAYER == "default" and not os.environ.get("NUMBA_THREADING_LAYER"):
+                numba.config.THREADING_LAYER = os.environ.get("ARRAYX_NUMBA_THREADING_LAYER", "workqueue")
+            self.threading_layer = numba.config.THREADING_LAYER
+        return numba
 
     def devices(self):
         return [_CPU]
@@ -138,7 +149,7 @@ class NumbaExecutor(NumpyExecutor):
         caps = super().capabilities()
         if not self.available():
             return caps
-        import numba
+        numba = self._numba()
         from arrayx.executors import _numba_kernels
 
         failed = {}
@@ -203,7 +214,14 @@ class NumbaExecutor(NumpyExecutor):
         if kernel is None:
             if key in kernels or (name, dtype.name) in self.failed:
                 return False
-            kernel = kernels[key] = make(*key[:-1], parallel=self.parallel)
+            try:
+                self._numba()
+                kernel = make(*key[:-1], parallel=self.parallel)
+            except (ImportError, OSError) as e:  # Numba broken, no writable kernel cache
+                kernels[key] = None
+                self.failed[name, dtype.name] = f"{type(e).__name__}: {e}"
+                return False
+            kernels[key] = kernel
         if self.parallel:
             if not self._launch.acquire(False):
                 return False
@@ -435,22 +453,28 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
     kernels: dict = {}
 
     def fold(op, x3, dt, acc, step, nsplit, mean=None):
-        """Partial results of ``op`` over axis 1 of x3, joined: an (outer, inner) array or None."""
+        """``op`` over axis 1 of x3 as (outer, inner) results, with the sums of |x| for a float
+        sum (else None); None when the kernel cannot run."""
         outer, _, inner = x3.shape
         part = np.empty((outer, nsplit, inner), acc)
+        pabs = np.empty_like(part) if op == "sum" and acc.kind == "f" else None
         if op == "sqdev":
             ran = ex._call(name, dt, kernels, (dt, acc), K.sqdev_kernel, x3, mean, step, part)
+        elif pabs is not None:
+            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part, pabs)
         else:
             ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part)
         if not ran:
             return None
         if nsplit == 1:
-            return part.reshape(outer, inner)
+            return part.reshape(outer, inner), None if pabs is None else pabs.reshape(outer, inner)
         if op in ("sum", "sqdev"):
-            return part.sum(axis=1)
-        if op == "prod":
-            return part.prod(axis=1)
-        return (np.maximum if op == "max" else np.minimum).reduce(part, axis=1)
+            res = part.sum(axis=1)
+        elif op == "prod":
+            res = part.prod(axis=1)
+        else:
+            res = (np.maximum if op == "max" else np.minimum).reduce(part, axis=1)
+        return res, None if pabs is None else pabs.sum(axis=1)
 
     def run(x, /, *, axis=None, keepdims=False, dtype=None, correction=0.0, **params):
         if (type(x) is not np.ndarray or x.size < ex.thresholds["reduction"] or params
@@ -459,40 +483,58 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
         dt = x.dtype
         axes = _reduce_axes(axis, x.ndim)
         out_dt = _sum_dtype(dt, dtype) if name in ("sum", "prod") else dt
-        if not axes or out_dt is None:
+        if not axes or out_dt is None or (
+                name in ("var", "std") and not math.prod(x.shape[i] for i in axes) - correction > 0):
             return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
-        x3, kept, keep = _as_3d(x, axes)
-        outer, red, inner = x3.shape
-        if name in ("var", "std") and not red - correction > 0:
-            return fallback(x, axis=axis, keepdims=keepdims, correction=correction)
-        step, nsplit = _splits(ex, outer, red, inner)
-        if name in _MINMAX:
-            res = fold(name, x3, dt, dt, step, nsplit)
-        elif name in ("sum", "prod"):
-            res = fold(name, x3, dt, _acc_dtype(out_dt), step, nsplit)
-        else:
-            res = fold("sum", x3, dt, _FLOAT64, step, nsplit)
-            if res is not None:
-                res = res / red
-                if name in ("var", "std"):
-                    res = fold("sqdev", x3, dt, _FLOAT64, step, nsplit, np.ascontiguousarray(res))
-                    if res is not None:
-                        res = res / (red - correction)
-                        if name == "std":
-                            res = np.sqrt(res)
-        if res is not None:
-            res = res.astype(out_dt, copy=False)
-            # Float sums and products are summed in another order than NumPy's; the order only
-            # changes more than rounding when something overflows, underflows or meets inf * 0,
-            # so such results are recomputed by NumPy to match it exactly.
-            if out_dt.kind == "f" and name not in _MINMAX and not (
-                    np.isfinite(res).all() and (name != "prod" or res.all())):
-                res = None
+        res = _reduce(ex, name, fold, x, axes, dt, out_dt, correction)
         if res is None:
             return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
-        return res.reshape(keep if keepdims else kept)
+        return res[1] if keepdims else res[0]
 
     return run
+
+
+def _reduce(ex, name, fold, x, axes, dt, out_dt, correction):
+    """(result, result with keepdims) of reduction ``name``, or None where NumPy must decide.
+
+    The kernels add and multiply in another order than NumPy, which changes more than rounding
+    only when something overflows (or a product meets inf * 0 or underflows): float sums whose
+    absolute values add up past half the dtype's range, and products that come out inf, NaN or
+    0, are left to NumPy so that special values match it exactly.
+    """
+    x3, kept, keep = _as_3d(x, axes)
+    outer, red, inner = x3.shape
+    step, nsplit = _splits(ex, outer, red, inner)
+    limit = np.finfo(out_dt).max / 2 if out_dt.kind == "f" else None
+    if name in _MINMAX:
+        folded = fold(name, x3, dt, dt, step, nsplit)
+        res = None if folded is None else folded[0]
+    elif name in ("sum", "prod"):
+        acc = out_dt if name == "prod" and out_dt.kind == "f" else _acc_dtype(out_dt)
+        folded = fold(name, x3, dt, acc, step, nsplit)
+        if folded is None:
+            return None
+        res, sum_abs = folded
+        if sum_abs is not None and (sum_abs > limit).any():
+            return None
+        if name == "prod" and out_dt.kind == "f" and not (np.isfinite(res).all() and res.all()):
+            return None
+    else:  # mean, var, std: the sum, then the sum of squared deviations from the mean
+        folded = fold("sum", x3, dt, _FLOAT64, step, nsplit)
+        if folded is None or (folded[1] > limit).any():
+            return None
+        res = folded[0] / red
+        if name in ("var", "std"):
+            folded = fold("sqdev", x3, dt, _FLOAT64, step, nsplit, np.ascontiguousarray(res))
+            if folded is None or (folded[0] > limit).any():
+                return None
+            res = folded[0] / (red - correction)
+            if name == "std":
+                res = np.sqrt(res)
+    if res is None:
+        return None
+    res = res.astype(out_dt, copy=False)
+    return res.reshape(kept), res.reshape(keep)
 
 
 def _extra(name: str, dtype, correction) -> dict:

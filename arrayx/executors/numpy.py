@@ -26,11 +26,24 @@ def _expm1(x):
     return out
 
 
+def _tanh(x):
+    out = np.tanh(x)
+    if x.dtype.kind == "c":
+        # tanh(±inf + bj) for finite b: NumPy (C99) gives ±1 + 0*sin(2b) j, whose zero takes
+        # sin(2b)'s sign; the standard asks for the sign of b.
+        out = np.asarray(out)
+        edge = np.isinf(x.real) & np.isfinite(x.imag)
+        if edge.any():
+            out.imag[edge] = np.copysign(0.0, x.imag[edge])
+    return out
+
+
 class NumpyExecutor(Executor):
     name = "numpy"
     array_type = np.ndarray
     overrides: dict = {
         "expm1": _expm1,
+        "tanh": _tanh,
     }
 
     def _load(self):

@@ -108,7 +108,7 @@ class UndefinedPrimal:
 
 def aval_of(x) -> ShapeDtypeStruct:
     """The abstract value of an Array (concrete or traced)."""
-    return ShapeDtypeStruct(x.shape, x.dtype)
+    return ShapeDtypeStruct._trusted(tuple(x.shape), x.dtype)
 
 
 # -- tracers ------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ class custom_jvp:
         self._sig = _signature(fun)
 
     def defjvp(self, jvp: Callable) -> Callable:
-        """``jvp(primals, tangents) -> (primal_out, tangent_out)``; nondiff args come first."""
+        """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
         self.jvp = jvp
         return jvp
 
@@ -204,7 +204,7 @@ class custom_jvp:
         def flat_jvp(primals, tangents):
             p = pytree.unflatten(in_tree, list(primals))
             t = pytree.unflatten(in_tree, list(tangents))
-            out, tout = user_jvp(tuple(nondiff) + tuple(p), tuple(t)) if nums else user_jvp(tuple(p), tuple(t))
+            out, tout = user_jvp(*nondiff, tuple(p), tuple(t))  # JAX's order: nondiff args first
             outs = _leaves_of(name, out, store)
             touts, t_tree = pytree.flatten(tout)
             if t_tree != store.tree:

@@ -227,7 +227,11 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
             )
         from arrayx.api.creation import ones_like
 
-        cts = _pullback("grad", lin, leaves, in_tree, flat.out_tree, pytree.unflatten(flat.out_tree, [ones_like(y)]))
+        cts_in = iter(backward_pass(lin.graph, [ones_like(y)]))
+        cts = []
+        for p, has in zip(leaves, lin.has_tangent):
+            c = next(cts_in) if has else None
+            cts.append(_zeros_of(p) if c is None else c)
         g = pytree.unflatten(in_tree, cts)
         if isinstance(argnums, int):
             g = g[0]

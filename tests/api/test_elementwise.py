@@ -205,3 +205,36 @@ def test_operand_errors():
         xp.add(1, 2)
     with pytest.raises(OverflowError, match="out of range for int8"):
         xp.add(xp.asarray([1], dtype=xp.int8), 1000)
+
+
+def _parts(z):
+    """(real, imag) of a complex result with the sign of each zero made visible."""
+    z = np.asarray(z)
+    return [(float(v.real), math.copysign(1.0, v.real), float(v.imag), math.copysign(1.0, v.imag))
+            for v in z.reshape(-1)]
+
+
+def test_expm1_complex_special_cases():
+    # NumPy's complex expm1 gives NaN + NaN j for infinite parts and -0 + 0j at -0 + 0j; the
+    # standard asks for exp(z) - 1's C99 values there (array-api-tests test_special_cases)
+    inf, nan = math.inf, math.nan
+    z = np.array([complex(inf, 0.0), complex(-inf, inf), complex(-inf, nan), complex(nan, 0.0),
+                  complex(-0.0, 0.0), complex(inf, inf), complex(1e-10, 1e-10)])
+    got = np.asarray(xp.expm1(xp.asarray(z, device="numpy")))
+    want = np.array([complex(inf, 0.0), complex(-1.0, 0.0), complex(-1.0, 0.0), complex(nan, 0.0),
+                     complex(0.0, 0.0), complex(inf, nan), np.expm1(complex(1e-10, 1e-10))])
+    assert _parts(got[[0, 1, 2, 4]]) == _parts(want[[0, 1, 2, 4]])
+    assert np.isnan(got[3].real) and got[3].imag == 0.0
+    assert got[5].real == inf and np.isnan(got[5].imag)
+    np.testing.assert_allclose(got[6], want[6], rtol=1e-12)
+    # 0-d and complex64 take the same path; real inputs are untouched
+    assert complex(xp.expm1(xp.asarray(complex(inf, 0.0), dtype=xp.complex64, device="numpy"))) == complex(inf, 0)
+    assert_same(xp.expm1(xp.asarray([1e-10, -inf], device="numpy")), np.expm1(np.array([1e-10, -inf])))
+
+
+def test_tanh_complex_infinite_real_part():
+    # tanh(±inf + bj), b finite: the standard's zero imaginary part has b's sign (NumPy: sin(2b)'s)
+    z = np.array([complex(math.inf, 3.0), complex(math.inf, -3.0), complex(-math.inf, 2.0)])
+    got = np.asarray(xp.tanh(xp.asarray(z, device="numpy")))
+    assert _parts(got) == [(1.0, 1.0, 0.0, 1.0), (1.0, 1.0, 0.0, -1.0), (-1.0, -1.0, 0.0, 1.0)]
+    assert complex(xp.tanh(xp.asarray(complex(math.inf, 3.0), device="numpy"))) == 1.0

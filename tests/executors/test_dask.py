@@ -1,0 +1,218 @@
+"""The Dask executor: lazy dask.array buffers, schedulers and clusters, chunks, unknown shapes,
+implicit computes, the gaps it fills, and every function of the standard compared with NumPy."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx.executors import base
+from tests.conftest import assert_same
+from tests.executors import PARITY, PARITY_IDS, run_parity
+
+EX = base.get("dask")
+pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'dask' unavailable: {EX.unavailable_reason}")
+
+if EX.available():
+    from arrayx.executors import dask as xd
+
+
+@pytest.fixture(autouse=True)
+def on_dask():
+    """Unit tests compute on the synchronous scheduler; settings are restored afterwards."""
+    saved = (xd.get_scheduler(), xd.get_chunks(), xd._shape_policy)
+    xd.set_scheduler("sync")
+    try:
+        with xp.use_executor("dask"):
+            yield
+    finally:
+        xd.set_scheduler(saved[0])
+        xd.set_chunks(saved[1])
+        xd.set_unknown_shapes(saved[2])
+
+
+class ComputeCounter:
+    """Counts the graphs Dask executes (a dask.callbacks.Callback)."""
+
+    def __enter__(self):
+        from dask.callbacks import Callback
+
+        self.count = 0
+        counter = self
+
+        class _Count(Callback):
+            def _start(self, dsk):
+                counter.count += 1
+
+        self._cb = _Count()
+        self._cb.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._cb.__exit__(*exc)
+
+
+@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
+def test_matches_numpy(case):
+    run_parity(case, "dask")
+
+
+def test_buffers_are_lazy_dask_arrays():
+    import dask.array as da
+
+    with ComputeCounter() as c:
+        x = xp.asarray(np.arange(12.0).reshape(3, 4))
+        y = xp.sum(xp.sin(x) * 2 + x, axis=0)
+        z = xp.linalg.inv(xp.eye(3) + 1.0)
+        assert isinstance(y._buf, da.Array) and isinstance(z._buf, da.Array)
+        assert c.count == 0  # nothing ran yet
+        assert_same(y, np.sum(np.sin(np.arange(12.0).reshape(3, 4)) * 2 + np.arange(12.0).reshape(3, 4), axis=0))
+        assert c.count >= 1
+
+
+def test_implicit_computes_are_the_documented_ones():
+    x = xp.asarray([1.5, 2.5])
+    s = xp.sum(x)
+    for convert in (bool, float, int, complex, repr, np.asarray):
+        with ComputeCounter() as c:
+            convert(s)
+        assert c.count == 1, convert
+    with ComputeCounter() as c:
+        h = np.from_dlpack(x)  # DLPack is served from the computed host array
+    assert c.count == 1 and h.tolist() == [1.5, 2.5]
+    assert float(s) == 4.0 and bool(s) and int(s) == 4
+
+
+def test_unknown_shapes_are_reported_as_none_and_resolvable():
+    x = xp.asarray([3.0, -1.0, 2.0, 5.0, -4.0])
+    m = x[x > 0]
+    assert m.shape == (None,) and m.size is None
+    assert xp.unique_values(xp.asarray([1, 1, 2])).shape == (None,)
+    assert xp.nonzero(x > 0)[0].shape == (None,)
+    assert_same(m, np.array([3.0, 2.0, 5.0]))  # values compute fine while the shape is unknown
+    assert xd.resolve_shapes(m) is m and m.shape == (3,) and m.size == 3
+    xd.set_unknown_shapes("compute")
+    u = xp.unique_counts(xp.asarray([4, 4, 1, 4]))
+    assert u.values.shape == (2,) and u.counts.shape == (2,)
+    assert_same(u.counts, np.array([1, 3]))
+    with pytest.raises(ValueError, match="policy"):
+        xd.set_unknown_shapes("sometimes")
+
+
+def test_chunks_are_configurable():
+    xd.set_chunks(4)
+    assert xp.zeros(10)._buf.chunks == ((4, 4, 2),)
+    assert xp.arange(10)._buf.chunks == ((4, 4, 2),)
+    assert xp.asarray(np.ones((6, 6)))._buf.chunks == ((4, 2), (4, 2))
+    assert xp.full((5,), 2.0)._buf.chunks == ((4, 1),)
+    xd.set_chunks("16B")  # two float64 per chunk
+    assert xp.ones(5)._buf.chunks == ((2, 2, 1),)
+    xd.set_chunks("auto")
+    assert xp.ones(5)._buf.chunks == ((5,),)
+    x = xp.asarray(np.arange(10.0))
+    xd.set_chunks(3)
+    assert_same(xp.sum(xp.asarray(np.arange(10.0)) * x), np.array(285.0))  # mixed chunkings meet fine
+    with pytest.raises(ValueError, match="set_chunks"):
+        xd.set_chunks(0)
+
+
+def test_schedulers():
+    x = xp.asarray(np.arange(100.0))
+    for name in ("sync", "threads"):
+        xd.set_scheduler(name)
+        assert float(xp.sum(x)) == 4950.0
+    xd.set_scheduler(None)
+    assert float(xp.sum(x)) == 4950.0
+    with pytest.raises(ValueError, match="connect"):
+        xd.set_scheduler("tcp://nowhere:1")
+
+
+def test_connect_runs_on_a_distributed_cluster():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        client = xd.connect(cluster)
+        try:
+            assert xd.get_scheduler() is client
+            x = xp.asarray(np.arange(1000.0))
+            assert float(xp.mean(x * 2)) == 999.0
+            assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.task_groups)) > 0
+        finally:
+            xd.disconnect()
+        assert xd.get_scheduler() is None
+
+
+def test_environment_selects_the_scheduler():
+    code = (
+        "import arrayx, arrayx.executors.dask as xd\n"
+        "x = arrayx.asarray([1, 2, 3], device='dask')\n"
+        "assert xd.get_scheduler() == 'sync', xd.get_scheduler()\n"
+        "print(int(arrayx.sum(x)))\n"
+    )
+    env = dict(os.environ, ARRAYX_DASK_SCHEDULER="sync", PYTHONPATH=os.getcwd())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "6", out.stderr
+
+
+def test_setitem_and_at_updates():
+    x = xp.asarray(np.arange(12).reshape(3, 4))
+    x[0, 1] = 100
+    x[x > 9] = -1
+    x[:, 0] += 5
+    x[xp.asarray([2, 0]), 1] = 7
+    assert_same(x, np.array([[5, 7, 2, 3], [9, 5, 6, 7], [13, 7, -1, -1]]))
+    v = xp.zeros(4)
+    idx = xp.asarray([0, 0, 3, 0])
+    assert_same(v.at[idx].add(1.0), np.array([3.0, 0.0, 0.0, 1.0]))  # repeated indices accumulate
+    assert_same(v.at[idx].max(2.0), np.array([2.0, 0.0, 0.0, 2.0]))
+    w = xp.asarray([1.0, -2.0, 3.0])
+    assert_same(w.at[w < 0].multiply(10.0), np.array([1.0, -20.0, 3.0]))
+    assert_same(w, np.array([1.0, -2.0, 3.0]))
+
+
+def test_indexing_cases_dask_refuses_on_its_own():
+    a = np.arange(24).reshape(4, 6)
+    x = xp.asarray(a)
+    assert_same(x[True], a[True])  # Dask reads True as the index 1
+    assert_same(x[False], a[False])
+    assert_same(x[None, False, 1], a[None, False, 1])
+    i, j = np.array([[0, 3], [2, 2]]), np.array([1, 5])
+    assert_same(x[xp.asarray(i), xp.asarray(j)], a[i, j])  # several integer arrays: vectorised
+    assert_same(x[xp.asarray(i)], a[i])  # an n-D integer array
+    assert_same(x[:, xp.asarray(i)], a[:, i])
+    assert_same(x[xp.asarray(2), xp.asarray(3)], a[2, 3])
+
+
+def test_filled_gaps():
+    a = np.random.default_rng(0).uniform(size=(2, 4, 4)) + 4 * np.eye(4)
+    x = xp.asarray(a)
+    assert_same(xp.take_along_axis(x, xp.argsort(x, axis=1), axis=1), np.take_along_axis(a, np.argsort(a, axis=1), axis=1))
+    assert xp.broadcast_shapes((2, 1), (3,)) == (2, 3)
+    w, v = xp.linalg.eigh(x + xp.matrix_transpose(x))
+    np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(a + np.swapaxes(a, -1, -2)), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(xp.linalg.det(x)), np.linalg.det(a), rtol=1e-10)
+    q, r = xp.linalg.qr(x, mode="complete")
+    np.testing.assert_allclose(np.asarray(q @ r), a, atol=1e-12)
+    u, s, vh = xp.linalg.svd(x[:, :3, :], full_matrices=True)
+    assert u.shape == (2, 3, 3) and s.shape == (2, 3) and vh.shape == (2, 4, 4)
+    assert x.device == xp.__array_namespace_info__().devices()[[d.executor for d in xp.__array_namespace_info__().devices()].index("dask")]
+    assert x.to_device(x.device) is not None
+    assert xp.linalg.inv(xp.zeros((0, 0))).shape == (0, 0)
+
+
+def test_searchsorted_and_index_dtypes():
+    s = xp.asarray([1.0, 2.0, 3.0])
+    out = xp.searchsorted(s, xp.asarray([2.5, 0.0]))
+    assert out.dtype == xp.int64
+    assert_same(out, np.array([2, 0]))
+    assert xp.argmax(s).dtype == xp.int64 and xp.nonzero(s)[0].dtype == xp.int64
+
+
+def test_import_does_not_import_dask():
+    code = "import sys, arrayx; assert 'dask' not in sys.modules, 'dask imported eagerly'; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
