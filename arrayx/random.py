@@ -699,11 +699,12 @@ def exponential(key, shape=(), dtype=None) -> Array:
     return _draw(key, shape, lambda start, count: -_log1p(-_uniform_range(key, dt, zero, one, start, count)))
 
 
-_GUMBEL_MODES = ("low", "high")
+_GUMBEL_MODES = ("low", "high", "highest")
 
 
 def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
-    """Standard Gumbel values.  ``mode="high"`` spends two uniforms per value to reach further into the tail."""
+    """Standard Gumbel values.  ``mode="high"`` spends two uniforms per value to reach further into the tail
+    (``"highest"`` is the same for float64)."""
     key = _check_key("gumbel", key)
     shape = _shape("gumbel", shape)
     dt = _float_dtype("gumbel", dtype)
@@ -713,12 +714,16 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
 def _gumbel_mode(fname: str, mode) -> str:
     mode = "low" if mode is None else mode
     if mode not in _GUMBEL_MODES:
-        raise ValueError(f"{fname}: mode must be None, 'low' or 'high', got {mode!r}")
+        raise ValueError(f"{fname}: mode must be None, 'low', 'high' or 'highest', got {mode!r}")
     return mode
 
 
 def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
     info = np.finfo(dtype)
+    if mode == "highest":
+        if dtype == _dtypes.float32:  # JAX builds these floats from 64 random bits with count-leading-zeros
+            raise NotImplementedError("gumbel: mode='highest' is not implemented for float32; use 'high' or float64")
+        mode = "high"  # as in JAX, 'highest' is 'high' for float64
     if mode == "high":
         u = _uniform(key, (2, *shape), dtype, dtype.type(0.0), dtype.type(1.0))
         high, low = u[0], u[1]

@@ -72,6 +72,9 @@ def main(argv=None) -> int:
     cmd += args.pytest_args
     print("running:", " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, cwd=args.suite, env=env)
+    if not report.exists():  # pytest could not start (bad suite path, collection error, ...)
+        print(f"no report from pytest (exit code {proc.returncode}); see its output above")
+        return proc.returncode or 2
     data = json.loads(report.read_text())
     outcomes: dict[str, list[str]] = {}
     for t in data["tests"]:
@@ -95,6 +98,7 @@ def main(argv=None) -> int:
     if args.update_known_failures:
         write_known_failures(args.executor, {t: known.get(t, "") for t in failed})
         print(f"wrote {len(failed)} known failures for {args.executor!r}")
+        return proc.returncode if proc.returncode not in (0, 1) else 0
     if summary["new_failures"]:
         print(f"{len(summary['new_failures'])} failures not in known_failures/{args.executor}.txt:")
         for t in summary["new_failures"]:

@@ -44,6 +44,8 @@ def same(actual, expected) -> None:
     a, e = np.asarray(actual), np.asarray(expected)
     assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
     assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
+    if a.dtype.kind == "f":  # compare bit patterns (-0.0 vs 0.0, NaN payloads)
+        a, e = a.view(f"u{a.dtype.itemsize}"), e.view(f"u{e.dtype.itemsize}")
     np.testing.assert_array_equal(a, e)
 
 
@@ -219,6 +221,7 @@ def test_complex_normal_matches_jax(jrandom):
     ("exponential", lambda m, k, dt: m.exponential(k, (5000,), dt)),
     ("gumbel", lambda m, k, dt: m.gumbel(k, (5000,), dt)),
     ("gumbel-high", lambda m, k, dt: m.gumbel(k, (5000,), dt, mode="high")),
+    ("gumbel-highest", lambda m, k, dt: m.gumbel(k, (5000,), dt, mode="highest" if dt == xp.float64 else "high")),
     ("truncated_normal", lambda m, k, dt: m.truncated_normal(k, -1.5, 2.0, (5000,), dt)),
 ])
 def test_transcendental_samplers_close_to_jax(jrandom, dtype, name, call):
@@ -558,6 +561,8 @@ def test_bad_dtypes_shapes_and_parameters():
         xr.choice(k, 3, (5,), replace=False)
     with pytest.raises(ValueError, match="gumbel: mode must be"):
         xr.gumbel(k, mode="medium")
+    with pytest.raises(NotImplementedError, match="highest"):
+        xr.gumbel(k, dtype=xp.float32, mode="highest")
     with pytest.raises(TypeError, match="threefry_partitionable"):
         with xr.threefry_partitionable(1):
             pass

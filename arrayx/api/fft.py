@@ -12,6 +12,7 @@ the executor chosen by ``device=`` or the selection rules.
 """
 from __future__ import annotations
 
+import numbers
 import operator
 
 import numpy as np
@@ -207,7 +208,7 @@ def _frequencies(fname: str, n, d, dtype, device, host_fn) -> Array:
     from arrayx.api.creation import asarray
 
     n = _length(fname, n)
-    if isinstance(d, bool) or not isinstance(d, (int, float)):
+    if isinstance(d, bool) or not isinstance(d, numbers.Real):
         raise TypeError(f"{fname}: d must be a float, got {type(d).__name__}")
     if d == 0:
         raise ValueError(f"{fname}: the sample spacing d must not be zero")

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import operator
 from typing import NamedTuple
+
+import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
@@ -330,7 +333,7 @@ _MATRIX_NORM_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 def _is_matrix_ord(ord) -> bool:
     if isinstance(ord, str):
         return ord in ("fro", "nuc")
-    if isinstance(ord, builtins.bool) or not isinstance(ord, (int, float)):
+    if isinstance(ord, builtins.bool) or not isinstance(ord, numbers.Real):
         return False
     return ord in _MATRIX_NORM_ORDS[2:]
 
@@ -383,15 +386,13 @@ def _singular_cutoff(fname: str, x: Array, s: Array, rtol) -> Array:
     real = _dtypes.REAL_OF.get(x.dtype, x.dtype)
     largest = s[..., :1]  # singular values come sorted in descending order
     if rtol is None:
-        import numpy as np
-
         return largest * float(builtins.max(x.shape[-2:]) * np.finfo(real).eps)
     if isinstance(rtol, Array):
         if rtol.dtype not in _CAT["real floating"]:
             raise TypeError(f"{fname}: rtol must have a real floating-point dtype, got {rtol.dtype}")
         broadcast_shapes_for(fname, rtol.shape, x.shape[:-2])
         return _ew.multiply(largest, rtol[..., None])
-    if isinstance(rtol, (builtins.bool, complex)) or not isinstance(rtol, (int, float)):
+    if isinstance(rtol, builtins.bool) or not isinstance(rtol, numbers.Real):
         raise TypeError(f"{fname}: rtol must be a float, an array or None, got {type(rtol).__name__}")
     return largest * float(rtol)
 
@@ -495,13 +496,14 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     """Vector norms over ``axis`` (None: all): p-norms for any real ``ord``, plus 0 and +-inf."""
     _typed_arg("vector_norm", x, "floating-point")
-    if isinstance(ord, builtins.bool) or not isinstance(ord, (int, float)):
+    if isinstance(ord, builtins.bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"vector_norm: ord must be an int or a float (inf allowed), got {ord!r}")
     if ord != ord:
         raise ValueError("vector_norm: ord must not be nan")
     axis = normalize_axes("vector_norm", axis, x.ndim)
     if axis is not None and len(axis) == x.ndim:
         axis = None
+    ord = int(ord) if isinstance(ord, numbers.Integral) else float(ord)  # plain Python params
     out = vector_norm_p.bind(x, axis=axis, keepdims=builtins.bool(keepdims), ord=ord)
     return cast(out, _dtypes.REAL_OF.get(x.dtype, x.dtype))
 

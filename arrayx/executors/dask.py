@@ -38,7 +38,10 @@ Unknown shapes
     standard allows (``x.shape == (None,)``, ``x.size is None``).
     ``resolve_shapes(x)`` computes them for one array (in place, once);
     ``set_unknown_shapes("compute")`` (or ``ARRAYX_DASK_UNKNOWN_SHAPES=compute``)
-    makes every shape read resolve them automatically.
+    makes every shape read resolve them automatically.  ``capabilities()``
+    reports "boolean indexing" and "data-dependent shapes" as True only under
+    the ``"compute"`` policy (the standard asks for False while such shapes are
+    unknown); the operations themselves work under both policies.
 """
 from __future__ import annotations
 
@@ -445,6 +448,8 @@ _LINALG = {
 
 
 def _searchsorted(x1, x2, *, side="left", sorter=None):
+    if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
+        x2 = da.from_array(np.asarray(x2), name=False)
     out = _compat.searchsorted(x1, x2, side=side, sorter=sorter)
     return out if out.dtype == _INDEX else out.astype(_INDEX)
 
@@ -487,7 +492,10 @@ class DaskExecutor(Executor):
         return super().resolve(prim)
 
     def capabilities(self) -> dict:
-        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+        # Data-dependent shapes (masks, nonzero, unique) are only known once computed: supported
+        # in the sense of the standard when the shape policy computes them, not while they read None.
+        known = _shape_policy == "compute"
+        return {"boolean indexing": known, "data-dependent shapes": known, "max dimensions": 64}
 
     # -- devices ----------------------------------------------------------------------------
     def devices(self) -> list[Device]:

@@ -97,6 +97,8 @@ class NumbaExecutor(NumpyExecutor):
 
     def __init__(self) -> None:
         super().__init__()
+        #: kind of operation -> fewest elements run natively; change it in place
+        #: (``ex.thresholds.update(elementwise=...)``): the native functions hold this dict
         self.thresholds = dict(DEFAULT_THRESHOLDS)
         self.parallel = True
         self.threading_layer: str | None = None
@@ -116,7 +118,7 @@ class NumbaExecutor(NumpyExecutor):
             raise ImportError("No module named 'numba'")
         threshold = os.environ.get("ARRAYX_NUMBA_THRESHOLD")
         if threshold:
-            self.thresholds = dict.fromkeys(DEFAULT_THRESHOLDS, int(threshold))
+            self.thresholds.update(dict.fromkeys(DEFAULT_THRESHOLDS, int(threshold)))
         self.parallel = os.environ.get("ARRAYX_NUMBA_PARALLEL", "1").lower() not in ("0", "false", "no")
         NATIVE.update(_native_table())
         _BUILDERS.update(_builders())
@@ -263,13 +265,18 @@ def _build_unary(ex: NumbaExecutor, name: str, fallback):
 
     kind, dtypes = NATIVE[name]
     out_kind = K.UNARY[name][1]
+    thresholds = ex.thresholds
     kernels: dict = {}  # (name, dtype, form, parallel) -> compiled kernel (None: failed)
 
-    def run(x, /, **params):
-        if (x.size < ex.thresholds[kind] or params or x.dtype not in dtypes
-                or not x.flags.c_contiguous or type(x) is not np.ndarray):
-            return fallback(x, **params)
+    def run(x):
+        if x.size < thresholds[kind]:
+            return fallback(x)
+        return native(x)
+
+    def native(x):
         dt = x.dtype
+        if dt not in dtypes or type(x) is not np.ndarray or not x.flags.c_contiguous:
+            return fallback(x)
         out = np.empty(x.shape, _BOOL if out_kind == "bool" else dt)
         if not ex._call(name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, x.reshape(-1), out.reshape(-1)):
             return fallback(x)
@@ -283,36 +290,37 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
 
     kind, dtypes = NATIVE[name]
     out_kind = K.BINARY[name][1]
+    thresholds = ex.thresholds
     kernels: dict = {}
 
-    def run(x1, x2, /, **params):
-        threshold = ex.thresholds[kind]
-        if params:
-            return fallback(x1, x2, **params)
-        if type(x1) is np.ndarray and x1.size >= threshold:
+    def run(x1, x2):
+        limit = thresholds[kind]
+        if x1.size < limit and x2.size < limit:
+            return fallback(x1, x2)
+        return native(x1, x2)
+
+    def native(x1, x2):
+        # array op array of one shape, array op scalar, scalar op array; the rest is NumPy's
+        if type(x1) is np.ndarray and x1.flags.c_contiguous:
             dt = x1.dtype
             if type(x2) is np.ndarray and x2.shape == x1.shape:
-                form, shape, args = "vv", x1.shape, (x1, x2)
-                if not x2.flags.c_contiguous or x2.dtype != dt:
+                if x2.dtype != dt or not x2.flags.c_contiguous:
                     return fallback(x1, x2)
+                form, shape, args = "vv", x1.shape, (x1.reshape(-1), x2.reshape(-1))
             elif _is_scalar_operand(x2, dt) and np.ndim(x2) <= x1.ndim:
-                form, shape, args = "vs", x1.shape, (x1, _scalar(x2))
+                form, shape, args = "vs", x1.shape, (x1.reshape(-1), _scalar(x2))
             else:
                 return fallback(x1, x2)
-            if not x1.flags.c_contiguous:
-                return fallback(x1, x2)
-        elif type(x2) is np.ndarray and x2.size >= threshold:
+        elif type(x2) is np.ndarray and x2.flags.c_contiguous and _is_scalar_operand(x1, x2.dtype) \
+                and np.ndim(x1) <= x2.ndim:
             dt = x2.dtype
-            if not (_is_scalar_operand(x1, dt) and np.ndim(x1) <= x2.ndim and x2.flags.c_contiguous):
-                return fallback(x1, x2)
-            form, shape, args = "sv", x2.shape, (_scalar(x1), x2)
+            form, shape, args = "sv", x2.shape, (_scalar(x1), x2.reshape(-1))
         else:
             return fallback(x1, x2)
         if dt not in dtypes:
             return fallback(x1, x2)
         out = np.empty(shape, _BOOL if out_kind == "bool" else dt)
-        flat = tuple(a.reshape(-1) if type(a) is np.ndarray else a for a in args)
-        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *flat, out.reshape(-1)):
+        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *args, out.reshape(-1)):
             return fallback(x1, x2)
         return out
 
@@ -323,16 +331,20 @@ def _build_where(ex: NumbaExecutor, name: str, fallback):
     from arrayx.executors import _numba_kernels as K
 
     _, dtypes = NATIVE[name]
+    thresholds = ex.thresholds
     kernels: dict = {}
 
-    def run(cond, x1, x2, /, **params):
-        if (params or type(cond) is not np.ndarray or cond.size < ex.thresholds["elementwise"]
-                or cond.dtype != _BOOL or not cond.flags.c_contiguous):
-            return fallback(cond, x1, x2, **params)
+    def run(cond, x1, x2):
+        if cond.size < thresholds["elementwise"]:
+            return fallback(cond, x1, x2)
+        return native(cond, x1, x2)
+
+    def native(cond, x1, x2):
+        if type(cond) is not np.ndarray or cond.dtype != _BOOL or not cond.flags.c_contiguous:
+            return fallback(cond, x1, x2)
         shape = cond.shape
         form = ""
         args = []
-        dt = None
         for v in (x1, x2):
             if type(v) is np.ndarray and v.shape == shape and v.flags.c_contiguous:
                 form += "v"
@@ -342,11 +354,8 @@ def _build_where(ex: NumbaExecutor, name: str, fallback):
                 args.append(_scalar(v))
             else:
                 return fallback(cond, x1, x2)
-            if dt is None:
-                dt = v.dtype
-            elif v.dtype != dt:
-                return fallback(cond, x1, x2)
-        if dt not in dtypes:
+        dt = x1.dtype
+        if x2.dtype != dt or dt not in dtypes:
             return fallback(cond, x1, x2)
         out = np.empty(shape, dt)
         if not ex._call(name, dt, kernels, (dt, form), K.where_kernel, cond.reshape(-1), *args, out.reshape(-1)):
@@ -360,21 +369,23 @@ def _build_clip(ex: NumbaExecutor, name: str, fallback):
     from arrayx.executors import _numba_kernels as K
 
     _, dtypes = NATIVE[name]
+    thresholds = ex.thresholds
     kernels: dict = {}
 
-    def run(x, lo=None, hi=None, /, **params):
-        if (params or type(x) is not np.ndarray or x.size < ex.thresholds["elementwise"]
-                or x.dtype not in dtypes or not x.flags.c_contiguous):
-            return fallback(x, lo, hi, **params)
-        dt = x.dtype
-        if (lo is not None and not _is_scalar_operand(lo, dt)) or (hi is not None and not _is_scalar_operand(hi, dt)):
+    def run(x, lo=None, hi=None):
+        if x.size < thresholds["elementwise"]:
             return fallback(x, lo, hi)
-        if lo is None and hi is None:
+        return native(x, lo, hi)
+
+    def native(x, lo, hi):
+        dt = x.dtype
+        if (type(x) is not np.ndarray or dt not in dtypes or not x.flags.c_contiguous
+                or (lo is None and hi is None)
+                or (lo is not None and not (_is_scalar_operand(lo, dt) and np.ndim(lo) <= x.ndim))
+                or (hi is not None and not (_is_scalar_operand(hi, dt) and np.ndim(hi) <= x.ndim))):
             return fallback(x, lo, hi)
         bounds = "both" if lo is not None and hi is not None else "lo" if lo is not None else "hi"
-        if np.ndim(lo) > x.ndim or np.ndim(hi) > x.ndim:
-            return fallback(x, lo, hi)
-        zero = dt.type(0)
+        zero = dt.type(0)  # stands for the missing bound
         out = np.empty(x.shape, dt)
         if not ex._call(name, dt, kernels, (dt, bounds), K.clip_kernel, x.reshape(-1),
                         zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi), out.reshape(-1)):
@@ -450,6 +461,7 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
     from arrayx.executors import _numba_kernels as K
 
     _, dtypes = NATIVE[name]
+    thresholds = ex.thresholds
     kernels: dict = {}
 
     def fold(op, x3, dt, acc, step, nsplit, mean=None):
@@ -476,22 +488,38 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
             res = (np.maximum if op == "max" else np.minimum).reduce(part, axis=1)
         return res, None if pabs is None else pabs.sum(axis=1)
 
-    def run(x, /, *, axis=None, keepdims=False, dtype=None, correction=0.0, **params):
-        if (type(x) is not np.ndarray or x.size < ex.thresholds["reduction"] or params
-                or x.dtype not in dtypes or (dtype is not None and name not in ("sum", "prod"))):
-            return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction), **params)
+    def run(x, /, **params):
+        if x.size < thresholds["reduction"]:
+            return fallback(x, **params)
+        return native(x, params)
+
+    def native(x, params):
+        # the primitives' params: axis (None or sorted axes), keepdims, dtype (sum/prod), correction
+        axis = params.get("axis")
+        dtype = params.get("dtype")
+        correction = params.get("correction", 0.0)
         dt = x.dtype
+        if type(x) is not np.ndarray or dt not in dtypes or not set(params) <= _REDUCTION_PARAMS[name]:
+            return fallback(x, **params)
         axes = _reduce_axes(axis, x.ndim)
         out_dt = _sum_dtype(dt, dtype) if name in ("sum", "prod") else dt
         if not axes or out_dt is None or (
                 name in ("var", "std") and not math.prod(x.shape[i] for i in axes) - correction > 0):
-            return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
+            return fallback(x, **params)
         res = _reduce(ex, name, fold, x, axes, dt, out_dt, correction)
         if res is None:
-            return fallback(x, axis=axis, keepdims=keepdims, **_extra(name, dtype, correction))
-        return res[1] if keepdims else res[0]
+            return fallback(x, **params)
+        return res[1] if params.get("keepdims") else res[0]
 
     return run
+
+
+#: the params each reduction primitive may be bound with (others go to NumPy)
+_REDUCTION_PARAMS = {
+    **dict.fromkeys(("sum", "prod"), {"axis", "keepdims", "dtype"}),
+    **dict.fromkeys(("var", "std"), {"axis", "keepdims", "correction"}),
+    **dict.fromkeys(("mean", "max", "min"), {"axis", "keepdims"}),
+}
 
 
 def _reduce(ex, name, fold, x, axes, dt, out_dt, correction):
@@ -535,15 +563,6 @@ def _reduce(ex, name, fold, x, axes, dt, out_dt, correction):
         return None
     res = res.astype(out_dt, copy=False)
     return res.reshape(kept), res.reshape(keep)
-
-
-def _extra(name: str, dtype, correction) -> dict:
-    """The keyword arguments of the NumPy fallback beyond axis/keepdims."""
-    if name in ("sum", "prod"):
-        return {"dtype": dtype}
-    if name in ("var", "std"):
-        return {"correction": correction}
-    return {}
 
 
 def _builders() -> dict:

@@ -188,3 +188,9 @@ def test_shift_errors(executor):
         xp.fft.fftshift(xp.asarray(rand((2, 2))), axes=3)
     with pytest.raises(TypeError, match="axes must be a sequence of ints"):
         xp.fft.ifftshift(xp.asarray(rand((2, 2))), axes="0")
+
+
+def test_numpy_scalars_as_static_arguments(executor):
+    out = xp.fft.fft(xp.asarray(np.ones(4, np.complex128)), n=np.int32(6), axis=np.int64(0))
+    assert out.shape == (6,)
+    assert_same(xp.fft.fftfreq(np.int64(4), d=np.float32(0.5)), np.fft.fftfreq(4, 0.5))

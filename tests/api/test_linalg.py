@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import arrayx as xp
-from tests.conftest import assert_same, to_numpy, tolerance
+from tests.conftest import assert_same, to_numpy
 
 FLOATS = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -489,3 +489,12 @@ def test_vector_norm_errors(executor):
 def test_floating_point_required(executor, fname):
     with pytest.raises(TypeError, match=f"{fname}: x must have a floating-point dtype, got int32"):
         getattr(xp.linalg, fname)(xp.asarray(np.eye(2, dtype=np.int32)))
+
+
+def test_numpy_scalars_as_static_arguments(executor):
+    x = xp.asarray(np.arange(4.0))
+    assert float(xp.linalg.vector_norm(x, ord=np.int64(1))) == 6.0
+    assert float(xp.linalg.vector_norm(x, ord=np.float32(np.inf))) == 3.0
+    assert_same(xp.vecdot(x, x, axis=np.int64(-1)), np.asarray(14.0))
+    assert_same(xp.linalg.matrix_power(xp.asarray(np.eye(2)), np.int32(3)), np.eye(2))
+    assert int(xp.linalg.matrix_rank(xp.asarray(np.diag([1.0, 1e-3])), rtol=np.float32(0.01))) == 1

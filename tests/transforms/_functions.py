@@ -161,6 +161,7 @@ CASES += [
     Case("roll", lambda m, x: m.roll(x, 2, axis=1), (A(2, 5),)),
     Case("roll_flat", lambda m, x: m.roll(x, -1), (A(2, 3),)),
     Case("repeat", lambda m, x: m.repeat(x, 3, axis=1), (A(2, 3),)),
+    Case("repeat_counts", lambda m, x: m.repeat(x, m.asarray([1, 0, 3]), axis=0), (A(3, 2),)),
     Case("tile", lambda m, x: m.tile(x, (2, 1, 3)), (A(2, 3),)),
     Case("matrix_transpose", lambda m, x: m.matrix_transpose(x), (A(2, 3, 4),)),
     # indexing

@@ -37,6 +37,26 @@ defabstract(mp.squeeze_p, lambda x, *, axis: ShapeDtypeStruct(
     tuple(d for i, d in enumerate(x.shape) if i not in axis), x.dtype))
 
 
+def _repeat_abstract(x, *rest, axis, repeats=None):
+    shape = list(x.shape)
+    if rest:  # a repeats array: the result's length is its sum, so it must be concrete
+        counts = rest[0]
+        from arrayx.transforms._tracer import Tracer
+
+        if isinstance(counts, Tracer):
+            raise TypeError("repeat: a traced repeats array gives a result of unknown length; pass concrete repeats")
+        import numpy as np
+
+        host = np.asarray(counts._ex.to_host(counts._buf))
+        shape[axis] = int(host.sum()) if host.size != 1 else int(host.reshape(())) * shape[axis]
+    else:
+        shape[axis] *= repeats
+    return ShapeDtypeStruct(tuple(shape), x.dtype)
+
+
+defabstract(mp.repeat_p, _repeat_abstract)
+
+
 # -- broadcasting -------------------------------------------------------------------------------------
 
 deflinear(mp.broadcast_to_p, lambda ct, x, *, shape: (unbroadcast(ct, x.shape),))
