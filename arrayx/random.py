@@ -910,13 +910,12 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
     if p is None:
         if replace:
             index = xp.reshape(randint(key, shape, 0, n_inputs), (-1,))
-        else:
-            perm = permutation(key, n_inputs)
-            index = perm[:n_draws]
+        else:  # the first draws of a permutation, as JAX does
+            index = permutation(key, n_inputs)[:n_draws]
     else:
         if not isinstance(p, Array):
             raise TypeError(f"choice: p must be an arrayx array or None, got {type(p).__name__}")
-        if p.dtype.kind not in "f":
+        if p.dtype.kind != "f":
             p = xp.astype(p, _dtypes.DEFAULT_FLOAT)
         if p.shape != (n_inputs,):
             raise ValueError(

@@ -30,14 +30,10 @@ import numpy as np
 CLOCK = time.process_time
 
 
-def best(fn, repeat: int) -> float:
-    fn()  # warm-up (caches, first-call costs)
-    times = []
-    for _ in range(repeat):
-        t0 = CLOCK()
-        fn()
-        times.append(CLOCK() - t0)
-    return min(times)
+def timed(fn) -> float:
+    t0 = CLOCK()
+    fn()
+    return CLOCK() - t0
 
 
 # -- the models, once per library ---------------------------------------------------------------
@@ -69,7 +65,7 @@ def _data(rng):
     return (w, X, y), (params, Xm, labels)
 
 
-def bench_arrayx(data, repeat):
+def bench_arrayx(data):
     import arrayx as ax
 
     (w, X, y), (params, Xm, labels) = data
@@ -80,12 +76,12 @@ def bench_arrayx(data, repeat):
     net = lambda p: mlp(ax, p, Xm, labels)  # noqa: E731
     g_lr, g_net = ax.grad(lr), ax.grad(net)
     return {
-        "logistic": (best(lambda: lr(w), repeat), best(lambda: g_lr(w), repeat)),
-        "mlp": (best(lambda: net(params), repeat), best(lambda: g_net(params), repeat)),
+        "logistic": (lambda: lr(w), lambda: g_lr(w)),
+        "mlp": (lambda: net(params), lambda: g_net(params)),
     }
 
 
-def bench_autograd(data, repeat):
+def bench_autograd(data):
     import autograd
     import autograd.numpy as anp
 
@@ -94,12 +90,12 @@ def bench_autograd(data, repeat):
     net = lambda p: mlp(anp, p, Xm, labels)  # noqa: E731
     g_lr, g_net = autograd.grad(lr), autograd.grad(net)
     return {
-        "logistic": (best(lambda: lr(w), repeat), best(lambda: g_lr(w), repeat)),
-        "mlp": (best(lambda: net(params), repeat), best(lambda: g_net(params), repeat)),
+        "logistic": (lambda: lr(w), lambda: g_lr(w)),
+        "mlp": (lambda: net(params), lambda: g_net(params)),
     }
 
 
-def bench_jax(data, repeat):
+def bench_jax(data):
     import jax
     import jax.numpy as jnp
 
@@ -116,8 +112,8 @@ def bench_jax(data, repeat):
         return lambda *a: jax.block_until_ready(f(*a))
 
     return {
-        "logistic": (best(lambda: block(lr)(w), repeat), best(lambda: block(g_lr)(w), repeat)),
-        "mlp": (best(lambda: block(net)(params), repeat), best(lambda: block(g_net)(params), repeat)),
+        "logistic": (lambda: block(lr)(w), lambda: block(g_lr)(w)),
+        "mlp": (lambda: block(net)(params), lambda: block(g_net)(params)),
     }
 
 
@@ -138,12 +134,24 @@ def main(argv=None) -> dict:
     except ImportError:
         pass
     data = _data(np.random.default_rng(0))
-    results = {}
-    for name, fn in (("arrayx", bench_arrayx), ("autograd", bench_autograd), ("jax_nojit", bench_jax)):
+    callables = {}
+    for name, make in (("arrayx", bench_arrayx), ("autograd", bench_autograd), ("jax_nojit", bench_jax)):
         try:
-            results[name] = fn(data, repeat)
+            callables[name] = make(data)
         except ImportError as e:
             print(f"{name}: skipped ({e})")
+    # rounds interleave the libraries and models, so that drifts in machine load hit all alike;
+    # each figure is the best of its rounds
+    results = {lib: {m: [float("inf"), float("inf")] for m in fns} for lib, fns in callables.items()}
+    for lib, fns in callables.items():
+        for fwd, grad in fns.values():
+            fwd(), grad()  # warm-up: caches, first-call compilation
+    for _ in range(repeat):
+        for lib, fns in callables.items():
+            for model, (fwd, grad) in fns.items():
+                best = results[lib][model]
+                best[0] = min(best[0], timed(fwd))
+                best[1] = min(best[1], timed(grad))
     rows = {}
     print(f"{'model':<10}{'library':<12}{'forward':>12}{'gradient':>12}{'ratio':>8}")
     for model in ("logistic", "mlp"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import platform
 import sys
@@ -95,7 +96,8 @@ def main() -> dict:
         print(f"{case:<16}{cells}{ratios}")
     report = {
         "benchmark": "random", "n": args.n, "repeat": args.repeat,
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "processor": platform.machine()},
+        "machine": {"python": platform.python_version(), "numpy": np.__version__, "processor": platform.machine(),
+                    "cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0]},
         "cases": results,
     }
     path = pathlib.Path(args.out)

@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import arrayx as xp
 from arrayx import random as xr
@@ -139,6 +141,21 @@ def test_uniform_matches_jax(jrandom, shape, dtype):
         same(xr.uniform(k, shape, dtype), jrandom.uniform(jk, shape, dtype))
         for lo, hi in ((-3.3, 7.1), (1e-3, 1e3), (-1.0, 1.0), (2.5, 2.5), (-7.25, -0.1)):
             same(xr.uniform(k, shape, dtype, lo, hi), jrandom.uniform(jk, shape, dtype, lo, hi))
+
+
+@needs_jax
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(-2**63, 2**63 - 1), shape=st.sampled_from(SHAPES), data=st.integers(0, 2**32 - 1),
+       bounds=st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6)))
+def test_random_seeds_shapes_and_bounds_match_jax(seed, shape, data, bounds):
+    with jax.enable_x64(True), jax.threefry_partitionable(True):
+        k, jk = xr.fold_in(xr.key(seed), data), jr.fold_in(jr.PRNGKey(seed), data)
+        same(k, jk)
+        same(xr.bits(k, shape, xp.uint32), jr.bits(jk, shape, jnp.uint32))
+        lo, hi = bounds
+        for dtype in FLOATS:
+            same(xr.uniform(k, shape, dtype, lo, hi), jr.uniform(jk, shape, dtype, lo, hi))
+        same(xr.randint(k, shape, int(min(lo, hi)), int(max(lo, hi)) + 1), jr.randint(jk, shape, int(min(lo, hi)), int(max(lo, hi)) + 1))
 
 
 @needs_jax

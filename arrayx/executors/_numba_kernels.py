@@ -27,7 +27,7 @@ import threading
 import numpy as np
 
 __all__ = [
-    "UNARY", "BINARY", "FIXUPS", "REDUCTIONS", "cache_dir", "elementwise_kernel", "where_kernel",
+    "UNARY", "BINARY", "FIXUPS", "REDUCTIONS", "WHERE_KINDS", "CLIP_KINDS", "cache_dir", "elementwise_kernel", "where_kernel",
     "clip_kernel", "reduction_kernel", "sqdev_kernel",
 ]
 
@@ -95,10 +95,15 @@ FIXUPS: dict[str, tuple[str, str]] = {
     "cos": ("nm.trig_needs_libm{bits}(a)", "T(math.cos(np.float64(a)))"),
 }
 
-#: reductions with kernels here -> dtype kinds run natively
+#: reduction primitive -> dtype kinds run natively (mean/var/std use the sum and sqdev kernels)
 REDUCTIONS: dict[str, str] = {
-    "sum": _ALL_REAL, "prod": _ALL_REAL, "max": _REAL, "min": _REAL, "sqdev": _FLOAT,
+    "sum": _ALL_REAL, "prod": _ALL_REAL, "max": _REAL, "min": _REAL,
+    "mean": _FLOAT, "var": _FLOAT, "std": _FLOAT,
 }
+
+#: dtype kinds of ``where`` (x1/x2) and ``clip`` run natively
+WHERE_KINDS = _ALL_REAL
+CLIP_KINDS = _REAL
 
 _CHUNK = 4096  # elements per parallel work item of an elementwise kernel
 _BLOCK = 1024  # elements summed per block before joining the running sum (accuracy)

@@ -58,6 +58,28 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
     return jnp.searchsorted(x1, x2, side=side, sorter=sorter).astype(_INDEX)  # JAX gives int32
 
 
+class _DLPackExport:
+    """A jax.Array's DLPack export that also serves consumers asking for ``max_version`` < (0, 5).
+
+    JAX refuses such requests although the capsule it makes is the unversioned (legacy) one
+    those consumers want; the request is passed on without the version then.
+    """
+
+    __slots__ = ("buf",)
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def __dlpack__(self, **kwargs):
+        max_version = kwargs.get("max_version")
+        if max_version is not None and tuple(max_version) < (0, 5):
+            del kwargs["max_version"]
+        return self.buf.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.buf.__dlpack_device__()
+
+
 # Primitives run op-by-op through jax.numpy rather than one ``jax.jit`` per op: those whose result
 # shape depends on operand values (JAX cannot trace them) and those whose params take values that
 # change from call to call (an index, a fill value, a shift), which would compile once per value.
@@ -201,7 +223,7 @@ class JaxExecutor(Executor):
         return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
 
     def dlpack_buffer(self, buf):
-        return buf
+        return _DLPackExport(buf)
 
     def from_foreign(self, buf, source: Executor):
         """Copy ``buf`` of ``source`` here: DLPack when the source can export it, else via the host."""

@@ -50,7 +50,6 @@ __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 DEFAULT_THRESHOLDS = {"elementwise": 1 << 18, "transcendental": 1 << 14, "reduction": 1 << 17}
 
 _TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
-_SUM_LIKE = ("sum", "prod", "mean", "var", "std")
 _MINMAX = ("max", "min")
 _KIND_DTYPES = {k: tuple(np.dtype(d) for d in ds) for k, ds in {
     "b": ("bool",), "i": ("int8", "int16", "int32", "int64"),
@@ -76,14 +75,10 @@ def _native_table() -> dict:
         table[name] = ("transcendental" if name in _TRANSCENDENTAL else "elementwise", _dtypes_of(kinds))
     for name, (kinds, _, _) in K.BINARY.items():
         table[name] = ("elementwise", _dtypes_of(kinds))
-    table["where"] = ("elementwise", _dtypes_of("biuf"))
-    table["clip"] = ("elementwise", _dtypes_of("iuf"))
-    for name in ("sum", "prod"):
-        table[name] = ("reduction", _dtypes_of("biuf"))
-    for name in ("mean", "var", "std"):
-        table[name] = ("reduction", _dtypes_of("f"))
-    for name in _MINMAX:
-        table[name] = ("reduction", _dtypes_of("iuf"))
+    table["where"] = ("elementwise", _dtypes_of(K.WHERE_KINDS))
+    table["clip"] = ("elementwise", _dtypes_of(K.CLIP_KINDS))
+    for name, kinds in K.REDUCTIONS.items():
+        table[name] = ("reduction", _dtypes_of(kinds))
     return table
 
 
@@ -499,8 +494,9 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
         dtype = params.get("dtype")
         correction = params.get("correction", 0.0)
         dt = x.dtype
-        if type(x) is not np.ndarray or dt not in dtypes or not set(params) <= _REDUCTION_PARAMS[name]:
-            return fallback(x, **params)
+        if (type(x) is not np.ndarray or dt not in dtypes or x.size == 0
+                or not set(params) <= _REDUCTION_PARAMS[name]):
+            return fallback(x, **params)  # (empty reductions: NumPy's identities, NaNs and errors)
         axes = _reduce_axes(axis, x.ndim)
         out_dt = _sum_dtype(dt, dtype) if name in ("sum", "prod") else dt
         if not axes or out_dt is None or (
@@ -571,7 +567,7 @@ def _builders() -> dict:
     table = {name: _build_unary for name in K.UNARY}
     table.update({name: _build_binary for name in K.BINARY})
     table.update({"where": _build_where, "clip": _build_clip})
-    table.update({name: _build_reduction for name in _SUM_LIKE + _MINMAX})
+    table.update({name: _build_reduction for name in K.REDUCTIONS})
     return table
 
 

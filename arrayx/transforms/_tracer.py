@@ -192,7 +192,7 @@ class Tracer(Array):
         return self.device.executor
 
     def to_device(self, device, /, *, stream=None) -> Array:
-        from arrayx.executors.base import Device, resolve_device
+        from arrayx.executors.base import resolve_device
 
         ex, dev = resolve_device(device, "to_device")
         here = self.device

@@ -21,7 +21,6 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import CallPrimitive
 from arrayx.transforms._tracer import aval_of
-from arrayx.transforms.rules._define import zeros_for
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
 
@@ -113,7 +112,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     >>> import arrayx as ax
     >>> f = ax.checkpoint(lambda x: ax.sin(ax.sin(x)))
     >>> round(float(ax.grad(f)(ax.asarray(0.5))), 6)
-    0.773034
+    0.778644
     """
     policy = policy or _nothing_saveable
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)

@@ -79,7 +79,14 @@ class Trace:
 
     ``parent`` is the trace that was current when this one was created; rules
     run with the parent installed.  ``tag`` identifies the transform
-    application that owns this trace's tracers.
+    application that owns this trace's tracers.  ``alive`` turns False when
+    the transform application returns (its tracers then fail loudly), and
+    ``transform`` names it in error messages.
+
+    A subclass implements ``process_primitive``: primitives without one of its
+    own tracers among the operands go to ``bind_with(self.parent, ...)``; for a
+    :class:`CallPrimitive` it does not know (custom rules, checkpoint), running
+    ``params["fun"](*args)`` with itself installed is always correct.
     """
 
     __slots__ = ("parent", "tag", "alive", "transform")

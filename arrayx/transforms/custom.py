@@ -21,7 +21,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, CallPrimitive, Primitive
 from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
-from arrayx.transforms.rules._define import is_undefined, zeros_for
+from arrayx.transforms.rules._define import zeros_for
 
 __all__ = ["stop_gradient", "custom_jvp", "custom_vjp"]
 
@@ -254,7 +254,12 @@ def _custom_vjp_lin_transpose(cts, *args, bwd, res_leaves, res_tree, n_res, out_
     return [None] * n_res + list(cts_in)
 
 
+def _custom_vjp_lin_jvp(primals, tangents, **params):
+    _no_forward_mode(primals, params)
+
+
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+custom_vjp_lin_p.jvp = _custom_vjp_lin_jvp
 custom_vjp_lin_p.abstract_eval = _custom_vjp_lin_abstract
 custom_vjp_lin_p.transpose = _custom_vjp_lin_transpose
 

@@ -113,8 +113,11 @@ class JVPTrace(Trace):
                 raise ValueError(f"{prim.name}: {e}") from None
         if tout is None:
             return out
-        if CHECK_RULES and (tout.shape != out.shape or tout.dtype != out.dtype):
-            raise ValueError(f"{prim.name}: the jvp rule is wrong: {_tangent_mismatch(out, tout)}")
+        if CHECK_RULES:
+            tb, ob = tout._buf, out._buf  # compare the buffers' shapes first: no property calls
+            if (tb.shape != ob.shape or tb.dtype != ob.dtype) and (
+                    tout.shape != out.shape or tout.dtype != out.dtype):  # (unknown dims compare here)
+                raise ValueError(f"{prim.name}: the jvp rule is wrong: {_tangent_mismatch(out, tout)}")
         return JVPTracer._make(JVPState(self, out, tout))
 
 

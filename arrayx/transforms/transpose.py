@@ -12,14 +12,12 @@ included.
 """
 from __future__ import annotations
 
-import operator
 from typing import Callable, Sequence
 
 import numpy as np
 
 from arrayx import pytree
-from arrayx.api._array import Array
-from arrayx.transforms._tracer import ShapeDtypeStruct, UndefinedPrimal
+from arrayx.transforms._tracer import UndefinedPrimal
 from arrayx.transforms.graph import Graph, Var
 from arrayx.transforms.forward import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
 
@@ -197,7 +195,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
 
     >>> import arrayx as ax
     >>> v, g = ax.value_and_grad(lambda x: ax.sum(x ** 2))(ax.asarray([1.0, 2.0]))
-    >>> float(v), g.tolist() if hasattr(g, "tolist") else [float(t) for t in g]
+    >>> float(v), [float(t) for t in g]
     (5.0, [2.0, 4.0])
     """
     fname = "value_and_grad"
@@ -363,7 +361,7 @@ def _assemble(vectors, outs, ins, in_tree, argnums, *, outputs_first: bool):
     k-th input basis vector; for jacrev, the input cotangents for the k-th output one.
     """
     from arrayx.api.creation import zeros
-    from arrayx.api.manipulation import permute_dims, reshape, stack
+    from arrayx.api.manipulation import reshape, stack
 
     in_sizes = [int(np.prod(x.shape)) for x in ins]
     out_sizes = [int(np.prod(o.shape)) for o in outs]

@@ -144,6 +144,12 @@ def test_connect_runs_on_a_distributed_cluster():
         finally:
             xd.disconnect()
         assert xd.get_scheduler() is None
+        client = xd.connect(cluster.scheduler_address)  # by address, as for a remote cluster
+        try:
+            assert_same(xp.cumulative_sum(xp.asarray([1, 2, 3])), np.array([1, 3, 6]))
+        finally:
+            xd.disconnect()
+        assert client.status == "closed"  # the Client connect() made is closed by disconnect()
 
 
 def test_environment_selects_the_scheduler():

@@ -299,6 +299,15 @@ def test_reduction_matches_numpy_on_every_axis(native, name, dtype):
     assert not EX.failed
 
 
+def test_empty_reductions_and_elementwise_match_numpy(native):
+    empty = np.zeros((0,))
+    for name in ("sum", "prod", "mean", "var", "std"):
+        assert_exactly_numpy(*both(getattr(xp, name), empty))
+    assert_exactly_numpy(*both(lambda v: xp.sum(v, axis=1), np.zeros((3, 0))))
+    assert_exactly_numpy(*both(lambda v: xp.max(v, axis=0), np.zeros((0, 2)).T.copy()))
+    assert_exactly_numpy(*both(lambda v: xp.exp(v) + v, empty))
+
+
 def test_reductions_propagate_nan_and_inf(native):
     a = RNG.standard_normal((6, 50))
     a[1, 7] = np.nan

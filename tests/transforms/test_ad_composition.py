@@ -301,3 +301,52 @@ def test_grad_on_executor_matches_numpy_for_inplace_loop(executor):
     got = ax.grad(f)(x)
     want = on_numpy(lambda x: ax.grad(f)(x), x)
     close(got, want)
+
+
+def test_reverse_mode_through_everything_at_once(executor):
+    @ax.custom_vjp
+    def scale_grad(x):
+        return x
+
+    scale_grad.defvjp(lambda x: (x, None), lambda res, g: (g * 0.5,))
+
+    @ax.checkpoint
+    def block(x):
+        y = ax.zeros_like(x)
+        y[...] = ax.sin(x)           # in-place update inside the checkpointed block
+        y += ax.stop_gradient(x) * x  # d/dx = stop(x) only
+        return scale_grad(y)
+
+    x = vec(0.2, -0.7)
+    xn = np.asarray(x)
+    g = ax.grad(lambda x: ax.sum(block(x)))(x)
+    close(g, 0.5 * (np.cos(xn) + xn))
+    g2 = ax.grad(lambda x: ax.sum(ax.grad(lambda x: ax.sum(block(x)))(x)))(x)
+    close(g2, 0.5 * (-np.sin(xn)))  # the custom bwd scales by 0.5; stop_gradient(x) has no derivative
+    graph = ax.make_graph(block)(x)
+    assert {"sin", "at_update", "stop_gradient"} <= {e.prim.name for e in graph.equations}
+
+
+def test_jacobians_and_hessian_match_jax():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def f(m, p, x):
+        return m.tanh(p["w"] @ x + p["b"]) * m.sum(x ** 2)
+
+    rng = np.random.default_rng(5)
+    p = {"w": rng.standard_normal((2, 3)), "b": rng.standard_normal(2)}
+    x = rng.standard_normal(3)
+    ap = {k: ax.asarray(v, device="numpy") for k, v in p.items()}
+    axx = ax.asarray(x, device="numpy")
+    with jax.enable_x64(True):
+        jp = {k: jnp.asarray(v) for k, v in p.items()}
+        jx = jnp.asarray(x)
+        for ours, theirs in ((ax.jacfwd, jax.jacfwd), (ax.jacrev, jax.jacrev)):
+            got = ours(lambda p, x: f(ax, p, x), argnums=(0, 1))(ap, axx)
+            want = theirs(lambda p, x: f(jnp, p, x), argnums=(0, 1))(jp, jx)
+            for g, w in zip(ax.pytree.leaves(got), jax.tree.leaves(want)):
+                close(g, np.asarray(w), rtol=1e-9)
+        got = ax.hessian(lambda x: ax.sum(f(ax, ap, x)))(axx)
+        want = jax.hessian(lambda x: jnp.sum(f(jnp, jp, x)))(jx)
+        close(got, np.asarray(want), rtol=1e-9)

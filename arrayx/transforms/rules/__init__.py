@@ -4,6 +4,18 @@ Importing this package registers every rule (``prim.jvp``, ``prim.transpose``,
 ``prim.abstract_eval``) on the primitives defined in ``arrayx.api``.  The helpers
 rule modules use are re-exported here (see ``_define``); ``coverage()`` reports
 which primitives still lack rules.
+
+Adding rules for a new primitive ``foo_p`` of ``arrayx/api/<category>.py`` is a local
+edit of ``rules/<category>.py``, for example::
+
+    defjvp(foo_p, lambda t, out, x, y: t * y, lambda t, out, x, y: t * x)   # per operand
+    defjvp_coef(bar_p, lambda out, x: 1.0 / x)                               # unary: t * coef
+    defjvp_zero(argfoo_p)                                                    # no derivative
+    deflinear(baz_p, lambda ct, x, *, axis: (baz_transpose(ct, axis),))      # linear
+    defabstract(foo_p, lambda x, y: ShapeDtypeStruct(x.shape, x.dtype))     # staging
+
+Rules are arrayx code (so they can be differentiated again); the tests in
+``tests/transforms/_functions.py`` take one line per new function.
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from arrayx.transforms.core import Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct, UndefinedPrimal
+from arrayx.transforms._tracer import UndefinedPrimal
 
 __all__ = [
     "defjvp", "defjvp_coef", "defjvp_zero", "deflinear", "defbilinear", "defbroadcasting",
@@ -201,7 +201,3 @@ def defbroadcasting(*prims: Primitive) -> None:
 def defabstract(prim: Primitive, rule: Callable) -> None:
     """Register ``rule(*args, **params) -> ShapeDtypeStruct | tuple`` as ``prim``'s abstract eval."""
     prim.abstract_eval = rule
-
-
-def same_as(x) -> ShapeDtypeStruct:
-    return ShapeDtypeStruct(x.shape, x.dtype)

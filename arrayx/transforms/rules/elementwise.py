@@ -15,7 +15,7 @@ from arrayx.api import elementwise as ew
 from arrayx.api._array import Array
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
-    defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined, py,
+    defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
 )
 
 
@@ -58,17 +58,17 @@ def _elementwise_abstract(name):
             return dt
 
     def rule(*args, **params):
-        ref = None
+        shape = dtype = None
         for a in args:
             if isinstance(a, Array):
-                if ref is None:
-                    ref = a
-                elif a.shape != ref.shape:  # operands broadcast implicitly (clip bounds)
+                if shape is None:
+                    shape, dtype = a.shape, a.dtype
+                elif a.shape != shape:  # operands broadcast implicitly (clip bounds)
                     from arrayx.api._checks import broadcast_shapes_for
 
                     shape = broadcast_shapes_for(name, *(b.shape for b in args if isinstance(b, Array)))
-                    return _trusted(tuple(shape), result_dtype(ref.dtype))
-        return _trusted(tuple(ref.shape), result_dtype(ref.dtype))
+                    break
+        return _trusted(tuple(shape), result_dtype(dtype))
 
     rule.__name__ = f"{name}_abstract"
     return rule

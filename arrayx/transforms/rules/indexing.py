@@ -14,7 +14,7 @@ import numpy as np
 
 from arrayx.api import elementwise as ew
 from arrayx.api import indexing as ix
-from arrayx.transforms.rules._define import deflinear, is_undefined, py, unbroadcast, zeros_for
+from arrayx.transforms.rules._define import deflinear, is_undefined, unbroadcast, zeros_for
 
 
 def _ax():

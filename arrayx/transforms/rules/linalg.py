@@ -177,6 +177,8 @@ def _matmul_lhs(ct, x1, x2):
     if x2.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
         return ax.expand_dims(ct, axis=-1) * x2
     if x1.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        if x2.ndim == 2:
+            return ax.matmul(x2, ct)
         r = ax.matmul(x2, ax.expand_dims(ct, axis=-1))[..., 0]
         return unbroadcast(r, x1.shape)
     return ax.matmul(ct, _mT(x2))
@@ -189,6 +191,8 @@ def _matmul_rhs(ct, x1, x2):
     if x1.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
         return ax.expand_dims(x1, axis=-1) * ax.expand_dims(ct, axis=-2)
     if x2.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        if x1.ndim == 2:
+            return ax.matmul(ct, x1)
         r = ax.matmul(_mT(x1), ax.expand_dims(ct, axis=-1))[..., 0]
         return unbroadcast(r, x2.shape)
     return ax.matmul(_mT(x1), ct)

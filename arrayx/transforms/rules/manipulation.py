@@ -5,8 +5,6 @@ Every manipulation is linear; the transposes undo the data movement
 """
 from __future__ import annotations
 
-import math
-
 from arrayx.api import manipulation as mp
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for

@@ -11,7 +11,7 @@ import math
 
 from arrayx.api import statistical as st
 from arrayx.transforms._tracer import ShapeDtypeStruct
-from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined
+from arrayx.transforms.rules._define import defabstract, deflinear
 
 
 def _ax():
