@@ -124,6 +124,44 @@ _jax = None  # the jax module, set by JaxExecutor._load
 _NEEDS_CONCRETE: tuple = ()
 
 
+# -- NumPy's floor division and remainder (arrayx follows NumPy where the standard leaves room;
+# JAX differs on signed zeros, on huge/tiny float ratios and on integer division by zero)
+
+def _float_divmod(a, b):
+    """(a // b, a % b) for floats, as NumPy's npy_divmod computes them."""
+    mod = jnp.fmod(a, b)
+    div = (a - mod) / b
+    exact = mod == 0
+    fix = ~exact & ((b < 0) != (mod < 0))
+    mod = jnp.where(fix, mod + b, mod)
+    div = jnp.where(fix, div - 1, div)
+    mod = jnp.where(exact, jnp.copysign(jnp.zeros_like(mod), b), mod)
+    floor = jnp.floor(div)
+    floor = jnp.where(div - floor > 0.5, floor + 1, floor)
+    floor = jnp.where(div == 0, jnp.copysign(jnp.zeros_like(div), a / b), floor)
+    return jnp.where(b == 0, a / b, floor), mod
+
+
+def _floor_divide(x1, x2):
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.dtype.kind == "f":
+        return _float_divmod(x1, x2)[0]
+    zero = x2 == 0  # NumPy gives 0 for integer division by zero
+    return jnp.where(zero, 0, jnp.floor_divide(x1, jnp.where(zero, 1, x2)))
+
+
+def _remainder(x1, x2):
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.dtype.kind == "f":
+        return _float_divmod(x1, x2)[1]
+    zero = x2 == 0
+    return jnp.where(zero, 0, jnp.remainder(x1, jnp.where(zero, 1, x2)))
+
+
+def _sign(x):
+    return jnp.where(x == 0, jnp.zeros((), x.dtype), jnp.sign(x))  # sign(-0.0) is 0, not -0.0
+
+
 class JaxExecutor(Executor):
     name = "jax"
     install_hint = "Install JAX with `pip install jax` (CPU) or `pip install 'jax[cuda12]'` (NVIDIA GPU)."
@@ -134,6 +172,9 @@ class JaxExecutor(Executor):
     overrides: dict = {
         "at_update": _at_update,
         "searchsorted": _searchsorted,
+        "floor_divide": _floor_divide,
+        "remainder": _remainder,
+        "sign": _sign,
     }
 
     def __init__(self) -> None:

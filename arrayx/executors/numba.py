@@ -43,13 +43,21 @@ from arrayx.executors.numpy import NumpyExecutor
 
 __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 
-#: Fewest elements for which a native kernel beats NumPy here (2 shared vCPUs, AVX2), by kind of
-#: operation.  Measured with benchmarks/bench_executors_numba.py: a parallel launch on the
-#: workqueue layer costs ~35 us, so cheap (memory-bound) operations need larger arrays than
-#: transcendental ones, where the vectorised kernels are several times faster per element.
-DEFAULT_THRESHOLDS = {"elementwise": 1 << 18, "transcendental": 1 << 14, "reduction": 1 << 17}
+#: Fewest elements for which a native kernel beats NumPy, by kind of operation, measured with
+#: benchmarks/bench_executors_numba.py on 2 shared vCPUs (AVX2, workqueue layer): a parallel
+#: launch costs 35-150 us there, so
+#: - "transcendental" (exp, expm1, tanh, sin, cos: several times less work per element than
+#:   NumPy's loops) win from ~100k elements;
+#: - "moment" (mean, var, std: one fused pass where NumPy makes three to five) from ~1M;
+#: - "elementwise" (arithmetic, comparisons, where, clip: memory-bound, NumPy is as fast per
+#:   element) only from ~4M, where two threads share the memory traffic;
+#: - "reduction" (sum, prod, min, max: memory-bound, and NumPy's are SIMD) about break even at
+#:   1e7, so they are native only for very large arrays.
+DEFAULT_THRESHOLDS = {"elementwise": 1 << 22, "transcendental": 1 << 17, "moment": 1 << 20,
+                      "reduction": 1 << 24}
 
 _TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
+_MOMENTS = frozenset({"mean", "var", "std"})
 _MINMAX = ("max", "min")
 _KIND_DTYPES = {k: tuple(np.dtype(d) for d in ds) for k, ds in {
     "b": ("bool",), "i": ("int8", "int16", "int32", "int64"),
@@ -78,7 +86,7 @@ def _native_table() -> dict:
     table["where"] = ("elementwise", _dtypes_of(K.WHERE_KINDS))
     table["clip"] = ("elementwise", _dtypes_of(K.CLIP_KINDS))
     for name, kinds in K.REDUCTIONS.items():
-        table[name] = ("reduction", _dtypes_of(kinds))
+        table[name] = ("moment" if name in _MOMENTS else "reduction", _dtypes_of(kinds))
     return table
 
 
@@ -455,7 +463,7 @@ def _acc_dtype(out: np.dtype) -> np.dtype:
 def _build_reduction(ex: NumbaExecutor, name: str, fallback):
     from arrayx.executors import _numba_kernels as K
 
-    _, dtypes = NATIVE[name]
+    kind, dtypes = NATIVE[name]
     thresholds = ex.thresholds
     kernels: dict = {}
 
@@ -484,7 +492,7 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
         return res, None if pabs is None else pabs.sum(axis=1)
 
     def run(x, /, **params):
-        if x.size < thresholds["reduction"]:
+        if x.size < thresholds[kind]:
             return fallback(x, **params)
         return native(x, params)
 

@@ -77,6 +77,28 @@ def test_index_results_have_the_default_index_dtype():
     assert xp.count_nonzero(x).dtype == xp.int64
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's own divide-by-zero warnings
+@pytest.mark.parametrize("fn", ["floor_divide", "remainder"])
+def test_floor_divide_and_remainder_follow_numpy(fn):
+    """Signed zeros, infinities and integer division by zero as NumPy (and the NumPy executor) give them."""
+    a = np.array([-0.0, 0.0, -3.0, 5.5, np.inf, -np.inf, 7.0, np.nan, -2.0, 7.5, -7.5, 3.0, 4.0])
+    b = np.array([2.0, -2.0, -np.inf, 0.0, 2.0, 3.0, -0.0, 1.0, np.inf, -2.0, 2.5, -1.5, 0.0])
+    op = getattr(xp, fn)
+    got = np.asarray(op(xp.asarray(a), xp.asarray(b)))
+    want = np.asarray(op(xp.asarray(a, device="numpy"), xp.asarray(b, device="numpy")))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    i, k = np.array([5, -5, 7, 0, -7], dtype=np.int32), np.array([0, 0, -2, 0, 2], dtype=np.int32)
+    assert_same(op(xp.asarray(i), xp.asarray(k)), getattr(np, fn)(i, np.where(k == 0, 1, k)) * (k != 0))
+    assert_same(op(xp.asarray(i), 3), getattr(np, fn)(i, 3))
+
+
+def test_sign_of_zero_is_zero():
+    s = np.asarray(xp.sign(xp.asarray([-0.0, 0.0, -2.0, np.nan])))
+    assert s[0] == 0 and not np.signbit(s[0]) and s[2] == -1 and np.isnan(s[3])
+    assert_same(xp.sign(xp.asarray([-0j, 3 + 4j])), np.array([0j, 0.6 + 0.8j]))
+
+
 def test_setitem_and_inplace_operators_are_functional():
     x = xp.asarray([1.0, 2.0, 3.0, 4.0])
     before = x._buf

@@ -11,11 +11,16 @@ recorded under reverse mode:
 - eigh: dw = diag(V^H dA V), dV = V (F * (V^H dA V)) with F_ij = 1 / (w_j - w_i);
 - qr (m >= n): C = Q^H dA R^-1, Omega = the skew part of C's strict lower triangle,
   dQ = Q (Omega - C) + dA R^-1, dR = (C - Omega) R;
-- svd (real): dS = diag(U^T dA V) and the usual F-weighted formulas for dU, dV.
+- svd (real): dS = diag(U^T dA V) and the usual F-weighted formulas for dU, dV;
+- eig: with C = V^-1 dA V, dw = diag(C), dV = V (F * C) with F_ij = 1 / (w_j - w_i),
+  minus V diag(Re(V^H dV)) so the columns keep unit norm, and turned by i*theta_i so
+  each column's largest entry stays real (LAPACK's and JAX's convention); eigvals
+  uses dw alone.
 
 As in JAX, eigh and cholesky differentiate the symmetrised input.  ``matrix_norm``,
 ``pinv``, ``matrix_power``, ``outer`` and ``matrix_rank`` are compositions and
-need no rules.  eig/eigvals (complex spectra of real matrices) have no rules.
+need no rules.  eig/eigvals of real matrices are complex: the real tangent is cast
+to complex (so the cotangent of a real input keeps the real part).
 """
 from __future__ import annotations
 
@@ -405,6 +410,66 @@ def _eigvalsh_jvp(primals, tangents):
 
 
 la.eigvalsh_p.jvp = _eigvalsh_jvp
+
+
+def _as_complex(x):
+    from arrayx.api import _dtypes
+
+    dtype = _dtypes.COMPLEX_OF.get(x.dtype, x.dtype)
+    return x if x.dtype == dtype else _ax().astype(x, dtype)
+
+
+def _tangent_as(t, out):
+    """The complex tangent ``t`` in the dtype of ``out`` (executors may return real spectra as real)."""
+    if out.dtype.kind == "c":
+        return t
+    t = _ax().real(t)
+    return t if t.dtype == out.dtype else _ax().astype(t, out.dtype)
+
+
+def _eig_rotated(t, v):
+    """C = V^-1 dA V (complex), whose diagonal is the eigenvalues' tangent."""
+    ax = _ax()
+    return ax.linalg.solve(v, ax.matmul(_as_complex(t), v))
+
+
+def _eig_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    ax = _ax()
+    w, v = la.eig_p.bind(x)
+    wc, vc = _as_complex(w), _as_complex(v)
+    c = _eig_rotated(t, vc)
+    eye = _eye_like(vc)
+    gaps = ax.expand_dims(wc, axis=-2) - ax.expand_dims(wc, axis=-1)  # [i, j] = w_j - w_i
+    f = 1.0 / (gaps + eye) - eye
+    tv = ax.matmul(vc, f * c)
+    # unit-norm columns: remove the component of dv_i along v_i that changes |v_i|
+    stretch = _real(ax.sum(_conj(vc) * tv, axis=-2, keepdims=True))
+    tv = tv - vc * ax.astype(stretch, vc.dtype)
+    # LAPACK's geev makes each column's largest-modulus entry real: turn dv_i to keep it real
+    pivot_row = ax.argmax(ax.abs(vc), axis=-2, keepdims=True)
+    pivot = ax.real(ax.take_along_axis(vc, pivot_row, axis=-2))
+    turn = ax.imag(ax.take_along_axis(tv, pivot_row, axis=-2)) / pivot
+    tv = tv - vc * (ax.astype(turn, vc.dtype) * 1j)
+    return (w, v), (_tangent_as(ax.linalg.diagonal(c), w), _tangent_as(tv, v))
+
+
+la.eig_p.jvp = _eig_jvp
+
+
+def _eigvals_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    ax = _ax()
+    out = la.eigvals_p.bind(x)
+    w, v = la.eig_p.bind(x)
+    tw = ax.linalg.diagonal(_eig_rotated(t, _as_complex(v)))
+    # eigvals need not list the eigenvalues in eig's order: pair each with the nearest of eig's
+    gaps = ax.expand_dims(_as_complex(out), axis=-1) - ax.expand_dims(_as_complex(w), axis=-2)
+    nearest = ax.argmin(ax.abs(gaps), axis=-1)
+    return out, _tangent_as(ax.take_along_axis(tw, nearest, axis=-1), out)
+
+
+la.eigvals_p.jvp = _eigvals_jvp
 
 
 def _qr_jvp(primals, tangents, *, mode):
