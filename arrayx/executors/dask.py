@@ -447,6 +447,29 @@ _LINALG = {
 }
 
 
+def _fft(name):
+    """Dask's FFTs need each transformed axis in one chunk: rechunk those axes first."""
+    def impl(x, **params):
+        axes = (params["axis"],) if "axis" in params else params.get("axes")
+        axes = range(x.ndim) if axes is None else axes
+        x = x.rechunk({a % x.ndim: -1 for a in axes}) if x.ndim else x
+        return getattr(_compat.fft, name)(x, **params)
+
+    impl.__name__ = name
+    return impl
+
+
+_FFT = {name: _fft(name) for name in
+        ("fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft")}
+
+
+def _reshape(x, *, shape, copy=None):
+    try:
+        return _compat.reshape(x, shape, copy=copy)
+    except NotImplementedError:  # Dask only merges or splits whole chunks: give it one chunk to reshape
+        return _compat.reshape(x.rechunk(-1), shape, copy=copy)
+
+
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
         x2 = da.from_array(np.asarray(x2), name=False)
@@ -465,7 +488,9 @@ class DaskExecutor(Executor):
         "at_update": _at_update,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
+        "reshape": _reshape,
         **_LINALG,
+        **_FFT,
     }
 
     def _load(self):
