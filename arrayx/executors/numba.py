@@ -44,17 +44,18 @@ from arrayx.executors.numpy import NumpyExecutor
 __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 
 #: Fewest elements for which a native kernel beats NumPy, by kind of operation, measured with
-#: benchmarks/bench_executors_numba.py on 2 shared vCPUs (AVX2, workqueue layer): a parallel
-#: launch costs 35-150 us there, so
-#: - "transcendental" (exp, expm1, tanh, sin, cos: several times less work per element than
-#:   NumPy's loops) win from ~100k elements;
+#: benchmarks/bench_executors_numba.py on 2 shared vCPUs (AVX2, workqueue layer), where a
+#: parallel launch costs 35-150 us:
+#: - "transcendental" (exp, expm1, tanh, sin, cos: vectorised kernels that do several times
+#:   less work per element than NumPy's loops) win from ~100k elements;
 #: - "moment" (mean, var, std: one fused pass where NumPy makes three to five) from ~1M;
-#: - "elementwise" (arithmetic, comparisons, where, clip: memory-bound, NumPy is as fast per
-#:   element) only from ~4M, where two threads share the memory traffic;
-#: - "reduction" (sum, prod, min, max: memory-bound, and NumPy's are SIMD) about break even at
-#:   1e7, so they are native only for very large arrays.
+#: - "elementwise" (arithmetic, comparisons, where, clip) and "reduction" (sum, prod) are
+#:   memory-bound, NumPy is as fast per element, and two threads only pay from ~4M;
+#: - "extremum" (min, max): NumPy's SIMD loops are faster per element than the kernels (LLVM does
+#:   not vectorise a NaN-propagating max), so only very large arrays, where both are bound by
+#:   memory, go native.
 DEFAULT_THRESHOLDS = {"elementwise": 1 << 22, "transcendental": 1 << 17, "moment": 1 << 20,
-                      "reduction": 1 << 24}
+                      "reduction": 1 << 22, "extremum": 1 << 24}
 
 _TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
 _MOMENTS = frozenset({"mean", "var", "std"})
@@ -86,7 +87,8 @@ def _native_table() -> dict:
     table["where"] = ("elementwise", _dtypes_of(K.WHERE_KINDS))
     table["clip"] = ("elementwise", _dtypes_of(K.CLIP_KINDS))
     for name, kinds in K.REDUCTIONS.items():
-        table[name] = ("moment" if name in _MOMENTS else "reduction", _dtypes_of(kinds))
+        kind = "moment" if name in _MOMENTS else "extremum" if name in _MINMAX else "reduction"
+        table[name] = (kind, _dtypes_of(kinds))
     return table
 
 

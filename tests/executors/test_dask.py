@@ -61,6 +61,13 @@ def test_matches_numpy(case):
     run_parity(case, "dask")
 
 
+@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
+def test_matches_numpy_with_many_chunks(case):
+    """The same table with every axis split into chunks of 2 (Dask's multi-chunk code paths)."""
+    xd.set_chunks(2)
+    run_parity(case, "dask")
+
+
 def test_buffers_are_lazy_dask_arrays():
     import dask.array as da
 

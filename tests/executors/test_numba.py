@@ -133,9 +133,11 @@ def test_capabilities_state_native_functions_threshold_and_threading():
     assert native["exp"] == ["float32", "float64"]
     assert "complex128" not in native["add"] and "int8" in native["add"]
     assert "log" not in native and "atan2" not in native  # these run on NumPy
-    assert set(caps["native size thresholds"]) == {"elementwise", "transcendental", "moment", "reduction"}
+    assert set(caps["native size thresholds"]) == {"elementwise", "transcendental", "moment", "reduction",
+                                                   "extremum"}
     kinds = caps["native kinds"]
     assert kinds["exp"] == "transcendental" and kinds["sum"] == "reduction" and kinds["var"] == "moment"
+    assert kinds["max"] == "extremum"
     assert kinds["add"] == kinds["where"] == kinds["clip"] == "elementwise"
     assert caps["threading layer"] in ("workqueue", "omp", "tbb", "default", "safe", "forksafe", "threadsafe")
     assert caps["threads"] >= 1 and os.path.isdir(caps["kernel cache"])
