@@ -160,8 +160,12 @@ def setitem(x: Array, key, value) -> None:
     ):
         enc, arrays = encode_key("__setitem__", x, key)
         k = decode_key(enc, [a._buf for a in arrays])
-        x._buf[k] = checked._buf if isinstance(checked, Array) else checked
-        return
+        buf = x._buf
+        if getattr(buf, "flags", None) is None or buf.flags.writeable:
+            buf[k] = checked._buf if isinstance(checked, Array) else checked
+            return
+        # a read-only view (broadcast_to, linalg.diagonal, from_dlpack of an immutable
+        # buffer): update functionally instead of failing
     x._become(at_update(x, key, value, "set"))  # the original value: at_update checks it again
 
 

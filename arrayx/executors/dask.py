@@ -244,6 +244,15 @@ def _index(buf, k: tuple):
             first = next(i for i, e in enumerate(k) if isinstance(e, (bool, np.bool_)) and not e)
             out = out[(slice(None),) * _dims_before(k, first, buf.ndim) + (slice(0, 0),)]
         return out
+    for i, e in enumerate(k):
+        if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim and len(k) == 1):
+            # Dask takes 1-D masks and whole-array masks only
+            if e.ndim == 0:  # a 0-d mask adds an axis of length 1 or 0, like a bool scalar
+                out = _index(buf, k[:i] + (None,) + k[i + 1:])
+                return out[(slice(None),) * _dims_before(k, i, buf.ndim) + (e.reshape(1),)]
+            ax = _axes_before(k, i, buf.ndim)  # merge the axes the mask covers, then a 1-D mask
+            merged = _reshape(buf, shape=buf.shape[:ax] + (-1,) + buf.shape[ax + e.ndim:])
+            return _index(merged, k[:i] + (_reshape(e, shape=(-1,)),) + k[i + 1:])
     arrays = [e for e in k if _is_int_index(e) and e.ndim > 0]
     if not arrays or (len(arrays) == 1 and arrays[0].ndim == 1):
         return buf[k]
@@ -261,6 +270,23 @@ def _index(buf, k: tuple):
     # several index arrays mixed with slices (left implementation-defined by the standard): on the host
     host = _compute(buf)[tuple(_host_index(e) for e in k)]
     return da.from_array(host, chunks=_chunks, name=False)
+
+
+def _is_mask(e) -> bool:
+    return hasattr(e, "dtype") and hasattr(e, "ndim") and e.dtype == np.bool_
+
+
+def _consumed(e) -> int:
+    """Input axes one key entry indexes (Ellipsis aside)."""
+    if e is None or isinstance(e, (bool, np.bool_)):
+        return 0
+    return e.ndim if _is_mask(e) else 1
+
+
+def _axes_before(k: tuple, pos: int, ndim: int) -> int:
+    """Number of input axes that entries ``k[:pos]`` index."""
+    rest = ndim - sum(_consumed(e) for e in k if e is not Ellipsis)
+    return sum(rest if e is Ellipsis else _consumed(e) for e in k[:pos])
 
 
 def _dims_before(k: tuple, pos: int, ndim: int) -> int:

@@ -188,3 +188,14 @@ def test_setitem_errors():
         x[0] = 1.5
     with pytest.raises(ValueError, match="unknown update 'append'"):
         at_update(xp.asarray([1.0]), 0, 1.0, "append")
+
+
+def test_setitem_on_read_only_views_updates_functionally(executor):
+    x = xp.reshape(xp.arange(9.0), (3, 3))
+    d = xp.linalg.diagonal(x)  # NumPy returns a read-only view here
+    d[0] = 7.0
+    assert_same(d, np.array([7.0, 4.0, 8.0]))
+    assert float(x[0, 0]) == 0.0
+    b = xp.broadcast_to(xp.asarray([1.0, 2.0]), (2, 2))
+    b[0, 0] = 5.0
+    assert_same(b, np.array([[5.0, 2.0], [1.0, 2.0]]))
