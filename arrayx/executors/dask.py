@@ -245,7 +245,7 @@ def _index(buf, k: tuple):
             out = out[(slice(None),) * _dims_before(k, first, buf.ndim) + (slice(0, 0),)]
         return out
     for i, e in enumerate(k):
-        if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim and len(k) == 1):
+        if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim > 0 and len(k) == 1):
             # Dask takes 1-D masks and whole-array masks only
             if e.ndim == 0:  # a 0-d mask adds an axis of length 1 or 0, like a bool scalar
                 out = _index(buf, k[:i] + (None,) + k[i + 1:])
@@ -258,7 +258,10 @@ def _index(buf, k: tuple):
         return buf[k]
     if all(_is_int_index(e) or isinstance(e, (int, np.integer)) for e in k) and len(k) == buf.ndim:
         # the standard's integer-array indexing (every axis): vectorised gather
-        return buf.vindex[tuple(np.asarray(_host_index(e)) for e in k)]
+        idx = np.broadcast_arrays(*(np.asarray(_host_index(e)) for e in k))
+        if idx[0].ndim == 0:
+            return buf[tuple(int(i) for i in idx)]
+        return buf.vindex[tuple(idx)]
     if len(arrays) == 1:
         # one n-D integer array along one axis: gather its flattened values, then restore its shape
         pos = next(i for i, e in enumerate(k) if e is arrays[0])
@@ -386,7 +389,7 @@ def _complex(dt):
 
 def _gufunc(kernel, signature, *args, dtypes, sizes=None, axes=None):
     if any(0 in a.shape for a in args):  # Dask's gufunc machinery divides by chunk sizes; empty is trivial
-        out = kernel(*(np.zeros(a.shape, a.dtype) for a in args))
+        out = kernel(*(_empty_case_operand(a) for a in args))
         wrap = lambda o, dt: da.from_array(np.asarray(o, dtype=dt), name=False)  # noqa: E731
         if isinstance(dtypes, list):
             return tuple(wrap(o, dt) for o, dt in zip(out, dtypes))
@@ -396,6 +399,13 @@ def _gufunc(kernel, signature, *args, dtypes, sizes=None, axes=None):
         out = da.apply_gufunc(kernel, signature, *args, output_dtypes=dtypes, output_sizes=sizes or {},
                               allow_rechunk=True, axes=axes)
     return tuple(out) if isinstance(out, (tuple, list)) else out
+
+
+def _empty_case_operand(a):
+    """A host stand-in for ``a`` when some operand is empty: identities for square stacks (solvable)."""
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2]:
+        return np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+    return np.zeros(a.shape, a.dtype)
 
 
 def _matrix(name, signature, dtype_of=lambda dt: dt):
@@ -496,6 +506,23 @@ def _reshape(x, *, shape, copy=None):
         return _compat.reshape(x.rechunk(-1), shape, copy=copy)
 
 
+def _repeat(x, repeats, *, axis):
+    if x.shape[axis] == 0:  # Dask's repeat concatenates nothing and fails
+        return x.copy()
+    if not isinstance(repeats, da.Array):
+        return da.repeat(x, repeats, axis=axis)
+    counts = _compute(repeats)  # Dask repeats by Python ints only: the counts are computed (small)
+    if counts.shape == (1,):
+        return da.repeat(x, int(counts[0]), axis=axis)
+    return da.take(x, np.repeat(np.arange(x.shape[axis]), counts), axis=axis)
+
+
+def _tensordot(x1, x2, *, axes):
+    out = _compat.tensordot(x1, x2, axes=axes)
+    want = np.result_type(x1.dtype, x2.dtype)  # Dask sums small integers in 64 bits
+    return out if out.dtype == want else out.astype(want)
+
+
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
         x2 = da.from_array(np.asarray(x2), name=False)
@@ -515,6 +542,8 @@ class DaskExecutor(Executor):
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
         "reshape": _reshape,
+        "repeat": _repeat,
+        "tensordot": _tensordot,
         **_LINALG,
         **_FFT,
     }

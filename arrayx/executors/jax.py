@@ -23,9 +23,21 @@ Immutability
     (``buf.at[k].set(v)``, see ``_at_update``) and rebinds the wrapper, so other
     arrayx arrays that shared the old buffer are unchanged (``mutable = False``).
 
+One compiled call per op
+    Each primitive runs as one ``jax.jit`` call of its ``jax.numpy``
+    implementation (params static), which is faster than ``jax.numpy``'s own
+    eager mode (one dispatch per internal step); see ``_Jitted`` and
+    benchmarks/bench_executors_jax.py.  Primitives with data-dependent output
+    shapes (``nonzero``, ``unique_*``, boolean masks) or value-like params
+    (indices, fill values) run op-by-op.  ``ARRAYX_JAX_JIT_OPS=0`` turns this off.
+
 Deviations of ``jax.numpy`` that this module corrects (``overrides``): index
 results that JAX returns as int32 (``searchsorted``) are int64, the standard's
-default index dtype.
+default index dtype; ``floor_divide``/``remainder`` follow NumPy for signed
+zeros, infinities and integer division by zero (0), and ``sign(-0.0)`` is 0,
+as on every other executor.  Still JAX's own: complex functions at infinite/NaN
+components (see conformance/known_failures/jax.txt) and out-of-bounds integer
+index arrays, which JAX does not bounds-check (the standard leaves them unspecified).
 """
 from __future__ import annotations
 

@@ -44,18 +44,18 @@ from arrayx.executors.numpy import NumpyExecutor
 __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 
 #: Fewest elements for which a native kernel beats NumPy, by kind of operation, measured with
-#: benchmarks/bench_executors_numba.py on 2 shared vCPUs (AVX2, workqueue layer), where a
-#: parallel launch costs 35-150 us:
-#: - "transcendental" (exp, expm1, tanh, sin, cos: vectorised kernels that do several times
-#:   less work per element than NumPy's loops) win from ~100k elements;
+#: benchmarks/bench_executors_numba.py on 2 vCPUs shared with other jobs (AVX2, workqueue layer),
+#: where a parallel launch costs 35-150 us and the second core is often busy:
+#: - "transcendental" (exp, expm1, tanh, sin, cos: vectorised kernels doing several times less
+#:   work per element than NumPy's loops) win from ~100k elements;
 #: - "moment" (mean, var, std: one fused pass where NumPy makes three to five) from ~1M;
-#: - "elementwise" (arithmetic, comparisons, where, clip) and "reduction" (sum, prod) are
-#:   memory-bound, NumPy is as fast per element, and two threads only pay from ~4M;
-#: - "extremum" (min, max): NumPy's SIMD loops are faster per element than the kernels (LLVM does
-#:   not vectorise a NaN-propagating max), so only very large arrays, where both are bound by
-#:   memory, go native.
+#: - "elementwise" (arithmetic, comparisons, where, clip) are memory-bound and as fast per element
+#:   as NumPy's SIMD loops on one thread; two threads pay from ~4M;
+#: - "reduction" (sum, prod) and "extremum" (min, max) are memory-bound too and only break even
+#:   at 4-16M elements here (their single-thread speed equals NumPy's), so they go native for
+#:   larger arrays only.  Lower the thresholds where cores are not shared.
 DEFAULT_THRESHOLDS = {"elementwise": 1 << 22, "transcendental": 1 << 17, "moment": 1 << 20,
-                      "reduction": 1 << 22, "extremum": 1 << 24}
+                      "reduction": 1 << 24, "extremum": 1 << 26}
 
 _TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
 _MOMENTS = frozenset({"mean", "var", "std"})
