@@ -146,7 +146,10 @@ def test_uniform_matches_jax(jrandom, shape, dtype):
 @needs_jax
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(-2**63, 2**63 - 1), shape=st.sampled_from(SHAPES), data=st.integers(0, 2**32 - 1),
-       bounds=st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6)))
+       # XLA flushes float32 subnormals to zero on CPU; NumPy keeps them, so bounds whose
+       # uniform draws land in the subnormal range are not comparable bit for bit
+       bounds=st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6)).filter(
+           lambda b: all(v == 0 or abs(v) > 1e-30 for v in b) and abs(b[1] - b[0]) > 1e-30))
 def test_random_seeds_shapes_and_bounds_match_jax(seed, shape, data, bounds):
     with jax.enable_x64(True), jax.threefry_partitionable(True):
         k, jk = xr.fold_in(xr.key(seed), data), jr.fold_in(jr.PRNGKey(seed), data)

@@ -523,6 +523,20 @@ def _tensordot(x1, x2, *, axes):
     return out if out.dtype == want else out.astype(want)
 
 
+def _numpy_blockwise(name):
+    """Elementwise ``name`` as the NumPy executor computes it (its special-value fixes), block by block."""
+    def impl(x):
+        from arrayx.executors.base import get
+
+        fn = get("numpy").overrides.get(name)
+        if fn is None:
+            return getattr(_compat, name)(x)
+        return x.map_blocks(fn, dtype=x.dtype)
+
+    impl.__name__ = name
+    return impl
+
+
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
         x2 = da.from_array(np.asarray(x2), name=False)
@@ -544,6 +558,8 @@ class DaskExecutor(Executor):
         "reshape": _reshape,
         "repeat": _repeat,
         "tensordot": _tensordot,
+        "expm1": _numpy_blockwise("expm1"),
+        "tanh": _numpy_blockwise("tanh"),
         **_LINALG,
         **_FFT,
     }

@@ -70,6 +70,44 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
     return jnp.searchsorted(x1, x2, side=side, sorter=sorter).astype(_INDEX)  # JAX gives int32
 
 
+# -- complex functions at infinite/NaN parts: XLA's kernels do not follow C99 Annex G there, so
+# those elements (only) are computed on the host as the NumPy executor computes them
+
+_COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1",
+                    "log", "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh")
+
+
+def _numpy_reference(name):
+    """``name`` on host arrays, as the NumPy executor computes it (its own fixes included)."""
+    from arrayx.executors.base import get
+
+    numpy_ex = get("numpy")
+    fn = numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name)
+
+    def host(x):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(np.asarray(x)))
+
+    return host
+
+
+def _complex_special(name):
+    def impl(x):
+        out = getattr(jnp, name)(x)
+        if x.dtype.kind != "c":
+            return out
+        special = ~jnp.isfinite(x)
+
+        def patch(out):
+            ref = _jax.pure_callback(_numpy_reference(name), _jax.ShapeDtypeStruct(x.shape, out.dtype), x)
+            return jnp.where(special, ref, out)
+
+        return _jax.lax.cond(jnp.any(special), patch, lambda out: out, out)
+
+    impl.__name__ = name
+    return impl
+
+
 class _DLPackExport:
     """A jax.Array's DLPack export that also serves consumers asking for ``max_version`` < (0, 5).
 
@@ -187,6 +225,7 @@ class JaxExecutor(Executor):
         "floor_divide": _floor_divide,
         "remainder": _remainder,
         "sign": _sign,
+        **{name: _complex_special(name) for name in _COMPLEX_SPECIAL},
     }
 
     def __init__(self) -> None:
