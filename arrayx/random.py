@@ -54,6 +54,7 @@ import numpy as np
 import arrayx as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.api._checks import normalize_axis, shape_arg
 from arrayx.transforms.core import current_trace
 
 __all__ = [
@@ -220,25 +221,6 @@ def _check_key(fname: str, key) -> Array:
             )
         raise ValueError(f"{fname}: key must have shape (2,), got shape {key.shape}; {_KEY_HINT}")
     return key
-
-
-def _shape(fname: str, shape) -> tuple:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"{fname}: shape must be a tuple of ints, got {type(shape).__name__}")
-    out = []
-    for d in shape:
-        if isinstance(d, bool):
-            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}")
-        try:
-            d = operator.index(d)
-        except TypeError:
-            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
-        if d < 0:
-            raise ValueError(f"{fname}: shape entries must be non-negative, got {tuple(shape)}")
-        out.append(d)
-    return tuple(out)
 
 
 def _check_shape(fname: str, shape: tuple, *param_shapes) -> None:
@@ -419,7 +401,7 @@ def bits(key, shape=(), dtype=None) -> Array:
     >>> bits(key(0), (2,), xp.uint32)
     """
     key = _check_key("bits", key)
-    shape = _shape("bits", shape)
+    shape = shape_arg("bits", shape)
     dt = _U64 if dtype is None else _dtypes.as_dtype(dtype, "bits")
     if dt.kind != "u":
         raise TypeError(f"bits: dtype must be an unsigned integer dtype (uint8..uint64), got {dt}")
@@ -513,7 +495,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     >>> uniform(key(0), (3,), minval=-1.0, maxval=1.0)
     """
     key = _check_key("uniform", key)
-    shape = _shape("uniform", shape)
+    shape = shape_arg("uniform", shape)
     dt = _float_dtype("uniform", dtype)
     lo = _float_param("uniform", "minval", minval, dt)
     hi = _float_param("uniform", "maxval", maxval, dt)
@@ -647,7 +629,7 @@ def normal(key, shape=(), dtype=None) -> Array:
     Computed as sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX does.
     """
     key = _check_key("normal", key)
-    shape = _shape("normal", shape)
+    shape = shape_arg("normal", shape)
     dt = _float_dtype("normal", dtype, complex_ok=True)
     if dt.kind == "c":
         real = _dtypes.REAL_OF[dt]
@@ -673,7 +655,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     if shape is None:
         shape = xp.broadcast_shapes(_shape_of(lo), _shape_of(hi))
     else:
-        shape = _shape("truncated_normal", shape)
+        shape = shape_arg("truncated_normal", shape)
         _check_shape("truncated_normal", shape, _shape_of(lo), _shape_of(hi))
     sqrt2 = dt.type(math.sqrt(2))
     lo_a = lo if isinstance(lo, Array) else xp.asarray(lo, device=key.device)
@@ -693,7 +675,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
 def exponential(key, shape=(), dtype=None) -> Array:
     """Exponential(1) values: -log(1 - u)."""
     key = _check_key("exponential", key)
-    shape = _shape("exponential", shape)
+    shape = shape_arg("exponential", shape)
     dt = _float_dtype("exponential", dtype)
     zero, one = dt.type(0.0), dt.type(1.0)
     return _draw(key, shape, lambda start, count: -_log1p(-_uniform_range(key, dt, zero, one, start, count)))
@@ -706,7 +688,7 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
     """Standard Gumbel values.  ``mode="high"`` spends two uniforms per value to reach further into the tail
     (``"highest"`` is the same for float64)."""
     key = _check_key("gumbel", key)
-    shape = _shape("gumbel", shape)
+    shape = shape_arg("gumbel", shape)
     dt = _float_dtype("gumbel", dtype)
     return _gumbel(key, shape, dt, _gumbel_mode("gumbel", mode))
 
@@ -747,7 +729,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
         p = float(p)
     else:
         raise TypeError(f"bernoulli: p must be a float or a float arrayx array, got {type(p).__name__}")
-    shape = _shape_of(p) if shape is None else _shape("bernoulli", shape)
+    shape = _shape_of(p) if shape is None else shape_arg("bernoulli", shape)
     _check_shape("bernoulli", shape, _shape_of(p))
     if mode == "high":
         u = _uniform(key, (2, *shape), dt, dt.type(0.0), dt.type(1.0))
@@ -789,7 +771,7 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     unless ``maxval - minval`` is a power of two).
     """
     key = _check_key("randint", key)
-    shape = _shape("randint", shape)
+    shape = shape_arg("randint", shape)
     dt = _dtypes.DEFAULT_INT if dtype is None else _dtypes.as_dtype(dtype, "randint")
     if dt.kind not in "iu":
         raise TypeError(f"randint: dtype must be an integer dtype, got {dt}")
@@ -845,23 +827,13 @@ def permutation(key, x, axis: int = 0, independent: bool = False) -> Array:
     """
     key = _check_key("permutation", key)
     if isinstance(x, Array) and x.ndim:
-        axis = _axis("permutation", axis, x.ndim)
+        axis = normalize_axis("permutation", axis, x.ndim)
         if independent or x.ndim == 1:
             return _shuffle(key, x, axis)
         index = _shuffle(key, xp.arange(x.shape[axis], device=key.device), 0)
         return xp.take(x, index, axis=axis)
     n = _static_int("permutation", x, "x")
     return _shuffle(key, xp.arange(n, device=key.device), 0)
-
-
-def _axis(fname: str, axis, ndim: int) -> int:
-    try:
-        a = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}") from None
-    if not -ndim <= a < ndim:
-        raise ValueError(f"{fname}: axis {axis} is out of bounds for {ndim} dimension(s)")
-    return a % ndim
 
 
 def _static_int(fname: str, value, name: str) -> int:
@@ -887,10 +859,10 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
     key = _check_key("choice", key)
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"choice: shape must be a tuple of ints, got {type(shape).__name__}")
-    shape = _shape("choice", shape)
+    shape = shape_arg("choice", shape)
     is_array = isinstance(a, Array) and a.ndim > 0
     if is_array:
-        axis = _axis("choice", axis, a.ndim)
+        axis = normalize_axis("choice", axis, a.ndim)
         n_inputs = a.shape[axis]
         out_dtype = a.dtype
     else:
@@ -943,12 +915,12 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
     if logits.ndim == 0:
         raise ValueError("categorical: logits must have at least one dimension")
     mode = _gumbel_mode("categorical", mode)
-    axis = _axis("categorical", axis, logits.ndim)
+    axis = normalize_axis("categorical", axis, logits.ndim)
     batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
     if shape is None:
         shape = batch_shape
     else:
-        shape = _shape("categorical", shape)
+        shape = shape_arg("categorical", shape)
         _check_shape("categorical", shape, batch_shape)
     prefix = shape[: len(shape) - len(batch_shape)]
     if replace:

@@ -142,6 +142,26 @@ def broadcast_shapes_for(fname: str, *shapes) -> tuple:
     return tuple(out)
 
 
+def shape_arg(fname: str, shape) -> tuple:
+    """A ``shape`` argument (an int or a sequence of non-negative ints) as a tuple of ints."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise TypeError(f"{fname}: shape must be an int or a tuple of ints, got {type(shape).__name__}")
+    out = []
+    for d in shape:
+        if isinstance(d, bool):
+            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}")
+        try:
+            d = operator.index(d)
+        except TypeError:
+            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
+        if d < 0:
+            raise ValueError(f"{fname}: shape entries must be non-negative, got {tuple(shape)}")
+        out.append(d)
+    return tuple(out)
+
+
 def normalize_axis(fname: str, axis, ndim: int, name: str = "axis") -> int:
     try:
         a = operator.index(axis)

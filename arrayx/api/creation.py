@@ -16,7 +16,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, check_dtype
+from arrayx.api._checks import array_arg, check_dtype, shape_arg
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -24,23 +24,6 @@ __all__ = [
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
     "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
 ]
-
-
-def _shape_arg(fname: str, shape) -> tuple:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"{fname}: shape must be an int or a tuple of ints, got {type(shape).__name__}")
-    out = []
-    for d in shape:
-        try:
-            d = operator.index(d)
-        except TypeError:
-            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
-        if d < 0:
-            raise ValueError(f"{fname}: negative dimension {d} in shape {tuple(shape)}")
-        out.append(d)
-    return tuple(out)
 
 
 def _dtype_arg(fname: str, dtype, default):
@@ -161,19 +144,19 @@ def _creation(fname, device, build):
 
 def zeros(shape, *, dtype=None, device=None) -> Array:
     """An array of zeros."""
-    shape, dt = _shape_arg("zeros", shape), _dtype_arg("zeros", dtype, _dtypes.DEFAULT_FLOAT)
+    shape, dt = shape_arg("zeros", shape), _dtype_arg("zeros", dtype, _dtypes.DEFAULT_FLOAT)
     return _creation("zeros", device, lambda xp: xp.zeros(shape, dtype=dt))
 
 
 def ones(shape, *, dtype=None, device=None) -> Array:
     """An array of ones."""
-    shape, dt = _shape_arg("ones", shape), _dtype_arg("ones", dtype, _dtypes.DEFAULT_FLOAT)
+    shape, dt = shape_arg("ones", shape), _dtype_arg("ones", dtype, _dtypes.DEFAULT_FLOAT)
     return _creation("ones", device, lambda xp: xp.ones(shape, dtype=dt))
 
 
 def empty(shape, *, dtype=None, device=None) -> Array:
     """An uninitialised array (zeros on executors that cannot leave memory uninitialised)."""
-    shape, dt = _shape_arg("empty", shape), _dtype_arg("empty", dtype, _dtypes.DEFAULT_FLOAT)
+    shape, dt = shape_arg("empty", shape), _dtype_arg("empty", dtype, _dtypes.DEFAULT_FLOAT)
     return _creation("empty", device, lambda xp: xp.empty(shape, dtype=dt))
 
 
@@ -197,7 +180,7 @@ def _fill_dtype(fname, fill_value, dtype):
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """An array filled with ``fill_value`` (dtype inferred from the Python scalar)."""
-    shape = _shape_arg("full", shape)
+    shape = shape_arg("full", shape)
     fill_value, dt = _fill_dtype("full", fill_value, dtype)
     return _creation("full", device, lambda xp: xp.full(shape, fill_value, dtype=dt))
 
@@ -227,15 +210,15 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
 
 def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array:
     """A 2-D array with ones on the k-th diagonal."""
-    n_rows = _shape_arg("eye", n_rows)[0]
-    n_cols = n_rows if n_cols is None else _shape_arg("eye", n_cols)[0]
+    n_rows = shape_arg("eye", n_rows)[0]
+    n_cols = n_rows if n_cols is None else shape_arg("eye", n_cols)[0]
     dt = _dtype_arg("eye", dtype, _dtypes.DEFAULT_FLOAT)
     return _creation("eye", device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> Array:
     """``num`` evenly spaced samples over [start, stop] (or [start, stop) without endpoint)."""
-    num = _shape_arg("linspace", num)[0]
+    num = shape_arg("linspace", num)[0]
     if dtype is None:
         dt = _dtypes.DEFAULT_COMPLEX if builtins.any(isinstance(v, complex) for v in (start, stop)) else _dtypes.DEFAULT_FLOAT
     else:
