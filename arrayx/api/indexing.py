@@ -16,7 +16,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, cast
-from arrayx.transforms.core import Primitive, _TRACE
+from arrayx.transforms.core import Primitive, _TRACE, _wrap
 
 __all__ = ["take", "take_along_axis"]
 
@@ -128,6 +128,23 @@ getitem_p.impls["*"] = _getitem_any
 
 def getitem(x: Array, key) -> Array:
     """``x[key]`` (basic and advanced indexing as the standard describes it)."""
+    if x.__class__ is Array and _TRACE.get() is None and not x._ex.unknown_shapes:
+        # eager fast path for keys of ints and slices (bounds checked here: JAX would clamp)
+        entries = key if key.__class__ is tuple else (key,)
+        buf = x._buf
+        shape = buf.shape
+        if len(entries) <= len(shape):
+            for i, e in enumerate(entries):
+                c = e.__class__
+                if c is int:
+                    if not -shape[i] <= e < shape[i]:
+                        break
+                elif c is not slice or e.step == 0:
+                    break
+            else:
+                ex = x._ex
+                out = buf[key]
+                return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
     enc, arrays = encode_key("__getitem__", x, key)
     return getitem_p.bind(x, *arrays, key=enc)
 

@@ -15,7 +15,7 @@ import math
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, normalize_axes, normalize_axis
-from arrayx.transforms.core import Primitive
+from arrayx.transforms.core import _TRACE, Primitive, _wrap
 
 __all__ = [
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
@@ -79,6 +79,16 @@ def _reduced_size(x: Array, axes) -> int | None:
 
 def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:  # noqa: A001
     """Sum of x over ``axis``; narrower integers accumulate in the default integer type."""
+    if x.__class__ is Array and dtype is None and _TRACE.get() is None:
+        # eager fast path for a floating array: the same call the primitive would make
+        buf = x._buf
+        dt = buf.dtype
+        if dt.kind in "fc" and (axis is None or axis.__class__ is int):
+            ex = x._ex
+            axes = None if axis is None else (normalize_axis("sum", axis, buf.ndim),)
+            fn = ex.impls.get(sum_p) or ex.resolve(sum_p)
+            out = fn(buf, axis=axes, dtype=dt, keepdims=bool(keepdims))
+            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
     _check_summable("sum", x)
     axes = normalize_axes("sum", axis, x.ndim)
     return sum_p.bind(x, axis=axes, dtype=accumulation_dtype("sum", x, dtype), keepdims=bool(keepdims))
