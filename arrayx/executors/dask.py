@@ -245,6 +245,11 @@ def _index(buf, k: tuple):
             out = out[(slice(None),) * _dims_before(k, first, buf.ndim) + (slice(0, 0),)]
         return out
     for i, e in enumerate(k):
+        if _is_mask(e) and e.ndim and 0 in e.shape:
+            # an empty mask selects nothing (NumPy accepts size 0 against any axis size)
+            ax = _axes_before(k, i, buf.ndim)
+            merged = _reshape(buf, shape=buf.shape[:ax] + (-1,) + buf.shape[ax + e.ndim:])
+            return _index(merged, k[:i] + (np.zeros(0, dtype=np.intp),) + k[i + 1:])
         if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim > 0 and len(k) == 1):
             # Dask takes 1-D masks and whole-array masks only
             if e.ndim == 0:  # a 0-d mask adds an axis of length 1 or 0, like a bool scalar
