@@ -244,12 +244,17 @@ def _index(buf, k: tuple):
             first = next(i for i, e in enumerate(k) if isinstance(e, (bool, np.bool_)) and not e)
             out = out[(slice(None),) * _dims_before(k, first, buf.ndim) + (slice(0, 0),)]
         return out
-    for i, e in enumerate(k):
-        if _is_mask(e) and e.ndim and 0 in e.shape:
-            # an empty mask selects nothing (NumPy accepts size 0 against any axis size)
-            ax = _axes_before(k, i, buf.ndim)
-            merged = _reshape(buf, shape=buf.shape[:ax] + (-1,) + buf.shape[ax + e.ndim:])
-            return _index(merged, k[:i] + (np.zeros(0, dtype=np.intp),) + k[i + 1:])
+    masks = [(i, e) for i, e in enumerate(k) if _is_mask(e)]
+    for i, e in masks:
+        ax = _axes_before(k, i, buf.ndim)
+        covered = buf.shape[ax:ax + e.ndim]
+        if len(covered) < e.ndim or any(m not in (n, 0) for m, n in zip(e.shape, covered) if m == m and n == n):
+            raise IndexError(f"boolean index of shape {e.shape} does not match the indexed axes {covered}")
+    if masks and (0 in buf.shape or any(0 in e.shape for _, e in masks)):
+        # an empty array or an empty mask: the result is empty; NumPy works out its shape
+        host = np.zeros(buf.shape, buf.dtype)[tuple(_host_index(e) for e in k)]
+        return da.from_array(host, name=False)
+    for i, e in masks:
         if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim > 0 and len(k) == 1):
             # Dask takes 1-D masks and whole-array masks only
             if e.ndim == 0:  # a 0-d mask adds an axis of length 1 or 0, like a bool scalar

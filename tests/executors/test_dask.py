@@ -198,6 +198,29 @@ def test_indexing_cases_dask_refuses_on_its_own():
     assert_same(x[xp.asarray(i)], a[i])  # an n-D integer array
     assert_same(x[:, xp.asarray(i)], a[:, i])
     assert_same(x[xp.asarray(2), xp.asarray(3)], a[2, 3])
+    assert_same(x[0, xp.asarray([1, 4])], a[0, [1, 4]])
+
+
+@pytest.mark.parametrize("x_shape,mask_shape,lead", [
+    ((2, 3, 4), (2, 3), ()),  # a mask over leading axes (Dask takes 1-D or whole-array masks only)
+    ((2, 3, 4), (3, 4), (slice(None),)),
+    ((2, 3, 4), (3, 4), (Ellipsis,)),
+    ((2, 3), (), ()),  # 0-d masks add an axis of length 1 or 0
+    ((2, 3), (), (slice(1, 2),)),
+    ((2, 3), (0,), ()),  # an empty mask selects nothing from any axis size
+    ((0, 3), (0, 3), ()),
+    ((4,), (4,), ()),
+])
+def test_boolean_masks(x_shape, mask_shape, lead):
+    xd.set_unknown_shapes("compute")
+    a = np.arange(int(np.prod(x_shape))).reshape(x_shape)
+    for seed in (0, 1):
+        m = np.random.default_rng(seed).random(mask_shape) > 0.4
+        got = xp.asarray(a)[lead + (xp.asarray(m),)]
+        assert_same(got, a[lead + (m,)])
+        assert got.shape == a[lead + (m,)].shape
+    with pytest.raises(IndexError):
+        xp.asarray(np.ones(3))[xp.asarray(np.ones(2, dtype=bool))]
 
 
 def test_filled_gaps():
