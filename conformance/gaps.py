@@ -12,14 +12,7 @@ GAPS: dict[str, dict[str, str]] = {
     "numpy": {},
     "numba": {},
     "jax": {},
-    "dask": {
-        "repeat[array]": "dask.array.repeat takes only an int: per-element repeats give a "
-                         "data-dependent length (compute the array, or use the numpy executor)",
-        "unique_inverse[reconstruct]": "gathering from a result of unknown size (after unique) needs "
-                                       "its chunk sizes: Dask raises until they are computed",
-        "unique_all[reconstruct]": "gathering from a result of unknown size (after unique) needs "
-                                   "its chunk sizes: Dask raises until they are computed",
-    },
+    "dask": {},
     "cupy": {},
 }
 

@@ -27,7 +27,9 @@ Implicit computes (each runs the graph of the array involved)
     (DLPack is served from the computed host array), ``x[k] = v`` with updates
     Dask cannot express lazily (an accumulating ``x.at[idx].add`` with integer
     index arrays), integer-array indexing that Dask cannot express lazily
-    (several index arrays, or n-D ones: the *index arrays* are computed), and,
+    (several index arrays, or n-D ones: the *index arrays* are computed),
+    integer-array indexing, ``take`` and ``take_along_axis`` with an array or
+    indices of unknown shape (their chunk sizes are computed), ``repeat`` with an array of counts (the counts are computed), and,
     when the shape policy is ``"compute"``, reading the shape of an array whose
     shape depends on its data.
 
@@ -264,6 +266,8 @@ def _index(buf, k: tuple):
             merged = _reshape(buf, shape=buf.shape[:ax] + (-1,) + buf.shape[ax + e.ndim:])
             return _index(merged, k[:i] + (_reshape(e, shape=(-1,)),) + k[i + 1:])
     arrays = [e for e in k if _is_int_index(e) and e.ndim > 0]
+    if arrays:  # Dask gathers only from arrays whose chunk sizes are known (e.g. not unique's values)
+        _resolve(buf)
     if not arrays or (len(arrays) == 1 and arrays[0].ndim == 1):
         return buf[k]
     if all(_is_int_index(e) or isinstance(e, (int, np.integer)) for e in k) and len(k) == buf.ndim:
@@ -362,8 +366,16 @@ def _at_update(buf, value, *index_bufs, key, op):
     return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks, name=False)
 
 
+def _take(x, indices, *, axis):
+    _resolve(x)  # Dask gathers only with known chunk sizes (e.g. not from unique's values as such)
+    _resolve(indices)
+    return _compat.take(x, indices, axis=axis)
+
+
 def _take_along_axis(x, indices, *, axis):
     """Dask has no take_along_axis: a blockwise gather with the gathered axis in one chunk."""
+    _resolve(x)
+    _resolve(indices)
     x = x.rechunk({axis: -1})
     shape = np.broadcast_shapes(
         tuple(1 if i == axis else n for i, n in enumerate(x.shape)),
@@ -550,6 +562,8 @@ def _numpy_blockwise(name):
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
         x2 = da.from_array(np.asarray(x2), name=False)
+    if x2.ndim == 0:  # Dask's block function cannot take 0-d values: search a 1-element array
+        return _searchsorted(x1, x2.reshape(1), side=side, sorter=sorter).reshape(())
     out = _compat.searchsorted(x1, x2, side=side, sorter=sorter)
     return out if out.dtype == _INDEX else out.astype(_INDEX)
 
@@ -563,6 +577,7 @@ class DaskExecutor(Executor):
     overrides: dict = {
         "getitem": _getitem,
         "at_update": _at_update,
+        "take": _take,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
         "reshape": _reshape,

@@ -309,7 +309,14 @@ class JaxExecutor(Executor):
         return self.xp.asarray(obj, dtype=dtype, copy=copy, device=native)
 
     def from_dlpack(self, obj, copy=None):
-        return self.xp.from_dlpack(obj, copy=copy)
+        try:
+            return self.xp.from_dlpack(obj, copy=copy)
+        except BufferError:
+            # a read-only producer (e.g. np.from_dlpack of a JAX buffer) cannot be exported by
+            # this DLPack version; JAX buffers are immutable anyway, so import by copying
+            if copy is False:
+                raise
+            return self.xp.array(np.asarray(obj), copy=True)
 
     def to_host(self, buf) -> np.ndarray:
         return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere

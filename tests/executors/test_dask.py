@@ -102,6 +102,11 @@ def test_unknown_shapes_are_reported_as_none_and_resolvable():
     assert xp.nonzero(x > 0)[0].shape == (None,)
     assert_same(m, np.array([3.0, 2.0, 5.0]))  # values compute fine while the shape is unknown
     assert xd.resolve_shapes(m) is m and m.shape == (3,) and m.size == 3
+    v, inv = xp.unique_inverse(xp.asarray([3, 1, 3, 2]))  # gathers from unknown sizes resolve them
+    assert_same(xp.take(v, inv), np.array([3, 1, 3, 2]))
+    assert_same(v[inv], np.array([3, 1, 3, 2]))
+    u = xp.unique_all(xp.asarray([5.0, 4.0, 5.0]))
+    assert_same(xp.take(xp.asarray([5.0, 4.0, 5.0]), u.indices), np.array([4.0, 5.0]))
     xd.set_unknown_shapes("compute")
     u = xp.unique_counts(xp.asarray([4, 4, 1, 4]))
     assert u.values.shape == (2,) and u.counts.shape == (2,)
