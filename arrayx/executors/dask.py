@@ -559,6 +559,44 @@ def _numpy_blockwise(name):
     return impl
 
 
+# -- unique: the standard counts every NaN as distinct (Dask's unique merges them), and Dask's
+# counts fail on arrays of unknown chunk sizes.  unique_values stays a parallel Dask reduction
+# over the non-NaN values; the others run NumPy's (array-api-compat's) in one task, as Dask's own
+# final merge step does.
+
+def _unique_values(x):
+    f = x if x.ndim == 1 else _reshape(_resolve(x), shape=(-1,))
+    if f.dtype.kind not in "fc":
+        return da.unique(f)
+    nan = da.isnan(f)
+    return da.concatenate([da.unique(f[~nan]), f[nan]])
+
+
+def _unique_on_host(name, outputs):
+    import array_api_compat.numpy as npx
+
+    fn = getattr(npx, name)
+
+    def impl(x):
+        import dask
+
+        parts = dask.delayed(lambda a: tuple(fn(a)), nout=len(outputs))(x)
+        return tuple(da.from_delayed(part, shape=x.shape if shape == "x" else (np.nan,), dtype=dt or x.dtype)
+                     for part, (shape, dt) in zip(parts, outputs))
+
+    impl.__name__ = name
+    return impl
+
+
+_UNKNOWN, _INDICES = ("n", None), ("n", _INDEX)
+_UNIQUE = {
+    "unique_values": _unique_values,
+    "unique_counts": _unique_on_host("unique_counts", [_UNKNOWN, _INDICES]),
+    "unique_inverse": _unique_on_host("unique_inverse", [_UNKNOWN, ("x", _INDEX)]),
+    "unique_all": _unique_on_host("unique_all", [_UNKNOWN, _INDICES, ("x", _INDEX), _INDICES]),
+}
+
+
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
         x2 = da.from_array(np.asarray(x2), name=False)
@@ -587,6 +625,7 @@ class DaskExecutor(Executor):
         "tanh": _numpy_blockwise("tanh"),
         **_LINALG,
         **_FFT,
+        **_UNIQUE,
     }
 
     def _load(self):
