@@ -43,7 +43,11 @@ def main() -> dict:
     p.add_argument("--threads", action="store_true", help="workers are threads in this process")
     args = p.parse_args()
     n, chunk = int(args.n), int(args.chunk)
+    import logging
+
     from distributed import LocalCluster
+
+    logging.getLogger("distributed").setLevel(logging.WARNING)  # cluster start/stop chatter
 
     ax.set_executor("dask")
     xd.set_chunks(chunk)

@@ -115,6 +115,20 @@ def test_unknown_shapes_are_reported_as_none_and_resolvable():
         xd.set_unknown_shapes("sometimes")
 
 
+def test_unique_counts_every_nan_and_takes_unknown_sizes():
+    xd.set_chunks(2)
+    a = np.array([[np.nan, 1.0, np.nan], [1.0, -0.0, 0.0]])
+    x = xp.asarray(a)
+    assert_same(xp.unique_values(x), np.array([-0.0, 1.0, np.nan, np.nan]))
+    c = xp.unique_counts(x)
+    assert_same(c.counts, np.array([2, 2, 1, 1]))
+    assert_same(xp.unique_inverse(x).inverse_indices, np.array([[2, 1, 3], [1, 0, 0]]))
+    assert_same(xp.unique_all(x).indices, np.array([4, 1, 0, 2]))
+    m = x[x > 0]  # unknown chunk sizes
+    assert_same(xp.unique_counts(m).counts, np.array([2]))
+    assert_same(xp.unique_values(m), np.array([1.0]))
+
+
 def test_chunks_are_configurable():
     xd.set_chunks(4)
     assert xp.zeros(10)._buf.chunks == ((4, 4, 2),)
