@@ -57,8 +57,9 @@ class Executor:
     """Base class of executors.  Subclasses set ``name``, ``array_type`` and ``_load``.
 
     ``overrides`` maps primitive names to implementations that differ from
-    ``getattr(xp, prim.impl_name)`` (a primitive's own ``impls[executor_name]``,
-    then ``impls["*"]``, take precedence); a value of None means "not supported by
+    ``getattr(xp, prim.impl_name)``.  Lookup order: the primitive's own
+    ``impls[executor_name]``, ``overrides``, the primitive's generic ``impls["*"]``,
+    the namespace; a value of None means "not supported by
     this executor" and raises NotImplementedError naming both.
     """
 
@@ -122,23 +123,24 @@ class Executor:
     # -- running primitives -------------------------------------------------
     def resolve(self, prim) -> Callable:
         """The callable that runs ``prim`` on this executor's buffers (cached)."""
-        fn = prim.impls.get(self.name) or prim.impls.get("*")
+        # most specific first: the primitive's own impl for this executor, this executor's
+        # override, the primitive's generic impl, then the executor's namespace
+        fn = prim.impls.get(self.name)
+        if fn is None and prim.name in self.overrides:
+            fn = self.overrides[prim.name]
+            if fn is None:
+                raise NotImplementedError(f"{prim.name} is not supported by the {self.name!r} executor")
         if fn is None:
-            if prim.name in self.overrides:
-                fn = self.overrides[prim.name]
+            fn = prim.impls.get("*")
+        if fn is None:
+            fn = self.xp
+            for part in prim.impl_name.split("."):
+                fn = getattr(fn, part, None)
                 if fn is None:
                     raise NotImplementedError(
-                        f"{prim.name} is not supported by the {self.name!r} executor"
+                        f"{prim.name} is not implemented by the {self.name!r} executor "
+                        f"(its namespace has no {prim.impl_name!r})"
                     )
-            else:
-                fn = self.xp
-                for part in prim.impl_name.split("."):
-                    fn = getattr(fn, part, None)
-                    if fn is None:
-                        raise NotImplementedError(
-                            f"{prim.name} is not implemented by the {self.name!r} executor "
-                            f"(its namespace has no {prim.impl_name!r})"
-                        )
         self.impls[prim] = fn
         return fn
 

@@ -162,6 +162,19 @@ def _resolve(buf):
     return buf
 
 
+def _sort(x, **params):
+    """Dask cannot sort along a dimension of unknown size: compute the sizes first (documented)."""
+    import array_api_compat.dask.array as dxp
+
+    return dxp.sort(_resolve(x), **params)
+
+
+def _argsort(x, **params):
+    import array_api_compat.dask.array as dxp
+
+    return dxp.argsort(_resolve(x), **params)
+
+
 def _compute_kwargs() -> dict:
     return {} if _scheduler is None else {"scheduler": _scheduler}
 
@@ -613,6 +626,8 @@ class DaskExecutor(Executor):
     unknown_shapes = True
     #: primitive name -> implementation, where ``getattr(xp, name)`` is not what the standard says
     overrides: dict = {
+        "sort": _sort,
+        "argsort": _argsort,
         "getitem": _getitem,
         "at_update": _at_update,
         "take": _take,
