@@ -83,7 +83,7 @@ class Executor:
     # -- availability -----------------------------------------------------
     def _load(self):
         """Import the backing library and return its standard namespace (may raise)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"executor {self.name!r} ({type(self).__name__}) does not define _load")
 
     def available(self) -> bool:
         if not self._checked:

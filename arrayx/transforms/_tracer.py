@@ -173,7 +173,7 @@ class Tracer(Array):
             )
 
     def _concrete(self, what: str) -> Array:
-        raise NotImplementedError
+        raise NotImplementedError(f"{what}: {type(self).__name__} does not define _concrete (a Tracer subclass must)")
 
     def _inner(self):
         """The value one level down (the primal of a JVP tracer), or None when there is none."""

@@ -191,9 +191,10 @@ def _zeros_like(x):
 # -- jvp -------------------------------------------------------------------------------------------
 
 
-def jvp_flat(fun: Callable, primals: list, tangents: list, transform: str = "jvp"):
-    """(out primals, out tangents or None) of ``fun`` on flat leaves, under a fresh JVP trace."""
-    trace = JVPTrace(current_trace(), transform)
+def jvp_flat(fun: Callable, primals: list, tangents: list, transform: str = "jvp", parent=None):
+    """(out primals, out tangents or None) of ``fun`` on flat leaves, under a fresh JVP trace
+    whose parent is ``parent`` (default: the current trace)."""
+    trace = JVPTrace(current_trace() if parent is None else parent, transform)
     ins = [trace.box(p, t) for p, t in zip(primals, tangents)]
     token = _TRACE.set(trace)
     try:
@@ -268,25 +269,18 @@ class Linearized:
 def linearize_flat(fun: Callable, primals: list, transform: str = "linearize") -> Linearized:
     """Run ``fun`` with primals computed now and tangents staged into a linear Graph."""
     staging = StagingTrace(current_trace(), _device_of_leaves(primals), transform)
-    trace = JVPTrace(staging, transform)
     tan_in = [staging.new_input(aval_of(p)) if is_differentiable(p) else None for p in primals]
-    ins = [trace.box(p, t) for p, t in zip(primals, tan_in)]
-    token = _TRACE.set(trace)
     try:
-        outs = fun(*ins)
+        out_primals, out_tangents, trace = jvp_flat(fun, primals, tan_in, transform, parent=staging)
     finally:
-        _TRACE.reset(token)
-        trace.alive = False
         staging.alive = False
-    pairs = [trace.unbox(o) for o in outs]
-    out_primals = [p for p, _ in pairs]
     for p in out_primals:
         if p.__class__ is StagingTracer and p._buf.trace is staging:
             raise RuntimeError(
                 f"{transform}: a primal output depends on tangents; some jvp rule mixes tangents into "
                 f"its primal result"
             )
-    graph = staging.to_graph([t._buf.var for t in tan_in if t is not None], [t for _, t in pairs])
+    graph = staging.to_graph([t._buf.var for t in tan_in if t is not None], out_tangents)
     return Linearized(out_primals, graph, [t is not None for t in tan_in], trace)
 
 
