@@ -455,7 +455,6 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     return _uniform(key, shape, dt, lo, hi)
 
 
-
 def normal(key, shape=(), dtype=None) -> Array:
     """Standard normal values (default float64; complex dtypes give unit-variance complex normals).
 
