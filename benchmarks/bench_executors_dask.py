@@ -6,7 +6,8 @@ Run:  python benchmarks/bench_executors_dask.py [--n 1e8] [--chunk 1e7] [--threa
 The array is generated on the workers (an integer ``arrayx.arange`` on the Dask
 executor is a lazy graph), so nothing of size n is ever sent from this process; the reduction is
 ``sum(sin(x)**2 + cos(x)**2)`` over n float64 elements, whose value (n) checks the
-result.  Workers are processes with one thread each (``--threads`` uses threads in
+result.  The same reduction written in raw dask.array runs on the same clusters as the
+peer.  Workers are processes with one thread each (``--threads`` uses threads in
 this process instead).  Both clusters run side by side and are timed alternately, best of 3 after a warm-up round.
 The speedup says how well 2 workers use 2 cores; on a machine whose cores are
 shared with other jobs it is bounded by what those leave free.
@@ -30,9 +31,17 @@ def reduction(n: int):
     return ax.sum(ax.sin(x) ** 2 + ax.cos(x) ** 2)
 
 
-def time_once(n: int) -> tuple[float, float]:
+def reduction_raw_dask(n: int, chunk: int):
+    """The same reduction written directly in dask.array: the peer."""
+    import dask.array as da
+
+    x = da.arange(n, chunks=chunk).astype("float64") * 1e-7
+    return (da.sin(x) ** 2 + da.cos(x) ** 2).sum()
+
+
+def time_once(build) -> tuple[float, float]:
     t0 = time.perf_counter()
-    value = float(reduction(n))
+    value = float(build())
     return time.perf_counter() - t0, value
 
 
@@ -53,25 +62,32 @@ def main() -> dict:
     xd.set_chunks(chunk)
     clusters = {w: LocalCluster(n_workers=w, threads_per_worker=1, processes=not args.threads,
                                 dashboard_address=None, memory_limit="2GiB") for w in (1, 2)}
-    results = {w: float("inf") for w in clusters}
+    builds = {"arrayx": lambda: reduction(n),
+              # on the same cluster: connect() makes its Client with set_as_default=False
+              "dask": lambda: reduction_raw_dask(n, chunk).compute(scheduler=xd.get_scheduler())}
+    results = {(lib, w): float("inf") for lib in builds for w in clusters}
     try:
-        for rep in range(4):  # interleaved, so load from elsewhere hits both configurations alike
+        for rep in range(4):  # interleaved, so load from elsewhere hits every configuration alike
             for w, cluster in clusters.items():
                 xd.connect(cluster)
                 try:
-                    seconds, value = time_once(n)
+                    for lib, build in builds.items():
+                        seconds, value = time_once(build)
+                        assert abs(value - n) <= 1e-6 * n, (lib, value)
+                        if rep:  # the first round warms up (worker imports, graph caches)
+                            results[lib, w] = min(results[lib, w], seconds)
                 finally:
                     xd.disconnect()
-                assert abs(value - n) <= 1e-6 * n, value
-                if rep:  # the first round warms up (worker imports, graph caches)
-                    results[w] = min(results[w], seconds)
     finally:
         for cluster in clusters.values():
             cluster.close()
-    for w, seconds in results.items():
-        print(f"{w} worker(s): {seconds:.3f} s  ({n / seconds / 1e6:.0f} M elements/s)")
-    speedup = results[1] / results[2]
-    print(f"speedup 1 -> 2 workers: {speedup:.2f}x")
+    for (lib, w), seconds in results.items():
+        print(f"{lib:>6}, {w} worker(s): {seconds:.3f} s  ({n / seconds / 1e6:.0f} M elements/s)")
+    speedup = results["arrayx", 1] / results["arrayx", 2]
+    peer_speedup = results["dask", 1] / results["dask", 2]
+    print(f"speedup 1 -> 2 workers: arrayx {speedup:.2f}x, raw dask.array {peer_speedup:.2f}x")
+    print("arrayx time / raw dask.array time: "
+          + ", ".join(f"{w} worker(s) {results['arrayx', w] / results['dask', w]:.2f}" for w in clusters))
     out = pathlib.Path(__file__).parent / "results" / "bench_executors_dask.json"
     out.parent.mkdir(exist_ok=True)
     payload = {
@@ -80,7 +96,9 @@ def main() -> dict:
         "reduction": "sum(sin(x)**2 + cos(x)**2), x = arange(n) * 1e-7, float64",
         "n": n, "chunk": chunk, "workers": "threads" if args.threads else "processes",
         "threads_per_worker": 1, "cpu_count": os.cpu_count(), "python": platform.python_version(),
-        "seconds": {str(k): v for k, v in results.items()}, "speedup_1_to_2": speedup,
+        "seconds": {f"{lib}/{w}": v for (lib, w), v in results.items()},
+        "speedup_1_to_2": speedup, "raw_dask_speedup_1_to_2": peer_speedup,
+        "arrayx_over_raw_dask": {str(w): results["arrayx", w] / results["dask", w] for w in clusters},
     }
     out.write_text(json.dumps(payload, indent=2))
     return payload
