@@ -16,6 +16,13 @@ _PY_SCALARS = (bool, int, float, complex)
 _PROMOTION = _dtypes.PROMOTION
 
 
+def with_article(word) -> str:
+    """``word`` with its indefinite article: "an integer", "a float64", "a uint8"."""
+    word = str(word)
+    vowel = word[:1].lower() in "aeiou" and not word.startswith("uint")
+    return ("an " if vowel else "a ") + word
+
+
 def array_arg(fname: str, x, name: str = "x") -> Array:
     if not isinstance(x, Array):
         raise TypeError(
@@ -27,7 +34,7 @@ def array_arg(fname: str, x, name: str = "x") -> Array:
 
 def check_dtype(fname: str, x: Array, category: str, name: str = "x") -> None:
     if x.dtype not in _dtypes.CATEGORIES[category]:
-        raise TypeError(f"{fname}: {name} must have a {category} dtype, got {x.dtype}")
+        raise TypeError(f"{fname}: {name} must have {with_article(category)} dtype, got {x.dtype}")
 
 
 def dtype_error(fname: str, category: str, dtype) -> TypeError:

@@ -17,6 +17,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, check_dtype, shape_arg
+from arrayx.api._checks import with_article
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -172,9 +173,9 @@ def _fill_dtype(fname, fill_value, dtype):
         if not info.min <= fill_value <= info.max:
             raise OverflowError(f"{fname}: fill_value {fill_value} is out of range for {dt}")
     if dt.kind in "biu" and isinstance(fill_value, (float, complex)):
-        raise TypeError(f"{fname}: cannot fill a {dt} array with the {type(fill_value).__name__} {fill_value!r}")
+        raise TypeError(f"{fname}: cannot fill {with_article(dt)} array with the {type(fill_value).__name__} {fill_value!r}")
     if dt.kind == "f" and isinstance(fill_value, complex):
-        raise TypeError(f"{fname}: cannot fill a {dt} array with the complex {fill_value!r}")
+        raise TypeError(f"{fname}: cannot fill {with_article(dt)} array with the complex {fill_value!r}")
     return fill_value, dt
 
 
@@ -241,7 +242,7 @@ def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
     array_arg("full_like", x)
     fill_value, dt = _fill_dtype("full_like", fill_value, x.dtype if dtype is None else dtype)
     if x.dtype.kind in "biu" and dtype is None and isinstance(fill_value, float):
-        raise TypeError(f"full_like: cannot fill a {x.dtype} array with the float {fill_value!r}; pass dtype")
+        raise TypeError(f"full_like: cannot fill {with_article(x.dtype)} array with the float {fill_value!r}; pass dtype")
     out = full_like_p.bind(x, fill_value=fill_value, dtype=dt)
     return out if device is None else out.to_device(device)
 

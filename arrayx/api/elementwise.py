@@ -12,6 +12,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import cast, promote_binary, scalar_operand
+from arrayx.api._checks import with_article
 from arrayx.transforms.core import _TRACE, Primitive, _wrap
 
 _CAT = _dtypes.CATEGORIES
@@ -32,7 +33,7 @@ def _unary(fname: str, prim: Primitive, x, category: str):
     if not isinstance(x, Array):
         raise TypeError(f"{fname}: x must be an arrayx array, got {type(x).__name__}")
     if x.dtype not in _CAT[category]:
-        raise TypeError(f"{fname}: x must have a {category} dtype, got {x.dtype}")
+        raise TypeError(f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}")
     return prim.bind(x)
 
 

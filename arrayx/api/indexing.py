@@ -16,6 +16,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, cast
+from arrayx.api._checks import with_article
 from arrayx.transforms.core import Primitive, _TRACE, _wrap
 
 __all__ = ["take", "take_along_axis"]
@@ -154,7 +155,7 @@ def _value_operand(fname: str, x: Array, value):
         if value.dtype != x.dtype:
             if _dtypes.PROMOTION[value.dtype, x.dtype] != x.dtype:
                 raise TypeError(
-                    f"{fname}: cannot store {value.dtype} values into a {x.dtype} array without "
+                    f"{fname}: cannot store {value.dtype} values into {with_article(x.dtype)} array without "
                     f"losing information; cast with astype first"
                 )
             value = cast(value, x.dtype)
@@ -164,7 +165,7 @@ def _value_operand(fname: str, x: Array, value):
 
         dt = _dtypes.scalar_result_dtype(x.dtype, value)
         if dt != x.dtype:
-            raise TypeError(f"{fname}: cannot store the Python {type(value).__name__} {value!r} into a {x.dtype} array")
+            raise TypeError(f"{fname}: cannot store the Python {type(value).__name__} {value!r} into {with_article(x.dtype)} array")
         return scalar_operand(fname, value, x.dtype)
     raise TypeError(f"{fname}: values must be an arrayx array or a Python scalar, got {type(value).__name__}")
 

@@ -29,6 +29,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axes
+from arrayx.api._checks import with_article
 from arrayx.api import elementwise as _ew
 from arrayx.transforms.core import _TRACE, Primitive
 
@@ -80,7 +81,7 @@ def _typed_arg(fname: str, x, category: str, name: str = "x") -> Array:
     array_arg(fname, x, name)
     if x.dtype not in _CAT[category]:
         hint = "; convert with astype(x, float64) first" if category == "floating-point" else ""
-        raise TypeError(f"{fname}: {name} must have a {category} dtype, got {x.dtype}{hint}")
+        raise TypeError(f"{fname}: {name} must have {with_article(category)} dtype, got {x.dtype}{hint}")
     return x
 
 

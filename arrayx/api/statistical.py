@@ -15,6 +15,7 @@ import math
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, normalize_axes, normalize_axis
+from arrayx.api._checks import with_article
 from arrayx.transforms.core import _TRACE, Primitive, _wrap
 
 __all__ = [
@@ -39,7 +40,7 @@ var_p = Primitive("var")
 def _check(fname: str, x, category: str, hint: str = "") -> None:
     array_arg(fname, x)
     if x.dtype not in _CAT[category]:
-        raise TypeError(f"{fname}: x must have a {category} dtype, got {x.dtype}{hint}")
+        raise TypeError(f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}{hint}")
 
 
 def _check_summable(fname: str, x) -> None:

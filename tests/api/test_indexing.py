@@ -182,9 +182,9 @@ def test_errors(call, exc, match):
 
 def test_setitem_errors():
     x = xp.zeros(3, dtype=xp.int32)
-    with pytest.raises(TypeError, match="__setitem__: cannot store float64 values into a int32 array"):
+    with pytest.raises(TypeError, match="__setitem__: cannot store float64 values into an int32 array"):
         x[0] = xp.asarray(1.5)
-    with pytest.raises(TypeError, match="__setitem__: cannot store the Python float 1.5 into a int32 array"):
+    with pytest.raises(TypeError, match="__setitem__: cannot store the Python float 1.5 into an int32 array"):
         x[0] = 1.5
     with pytest.raises(ValueError, match="unknown update 'append'"):
         at_update(xp.asarray([1.0]), 0, 1.0, "append")
