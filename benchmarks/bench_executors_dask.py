@@ -26,7 +26,7 @@ from arrayx.executors import dask as xd
 
 
 def reduction(n: int):
-    # an integer arange is a lazy Dask graph (a float arange is built on the host by arrayx.arange)
+    # arange is a lazy Dask graph: the n values are made on the workers
     x = ax.astype(ax.arange(n), ax.float64) * 1e-7
     return ax.sum(ax.sin(x) ** 2 + ax.cos(x) ** 2)
 

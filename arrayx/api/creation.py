@@ -16,8 +16,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, check_dtype, shape_arg
-from arrayx.api._checks import with_article
+from arrayx.api._checks import array_arg, check_dtype, shape_arg, with_article
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -205,8 +204,29 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         return _creation("arange", device, lambda xp: xp.arange(start, stop, step, dtype=dt))
     if dt.kind not in "f":
         raise TypeError(f"arange: dtype must be real (integer or float), got {dt}")
-    host = np.arange(start, stop, step, dtype=np.float64).astype(dt)
-    return _creation("arange", device, lambda xp: xp.asarray(host))
+    return _creation("arange", device, lambda xp: _float_arange(xp, start, stop, step, dt))
+
+
+_HOST_ARANGE_MAX = 4096  # float aranges up to this length are built on the host and copied
+
+
+def _float_arange(xp, start, stop, step, dt):
+    """A float arange with NumPy's exact values, built by the executor (lazily on Dask).
+
+    NumPy fills ``[start, start + step, start + 2*delta, ...]`` with ``delta = (start + step) - start``
+    and ``start + i*delta`` evaluated in float64; the same formula in separate executor operations
+    (no fused multiply-add) gives the same bits on every executor, without sending n values from
+    the host.  Short ranges are cheaper to build on the host.
+    """
+    span = (stop - start) / step  # NumPy's length is ceil(span), in Python floats
+    if not math.isfinite(span) or span <= _HOST_ARANGE_MAX:  # (NumPy reports bad spans)
+        return xp.asarray(np.arange(start, stop, step, dtype=np.float64).astype(dt))
+    after = start + step
+    delta = after - start
+    i = xp.arange(math.ceil(span), dtype=_dtypes.DEFAULT_INT)
+    values = xp.astype(i, _dtypes.float64) * delta + float(start)
+    values = xp.where(i == 1, after, values)  # element 1 is start + step itself, as in NumPy
+    return xp.astype(values, dt)
 
 
 def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array:

@@ -31,6 +31,19 @@ def test_arange_linspace_eye(executor):
     assert_same(xp.eye(3, 4, k=1), np.eye(3, 4, k=1))
 
 
+def test_long_float_arange_has_numpy_bits(executor):
+    # long float ranges are built by the executor (lazily on Dask), with NumPy's exact values
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        start = float(rng.uniform(-1e3, 1e3) * rng.choice([1e-5, 1.0, 1e5]))
+        step = float(rng.uniform(1e-3, 1.0) * rng.choice([-7.3, -1.0, 1e-3, 1.0]))
+        stop = start + step * int(rng.integers(5000, 20000))
+        for dtype in (xp.float64, xp.float32):
+            assert_same(xp.arange(start, stop, step, dtype=dtype),
+                        np.arange(start, stop, step, dtype=np.float64).astype(dtype))
+    assert_same(xp.arange(3, 9000.5), np.arange(3, 9000.5))
+
+
 def test_like_functions(executor):
     x = xp.asarray(np.arange(6, dtype=np.int16).reshape(2, 3))
     assert_matches_numpy(xp.zeros_like, x)
