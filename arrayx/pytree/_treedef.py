@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 import optree
 
 from arrayx.pytree._keys import DictKey, FlattenedIndexKey, GetAttrKey, KeyEntry, SequenceKey
-from arrayx.pytree._registry import _CUSTOM, NAMESPACE
+from arrayx.pytree._registry import _CUSTOM, FLATTEN_NAMESPACE
 
 __all__ = ["PyTreeDef", "flatten_checked", "key_paths"]
 
@@ -271,7 +271,7 @@ def _settle(tree: Any, is_leaf: Any, leaves: list[Any], spec: Any, verdict: _Ver
             ) -> tuple[list[Any], PyTreeDef]:
     if verdict.reflatten:
         leaves, spec = _optree_flatten(tree, _with_jax_leaves(is_leaf), none_is_leaf=False,
-                                       namespace=NAMESPACE)
+                                       namespace=FLATTEN_NAMESPACE[0])
         return _checked(tree, is_leaf, leaves, spec)
     if verdict.bad_keys is not None:
         raise _unsortable(verdict.bad_keys)
@@ -294,7 +294,7 @@ def _checked(tree: Any, is_leaf: Any, leaves: list[Any], spec: Any) -> tuple[lis
 
 def flatten_checked(tree: Any, is_leaf: Callable[[Any], Any] | None) -> tuple[list[Any], PyTreeDef]:
     """optree flatten plus the JAX-compatibility checks (memoised per structure)."""
-    leaves, spec = _optree_flatten(tree, is_leaf, none_is_leaf=False, namespace=NAMESPACE)
+    leaves, spec = _optree_flatten(tree, is_leaf, none_is_leaf=False, namespace=FLATTEN_NAMESPACE[0])
     try:
         # Same structure as last time (the common case in loops): one comparison, no hashing.
         known = True if spec == _last_good[0] else _SEEN[spec]
