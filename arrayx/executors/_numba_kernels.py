@@ -20,9 +20,11 @@ import hashlib
 import importlib.util
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -352,10 +354,30 @@ def cache_dir() -> pathlib.Path:
             except OSError:
                 continue
             _dir = d
+            _prune_stale(d)
             break
         else:
             raise OSError(f"arrayx numba executor: no writable kernel cache directory (tried {_default_root()})")
     return _dir
+
+
+STALE_AFTER_DAYS = 30
+
+
+def _prune_stale(current: pathlib.Path) -> None:
+    """Remove the kernel directories of other arrayx versions not used for STALE_AFTER_DAYS.
+
+    A process marks its own directory as used (its mtime) when it starts, so a directory in use
+    by another installation is never older than that.
+    """
+    os.utime(current)
+    cutoff = time.time() - STALE_AFTER_DAYS * 86400
+    for other in current.parent.glob("kernels-*"):
+        try:
+            if other != current and other.is_dir() and other.stat().st_mtime < cutoff:
+                shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _load(stem: str, source: str):

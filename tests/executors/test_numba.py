@@ -10,9 +10,11 @@ dtype) pairs used here are compiled, once per machine (the kernels are cached on
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -472,6 +474,24 @@ def test_cache_directory_is_configurable(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
                          cwd=os.getcwd()).stdout
     assert out.strip().startswith(str(tmp_path / "root" / "numba"))
+
+
+def test_stale_kernel_directories_of_other_versions_are_pruned(tmp_path):
+    root = tmp_path / "kernels"
+    stale, recent = root / "kernels-0000000000000000", root / "kernels-1111111111111111"
+    for d in (stale, recent):
+        d.mkdir(parents=True)
+        (d / "exp_v_float64_serial.py").write_text("# an older arrayx's kernel\n")
+    old = time.time() - (K.STALE_AFTER_DAYS + 1) * 86400
+    os.utime(stale, (old, old))
+    code = ("import arrayx; from arrayx.executors import _numba_kernels as K; print(K.cache_dir())")
+    env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(root))
+    out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
+                         cwd=os.getcwd()).stdout
+    current = pathlib.Path(out.strip())
+    assert current.is_dir() and current.parent == root
+    assert not stale.exists()  # unused for longer than STALE_AFTER_DAYS: removed
+    assert recent.exists()  # possibly in use by another installation: kept
 
 
 # -- every function of the standard ----------------------------------------------------------
