@@ -82,7 +82,8 @@ def main(argv=None) -> int:
     failed = sorted(outcomes.get("failed", []) + outcomes.get("error", []))
     summary = {
         "executor": args.executor,
-        "command": " ".join(["python -m conformance.official"] + (argv if argv is not None else sys.argv[1:])),
+        "command": " ".join([f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")]
+                            + ["python -m conformance.official"] + (argv if argv is not None else sys.argv[1:])),
         "max_examples": args.max_examples,
         "counts": {k: len(v) for k, v in sorted(outcomes.items())},
         "passed": len(outcomes.get("passed", [])),
