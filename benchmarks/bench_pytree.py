@@ -14,6 +14,10 @@ repeats make the minimum robust on a busy machine), and prints
 time-per-call and the arrayx/jax ratio.  Results are written to
 ``benchmarks/results/pytree.json``.  The target is ratio <= 1.5 for
 flatten + unflatten and for map.
+
+arrayx specialises structures that keep coming back (see arrayx/pytree/_specialise.py), which
+is what these loops measure.  The rows marked "(optree path)" turn that off, measuring what a
+structure seen for the first time costs.
 """
 from __future__ import annotations
 
@@ -84,7 +88,8 @@ def first(x: Any, y: Any) -> Any:
 
 def cases(tree: Any) -> dict[str, dict[str, Callable[[], Any]]]:
     """Operation name -> {library: zero-argument callable}."""
-    a_leaves, a_def = pt.flatten(tree)
+    for _ in range(5):  # a structure that keeps coming back, as in a training loop
+        a_leaves, a_def = pt.flatten(tree)
     o_leaves, o_spec = optree.tree_flatten(tree, none_is_leaf=False, namespace=NS)
     table: dict[str, dict[str, Callable[[], Any]]] = {
         "flatten": {
@@ -159,12 +164,23 @@ def main(argv: list[str] | None = None) -> int:
     if jtu is not None:
         assert pt.leaves(tree) == jtu.tree_leaves(tree)
 
+    from arrayx.pytree import _specialise, _treedef
+
     rows = []
-    header = f"{'operation':<20}{'arrayx us':>11}{'jax us':>10}{'optree us':>11}{'arrayx/jax':>12}{'optree/jax':>12}"
+    header = f"{'operation':<32}{'arrayx us':>11}{'jax us':>10}{'optree us':>11}{'arrayx/jax':>12}{'optree/jax':>12}"
     print(header)
     print("-" * len(header))
-    for op, libs in cases(tree).items():
-        best = measure(libs, repeats)
+    table = cases(tree)
+    for op in ("flatten", "flatten+unflatten", "map"):  # the same with specialisation off
+        table[f"{op} (optree path)"] = dict(table[op])
+    for op, libs in table.items():
+        off = op.endswith("(optree path)")
+        _treedef.clear_caches()
+        saved, _specialise.MAX_LEAVES = _specialise.MAX_LEAVES, (0 if off else _specialise.MAX_LEAVES)
+        try:
+            best = measure(libs, repeats)
+        finally:
+            _specialise.MAX_LEAVES = saved
         us = {name: t * 1e6 for name, t in best.items()}
         ratio = us["arrayx"] / us["jax"] if "jax" in us else None
         opt_ratio = us["optree"] / us["jax"] if "jax" in us and "optree" in us else None
@@ -174,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         def fmt(v: float | None, spec: str) -> str:
             return format(v, spec) if v is not None else "-"
 
-        print(f"{op:<20}{fmt(us.get('arrayx'), '11.1f'):>11}{fmt(us.get('jax'), '10.1f'):>10}"
+        print(f"{op:<32}{fmt(us.get('arrayx'), '11.1f'):>11}{fmt(us.get('jax'), '10.1f'):>10}"
               f"{fmt(us.get('optree'), '11.1f'):>11}{fmt(ratio, '12.2f'):>12}{fmt(opt_ratio, '12.2f'):>12}")
 
     result = {

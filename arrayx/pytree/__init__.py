@@ -4,7 +4,9 @@ Semantics follow JAX's ``jax.tree``: lists, tuples, dicts (leaves in sorted-key
 order), OrderedDicts and defaultdicts, namedtuples and ``None`` (a node without
 leaves) are nodes; everything else is a leaf unless registered with one of the
 ``register_*`` functions.  The hot path (flatten, unflatten, map) runs in
-optree's C++ code, in the ``'arrayx'`` registry namespace.
+optree's C++ code, in the ``'arrayx'`` registry namespace; structures of plain
+containers that keep coming back (a training loop's parameters) get a flatten
+and unflatten generated for them (``_specialise.py``), with the same results.
 
 This package imports nothing else from arrayx at import time.
 

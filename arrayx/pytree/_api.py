@@ -14,7 +14,7 @@ import functools
 from typing import Any, Callable, Iterable
 
 from arrayx.pytree._diagnose import first_mismatch, structure_text, where_text
-from arrayx.pytree._treedef import PyTreeDef, flatten_checked, key_paths
+from arrayx.pytree._treedef import PyTreeDef, flatten_checked, key_paths, unflatten_fn
 
 __all__ = [
     "flatten",
@@ -133,9 +133,9 @@ def map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf | None = N
     """
     leaves_, treedef = flatten_checked(tree, is_leaf)
     if not rest:
-        return treedef._spec.unflatten(_map(f, leaves_))
+        return unflatten_fn(treedef)(list(_map(f, leaves_)))
     others = _rest_leaves("pytree.map", treedef, tree, rest, is_leaf)
-    return treedef._spec.unflatten(_map(f, leaves_, *others))
+    return unflatten_fn(treedef)(list(_map(f, leaves_, *others)))
 
 
 def reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _MISSING,

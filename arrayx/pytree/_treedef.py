@@ -27,9 +27,12 @@ from typing import Any, Callable, Iterable
 import optree
 
 from arrayx.pytree._keys import DictKey, FlattenedIndexKey, GetAttrKey, KeyEntry, SequenceKey
+from arrayx.pytree import _specialise
 from arrayx.pytree._registry import _CUSTOM, FLATTEN_NAMESPACE
+from arrayx.pytree._specialise import _BY_ROOT as _SPECIALISED
+from arrayx.pytree._specialise import lookup as _lookup
 
-__all__ = ["PyTreeDef", "flatten_checked", "key_paths"]
+__all__ = ["PyTreeDef", "clear_caches", "flatten_checked", "key_paths", "unflatten_fn"]
 
 _optree_flatten = optree.tree_flatten
 _deque = collections.deque
@@ -37,7 +40,7 @@ _is_structseq = optree.is_structseq_instance
 _SEQUENCES = (list, tuple)
 _MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict)
 
-# Memo: optree spec -> True when it is fine as is, or a _Verdict saying what to do instead.
+# Memo: optree spec -> a _Good when it is fine as is, or a _Verdict saying what to do instead.
 _SEEN: dict[Any, Any] = {}
 # Memo: optree spec -> key paths of its leaves.
 _PATHS: dict[Any, tuple[tuple[Any, ...], ...]] = {}
@@ -45,8 +48,8 @@ _PATHS: dict[Any, tuple[tuple[Any, ...], ...]] = {}
 _MEMO_MAX_SPECS = 4096
 _MEMO_MAX_NODES = 2_000_000
 _memo_nodes: dict[int, int] = {}
-# The last spec that passed the checks (compared first, before hashing).
-_last_good: list[Any] = [None]
+# The last spec that passed the checks (compared first, before hashing) and its _Good.
+_last_good: list[Any] = [None, None]
 _REPR_LIMIT = 400
 
 
@@ -70,7 +73,7 @@ class PyTreeDef:
     True
     """
 
-    __slots__ = ("_spec",)
+    __slots__ = ("_spec", "_build")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("PyTreeDef objects come from arrayx.pytree.structure() or flatten()")
@@ -107,7 +110,8 @@ class PyTreeDef:
             raise ValueError(
                 f"pytree.unflatten: the treedef expects {expected} leaves but got "
                 f"{len(leaves)}; treedef: {_short(repr(self))}")
-        return self._spec.unflatten(leaves)
+        build = self._build  # generated for a structure that keeps coming back, else None
+        return self._spec.unflatten(leaves) if build is None else build(leaves)
 
     def flatten_up_to(self, tree: Any) -> list[Any]:
         """Cut ``tree`` at this structure's leaves: its subtrees there, in leaf order.
@@ -160,10 +164,26 @@ class PyTreeDef:
         return self
 
 
+def clear_caches() -> None:
+    """Forget every memoised structure and specialisation (for tests and registrations)."""
+    _SEEN.clear()
+    _PATHS.clear()
+    _memo_nodes.clear()
+    _last_good[:] = [None, None]
+    _specialise.clear()
+
+
 def _wrap(spec: Any) -> PyTreeDef:
     treedef = object.__new__(PyTreeDef)
     treedef._spec = spec
+    treedef._build = None
     return treedef
+
+
+def unflatten_fn(treedef: PyTreeDef) -> Callable[[list[Any]], Any]:
+    """The fastest way to rebuild ``treedef`` from a list of exactly ``num_leaves`` leaves."""
+    build = treedef._build
+    return treedef._spec.unflatten if build is None else build
 
 
 def _restore(spec: Any) -> PyTreeDef:
@@ -209,6 +229,28 @@ def _star(_: Any) -> str:
 
 # ---------------------------------------------------------------------------------------
 # flatten with JAX's rules on top of optree
+
+
+class _Good:
+    """A structure that passed the checks, and how close it is to being specialised.
+
+    ``countdown`` flattens through optree remain before :mod:`_specialise` generates code for
+    it; ``tries`` specialisations remain (a structure whose specialisation keeps missing, say
+    because its dict keys come in a different order each time, is left to optree).
+    """
+
+    __slots__ = ("countdown", "tries")
+
+    def __init__(self, spec: Any) -> None:
+        eligible = _specialise.MIN_LEAVES <= spec.num_leaves <= _specialise.MAX_LEAVES
+        self.countdown = _specialise.SPECIALISE_AFTER
+        self.tries = _specialise.MAX_TRIES if eligible else 0
+
+    def seen(self, spec: Any, leaves: list[Any]) -> None:
+        self.countdown -= 1
+        if self.countdown <= 0:
+            self.countdown = _specialise.SPECIALISE_AFTER
+            self.tries = self.tries - 1 if _specialise.add(spec, leaves) else 0
 
 
 class _Verdict:
@@ -285,25 +327,37 @@ def _checked(tree: Any, is_leaf: Any, leaves: list[Any], spec: Any) -> tuple[lis
         known = None
     if known is None:
         verdict = _inspect(spec)
-        known = True if not verdict.reflatten and verdict.bad_keys is None else verdict
+        known = _Good(spec) if not verdict.reflatten and verdict.bad_keys is None else verdict
         _remember(_SEEN, spec, known)
-    if known is True:
+    if type(known) is _Good:
         return leaves, _wrap(spec)
     return _settle(tree, is_leaf, leaves, spec, known)
 
 
 def flatten_checked(tree: Any, is_leaf: Callable[[Any], Any] | None) -> tuple[list[Any], PyTreeDef]:
     """optree flatten plus the JAX-compatibility checks (memoised per structure)."""
+    if is_leaf is None and _SPECIALISED:
+        hit = _lookup(tree)  # a structure that keeps coming back: generated code
+        if hit is not None:
+            leaves, entry = hit
+            treedef = object.__new__(PyTreeDef)
+            treedef._spec = entry.spec
+            treedef._build = entry.build
+            return leaves, treedef
     leaves, spec = _optree_flatten(tree, is_leaf, none_is_leaf=False, namespace=FLATTEN_NAMESPACE[0])
+    last = _last_good
     try:
         # Same structure as last time (the common case in loops): one comparison, no hashing.
-        known = True if spec == _last_good[0] else _SEEN[spec]
+        known = last[1] if spec == last[0] else _SEEN[spec]
     except Exception:
         return _checked(tree, is_leaf, leaves, spec)
-    if known is True:
-        _last_good[0] = spec
+    if type(known) is _Good:
+        last[0], last[1] = spec, known
+        if is_leaf is None and known.tries:
+            known.seen(spec, leaves)
         treedef = object.__new__(PyTreeDef)
         treedef._spec = spec
+        treedef._build = None
         return leaves, treedef
     return _settle(tree, is_leaf, leaves, spec, known)
 
