@@ -1,7 +1,9 @@
 """Floating-point building blocks of ``arrayx.random``'s samplers, in arrayx operations.
 
-An exactly rounded fused multiply-add (XLA fuses ``u * span + min``), and log1p, erf and
-erf^-1 evaluated the way XLA evaluates them, so that samples match ``jax.random``.
+jax.random's samplers are compiled by XLA:CPU, which contracts ``a * b + c`` into fused
+multiply-adds and has its own float32 log.  To give the same bits, this module emulates them:
+an exactly rounded fma (uniform's ``u * span + min``), Horner's rule with an fma per step
+(erf^-1 and log1p), and XLA's log1p and float32 log; erf (Cephes) gives truncated_normal's bounds.
 """
 from __future__ import annotations
 
@@ -60,14 +62,93 @@ def _fma(a: Array, b, c) -> Array:
     return high + _add_round_to_odd(low, e)
 
 
-# XLA's float64 log1p: for |x| < sqrt(2) - 1 a rational approximation (Cephes' log1p
-# coefficients), else log(1 + x).  Following it keeps normal/exponential/gumbel within an
-# ulp of jax.random; NumPy's log1p differs from it by up to ~100 ulp near x = -0.4.
+# -- XLA's fused multiply-adds ----------------------------------------------------------------------
+# XLA:CPU compiles with LLVM's fp-contraction on: an ``a * b + c`` whose product has no other use
+# becomes one fma (seen in the LLVM IR and object code that jax.random.normal compiles to).  That
+# makes every Horner step of erf^-1, of log1p's rational approximation and of XLA's float32 log an
+# fma; ``-(x * x) + 1`` stays unfused because the square has other uses.  Emulating these fmas
+# is what makes normal and exponential bit-identical to jax.random (before, 5-8% of values
+# were 1-3 ulp off).  These emulations are cheaper than _fma: a Horner step's variable is
+# split once for all its steps, and float32 steps are done in float64.
+
+def _fused_horner(coefficients: Sequence[float], t: Array, t_max: float = math.inf) -> Array:
+    """Horner's rule with one rounding per step, p = fma(p, t, c), highest degree first.
+
+    ``t_max`` bounds |t| where the result is used (elsewhere it may be inexact).
+    """
+    if t.dtype == _dtypes.float32:
+        return _fused_horner32(coefficients, xp.astype(t, _dtypes.float64))
+    t_halves = _split_halves(t)
+    p = coefficients[0]
+    for c, small in zip(coefficients[1:], _products_below_coefficients(coefficients, t_max)):
+        p = _fma_halves(p, t, t_halves, c, small)
+    return p
+
+
+def _products_below_coefficients(coefficients: Sequence[float], t_max: float) -> list:
+    """For each Horner step, whether |p * t| <= |c| for all |t| <= t_max (a bound by absolute values)."""
+    bound, out = abs(coefficients[0]), []
+    for c in coefficients[1:]:
+        out.append(bound * t_max <= 0.99 * abs(c))
+        bound = bound * t_max + abs(c)
+    return out
+
+
+def _fma_halves(a, b: Array, b_halves: tuple, c, small: bool = False) -> Array:
+    """fma(a, b, c) in float64, b already split by _split_halves (b is the variable of a Horner sum).
+
+    a * b is exactly product + error (Dekker) and product + c is exactly total + rounding
+    (Knuth's two-sum, or Dekker's three-operation one when the caller knows |product| <= |c|:
+    ``small``), so the fma is total + (rounding + error), rounded once.  Unlike _fma this does
+    not round rounding + error to odd: that matters only when that sum is inexact and the last
+    addition lands on a tie, which takes a product or a sum that rounds to exactly a power of
+    two with a tail below 2**-53 of it (about 2**-52 per step for data not built to hit it);
+    it saves ten array operations per step.
+    """
+    if not isinstance(a, Array) and a == 1.0:  # a leading coefficient of 1: b + c rounds once
+        return b + c
+    product = a * b
+    a_high, a_low = _split_halves(a)
+    b_high, b_low = b_halves
+    error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
+    if small:
+        total = product + c
+        rounding = product - (total - c)
+    else:
+        total, rounding = _two_sum(product, c)
+    return total + (rounding + error)
+
+
+def _fused_horner32(coefficients: Sequence[float], wide: Array) -> Array:
+    """Float32 Horner with fmas, for float32 values of t held in a float64 array ``wide``.
+
+    A float32 fma is float32(a * b + c) evaluated in float64: the product of two 24-bit
+    significands is exact, so only the float64 sum rounds before the rounding to float32.  The
+    two roundings could differ from one only when the float64 sum lands exactly halfway between
+    two float32 numbers although a * b + c does not (about 2**-29 per inexact step); for
+    normal and exponential no input hits it (all 2**23 float32 uniforms are checked against JAX).
+    """
+    cs = [float(_dtypes.float32.type(c)) for c in coefficients]
+    p = wide + cs[1] if cs[0] == 1.0 else wide * cs[0] + cs[1]
+    for c in cs[2:]:
+        p = _round32(p) * wide + c
+    return xp.astype(p, _dtypes.float32)
+
+
+def _round32(x: Array) -> Array:
+    """x rounded to float32, kept in float64."""
+    return xp.astype(xp.astype(x, _dtypes.float32), _dtypes.float64)
+
+
+# -- log1p and log as XLA computes them ----------------------------------------------------------
+# XLA's log1p: for |x| < sqrt(2) - 1 a rational approximation (Cephes' log1p coefficients, in the
+# operand's dtype), else log(1 + x).  NumPy's log1p differs from it by up to ~100 ulp near x = -0.4.
 _LOG1P_P = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1, 6.5787325942061044846969e0,
             2.9911919328553073277375e1, 6.0949667980987787057556e1, 5.7112963590585538103336e1,
             2.0039553499201281259648e1)
 _LOG1P_Q = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1, 2.2176239823732856465394e2,
             3.0909872225312059774938e2, 2.1642788614495947685003e2, 6.0118660497603843919306e1)
+_SQRT2_MINUS_1 = 0.41421356237309504880
 
 
 def _horner(coefficients: Sequence[float], x: Array) -> Array:
@@ -78,45 +159,143 @@ def _horner(coefficients: Sequence[float], x: Array) -> Array:
 
 
 def _log1p(x: Array) -> Array:
-    """log(1 + x) as XLA computes it (float64), the executor's log1p otherwise."""
-    if x.dtype != _dtypes.float64:
-        return xp.log1p(x)
+    """log(1 + x) for float32 or float64 x, bit for bit as XLA:CPU computes it."""
+    near_zero = xp.abs(x) < float(x.dtype.type(_SQRT2_MINUS_1))
+    if not _eager_subsets(x):
+        return xp.where(near_zero, _log1p_near_zero(x), _log1p_far(x))
+    flat = xp.reshape(x, (-1,))
+    near = xp.nonzero(xp.reshape(near_zero, (-1,)))[0]
+    far = xp.nonzero(xp.reshape(~near_zero, (-1,)))[0]
+    out = xp.empty_like(flat)
+    if near.shape[0]:
+        out = out.at[near].set(_log1p_near_zero(xp.take(flat, near)))
+    if far.shape[0]:
+        out = out.at[far].set(_log1p_far(xp.take(flat, far)))
+    return xp.reshape(out, x.shape)
+
+
+def _log1p_near_zero(x: Array) -> Array:
+    if x.dtype == _dtypes.float32:
+        wide = xp.astype(x, _dtypes.float64)  # shared by both polynomials
+        ratio = _fused_horner32(_LOG1P_P, wide) / _fused_horner32(_LOG1P_Q, wide)
+    else:
+        ratio = _fused_horner(_LOG1P_P, x, _SQRT2_MINUS_1) / _fused_horner(_LOG1P_Q, x, _SQRT2_MINUS_1)
     z = x * x
-    small = x + (x * z * (_horner(_LOG1P_P, x) / _horner(_LOG1P_Q, x)) - 0.5 * z)
-    return xp.where(xp.abs(x) < 0.41421356237309504880, small, xp.log(x + 1.0))
+    return x + (x * z * ratio - 0.5 * z)
+
+
+def _log1p_far(x: Array) -> Array:
+    return xp.log(x + 1.0) if x.dtype == _dtypes.float64 else _log32(x + 1.0)
+
+
+# XLA:CPU's float32 log is not libm's: Cephes' logf polynomial (the constants below), evaluated
+# as three short Horner chains joined by powers r**3, all with fmas.  NumPy's float32 log differs
+# from it in ~17% of values, by 1 ulp.
+_LOG32_CHAINS = ((7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1),
+                 (-1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1),
+                 (2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
+_LN2_HIGH, _LN2_LOW = 0.693359375, -2.12194440e-4  # ln 2 in two parts; an exponent times the first is exact
+_SQRT_HALF32 = float(_dtypes.float32.type(math.sqrt(0.5)))
+_TINY32 = float(_dtypes.float32.type(2.0 ** -126))
+
+
+def _log32(x: Array) -> Array:
+    """Natural log of float32 x as XLA:CPU computes it (which reads subnormal x as zero)."""
+    f32, f64 = _dtypes.float32, _dtypes.float64
+    regular = (x >= _TINY32) & (x < math.inf)
+    wide = xp.astype(xp.where(regular, x, 1.0), f64)
+    # x = m * 2**e with m in [0.5, 1).  log2 of a float32 is an integer or at least 8e-8 away
+    # from one, so any float64 log2 gives the right floor after this nudge; the scaling is exact.
+    e = xp.floor(xp.log2(wide) + 2.0 ** -30) + 1.0
+    m = wide * xp.take(_powers_of_two(x), xp.astype(e, _dtypes.int64) + 126)
+    below = xp.astype(m < _SQRT_HALF32, f64)
+    e = e - below
+    r = (m - 1.0) + m * below  # m - 1, or 2m - 1 for m < sqrt(1/2): exact either way
+    r32 = xp.astype(r, f32)
+    r2 = r32 * r32
+    r3 = xp.astype(r2 * r32, f64)
+    y1, y2, y3 = (xp.astype(_fused_horner32(chain, r), f64) for chain in _LOG32_CHAINS)
+    y = _round32(y1 * r3 + y2) * r3 + y3  # two more fmas
+    e32 = xp.astype(e, f32)
+    y = xp.astype(_round32(y) * r3 + xp.astype(e32 * _LN2_LOW, f64), f32)  # and one
+    # r - r2 / 2 and the final + e * ln2_high are fmas with exact products: plain float32 operations
+    out = ((r32 - 0.5 * r2) + y) + e32 * _LN2_HIGH
+    special = xp.where(x < 0, math.nan, xp.where(x < _TINY32, -math.inf, x))  # NaN and inf stay
+    return xp.where(regular, out, special)
+
+
+def _powers_of_two(like: Array) -> Array:
+    """2**-k for k = -126 .. 129: exact scale factors for float32 exponents, on like's device."""
+    return xp.asarray([2.0 ** -k for k in range(-126, 130)], dtype=_dtypes.float64, device=like.device)
 
 
 def _erf_inv(x: Array) -> Array:
-    """Inverse error function on [-1, 1] (Giles' approximation, evaluated as XLA does)."""
+    """Inverse error function on [-1, 1] (Giles' approximation, evaluated as XLA:CPU does)."""
     w = -_log1p(-(x * x))
-    (bound, shift, coefficients), *tails = _ERFINV64 if x.dtype == _dtypes.float64 else _ERFINV32
-    p = _horner(coefficients, w - shift)
-    far = w >= bound  # the tails: |x| > 0.9966 (float32) or 0.9981 (float64), and NaN-free
-    if _concrete(w):
-        # Eager: evaluate the tail polynomials only where they apply (same values, a fraction of the work).
-        where_far = xp.nonzero(xp.reshape(far, (-1,)))[0]
-        if where_far.shape[0]:
-            flat = xp.reshape(p, (-1,))
-            tail = _erf_inv_tails(xp.take(xp.reshape(w, (-1,)), where_far), tails)
-            p = xp.reshape(flat.at[where_far].set(tail), p.shape)
+    pieces = _ERFINV64 if x.dtype == _dtypes.float64 else _ERFINV32
+    if _eager_subsets(w):
+        (bound, shift, coefficients), *tails = pieces
+        p = _fused_horner(coefficients, w - shift, shift)  # |t| <= shift where the central piece applies
+        # The tails: |x| > 0.9966 (float32) or 0.9981 (float64), the second about once in 10**7.
+        flat_w, flat_p = xp.reshape(w, (-1,)), xp.reshape(p, (-1,))
+        for upper, shift, coefficients in tails:
+            where = xp.nonzero(xp.reshape((w >= bound) & (w < upper), (-1,)))[0]
+            if where.shape[0]:
+                tail = _fused_horner(coefficients, xp.sqrt(xp.take(flat_w, where)) - shift)
+                flat_p = flat_p.at[where].set(tail)
+            bound = upper
+        p = xp.reshape(flat_p, p.shape)
     else:
-        p = xp.where(far, _erf_inv_tails(w, tails), p)
+        p = _erf_inv_one_chain(w, pieces)
     out = p * x
     return xp.where(xp.abs(x) == 1.0, xp.copysign(math.inf, x), out)
 
 
-def _erf_inv_tails(w: Array, tails) -> Array:
+def _erf_inv_one_chain(w: Array, pieces) -> Array:
+    """All pieces of erf^-1 as one Horner chain with coefficients chosen per element, as XLA does.
+
+    The shorter polynomials get leading zero coefficients, which change no value (fma(0, t, c)
+    is c); one chain of 23 steps costs half of the 22 + 18 + 16 steps of the pieces one by one.
+    """
+    (bound, shift, _), *tails = pieces
+    below = [w < upper for upper, _, _ in pieces[:-1]]  # which piece: the first whose bound exceeds w
     root_w = xp.sqrt(w)
-    p = None
-    for bound, shift, coefficients in reversed(tails):
-        value = _horner(coefficients, root_w - shift)
-        p = value if p is None else xp.where(w < bound, value, p)
+    t = root_w - tails[-1][1]
+    for (_, tail_shift, _), is_below in zip(reversed(tails[:-1]), reversed(below[1:])):
+        t = xp.where(is_below, root_w - tail_shift, t)
+    t = xp.where(below[0], w - shift, t)
+    wide = xp.astype(t, _dtypes.float64) if t.dtype == _dtypes.float32 else t
+    dtype = t.dtype.type
+    length = max(len(c) for _, _, c in pieces)
+    padded = [(0.0,) * (length - len(c)) + tuple(float(dtype(v)) for v in c) for _, _, c in pieces]
+
+    def column(k: int) -> Array:  # the k-th coefficient of each element's piece
+        value = xp.full_like(wide, padded[-1][k])
+        for piece, is_below in zip(reversed(padded[:-1]), reversed(below)):
+            value = xp.where(is_below, piece[k], value)
+        return value
+
+    if t.dtype == _dtypes.float32:
+        p = column(0) * wide + column(1)  # exact product, one rounding in float64, then to float32
+        for k in range(2, length):
+            p = _round32(p) * wide + column(k)
+        return xp.astype(p, _dtypes.float32)
+    t_halves = _split_halves(t)
+    p = column(0)
+    for k in range(1, length):
+        p = _fma_halves(p, t, t_halves, column(k))
     return p
 
 
-def _concrete(x: Array) -> bool:
-    """True outside transforms on an executor whose arrays know their shapes (data-dependent sizes are fine)."""
-    return current_trace() is None and not x._ex.unknown_shapes
+# Eagerly on NumPy and Numba, a branch (or piece) is evaluated only on the elements that take
+# it: same values, a fraction of the work.  Not on JAX (every operation compiles again for each
+# new subset size, and those vary from draw to draw), nor on CuPy and Dask, which prefer whole
+# arrays, nor under transforms: there everything is evaluated everywhere and then selected.
+_SUBSET_EXECUTORS = frozenset({"numpy", "numba"})
+
+
+def _eager_subsets(x: Array) -> bool:
+    return current_trace() is None and x._ex.name in _SUBSET_EXECUTORS
 
 
 # Cephes' erf / erfc rational approximations (ndtr.c), used for truncated_normal's bounds.

@@ -28,13 +28,11 @@ Compatibility with ``jax.random``
     Bit for bit (tested against JAX): ``key``/``PRNGKey``, ``split``, ``fold_in``,
     ``bits``, ``uniform`` (float32 and float64, any bounds: XLA fuses
     ``u * (maxval - minval) + minval`` into an fma, which is emulated exactly),
-    ``randint``, ``bernoulli``, ``permutation``, ``choice``, float64 ``gumbel``
-    and ``categorical`` with float64 logits.  ``normal``, ``exponential``,
-    ``truncated_normal`` and float32 ``gumbel`` use JAX's formulas (Giles'
-    inverse-erf polynomials, XLA's float64 ``log1p`` rational approximation), but
-    XLA evaluates polynomials with fused multiply-adds and has its own float32
-    ``log``: 92-98% of ``normal``/``exponential`` values are bit-identical and
-    the rest within 3 ulp; the others agree to ~1e-13 (float64) or ~1e-6 (float32).
+    ``normal`` (real and complex) and ``exponential`` (float32 and float64: XLA
+    evaluates the erf^-1 and log1p polynomials with fused multiply-adds and has its
+    own float32 ``log``; both are emulated), ``randint``, ``bernoulli``,
+    ``permutation``, ``choice``, ``gumbel`` (every mode) and ``categorical``.  ``truncated_normal`` uses JAX's formula and agrees to ~1e-13
+    (float64) or ~1e-6 (float32): JAX computes the erf of its bounds its own way.
 
 Seeds
     A Python int in [-2**63, 2**63) (its 64-bit two's complement is split into
@@ -54,7 +52,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import normalize_axis, shape_arg
 from arrayx.transforms.core import current_trace
-from arrayx._random_math import _erf, _erf_inv, _fma, _log1p
+from arrayx._random_math import _erf, _erf_inv, _fma, _log1p, _log32
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "threefry_partitionable",
@@ -542,9 +540,14 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
         u = _uniform(key, (2, *shape), dtype, dtype.type(0.0), dtype.type(1.0))
         high, low = u[0], u[1]
         x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
-        return -xp.log(-_log1p(-x))
+        return -_xla_log(-_log1p(-x))
     tiny, one = dtype.type(info.tiny), dtype.type(1.0)
-    return _draw(key, shape, lambda start, count: -xp.log(-xp.log(_uniform_range(key, dtype, tiny, one, start, count))))
+    return _draw(key, shape, lambda start, count: -_xla_log(-_xla_log(_uniform_range(key, dtype, tiny, one, start, count))))
+
+
+def _xla_log(x: Array) -> Array:
+    """log as XLA:CPU computes it: its own float32 polynomial; libm's (correctly rounded) float64 log."""
+    return _log32(x) if x.dtype == _dtypes.float32 else xp.log(x)
 
 
 def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:

@@ -9,6 +9,14 @@ uint32 operations on the NumPy executor (about 110 passes over the counters),
 so the interesting figures are the ratios: arrayx / numpy.random.Generator
 (a different generator: PCG64 and ziggurat normals) and arrayx / jax.random
 (the same bits; XLA fuses the whole computation into one loop).
+
+Normal costs most: bit-equality with XLA needs its fused multiply-adds, emulated
+with error-free transformations (about 18 float64 operations per Horner step).
+Eager arrayx allocates an array per operation, and glibc's malloc may hand freed
+blocks of a few hundred KB back to the system and page-fault them in again; on
+some machines that costs more than the arithmetic, and the times then depend on
+what the process allocated before (normal float64 runs 2-3x faster after a
+process has freed one block of several MB, or with MALLOC_TOP_PAD_=100000000).
 """
 from __future__ import annotations
 
