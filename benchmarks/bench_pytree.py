@@ -88,7 +88,9 @@ def first(x: Any, y: Any) -> Any:
 
 def cases(tree: Any) -> dict[str, dict[str, Callable[[], Any]]]:
     """Operation name -> {library: zero-argument callable}."""
-    for _ in range(5):  # a structure that keeps coming back, as in a training loop
+    from arrayx.pytree import _specialise
+
+    for _ in range(_specialise.SPECIALISE_AFTER + 2):  # a structure that keeps coming back
         a_leaves, a_def = pt.flatten(tree)
     o_leaves, o_spec = optree.tree_flatten(tree, none_is_leaf=False, namespace=NS)
     table: dict[str, dict[str, Callable[[], Any]]] = {

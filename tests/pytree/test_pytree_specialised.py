@@ -24,6 +24,7 @@ from arrayx.pytree import _specialise, _treedef
 @pytest.fixture(autouse=True)
 def fresh_caches(monkeypatch):
     monkeypatch.setattr(_specialise, "MIN_LEAVES", 1)  # small trees too, so tests stay small
+    monkeypatch.setattr(_specialise, "SPECIALISE_AFTER", 3)
     _treedef.clear_caches()
     yield
     _treedef.clear_caches()
