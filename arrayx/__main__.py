@@ -2,8 +2,8 @@
 
 For every registered executor it prints its devices (or why it is unavailable),
 runs the same workload (elementwise, reductions, linear algebra, sorting,
-indexing and -- once the transforms are there -- a gradient), times it, and
-checks the results against the NumPy executor.
+indexing, a gradient and random numbers), times it, and checks the results
+against the NumPy executor (random numbers bit for bit).
 """
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ def workload(xp, key_seed: int = 0) -> dict:
             return xp.sum(xp.tanh(a @ b) @ v) ** 2 / 100.0
 
         out["grad"] = xp.grad(loss)(w)
+    if hasattr(xp, "random"):  # the same bits on every executor (compared exactly)
+        out["random.uniform"] = xp.random.uniform(xp.random.key(key_seed), (1000,))
     return out
 
 
@@ -100,7 +102,7 @@ def main(argv=None) -> int:
         bad = []
         for k, want in reference.items():
             got = result[k]
-            tol = 1e-9 if want.dtype.kind in "fc" else 0
+            tol = 1e-9 if want.dtype.kind in "fc" and not k.startswith("random.") else 0
             if got.shape != want.shape or got.dtype != want.dtype or not np.allclose(got, want, rtol=tol, atol=tol):
                 bad.append(k)
         agreement = "all equal to numpy" if not bad else f"DIFFERS in {', '.join(bad)}"
