@@ -11,8 +11,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import cast, promote_binary, scalar_operand
-from arrayx.api._checks import with_article
+from arrayx.api._checks import cast, promote_binary, scalar_operand, with_article
 from arrayx.transforms.core import _TRACE, Primitive, _wrap
 
 _CAT = _dtypes.CATEGORIES

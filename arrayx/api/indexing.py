@@ -15,8 +15,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, cast
-from arrayx.api._checks import with_article
+from arrayx.api._checks import array_arg, cast, with_article
 from arrayx.transforms.core import Primitive, _TRACE, _wrap
 
 __all__ = ["take", "take_along_axis"]

@@ -28,8 +28,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axes
-from arrayx.api._checks import with_article
+from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axes, with_article
 from arrayx.api import elementwise as _ew
 from arrayx.transforms.core import _TRACE, Primitive
 

@@ -14,8 +14,7 @@ import math
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, normalize_axes, normalize_axis
-from arrayx.api._checks import with_article
+from arrayx.api._checks import array_arg, normalize_axes, normalize_axis, with_article
 from arrayx.transforms.core import _TRACE, Primitive, _wrap
 
 __all__ = [

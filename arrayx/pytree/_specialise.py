@@ -40,12 +40,12 @@ __all__ = ["SPECIALISE_AFTER", "MIN_LEAVES", "MAX_LEAVES", "lookup", "add", "cle
 SPECIALISE_AFTER = 100
 MAX_TRIES = 3  # specialisations of one structure that keep missing (say, changing key order)
 MIN_LEAVES = 32  # below this optree is already fast
-MAX_LEAVES = 20_000  # generation costs ~10 ms per 1,000 leaves
+MAX_LEAVES = 20_000  # generation costs ~30 ms per 1,000 leaves
 MAX_PER_ROOT = 4  # specialisations kept per root container type (most recent first)
 MAX_BUILD_DEPTH = 64  # nested displays deeper than this are left to optree's unflatten
 
 _OPTREE_REGISTRY = getattr(getattr(optree, "registry", None), "_NODETYPE_REGISTRY", None)
-_PLAIN = (dict, list, tuple, type(None))
+_PLAIN_TYPES = frozenset((dict, list, tuple, type(None)))
 
 
 class Specialised:
@@ -137,9 +137,6 @@ def _specialise(spec: Any, leaves: list[Any], also: frozenset = frozenset()) -> 
         exec(compile(source, "<arrayx.pytree specialised unflatten>", "exec"), namespace)  # noqa: S102
         build = namespace["build"]
     return Specialised(spec, type(template), namespace["extract"], build, leaf_types)
-
-
-_PLAIN_TYPES = frozenset(_PLAIN)
 
 
 class _Plan:

@@ -29,8 +29,7 @@ import optree
 from arrayx.pytree._keys import DictKey, FlattenedIndexKey, GetAttrKey, KeyEntry, SequenceKey
 from arrayx.pytree import _specialise
 from arrayx.pytree._registry import _CUSTOM, FLATTEN_NAMESPACE
-from arrayx.pytree._specialise import _BY_ROOT as _SPECIALISED
-from arrayx.pytree._specialise import lookup as _lookup
+from arrayx.pytree._specialise import _BY_ROOT as _SPECIALISED, lookup as _lookup
 
 __all__ = ["PyTreeDef", "clear_caches", "flatten_checked", "key_paths", "unflatten_fn"]
 
@@ -110,8 +109,7 @@ class PyTreeDef:
             raise ValueError(
                 f"pytree.unflatten: the treedef expects {expected} leaves but got "
                 f"{len(leaves)}; treedef: {_short(repr(self))}")
-        build = self._build  # generated for a structure that keeps coming back, else None
-        return self._spec.unflatten(leaves) if build is None else build(leaves)
+        return unflatten_fn(self)(leaves)
 
     def flatten_up_to(self, tree: Any) -> list[Any]:
         """Cut ``tree`` at this structure's leaves: its subtrees there, in leaf order.
@@ -181,7 +179,8 @@ def _wrap(spec: Any) -> PyTreeDef:
 
 
 def unflatten_fn(treedef: PyTreeDef) -> Callable[[list[Any]], Any]:
-    """The fastest way to rebuild ``treedef`` from a list of exactly ``num_leaves`` leaves."""
+    """The fastest way to rebuild ``treedef`` from a list of exactly ``num_leaves`` leaves: the
+    unflatten generated for a structure that keeps coming back, else optree's."""
     build = treedef._build
     return treedef._spec.unflatten if build is None else build
 
