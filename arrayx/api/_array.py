@@ -18,12 +18,19 @@ from typing import Any
 import numpy as np
 
 from arrayx.api import _dtypes
+from arrayx.transforms.core import Array, define_array_methods
 
 SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
 
-class Array:
-    __slots__ = ("_buf", "_ex", "__weakref__")
+@define_array_methods
+class _ArrayMethods:
+    """The standard's array object: ``x.shape``, ``x + y``, ``x[i]``, ``x.at[i].set(v)``, ...
+
+    (The class body is installed on the core's :class:`~arrayx.transforms.core.Array`,
+    which owns the layout, so that tracers, Arrays too, share every method.)
+    """
+
     # NumPy operands defer to us: ``numpy_array + arrayx_array`` calls Array.__radd__.
     __array_ufunc__ = None
     __array_priority__ = 1000

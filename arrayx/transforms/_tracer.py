@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from arrayx.api._array import Array
+from arrayx.executors.base import resolve_device
 from arrayx.transforms.core import (
-    _TRACE, ConcretizationError, Primitive, UnexpectedTracerError, eval_eager,
+    _TRACE, Array, ConcretizationError, Primitive, UnexpectedTracerError, eval_eager,
 )
 
 
@@ -192,8 +192,6 @@ class Tracer(Array):
         return self.device.executor
 
     def to_device(self, device, /, *, stream=None) -> Array:
-        from arrayx.executors.base import resolve_device
-
         ex, dev = resolve_device(device, "to_device")
         here = self.device
         if ex.name == here.executor and (dev is None or dev == here):

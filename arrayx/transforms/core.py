@@ -11,6 +11,11 @@ Traces are stackless: a trace knows its parent and evaluates rules with the
 parent installed as current, and it only unboxes tracers that carry its own tag
 (no perturbation confusion).
 
+This is the bottom layer of arrayx (with ``_tracer`` and ``graph``): it imports
+nothing from ``arrayx.api``.  It owns :class:`Array`'s layout (``_buf``, ``_ex``)
+so that tracers can be Arrays; the standard's methods are written in
+``arrayx/api/_array.py`` and installed on the class with :func:`define_array_methods`.
+
 Also here, because every transform needs them:
 
 - :class:`Tracer`, the Array subclass whose ``_buf`` holds a trace's state
@@ -31,6 +36,8 @@ from contextvars import ContextVar
 from typing import Any, Callable
 
 __all__ = [
+    "Array",
+    "define_array_methods",
     "Primitive",
     "CallPrimitive",
     "Trace",
@@ -151,6 +158,29 @@ class Primitive:
         return trace.process_primitive(self, args, params)
 
 
+class Array:
+    """The standard's array object: an executor buffer ``_buf`` and its executor ``_ex``.
+
+    The layout lives in the core so that :class:`Tracer` (whose ``_buf`` is a trace's
+    state) can be an Array and in-place code can rebind a wrapper between the two; the
+    methods are the namespace's (``arrayx/api/_array.py``, see :func:`define_array_methods`).
+    """
+
+    __slots__ = ("_buf", "_ex", "__weakref__")
+
+
+def define_array_methods(methods: type) -> type:
+    """Install the attributes defined in the class body ``methods`` on :class:`Array`.
+
+    ``arrayx/api/_array.py`` writes the standard's methods in such a body: they route
+    through the namespace's functions, which live above the core.
+    """
+    for name, value in vars(methods).items():
+        if name not in ("__dict__", "__weakref__", "__module__", "__qualname__"):
+            setattr(Array, name, value)
+    return methods
+
+
 def eval_eager(prim: Primitive, args: tuple, params: dict):
     """Run ``prim`` on concrete arrays with their executor's implementation.
 
@@ -230,7 +260,6 @@ def _mixed_executors(fname, ex1, ex2):
     )
 
 
-from arrayx.api._array import Array  # noqa: E402  (Array's methods bind primitives)
 from arrayx.transforms._tracer import (  # noqa: E402
     _TRACER_EXECUTOR, CallPrimitive, ShapeDtypeStruct, Tracer, TracerState, abstract_eval, bind_with,
 )

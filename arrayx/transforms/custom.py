@@ -19,6 +19,7 @@ from typing import Callable
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.api.creation import zeros_like
 from arrayx.transforms.core import _TRACE, CallPrimitive, Primitive
 from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
 from arrayx.transforms.rules._define import zeros_for
@@ -120,8 +121,6 @@ def _merge(nondiff_argnums, nondiff, diff):
 
 
 def _zeros_like(x):
-    from arrayx.api.creation import zeros_like
-
     return zeros_like(x)
 
 

@@ -12,6 +12,9 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.api.creation import asarray
+from arrayx.transforms.forward import jvp
+from arrayx.transforms.transpose import vjp
 
 __all__ = ["check_grads", "check_jvp", "check_vjp"]
 
@@ -30,8 +33,6 @@ def _leaves(tree) -> list:
 
 
 def _random_like(rng, x):
-    from arrayx.api.creation import asarray
-
     shape = tuple(x.shape)
     v = rng.standard_normal(shape)
     if x.dtype.kind == "c":
@@ -71,8 +72,6 @@ def _axpy(a, xs, ys):
 
 def check_jvp(f: Callable, args: Sequence, *, atol=None, rtol=None, eps=None, rng=None) -> None:
     """``jvp(f)`` equals central finite differences of ``f`` along a random tangent."""
-    from arrayx.transforms.forward import jvp
-
     rng = rng or np.random.default_rng(0)
     leaves, tree = pytree.flatten(tuple(args))
     eps = _tolerance(leaves, eps, _EPS)
@@ -88,9 +87,6 @@ def check_jvp(f: Callable, args: Sequence, *, atol=None, rtol=None, eps=None, rn
 
 def check_vjp(f: Callable, args: Sequence, *, atol=None, rtol=None, eps=None, rng=None) -> None:
     """``vjp(f)`` agrees with ``jvp(f)``: <ct, J t> == <J^T ct, t> for random t and ct."""
-    from arrayx.transforms.forward import jvp
-    from arrayx.transforms.transpose import vjp
-
     rng = rng or np.random.default_rng(1)
     leaves, tree = pytree.flatten(tuple(args))
     atol = _tolerance(leaves, atol, _TOL)
@@ -122,9 +118,6 @@ def check_grads(f: Callable, args: Sequence, order: int, modes=("fwd", "rev"), a
     >>> import arrayx as ax
     >>> ax.check_grads(ax.sin, (ax.asarray([0.1, 0.2]),), order=2)
     """
-    from arrayx.transforms.forward import jvp
-    from arrayx.transforms.transpose import vjp
-
     if isinstance(modes, str):
         modes = (modes,)
     for m in modes:

@@ -15,6 +15,7 @@ from typing import Callable
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.api.creation import asarray, zeros_like
 from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
 from arrayx.transforms._tracer import Tracer, TracerState, aval_of
 from arrayx.transforms.staging import StagingTrace, StagingTracer, _device_of_leaves
@@ -139,8 +140,6 @@ def as_array_leaf(fname: str, x) -> Array:
     if isinstance(x, Array):
         return x
     if isinstance(x, (bool, int, float, complex)):
-        from arrayx.api.creation import asarray
-
         return asarray(x)
     raise TypeError(
         f"{fname}: arguments must be arrayx arrays (or Python scalars) in pytrees, got {type(x).__name__}; "
@@ -183,8 +182,6 @@ class FlatFun:
 
 
 def _zeros_like(x):
-    from arrayx.api.creation import zeros_like
-
     return zeros_like(x)
 
 

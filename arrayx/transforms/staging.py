@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from arrayx import pytree
+from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.executors.base import get_executor
 from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
 from arrayx.transforms._tracer import (
     ShapeDtypeStruct, Tracer, TracerState, abstract_eval, aval_of, concretization_error,
@@ -128,8 +130,6 @@ def _device_of_leaves(leaves):
     for x in leaves:
         if isinstance(x, Array):
             return x.device
-    from arrayx.executors.base import get_executor
-
     return get_executor().default_device()
 
 
@@ -141,8 +141,6 @@ def _abstractify(x):
     if hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy arrays, jax.ShapeDtypeStruct, ...
         return ShapeDtypeStruct(x.shape, x.dtype)
     if isinstance(x, (bool, int, float, complex)):
-        from arrayx.api import _dtypes
-
         return ShapeDtypeStruct((), _dtypes.scalar_dtype(x))
     raise TypeError(
         f"expected arrays, ShapeDtypeStructs or Python scalars as (non-static) arguments, got {type(x).__name__}"

@@ -17,6 +17,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from arrayx import pytree
+from arrayx.api.creation import eye, ones_like, zeros, zeros_like
+from arrayx.api.data_types import astype
+from arrayx.api.manipulation import reshape, stack
 from arrayx.transforms._tracer import UndefinedPrimal
 from arrayx.transforms.graph import Graph, Var
 from arrayx.transforms.forward import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
@@ -85,8 +88,6 @@ _MISSING = object()
 
 
 def _zeros_of(p):
-    from arrayx.api.creation import zeros_like
-
     return zeros_like(p)
 
 
@@ -105,8 +106,6 @@ def _pullback(fname, lin, in_leaves, in_tree, out_tree, cts, *, instantiate=True
                 f"{fname}: a cotangent of shape {tuple(c.shape)} was given for an output of shape {tuple(o.shape)}"
             )
         if c.dtype != o.dtype and is_differentiable(o):
-            from arrayx.api.data_types import astype
-
             c = astype(c, o.dtype)
         ct_arrays.append(c if is_differentiable(o) else None)
     cts_in = iter(backward_pass(lin.graph, ct_arrays))
@@ -223,8 +222,6 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
                 f"grad: the function must return a real floating-point scalar, got dtype {y.dtype}"
                 + ("; for complex outputs pass holomorphic=True or take real()/abs()" if y.dtype.kind == "c" else "")
             )
-        from arrayx.api.creation import ones_like
-
         cts_in = iter(backward_pass(lin.graph, [ones_like(y)]))
         cts = []
         for p, has in zip(leaves, lin.has_tangent):
@@ -274,9 +271,6 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: bool = Fals
 
 def _std_basis(leaves):
     """Rows of the identity over the concatenated leaves: a list of per-leaf one-hot tangents."""
-    from arrayx.api.creation import eye
-    from arrayx.api.manipulation import reshape
-
     sizes = [int(np.prod(x.shape)) for x in leaves]
     total = sum(sizes)
     if total == 0:
@@ -360,9 +354,6 @@ def _assemble(vectors, outs, ins, in_tree, argnums, *, outputs_first: bool):
     ``vectors[k]`` is, for jacfwd (``outputs_first=False``), the output tangents for the
     k-th input basis vector; for jacrev, the input cotangents for the k-th output one.
     """
-    from arrayx.api.creation import zeros
-    from arrayx.api.manipulation import reshape, stack
-
     in_sizes = [int(np.prod(x.shape)) for x in ins]
     out_sizes = [int(np.prod(o.shape)) for o in outs]
     in_offsets = np.cumsum([0] + in_sizes)

@@ -19,6 +19,7 @@ Rules are arrayx code (so they can be differentiated again); the tests in
 """
 from __future__ import annotations
 
+from arrayx.transforms.core import primitives
 from arrayx.transforms.rules._define import (  # noqa: F401
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
     py, unbroadcast, zeros_for,
@@ -46,8 +47,6 @@ def coverage() -> dict:
     produces them on tangents (they appear in linear graphs) but that have no transpose
     rule; ``abstract_eval`` lists primitives staged with the generic NumPy fallback.
     """
-    from arrayx.transforms.core import primitives
-
     missing_jvp = sorted(n for n, p in primitives.items() if p.jvp is None and n not in _HANDLED_BY_TRACES)
     missing_t = sorted(
         n for n, p in primitives.items()

@@ -29,6 +29,9 @@ from typing import Callable
 
 import numpy as np
 
+from arrayx.api.creation import zeros, zeros_like
+from arrayx.api.manipulation import broadcast_to, reshape
+from arrayx.api.statistical import sum as _sum
 from arrayx.transforms.core import Primitive
 from arrayx.transforms._tracer import UndefinedPrimal
 
@@ -52,8 +55,6 @@ def is_undefined(x) -> bool:
 
 def zeros_for(aval, like):
     """Zeros of ``aval``'s shape and dtype on the device of the array ``like``."""
-    from arrayx.api.creation import zeros
-
     return zeros(aval.shape, dtype=aval.dtype, device=like.device)
 
 
@@ -62,9 +63,6 @@ def unbroadcast(ct, shape: tuple):
     shape = tuple(shape)
     if tuple(ct.shape) == shape:
         return ct
-    from arrayx.api.manipulation import reshape
-    from arrayx.api.statistical import sum as _sum
-
     lead = ct.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1
@@ -76,8 +74,6 @@ def unbroadcast(ct, shape: tuple):
 def _broadcast_to_out(c, out):
     if c is None or tuple(c.shape) == tuple(out.shape):
         return c
-    from arrayx.api.manipulation import broadcast_to
-
     return broadcast_to(c, out.shape)
 
 
@@ -149,8 +145,6 @@ def deflinear(prim: Primitive, transpose: Callable, linear_argnums: tuple = (0,)
         for i in linear:
             t = tangents[i]
             if t is None:
-                from arrayx.api.creation import zeros_like
-
                 t = zeros_like(primals[i]) if hasattr(primals[i], "shape") else primals[i] * 0
             args[i] = t
         return out, prim.bind(*args, **params)

@@ -6,6 +6,7 @@ JAX does); casts to or from integers and bools have no derivative.
 """
 from __future__ import annotations
 
+import arrayx as ax
 from arrayx.api import data_types as dt
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract
@@ -22,8 +23,6 @@ def _astype_jvp(primals, tangents, *, dtype):
 
 
 def _astype_transpose(ct, x, *, dtype):
-    import arrayx as ax
-
     if ct.dtype.kind == "c" and x.dtype.kind != "c":
         ct = ax.real(ct)
     return (ct if ct.dtype == x.dtype else dt.astype_p.bind(ct, dtype=x.dtype),)

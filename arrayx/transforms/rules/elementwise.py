@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import math
 
+import arrayx as ax
 from arrayx.api import _dtypes
 from arrayx.api import elementwise as ew
 from arrayx.api._array import Array
+from arrayx.api._checks import broadcast_shapes_for
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
 )
 
 
-def _ax():
-    import arrayx
-
-    return arrayx
-
-
 def _float_mask(mask, like):
     """A boolean mask as 1.0/0.0 of ``like``'s dtype."""
-    return _ax().astype(mask, like.dtype)
+    return ax.astype(mask, like.dtype)
 
 
 # -- abstract evaluation ----------------------------------------------------------------------
@@ -64,8 +60,6 @@ def _elementwise_abstract(name):
                 if shape is None:
                     shape, dtype = a.shape, a.dtype
                 elif a.shape != shape:  # operands broadcast implicitly (clip bounds)
-                    from arrayx.api._checks import broadcast_shapes_for
-
                     shape = broadcast_shapes_for(name, *(b.shape for b in args if isinstance(b, Array)))
                     break
         return _trusted(tuple(shape), result_dtype(dtype))
@@ -95,17 +89,17 @@ defjvp_zero(
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 
-defjvp_coef(ew.sin_p, lambda y, x: _ax().cos(x))
-defjvp_coef(ew.cos_p, lambda y, x: -_ax().sin(x))
+defjvp_coef(ew.sin_p, lambda y, x: ax.cos(x))
+defjvp_coef(ew.cos_p, lambda y, x: -ax.sin(x))
 defjvp_coef(ew.tan_p, lambda y, x: 1.0 + y * y)
-defjvp_coef(ew.asin_p, lambda y, x: 1.0 / _ax().sqrt(1.0 - x * x))
-defjvp_coef(ew.acos_p, lambda y, x: -1.0 / _ax().sqrt(1.0 - x * x))
+defjvp_coef(ew.asin_p, lambda y, x: 1.0 / ax.sqrt(1.0 - x * x))
+defjvp_coef(ew.acos_p, lambda y, x: -1.0 / ax.sqrt(1.0 - x * x))
 defjvp_coef(ew.atan_p, lambda y, x: 1.0 / (1.0 + x * x))
-defjvp_coef(ew.sinh_p, lambda y, x: _ax().cosh(x))
-defjvp_coef(ew.cosh_p, lambda y, x: _ax().sinh(x))
+defjvp_coef(ew.sinh_p, lambda y, x: ax.cosh(x))
+defjvp_coef(ew.cosh_p, lambda y, x: ax.sinh(x))
 defjvp_coef(ew.tanh_p, lambda y, x: 1.0 - y * y)
-defjvp_coef(ew.asinh_p, lambda y, x: 1.0 / _ax().sqrt(x * x + 1.0))
-defjvp_coef(ew.acosh_p, lambda y, x: 1.0 / (_ax().sqrt(x - 1.0) * _ax().sqrt(x + 1.0)))
+defjvp_coef(ew.asinh_p, lambda y, x: 1.0 / ax.sqrt(x * x + 1.0))
+defjvp_coef(ew.acosh_p, lambda y, x: 1.0 / (ax.sqrt(x - 1.0) * ax.sqrt(x + 1.0)))
 defjvp_coef(ew.atanh_p, lambda y, x: 1.0 / (1.0 - x * x))
 defjvp_coef(ew.exp_p, lambda y, x: y)
 defjvp_coef(ew.expm1_p, lambda y, x: y + 1.0)
@@ -120,7 +114,6 @@ defjvp_coef(ew.square_p, lambda y, x: 2.0 * x)
 
 def _abs_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = ew.abs_p.bind(x)
     if x.dtype.kind == "c":
         # d|x| = Re(conj(x) t) / |x|, taken as 0 at x = 0
@@ -138,12 +131,12 @@ ew.abs_p.jvp = _abs_jvp
 
 deflinear(ew.negative_p, lambda ct, x: (-ct,))
 deflinear(ew.positive_p, lambda ct, x: (ct,))
-deflinear(ew.conj_p, lambda ct, x: (_ax().conj(ct),))
+deflinear(ew.conj_p, lambda ct, x: (ax.conj(ct),))
 
 
 def _real_transpose(ct, x):
     if x.dtype.kind == "c":
-        return (_ax().astype(ct, x.dtype),)
+        return (ax.astype(ct, x.dtype),)
     return (ct,)
 
 
@@ -225,7 +218,6 @@ defjvp(
 
 
 def _copysign_lhs(t, out, x1, x2):
-    ax = _ax()
     same = ax.signbit(x1) == (ax.signbit(x2) if hasattr(x2, "shape") else (math.copysign(1.0, x2) < 0))
     return t * (2.0 * _float_mask(same, t) - 1.0)
 
@@ -235,8 +227,8 @@ defjvp(ew.copysign_p, _copysign_lhs, lambda t, *_: None)
 defjvp(ew.hypot_p, lambda t, out, x1, x2: t * (x1 / out), lambda t, out, x1, x2: t * (x2 / out))
 defjvp(
     ew.logaddexp_p,
-    lambda t, out, x1, x2: t * _ax().exp(x1 - out),
-    lambda t, out, x1, x2: t * _ax().exp(x2 - out),
+    lambda t, out, x1, x2: t * ax.exp(x1 - out),
+    lambda t, out, x1, x2: t * ax.exp(x2 - out),
 )
 
 
@@ -263,7 +255,6 @@ defjvp(
 
 
 def _pow_base(t, out, x1, x2):
-    ax = _ax()
     if not hasattr(x2, "shape"):
         if x2 == 0:
             return None
@@ -277,7 +268,6 @@ def _pow_base(t, out, x1, x2):
 
 
 def _pow_exponent(t, out, x1, x2):
-    ax = _ax()
     if not hasattr(x1, "shape"):
         if x1 == 0:
             return None
@@ -299,7 +289,7 @@ defjvp(ew.pow_p, _pow_base, _pow_exponent)
 defjvp(
     ew.remainder_p,
     lambda t, out, x1, x2: t,
-    lambda t, out, x1, x2: t * (-_ax().floor_divide(x1, x2)),
+    lambda t, out, x1, x2: t * (-ax.floor_divide(x1, x2)),
 )
 
 
@@ -309,7 +299,6 @@ defbroadcasting(ew.clip_p)
 
 
 def _clip_masks(x, lo, hi):
-    ax = _ax()
     below = (x < lo) if lo is not None else None
     above = (x > hi) if hi is not None else None
     if below is not None and above is not None:
@@ -318,7 +307,6 @@ def _clip_masks(x, lo, hi):
 
 
 def _clip_x(t, out, x, lo, hi):
-    ax = _ax()
     below, above = _clip_masks(x, lo, hi)
     outside = below if above is None else above if below is None else ax.logical_or(below, above)
     if outside is None:

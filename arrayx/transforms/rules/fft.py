@@ -15,21 +15,16 @@ from __future__ import annotations
 
 import math
 
+import arrayx as ax
 from arrayx.api import fft as ff
 from arrayx.transforms.rules._define import deflinear
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
-def _ax():
-    import arrayx
-
-    return arrayx
-
 
 def _resize(a, axis: int, length: int):
     """``a`` truncated or zero-padded along ``axis`` to ``length`` (undoing fft's ``n``)."""
-    ax = _ax()
     n = a.shape[axis]
     if n == length:
         return a
@@ -74,12 +69,11 @@ def _rfft_t(ct, length, *, n, axis, norm):
     """Transpose of rfft(x, n) for an x of ``length`` along ``axis``."""
     # the n//2+1 kept terms, zero-padded to n by fft's own n
     y = ff.fft_p.bind(ct, n=n, axis=axis, norm=norm)
-    return _resize(_ax().real(y), axis, length)
+    return _resize(ax.real(y), axis, length)
 
 
 def _hermitian_weights(n, axis, ndim, dtype, device, scale):
     """w_k * scale along ``axis`` (1 for the zero and, for even n, the Nyquist term; 2 otherwise)."""
-    ax = _ax()
     m = n // 2 + 1
     w = [2.0 * scale] * m
     w[0] = scale
@@ -96,7 +90,6 @@ def _norm_scale(n, norm):
 
 def _irfft_t(ct, length, *, n, axis, norm):
     """Transpose of irfft(X, n) for an X of ``length`` along ``axis``."""
-    ax = _ax()
     spectrum = ff.rfft_p.bind(ct, n=n, axis=axis, norm="backward")
     real = ct.dtype
     weights = _hermitian_weights(n, axis, ct.ndim, real, ct.device, _norm_scale(n, norm))
@@ -106,9 +99,9 @@ def _irfft_t(ct, length, *, n, axis, norm):
 deflinear(ff.rfft_p, lambda ct, x, *, n, axis, norm: (_rfft_t(ct, x.shape[axis], n=n, axis=axis, norm=norm),))
 deflinear(ff.irfft_p, lambda ct, x, *, n, axis, norm: (_irfft_t(ct, x.shape[axis], n=n, axis=axis, norm=norm),))
 deflinear(ff.hfft_p, lambda ct, x, *, n, axis, norm: (
-    _ax().conj(_irfft_t(ct, x.shape[axis], n=n, axis=axis, norm=_SWAP[norm])),))
+    ax.conj(_irfft_t(ct, x.shape[axis], n=n, axis=axis, norm=_SWAP[norm])),))
 deflinear(ff.ihfft_p, lambda ct, x, *, n, axis, norm: (
-    _rfft_t(_ax().conj(ct), x.shape[axis], n=n, axis=axis, norm=_SWAP[norm]),))
+    _rfft_t(ax.conj(ct), x.shape[axis], n=n, axis=axis, norm=_SWAP[norm]),))
 
 
 def _rfftn_transpose(ct, x, *, s, axes, norm):

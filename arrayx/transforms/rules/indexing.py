@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+import arrayx as ax
 from arrayx.api import elementwise as ew
 from arrayx.api import indexing as ix
 from arrayx.transforms.rules._define import deflinear, is_undefined, unbroadcast, zeros_for
 
-
-def _ax():
-    import arrayx
-
-    return arrayx
 
 
 # -- getitem ------------------------------------------------------------------------------------------
@@ -52,7 +48,7 @@ def _at_update_jvp(primals, tangents, *, key, op):
     out = ix.at_update_p.bind(x, v, *index_arrays, key=key, op=op)
     if tx is None and tv is None:
         return out, None
-    base = tx if tx is not None else _ax().zeros_like(x)
+    base = tx if tx is not None else ax.zeros_like(x)
     if op in ("set", "add", "subtract"):  # linear in (x, v)
         value = tv if tv is not None else _zero_scalar(x)
         return out, ix.at_update_p.bind(base, value, *index_arrays, key=key, op=op)
@@ -62,8 +58,8 @@ def _at_update_jvp(primals, tangents, *, key, op):
     txk = None if tx is None else ix.getitem_p.bind(tx, *index_arrays, key=key)
     vk, tvk = v, tv
     if hasattr(v, "shape") and tuple(v.shape) != tuple(xk.shape):
-        vk = _ax().broadcast_to(v, xk.shape)
-        tvk = None if tv is None else _ax().broadcast_to(tv, xk.shape)
+        vk = ax.broadcast_to(v, xk.shape)
+        tvk = None if tv is None else ax.broadcast_to(tv, xk.shape)
     _, t_new = prim.jvp([xk, vk], [txk, tvk])
     if t_new is None:
         t_new = _zero_scalar(x)
@@ -103,7 +99,6 @@ deflinear(ix.take_p, _take_transpose)
 
 
 def _take_along_axis_transpose(ct, x, indices, *, axis):
-    ax = _ax()
     ndim = len(x.shape)
     key = []
     for d in range(ndim):

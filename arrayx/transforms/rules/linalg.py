@@ -26,6 +26,10 @@ from __future__ import annotations
 
 import math
 
+import arrayx as ax
+from arrayx.api import _dtypes
+from arrayx.api._checks import broadcast_shapes_for
+from arrayx.api.indexing import at_update
 from arrayx.api import linalg as la
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
@@ -33,32 +37,25 @@ from arrayx.transforms.rules._define import (
 )
 
 
-def _ax():
-    import arrayx
-
-    return arrayx
-
-
 def _mT(x):
-    return _ax().matrix_transpose(x)
+    return ax.matrix_transpose(x)
 
 
 def _H(x):
     """Conjugate transpose of the last two dimensions."""
-    t = _ax().matrix_transpose(x)
-    return _ax().conj(t) if x.dtype.kind == "c" else t
+    t = ax.matrix_transpose(x)
+    return ax.conj(t) if x.dtype.kind == "c" else t
 
 
 def _conj(x):
-    return _ax().conj(x) if x.dtype.kind == "c" else x
+    return ax.conj(x) if x.dtype.kind == "c" else x
 
 
 def _real(x):
-    return _ax().real(x) if x.dtype.kind == "c" else x
+    return ax.real(x) if x.dtype.kind == "c" else x
 
 
 def _eye_like(x, n=None):
-    ax = _ax()
     n = x.shape[-1] if n is None else n
     return ax.eye(n, dtype=x.dtype, device=x.device)
 
@@ -79,8 +76,6 @@ def _matmul_abstract(x1, x2):
     elif len(s2) == 1:
         shape = s1[:-1]
     else:
-        from arrayx.api._checks import broadcast_shapes_for
-
         shape = broadcast_shapes_for("matmul", s1[:-2], s2[:-2]) + (s1[-2], s2[-1])
     return ShapeDtypeStruct(shape, x1.dtype)
 
@@ -89,8 +84,6 @@ defabstract(la.matmul_p, _matmul_abstract)
 
 
 def _real_dtype(dtype):
-    from arrayx.api import _dtypes
-
     return _dtypes.REAL_OF.get(dtype, dtype)
 
 
@@ -176,7 +169,6 @@ defabstract(la.matrix_transpose_p, lambda x: ShapeDtypeStruct(tuple(x.shape[:-2]
 
 
 def _matmul_lhs(ct, x1, x2):
-    ax = _ax()
     if x1.ndim == 1 and x2.ndim == 1:
         return ct * x2
     if x2.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
@@ -190,7 +182,6 @@ def _matmul_lhs(ct, x1, x2):
 
 
 def _matmul_rhs(ct, x1, x2):
-    ax = _ax()
     if x1.ndim == 1 and x2.ndim == 1:
         return ct * x1
     if x1.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
@@ -215,7 +206,6 @@ def _argsort(seq):
 
 
 def _tensordot_lhs(ct, x1, x2, *, axes):
-    ax = _ax()
     a1, a2 = axes
     free1 = [i for i in range(x1.ndim) if i not in a1]
     free2 = [j for j in range(x2.ndim) if j not in a2]
@@ -226,7 +216,6 @@ def _tensordot_lhs(ct, x1, x2, *, axes):
 
 
 def _tensordot_rhs(ct, x1, x2, *, axes):
-    ax = _ax()
     a1, a2 = axes
     free1 = [i for i in range(x1.ndim) if i not in a1]
     free2 = [j for j in range(x2.ndim) if j not in a2]
@@ -239,19 +228,19 @@ defbilinear(la.tensordot_p, _tensordot_lhs, _tensordot_rhs)
 
 
 def _vecdot_lhs(ct, x1, x2, *, axis):
-    return _conj(_ax().expand_dims(ct, axis=axis) * x2)
+    return _conj(ax.expand_dims(ct, axis=axis) * x2)
 
 
 def _vecdot_rhs(ct, x1, x2, *, axis):
-    return _ax().expand_dims(ct, axis=axis) * _conj(x1)
+    return ax.expand_dims(ct, axis=axis) * _conj(x1)
 
 
 defbilinear(la.vecdot_p, _vecdot_lhs, _vecdot_rhs)
 
 defbilinear(
     la.cross_p,
-    lambda ct, x1, x2, *, axis: _ax().linalg.cross(x2, ct, axis=axis),
-    lambda ct, x1, x2, *, axis: _ax().linalg.cross(ct, x1, axis=axis),
+    lambda ct, x1, x2, *, axis: ax.linalg.cross(x2, ct, axis=axis),
+    lambda ct, x1, x2, *, axis: ax.linalg.cross(ct, x1, axis=axis),
 )
 
 
@@ -259,7 +248,6 @@ defbilinear(
 
 
 def _trace_transpose(ct, x, *, offset):
-    ax = _ax()
     n, m = x.shape[-2], x.shape[-1]
     eye = ax.eye(n, m, k=offset, dtype=x.dtype, device=ct.device)
     return (ax.expand_dims(ct, axis=(-2, -1)) * eye,)
@@ -269,13 +257,10 @@ deflinear(la.trace_p, _trace_transpose)
 
 
 def _diagonal_transpose(ct, x, *, offset):
-    ax = _ax()
     length = ct.shape[-1]
     base = ax.arange(length, device=ct.device)
     rows = base + max(0, -offset)
     cols = base + max(0, offset)
-    from arrayx.api.indexing import at_update
-
     return (at_update(zeros_for(x, ct), (Ellipsis, rows, cols), ct, "add"),)
 
 
@@ -287,7 +272,6 @@ deflinear(la.diagonal_p, _diagonal_transpose)
 
 def _inv_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = la.inv_p.bind(x)
     return out, -ax.matmul(ax.matmul(out, t), out)
 
@@ -297,7 +281,6 @@ la.inv_p.jvp = _inv_jvp
 
 def _det_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = la.det_p.bind(x)
     coef = ax.expand_dims(out, axis=(-2, -1)) * _mT(ax.linalg.inv(x))
     return out, ax.sum(t * coef, axis=(-2, -1))
@@ -308,7 +291,6 @@ la.det_p.jvp = _det_jvp
 
 def _slogdet_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     sign, logabsdet = la.slogdet_p.bind(x)
     trace = ax.sum(t * _mT(ax.linalg.inv(x)), axis=(-2, -1))  # tr(X^-1 dX)
     t_log = _real(trace)
@@ -323,14 +305,12 @@ la.slogdet_p.jvp = _slogdet_jvp
 
 def _solve_vectors(a, v):
     """Solutions of a @ x = v for the vectors along v's last axis (batches broadcast)."""
-    ax = _ax()
     return ax.linalg.solve(a, ax.expand_dims(v, axis=-1))[..., 0]
 
 
 def _solve_jvp(primals, tangents):
     a, b = primals
     ta, tb = tangents
-    ax = _ax()
     out = la.solve_p.bind(a, b)
     tout = None
     if tb is not None:
@@ -349,7 +329,7 @@ def _solve_transpose(ct, a, b):
         raise ValueError("solve: not linear in its matrix operand")
     if b.ndim == 1:
         return (None, unbroadcast(_solve_vectors(_mT(a), ct), b.shape))
-    return (None, _ax().linalg.solve(_mT(a), ct))
+    return (None, ax.linalg.solve(_mT(a), ct))
 
 
 la.solve_p.jvp = _solve_jvp
@@ -361,7 +341,6 @@ la.solve_p.transpose = _solve_transpose
 
 def _cholesky_jvp(primals, tangents, *, upper):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = la.cholesky_p.bind(x, upper=upper)
     low = _H(out) if upper else out
     low_inv = ax.linalg.inv(low)
@@ -378,7 +357,6 @@ la.cholesky_p.jvp = _cholesky_jvp
 
 def _eigh_parts(x, t, w, v):
     """(V^H dA_sym V, the coefficient matrix F) for eigh's derivative."""
-    ax = _ax()
     eye = _eye_like(v)
     vtv = ax.matmul(ax.matmul(_H(v), _symmetrize(t)), v)
     gaps = ax.expand_dims(w, axis=-2) - ax.expand_dims(w, axis=-1)
@@ -388,7 +366,6 @@ def _eigh_parts(x, t, w, v):
 
 def _eigh_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     w, v = la.eigh_p.bind(x)
     vtv, f = _eigh_parts(x, t, w, v)
     tw = _real(ax.linalg.diagonal(vtv))
@@ -401,7 +378,6 @@ la.eigh_p.jvp = _eigh_jvp
 
 def _eigvalsh_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = la.eigvalsh_p.bind(x)
     _, v = la.eigh_p.bind(x)
     # dw_i = v_i^H dA v_i
@@ -413,29 +389,25 @@ la.eigvalsh_p.jvp = _eigvalsh_jvp
 
 
 def _as_complex(x):
-    from arrayx.api import _dtypes
-
     dtype = _dtypes.COMPLEX_OF.get(x.dtype, x.dtype)
-    return x if x.dtype == dtype else _ax().astype(x, dtype)
+    return x if x.dtype == dtype else ax.astype(x, dtype)
 
 
 def _tangent_as(t, out):
     """The complex tangent ``t`` in the dtype of ``out`` (executors may return real spectra as real)."""
     if out.dtype.kind == "c":
         return t
-    t = _ax().real(t)
-    return t if t.dtype == out.dtype else _ax().astype(t, out.dtype)
+    t = ax.real(t)
+    return t if t.dtype == out.dtype else ax.astype(t, out.dtype)
 
 
 def _eig_rotated(t, v):
     """C = V^-1 dA V (complex), whose diagonal is the eigenvalues' tangent."""
-    ax = _ax()
     return ax.linalg.solve(v, ax.matmul(_as_complex(t), v))
 
 
 def _eig_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     w, v = la.eig_p.bind(x)
     wc, vc = _as_complex(w), _as_complex(v)
     c = _eig_rotated(t, vc)
@@ -459,7 +431,6 @@ la.eig_p.jvp = _eig_jvp
 
 def _eigvals_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = la.eigvals_p.bind(x)
     w, v = la.eig_p.bind(x)
     tw = ax.linalg.diagonal(_eig_rotated(t, _as_complex(v)))
@@ -474,7 +445,6 @@ la.eigvals_p.jvp = _eigvals_jvp
 
 def _qr_jvp(primals, tangents, *, mode):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     q, r = la.qr_p.bind(x, mode=mode)
     m, n = x.shape[-2], x.shape[-1]
     if m < n or (mode == "complete" and m != n):
@@ -500,7 +470,6 @@ la.qr_p.jvp = _qr_jvp
 
 def _svd_core(x, t, u, s, vh):
     """(dP = U^T dA V, ds) of the reduced SVD."""
-    ax = _ax()
     v = _H(vh)
     dp = ax.matmul(ax.matmul(_H(u), t), v)
     return dp, _real(ax.linalg.diagonal(dp)), v
@@ -508,7 +477,6 @@ def _svd_core(x, t, u, s, vh):
 
 def _svd_jvp(primals, tangents, *, full_matrices):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     u, s, vh = la.svd_p.bind(x, full_matrices=full_matrices)
     m, n = x.shape[-2], x.shape[-1]
     if x.dtype.kind == "c":
@@ -552,7 +520,6 @@ la.svdvals_p.jvp = _svdvals_jvp
 
 def _vector_norm_jvp(primals, tangents, *, axis, keepdims, ord):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = la.vector_norm_p.bind(x, axis=axis, keepdims=keepdims, ord=ord)
     if ord == 0:
         return out, None

@@ -5,15 +5,11 @@ Every manipulation is linear; the transposes undo the data movement
 """
 from __future__ import annotations
 
+import arrayx as ax
+from arrayx.api.indexing import at_update
 from arrayx.api import manipulation as mp
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer
 from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
-
-
-def _ax():
-    import arrayx
-
-    return arrayx
 
 
 # -- abstract evaluation (the common, cheap ones; the rest use the generic fallback) ---------------
@@ -39,8 +35,6 @@ def _repeat_abstract(x, *rest, axis, repeats=None):
     shape = list(x.shape)
     if rest:  # a repeats array: the result's length is its sum, so it must be concrete
         counts = rest[0]
-        from arrayx.transforms._tracer import Tracer
-
         if isinstance(counts, Tracer):
             raise TypeError("repeat: a traced repeats array gives a result of unknown length; pass concrete repeats")
         import numpy as np
@@ -62,7 +56,7 @@ deflinear(mp.broadcast_to_p, lambda ct, x, *, shape: (unbroadcast(ct, x.shape),)
 
 def _broadcast_arrays_jvp(primals, tangents):
     outs = mp.broadcast_arrays_p.bind(*primals)
-    touts = tuple(None if t is None else _ax().broadcast_to(t, o.shape) for t, o in zip(tangents, outs))
+    touts = tuple(None if t is None else ax.broadcast_to(t, o.shape) for t, o in zip(tangents, outs))
     return outs, touts
 
 
@@ -98,7 +92,7 @@ def _all_linear(prim, transpose):
         out = prim.bind(*primals, **params)
         if all(t is None for t in tangents):
             return out, None
-        ts = [_ax().zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
+        ts = [ax.zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
         return out, prim.bind(*ts, **params)
 
     jvp.__name__ = f"{prim.name}_jvp_linear"
@@ -118,7 +112,7 @@ def _unstack_jvp(primals, tangents, *, axis):
 def _unstack_transpose(cts, x, *, axis):
     like = next(c for c in cts if c is not None)
     parts = [c if c is not None else _zeros_slice(x, axis, like) for c in cts]
-    return (_ax().stack(parts, axis=axis),)
+    return (ax.stack(parts, axis=axis),)
 
 
 def _zeros_slice(x, axis, like):
@@ -134,21 +128,21 @@ mp.unstack_p.transpose = _unstack_transpose
 
 
 def _reshape_back(ct, x, **params):
-    return (_ax().reshape(ct, x.shape),)
+    return (ax.reshape(ct, x.shape),)
 
 
 deflinear(mp.expand_dims_p, _reshape_back)
 deflinear(mp.squeeze_p, _reshape_back)
 deflinear(mp.reshape_p, _reshape_back)
-deflinear(mp.flip_p, lambda ct, x, *, axis: (_ax().flip(ct, axis=axis),))
-deflinear(mp.moveaxis_p, lambda ct, x, *, source, destination: (_ax().moveaxis(ct, destination, source),))
+deflinear(mp.flip_p, lambda ct, x, *, axis: (ax.flip(ct, axis=axis),))
+deflinear(mp.moveaxis_p, lambda ct, x, *, source, destination: (ax.moveaxis(ct, destination, source),))
 
 
 def _permute_transpose(ct, x, *, axes):
     inverse = [0] * len(axes)
     for i, a in enumerate(axes):
         inverse[a] = i
-    return (_ax().permute_dims(ct, tuple(inverse)),)
+    return (ax.permute_dims(ct, tuple(inverse)),)
 
 
 deflinear(mp.permute_dims_p, _permute_transpose)
@@ -156,8 +150,8 @@ deflinear(mp.permute_dims_p, _permute_transpose)
 
 def _roll_transpose(ct, x, *, shift, axis):
     if axis is None:
-        return (_ax().roll(ct, -shift),)
-    return (_ax().roll(ct, tuple(-s for s in shift), axis=axis),)
+        return (ax.roll(ct, -shift),)
+    return (ax.roll(ct, tuple(-s for s in shift), axis=axis),)
 
 
 deflinear(mp.roll_p, _roll_transpose)
@@ -168,7 +162,6 @@ deflinear(mp.roll_p, _roll_transpose)
 
 def _repeat_transpose(ct, x, *rest, axis, repeats=None):
     """Sum each run of copies: scatter-add the cotangent onto the source index of every copy."""
-    ax = _ax()
     n = x.shape[axis]
     source = ax.arange(n, device=ct.device)
     counts = rest[0] if rest else repeats
@@ -178,8 +171,6 @@ def _repeat_transpose(ct, x, *rest, axis, repeats=None):
 
 
 def _scatter_add(x_aval, ct, key):
-    from arrayx.api.indexing import at_update
-
     return at_update(zeros_for(x_aval, ct), key, ct, "add")
 
 
@@ -187,7 +178,6 @@ deflinear(mp.repeat_p, _repeat_transpose)
 
 
 def _tile_transpose(ct, x, *, repetitions):
-    ax = _ax()
     reps = tuple(repetitions)
     shape = (1,) * (len(reps) - x.ndim) + tuple(x.shape)
     interleaved = []

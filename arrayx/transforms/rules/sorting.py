@@ -5,6 +5,7 @@ permutation (``argsort`` with the same parameters), so ties keep the stable orde
 """
 from __future__ import annotations
 
+import arrayx as ax
 from arrayx.api import sorting as so
 from arrayx.transforms.rules._define import defjvp_zero
 
@@ -13,8 +14,6 @@ defjvp_zero(so.argsort_p)
 
 def _sort_jvp(primals, tangents, *, axis, descending, stable):
     (x,), (t,) = primals, tangents
-    import arrayx as ax
-
     out = so.sort_p.bind(x, axis=axis, descending=descending, stable=stable)
     perm = so.argsort_p.bind(x, axis=axis, descending=descending, stable=stable)
     return out, ax.take_along_axis(t, perm, axis=axis)

@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import math
 
+import arrayx as ax
+from arrayx.api._checks import cast
 from arrayx.api import statistical as st
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, deflinear
 
 
-def _ax():
-    import arrayx
-
-    return arrayx
-
-
 def _cast(x, dtype):
-    from arrayx.api._checks import cast
-
     return cast(x, dtype)
 
 
@@ -40,7 +34,6 @@ def reduced_size(shape, axis) -> int:
 
 def expand_reduced(ct, in_shape, axis, keepdims):
     """``ct`` (the result of reducing over ``axis``) broadcast back to ``in_shape``."""
-    ax = _ax()
     if not keepdims and axis is not None:
         kept = reduced_shape(in_shape, axis, True)
         # no reshape needed when only leading axes were reduced (broadcasting adds them)
@@ -84,7 +77,7 @@ def _sum_jvp(primals, tangents, *, axis, dtype, keepdims):
 def _sum_transpose(ct, x, *, axis, dtype, keepdims):
     ct = expand_reduced(ct, x.shape, axis, keepdims)
     if ct.dtype != x.dtype:
-        ct = _ax().astype(ct, x.dtype) if x.dtype.kind == "c" or ct.dtype.kind != "c" else _ax().real(ct)
+        ct = ax.astype(ct, x.dtype) if x.dtype.kind == "c" or ct.dtype.kind != "c" else ax.real(ct)
     return (ct,)
 
 
@@ -104,7 +97,6 @@ deflinear(st.mean_p, _mean_transpose)
 
 
 def _reverse_cumsum(a, axis):
-    ax = _ax()
     return ax.flip(ax.cumulative_sum(ax.flip(a, axis=axis), axis=axis, dtype=a.dtype), axis=axis)
 
 
@@ -122,7 +114,7 @@ def _cumsum_transpose(ct, x, *, axis, dtype, include_initial):
         ct = ct[key]
     ct = _reverse_cumsum(ct, axis)
     if ct.dtype != x.dtype:
-        ct = _ax().astype(ct, x.dtype)
+        ct = ax.astype(ct, x.dtype)
     return (ct,)
 
 
@@ -135,7 +127,6 @@ st.cumulative_sum_p.transpose = _cumsum_transpose
 
 def _exclusive_products(x, axis):
     """For each position along ``axis``, the product of all the other elements (exact with zeros)."""
-    ax = _ax()
     n = x.shape[axis]
     before = ax.cumulative_prod(x, axis=axis, include_initial=True)
     after = ax.flip(ax.cumulative_prod(ax.flip(x, axis=axis), axis=axis, include_initial=True), axis=axis)
@@ -145,7 +136,6 @@ def _exclusive_products(x, axis):
 
 def _prod_jvp(primals, tangents, *, axis, dtype, keepdims):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = st.prod_p.bind(x, axis=axis, dtype=dtype, keepdims=keepdims)
     if dtype.kind not in "fc":
         return out, None
@@ -168,7 +158,6 @@ st.prod_p.jvp = _prod_jvp
 
 def _cumprod_jvp(primals, tangents, *, axis, dtype, include_initial):
     (x,), (t,) = primals, tangents
-    ax = _ax()
     out = st.cumulative_prod_p.bind(x, axis=axis, dtype=dtype, include_initial=include_initial)
     if dtype.kind not in "fc":
         return out, None
@@ -201,7 +190,6 @@ st.cumulative_prod_p.jvp = _cumprod_jvp
 def _extremum_jvp(prim):
     def jvp(primals, tangents, *, axis, keepdims):
         (x,), (t,) = primals, tangents
-        ax = _ax()
         out = prim.bind(x, axis=axis, keepdims=keepdims)
         full = out if keepdims else ax.reshape(out, reduced_shape(x.shape, axis, True))
         hit = ax.astype(x == full, x.dtype)
@@ -221,7 +209,6 @@ st.min_p.jvp = _extremum_jvp(st.min_p)
 
 
 def _var_tangent(x, t, axis, correction, keepdims):
-    ax = _ax()
     centred = x - ax.mean(x, axis=axis, keepdims=True)
     n = reduced_size(x.shape, axis)
     return ax.sum(t * (centred * (2.0 / (n - correction))), axis=axis, keepdims=keepdims)

@@ -6,6 +6,7 @@ ends), applied n times.
 """
 from __future__ import annotations
 
+import arrayx as ax
 from arrayx.api import utility as ut
 from arrayx.transforms.rules._define import defjvp_zero, deflinear
 
@@ -13,8 +14,6 @@ defjvp_zero(ut.all_p, ut.any_p)
 
 
 def _diff_transpose(ct, x, *, axis, n):
-    import arrayx as ax
-
     for _ in range(n):
         edge = list(ct.shape)
         edge[axis] = 1
