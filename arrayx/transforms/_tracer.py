@@ -262,6 +262,8 @@ def concretization_error(what: str, tracer) -> ConcretizationError:
 def bind_with(trace, prim: Primitive, args, params: dict):
     """Bind ``prim`` on ``trace`` (None: eager), whatever trace is current."""
     if trace is not None:
+        if prim.call_like:
+            return trace.process_call(prim, args, params)
         return trace.process_primitive(prim, args, params)
     if prim.__class__ is Primitive:
         return eval_eager(prim, args, params)
@@ -273,30 +275,42 @@ def bind_with(trace, prim: Primitive, args, params: dict):
 
 
 class CallPrimitive(Primitive):
-    """A primitive whose params carry Python functions (custom rules, checkpoint).
+    """A call-like primitive: its params carry sub-computations (see the protocol in ``core``).
 
-    Eagerly, binding calls ``eager(args, params)`` (by default ``params["fun"](*args)``)
-    on the arrays themselves.  Staging inlines ``fun`` when ``inline_when_staged``;
-    a JVP trace applies the primitive's ``jvp`` rule like any other.
+    Binding with no trace active calls ``eager(args, params)`` (by default
+    ``params["fun"](*args)``) on the arrays themselves; under a transform it goes
+    to the trace's ``process_call``.  ``fun_params`` names the params that hold
+    Python functions of the operands, which a staging trace turns into closed
+    Graphs; ``stage``, when set, is the primitive's own staging rule
+    ``stage(trace, args, params) -> outputs`` (partial evaluation).
     Results are always a tuple (``multiple_results``).
     """
 
-    __slots__ = ("eager", "inline_when_staged")
+    __slots__ = ("eager", "fun_params", "stage")
+    call_like = True
 
-    def __init__(self, name: str, *, eager: Callable | None = None, inline_when_staged: bool = True):
+    def __init__(self, name: str, *, eager: Callable | None = None, fun_params: tuple = ("fun",),
+                 stage: Callable | None = None):
         super().__init__(name, multiple_results=True)
         self.eager = eager or _call_fun
-        self.inline_when_staged = inline_when_staged
+        self.fun_params = tuple(fun_params)
+        self.stage = stage
+        self.abstract_eval = _call_abstract_eval if "fun" in self.fun_params else None
 
     def bind(self, *args, **params):
         trace = _TRACE.get()
         if trace is None:
             return tuple(self.eager(args, params))
-        return trace.process_primitive(self, args, params)
+        return trace.process_call(self, args, params)
 
 
 def _call_fun(args, params):
     return params["fun"](*args)
+
+
+def _call_abstract_eval(*args, fun, **params):
+    # once staged, ``fun`` is a Graph and knows its outputs
+    return fun.out_avals
 
 
 # -- abstract evaluation --------------------------------------------------------------------

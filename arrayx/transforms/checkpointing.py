@@ -4,8 +4,8 @@ Under reverse mode a checkpointed function keeps only its inputs: the linear
 graph gets one ``checkpoint_lin`` equation instead of the function's tangent
 equations (and their captured intermediates), and transposing it linearizes the
 function again from its inputs, that is, the forward pass is recomputed during the
-backward pass.  Eagerly, under forward mode and under staging the function simply
-runs.
+backward pass.  Eagerly and under forward mode the function simply runs; staging
+records one ``checkpoint`` equation holding the function's closed sub-graph.
 
 Policies decide what may be saved instead of recomputed:
 ``checkpoint_policies.nothing_saveable`` (the default: recompute everything) and
@@ -39,22 +39,64 @@ checkpoint_policies = SimpleNamespace(
 )
 
 checkpoint_p = CallPrimitive("checkpoint")
-checkpoint_lin_p = CallPrimitive("checkpoint_lin", inline_when_staged=False)
 
 
-def _checkpoint_jvp(primals, tangents, *, fun, policy):
+def _checkpoint_jvp(primals, tangents, *, fun, policy, num_consts=0):
     from arrayx.transforms.forward import jvp_flat
-    from arrayx.transforms.staging import StagingTracer
 
-    staged = any(t.__class__ is StagingTracer for t in tangents if t is not None)
-    if not staged or policy is _everything_saveable:
-        # forward mode (or nothing to recompute): differentiate the body directly
+    if policy is _everything_saveable:  # nothing to recompute: differentiate the body directly
         outs, touts, _ = jvp_flat(fun, list(primals), list(tangents), "checkpoint")
         return tuple(outs), tuple(touts)
-    outs = fun(*primals)
-    touts = checkpoint_lin_p.bind(*primals, *tangents, fun=fun, n=len(primals),
-                                  out_avals=tuple(aval_of(o) for o in outs))
+    # one call whose staging rule decides: forward mode computes it at once, reverse mode
+    # (tangents staged by linearize) records a checkpoint_lin that recomputes in the backward pass
+    has = tuple(t is not None for t in tangents)
+    out = checkpoint_jvp_p.bind(*primals, *[t for t in tangents if t is not None], fun=fun, has_tangent=has)
+    k = len(out) // 2
+    return tuple(out[:k]), tuple(out[k:])
+
+
+def _split_jvp_operands(args, has_tangent):
+    n = len(has_tangent)
+    it = iter(args[n:])
+    return list(args[:n]), [next(it) if h else None for h in has_tangent]
+
+
+def _checkpoint_jvp_eager(args, params):
+    from arrayx.transforms.forward import jvp_flat
+
+    primals, tangents = _split_jvp_operands(args, params["has_tangent"])
+    outs, touts, _ = jvp_flat(params["fun"], primals, tangents, "checkpoint")
+    return [*outs, *(_zeros_like(o) if t is None else t for o, t in zip(outs, touts))]
+
+
+def _checkpoint_jvp_stage(trace, args, params):
+    from arrayx.transforms.core import set_trace
+    from arrayx.transforms.forward import jvp_flat
+
+    fun = params["fun"]
+    primals, tangents = _split_jvp_operands(args, params["has_tangent"])
+    if any(trace.owns(p) for p in primals):  # primals staged too (make_graph of a jvp): inline
+        outs, touts, _ = jvp_flat(fun, primals, tangents, "checkpoint", parent=trace)
+        return (*outs, *(_zeros_like(o) if t is None else t for o, t in zip(outs, touts)))
+    with set_trace(trace.parent):  # the primal now, saving nothing of the body
+        outs = list(fun(*primals))
+    touts = trace.process_call(checkpoint_lin_p, (*primals, *tangents),
+                               dict(fun=fun, n=len(primals), out_avals=tuple(aval_of(o) for o in outs)))
+    return (*outs, *touts)
+
+
+def _checkpoint_jvp_jvp(primals, tangents, **params):
+    from arrayx.transforms.forward import jvp_flat
+
+    outs, touts, _ = jvp_flat(lambda *args: _checkpoint_jvp_eager(args, params), list(primals),
+                              list(tangents), "checkpoint")
     return tuple(outs), tuple(touts)
+
+
+checkpoint_jvp_p = CallPrimitive("checkpoint_jvp", eager=_checkpoint_jvp_eager, fun_params=(),
+                                 stage=_checkpoint_jvp_stage)
+checkpoint_jvp_p.jvp = _checkpoint_jvp_jvp
+checkpoint_lin_p = CallPrimitive("checkpoint_lin", fun_params=())
 
 
 def _zeros_like(x):

@@ -23,10 +23,39 @@ Also here, because every transform needs them:
   executor, so a tracer that escapes its transform fails loudly in eager code;
 - :class:`ShapeDtypeStruct` and :func:`abstract_eval` (shape/dtype of a
   primitive's result without computing it), used by staging;
-- :class:`CallPrimitive`, primitives that carry a Python function (custom
-  derivatives, checkpoint): eagerly they call it;
+- :class:`CallPrimitive`, call-like primitives (custom derivatives, checkpoint,
+  jit's ``call``, ``cond``/``while_loop``/``scan``): their params carry a
+  function or closed sub-graphs, and every trace handles them in
+  ``process_call`` (the protocol below);
 - :func:`bind_with`, binding on an explicit trace (how a trace hands a
   primitive it does not own to its parent).
+
+The call protocol (what every trace implements)
+-----------------------------------------------
+``CallPrimitive.bind(*args, **params)`` goes to ``trace.process_call(prim, args,
+params)`` (eagerly to ``prim.eager(args, params)``).  ``args`` are the operands
+(arrays), ``params`` hold the sub-computations: Python functions of the operands
+(``fun`` of custom_jvp/custom_vjp/checkpoint, before staging) or closed
+:class:`~arrayx.transforms.graph.Graph` objects (callable like the functions they
+replace: flat arrays in, flat list out), plus rule callables (a custom jvp, fwd,
+bwd).  Results are always a tuple.
+
+- eager (no trace): ``prim.eager(args, params)`` runs the computation on the
+  arrays (jit's call compiles its graph for the operands' executor);
+- JVP trace: applies ``prim.jvp`` like any primitive's rule; a rule may inline
+  (differentiate the sub-computation's body) or bind a new call primitive;
+- staging trace: ``prim.stage(trace, args, params)`` when the primitive has a
+  staging rule (partial evaluation: jit's call splits its graph into the part
+  computable now and the part recorded); otherwise it records ONE equation whose
+  params hold closed sub-graphs: the names in ``prim.fun_params`` are staged into
+  Graphs, and values the functions captured (tracers of this or enclosing traces,
+  constants) become explicit leading operands, counted by the ``num_consts`` param,
+  so params never hold tracers.  Rule callables are kept as they are;
+- batching trace: applies ``prim.batch``.
+
+A trace never decides what to do by testing a tracer's class: it asks whether a
+value is one of its own (``x._buf.trace is self``) and otherwise hands the
+primitive to its parent with :func:`bind_with`.
 """
 from __future__ import annotations
 
@@ -90,10 +119,9 @@ class Trace:
     the transform application returns (its tracers then fail loudly), and
     ``transform`` names it in error messages.
 
-    A subclass implements ``process_primitive``: primitives without one of its
-    own tracers among the operands go to ``bind_with(self.parent, ...)``; for a
-    :class:`CallPrimitive` it does not know (custom rules, checkpoint), running
-    ``params["fun"](*args)`` with itself installed is always correct.
+    A subclass implements ``process_primitive`` and ``process_call`` (see the
+    module docstring): primitives without one of its own tracers among the
+    operands go to ``bind_with(self.parent, ...)``.
     """
 
     __slots__ = ("parent", "tag", "alive", "transform")
@@ -105,7 +133,10 @@ class Trace:
         self.transform = transform  # for error messages: "grad", "jvp", "make_graph", ...
 
     def process_primitive(self, prim: "Primitive", args: tuple, params: dict):
-        raise NotImplementedError(type(self).__name__)
+        raise NotImplementedError(f"{type(self).__name__} does not define process_primitive")
+
+    def process_call(self, prim: "Primitive", args: tuple, params: dict):
+        raise NotImplementedError(f"{type(self).__name__} does not define process_call (call-like primitives)")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} #{self.tag} of {self.transform}{'' if self.alive else ' (finished)'}>"
@@ -131,8 +162,9 @@ class Primitive:
         "name", "impl_name", "multiple_results", "abstract_eval", "jvp",
         "transpose", "batch", "impls", "lowerings", "__weakref__",
     )
-    #: staging traces record this primitive (CallPrimitive may inline its function instead)
-    inline_when_staged = False
+
+    #: call-like primitives (:class:`CallPrimitive`) go to ``Trace.process_call``
+    call_like = False
 
     def __init__(self, name: str, *, multiple_results: bool = False, impl_name: str | None = None):
         self.name = name

@@ -1,8 +1,9 @@
 """Custom derivatives: ``stop_gradient``, ``custom_jvp`` and ``custom_vjp``.
 
 Both custom-rule decorators bind a :class:`CallPrimitive` whose params carry the
-flattened function and rules.  Eagerly (and under staging) the function runs as it
-is; a JVP trace runs the custom rule instead:
+flattened function and rules.  Eagerly the function runs as it is; staging records
+one equation whose ``fun`` is the closed sub-graph and whose rules are kept, so
+differentiating the staged graph still uses them; a JVP trace runs the custom rule:
 
 - ``custom_jvp_call``: the user's jvp computes primal and tangent outputs; under
   reverse mode its tangent operations are recorded and transposed like any others,
@@ -10,6 +11,9 @@ is; a JVP trace runs the custom rule instead:
 - ``custom_vjp_call``: the user's ``fwd`` runs on the primals, its residuals are kept,
   and the tangent output is one ``custom_vjp_lin`` equation whose transpose calls
   ``bwd``.  Forward mode (``jvp``) over a custom_vjp function is an error, as in JAX.
+
+Values a staged custom function captured from enclosing transforms are constants
+for its rule (their tangents do not flow through it), as in JAX.
 """
 from __future__ import annotations
 
@@ -93,6 +97,9 @@ class _OutStore:
     def __init__(self):
         self.tree = None
 
+    def __repr__(self) -> str:
+        return "<output tree>"
+
 
 def _leaves_of(fname, out, store):
     leaves, tree = pytree.flatten(out)
@@ -129,7 +136,9 @@ def _zeros_like(x):
 custom_jvp_call_p = CallPrimitive("custom_jvp_call")
 
 
-def _custom_jvp_call_jvp(primals, tangents, *, fun, jvp, store):
+def _custom_jvp_call_jvp(primals, tangents, *, fun, jvp, store, num_consts=0):
+    # values the staged function captured (num_consts leading operands) are constants of the rule
+    primals, tangents = primals[num_consts:], tangents[num_consts:]
     tangents = [_zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
     outs, touts = jvp(primals, tangents)
     return tuple(outs), tuple(touts)
@@ -227,10 +236,11 @@ def _no_forward_mode(args, params):
 
 
 custom_vjp_call_p = CallPrimitive("custom_vjp_call")
-custom_vjp_lin_p = CallPrimitive("custom_vjp_lin", eager=_no_forward_mode, inline_when_staged=False)
+custom_vjp_lin_p = CallPrimitive("custom_vjp_lin", eager=_no_forward_mode, fun_params=())
 
 
-def _custom_vjp_call_jvp(primals, tangents, *, fun, fwd, bwd, store, n_res):
+def _custom_vjp_call_jvp(primals, tangents, *, fun, fwd, bwd, store, n_res, num_consts=0):
+    primals, tangents = primals[num_consts:], tangents[num_consts:]  # captured values: constants
     outs, res_leaves, res_tree = fwd(*primals)
     res_arrays = [r for r in res_leaves if isinstance(r, Array)]
     touts = custom_vjp_lin_p.bind(

@@ -121,6 +121,9 @@ class JVPTrace(Trace):
                 raise ValueError(f"{prim.name}: the jvp rule is wrong: {_tangent_mismatch(out, tout)}")
         return JVPTracer._make(JVPState(self, out, tout))
 
+    #: call-like primitives apply their jvp rule like any other (the rule may inline the body)
+    process_call = process_primitive
+
 
 def _tangent_mismatch(primal, tangent):
     return ValueError(

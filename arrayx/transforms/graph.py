@@ -175,12 +175,30 @@ class _GraphPrinter:
 
     def equation(self, eqn: Equation, indent: str) -> str:
         outs = " ".join(self.decl(v) for v in eqn.outputs)
-        params = ""
-        shown = {k: v for k, v in eqn.params.items()}
-        if shown:
-            params = "[" + ", ".join(f"{k}={_param_str(v)}" for k, v in shown.items()) + "]"
+        params = []
+        subgraphs = []  # printed below the equation, indented, with their param name
+        for k, v in eqn.params.items():
+            graphs = _graphs_in(v)
+            if graphs:
+                params.append(f"{k}=<{len(graphs)} graph{'s' if len(graphs) > 1 else ''}>"
+                              if isinstance(v, (tuple, list)) else f"{k}=<graph>")
+                subgraphs.extend((k if len(graphs) == 1 else f"{k}[{i}]", g) for i, g in enumerate(graphs))
+            else:
+                params.append(f"{k}={_param_str(v)}")
+        shown = "[" + ", ".join(params) + "]" if params else ""
         ins = " ".join(self.name(a) for a in eqn.inputs)
-        return f"{indent}{outs} = {eqn.prim.name}{params} {ins}".rstrip()
+        line = f"{indent}{outs} = {eqn.prim.name}{shown} {ins}".rstrip()
+        for name, g in subgraphs:
+            line += f"\n{indent}  {name} = " + self.graph(g, indent + "  ").lstrip()
+        return line
+
+
+def _graphs_in(v) -> list:
+    if isinstance(v, Graph):
+        return [v]
+    if isinstance(v, (tuple, list)) and v and all(isinstance(g, Graph) for g in v):
+        return list(v)
+    return []
 
 
 def _letters(i: int) -> str:

@@ -66,21 +66,37 @@ class StagingTrace(Trace):
         self.inputs.append(var)
         return StagingTracer._make(StagingState(self, var))
 
-    def owns(self, x) -> bool:
-        return x.__class__ is StagingTracer and x._buf.trace is self
-
     def process_primitive(self, prim, args, params):
         for a in args:
             if a.__class__ is StagingTracer and a._buf.trace is self:
                 break
         else:  # nothing of ours: compute it now, one level down
             return bind_with(self.parent, prim, args, params)
-        if prim.inline_when_staged:
-            token = _TRACE.set(self)
-            try:
-                return tuple(params["fun"](*args))
-            finally:
-                _TRACE.reset(token)
+        return self.record(prim, args, params)
+
+    def process_call(self, prim, args, params):
+        """A call-like primitive: its staging rule, or one equation holding closed sub-graphs."""
+        for a in args:
+            if a.__class__ is StagingTracer and a._buf.trace is self:
+                break
+        else:
+            return bind_with(self.parent, prim, args, params)
+        if prim.stage is not None:
+            return prim.stage(self, args, params)
+        if prim.fun_params:
+            (name,) = prim.fun_params  # one staged function per primitive
+            fun = params[name]
+            if not isinstance(fun, Graph):  # a Python function: close it into a Graph
+                avals = [aval_of(a) if isinstance(a, Array) else _abstractify(a) for a in args]
+                graph, consts = close_function(fun, avals, self, f"{self.transform}/{prim.name}")
+                params = {**params, name: graph}
+                if consts:
+                    params["num_consts"] = params.get("num_consts", 0) + len(consts)
+                    args = (*consts, *args)
+        return self.record(prim, args, params)
+
+    def record(self, prim, args, params):
+        """Append one equation for ``prim`` and return tracers of its outputs."""
         rule = prim.abstract_eval
         out_aval = rule(*args, **params) if rule is not None else abstract_eval(prim, args, params)
         inputs = []
@@ -96,6 +112,9 @@ class StagingTrace(Trace):
         outvar = Var(out_aval)
         self.equations.append(Equation(prim, tuple(inputs), params, (outvar,)))
         return StagingTracer._make(StagingState(self, outvar))
+
+    def owns(self, x) -> bool:
+        return x.__class__ is StagingTracer and x._buf.trace is self
 
     def atom(self, a):
         """The Var or Literal standing for operand ``a`` in an equation."""
@@ -121,6 +140,34 @@ class StagingTrace(Trace):
                 outs.append(self.atom(o))
         return Graph(inputs, [v for v, _ in self.const_values], [c for _, c in self.const_values],
                      self.equations, outs)
+
+
+def close_function(fun: Callable, avals, parent, transform: str):
+    """Stage ``fun`` (flat arrays in, flat list out) on ``avals``: (closed Graph, captured values).
+
+    Values ``fun`` captured (tracers of ``parent`` or of enclosing traces, constant
+    arrays) become the graph's leading inputs, and are returned so that the caller
+    passes them as explicit operands: the graph holds no tracer (closure conversion).
+    Operations on captured values alone are done by ``parent`` now, outside the graph.
+    """
+    trace = StagingTrace(parent, parent.device if parent is not None and hasattr(parent, "device")
+                         else _default_device(), transform)
+    ins = [trace.new_input(a) for a in avals]
+    token = _TRACE.set(trace)
+    try:
+        outs = fun(*ins)
+    finally:
+        _TRACE.reset(token)
+        trace.alive = False
+    graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
+    closed = Graph((*graph.constvars, *graph.inputs), (), (), graph.equations, graph.outputs)
+    return closed, list(graph.consts)
+
+
+def _default_device():
+    from arrayx.executors.base import get_executor
+
+    return get_executor().default_device()
 
 
 # -- public API ----------------------------------------------------------------------------------
