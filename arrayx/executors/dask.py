@@ -265,10 +265,6 @@ def _index(buf, k: tuple):
         covered = buf.shape[ax:ax + e.ndim]
         if len(covered) < e.ndim or any(m not in (n, 0) for m, n in zip(e.shape, covered) if m == m and n == n):
             raise IndexError(f"boolean index of shape {e.shape} does not match the indexed axes {covered}")
-    if masks and (0 in buf.shape or any(0 in e.shape for _, e in masks)):
-        # an empty array or an empty mask: the result is empty; NumPy works out its shape
-        host = np.zeros(buf.shape, buf.dtype)[tuple(_host_index(e) for e in k)]
-        return da.from_array(host, name=False)
     for i, e in masks:
         if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim > 0 and len(k) == 1):
             # Dask takes 1-D masks and whole-array masks only
@@ -423,24 +419,15 @@ def _complex(dt):
 
 
 def _gufunc(kernel, signature, *args, dtypes, sizes=None, axes=None):
-    if any(0 in a.shape for a in args):  # Dask's gufunc machinery divides by chunk sizes; empty is trivial
-        out = kernel(*(_empty_case_operand(a) for a in args))
-        wrap = lambda o, dt: da.from_array(np.asarray(o, dtype=dt), name=False)  # noqa: E731
-        if isinstance(dtypes, list):
-            return tuple(wrap(o, dt) for o, dt in zip(out, dtypes))
-        return wrap(out, dtypes)
+    # each matrix whole in one block; Dask's own rechunking refuses core axes chunked unlike each other
+    core = [len(c.split(",")) if c else 0 for c in signature.split("->")[0][1:-1].split("),(")]
+    core_axes = axes or [tuple(range(-n, 0)) for n in core]
+    args = tuple(a.rechunk({ax % a.ndim: -1 for ax in ca}) if ca else a for a, ca in zip(args, core_axes))
     with warnings.catch_warnings():  # Dask's meta inference casts complex samples to real and warns
         warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
         out = da.apply_gufunc(kernel, signature, *args, output_dtypes=dtypes, output_sizes=sizes or {},
                               allow_rechunk=True, axes=axes)
     return tuple(out) if isinstance(out, (tuple, list)) else out
-
-
-def _empty_case_operand(a):
-    """A host stand-in for ``a`` when some operand is empty: identities for square stacks (solvable)."""
-    if a.ndim >= 2 and a.shape[-1] == a.shape[-2]:
-        return np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
-    return np.zeros(a.shape, a.dtype)
 
 
 def _matrix(name, signature, dtype_of=lambda dt: dt):
@@ -494,8 +481,6 @@ def _solve(x1, x2):
 
 def _cross(x1, x2, *, axis=-1):
     shape = np.broadcast_shapes(x1.shape, x2.shape)
-    if 0 in shape:
-        return da.from_array(np.cross(np.zeros(x1.shape, x1.dtype), np.zeros(x2.shape, x2.dtype), axis=axis), name=False)
     x1, x2 = da.broadcast_to(x1, shape), da.broadcast_to(x2, shape)
     return _gufunc(lambda a, b: np.cross(a, b, axis=-1), "(i),(i)->(i)", x1, x2,
                    dtypes=np.result_type(x1.dtype, x2.dtype), axes=[(axis,), (axis,), (axis,)])
@@ -542,8 +527,6 @@ def _reshape(x, *, shape, copy=None):
 
 
 def _repeat(x, repeats, *, axis):
-    if x.shape[axis] == 0:  # Dask's repeat concatenates nothing and fails
-        return x.copy()
     if not isinstance(repeats, da.Array):
         return da.repeat(x, repeats, axis=axis)
     counts = _compute(repeats)  # Dask repeats by Python ints only: the counts are computed (small)
@@ -552,10 +535,44 @@ def _repeat(x, repeats, *, axis):
     return da.take(x, np.repeat(np.arange(x.shape[axis]), counts), axis=axis)
 
 
-def _tensordot(x1, x2, *, axes):
-    out = _compat.tensordot(x1, x2, axes=axes)
-    want = np.result_type(x1.dtype, x2.dtype)  # Dask sums small integers in 64 bits
-    return out if out.dtype == want else out.astype(want)
+def _contraction(name):
+    """Dask sums small integers in 64 bits: cast back to the promoted dtype (wrapping, as NumPy's
+    fixed-width sums do: the 64-bit sum is exact modulo 2**64, so the cast gives the same bits)."""
+    def impl(x1, x2, **params):
+        out = getattr(_compat, name)(x1, x2, **params)
+        want = np.result_type(x1.dtype, x2.dtype)
+        return out if out.dtype == want else out.astype(want)
+
+    impl.__name__ = name
+    return impl
+
+
+_CONTRACTIONS = {name: _contraction(name) for name in ("tensordot", "matmul", "vecdot")}
+
+
+def _arg_reduce(name):
+    """Over all axes Dask breaks ties by block order, not by C order (NumPy's first occurrence):
+    flatten first, so the first of equal extremes in C order wins."""
+    def impl(x, *, axis=None, keepdims=False):
+        fn = getattr(_compat, name)
+        if axis is not None or x.ndim <= 1:
+            return fn(x, axis=axis, keepdims=keepdims)
+        out = fn(_reshape(x, shape=(-1,)), axis=0)
+        return out.reshape((1,) * x.ndim) if keepdims else out
+
+    impl.__name__ = name
+    return impl
+
+
+def _diff(x, *, axis, n):
+    """Dask's diff subtracts, which bool refuses; NumPy's (and the standard's) bool difference is ``!=``."""
+    if x.dtype != np.bool_:
+        return _compat.diff(x, axis=axis, n=n)
+    for _ in range(n):
+        hi = (slice(None),) * axis + (slice(1, None),)
+        lo = (slice(None),) * axis + (slice(None, -1),)
+        x = x[hi] != x[lo]
+    return x
 
 
 def _numpy_blockwise(name):
@@ -619,6 +636,55 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
     return out if out.dtype == _INDEX else out.astype(_INDEX)
 
 
+# -- size-0 operands: Dask's reductions, block functions and chunk arithmetic break on empty chunks
+# (min over a zero-length axis keeps a dimension, nonzero/roll/unique raise, searchsorted loses a
+# dimension).  An op with an empty operand has a result that no element value decides, only shapes
+# and params, so it runs NumPy's implementation on zero-filled host stand-ins (no compute, exact).
+
+#: primitives whose other operands' values still matter when one operand is empty: never on stand-ins
+_EMPTY_NATIVE = frozenset({"concat", "stack"})
+#: primitive -> which operands must keep their values (bounds checks, counts); the rest are stand-ins
+_EMPTY_KEEP_VALUES = {
+    "getitem": slice(1, None), "at_update": slice(2, None),
+    "take": slice(1, 2), "take_along_axis": slice(1, 2), "repeat": slice(1, 2),
+}
+#: primitive -> the operand whose emptiness makes the result value-free (default: any operand)
+_EMPTY_DECIDES = {"at_update": 0}
+
+
+def _stand_in(buf):
+    """Host values for an operand whose values cannot matter: identities for square stacks (so that
+    ``solve(a, b)`` with an empty ``b`` finds ``a`` invertible), zeros otherwise."""
+    shape = tuple(int(d) for d in _resolve(buf).shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        return np.broadcast_to(np.eye(shape[-1], dtype=buf.dtype), shape).copy()
+    return np.zeros(shape, buf.dtype)
+
+
+def _empty_on_host(prim, native):
+    from arrayx.executors.base import get
+
+    numpy_impl = get("numpy").resolve(prim)
+    keep = _EMPTY_KEEP_VALUES.get(prim.name, slice(0, 0))
+    decides = _EMPTY_DECIDES.get(prim.name)
+    darray = da.Array
+
+    def impl(*bufs, **params):
+        candidates = bufs if decides is None else bufs[decides:decides + 1]
+        if not any(b.__class__ is darray and 0 in b.shape for b in candidates):
+            return native(*bufs, **params)
+        kept = range(len(bufs))[keep]
+        host = [b if b.__class__ is not darray else _compute(b) if i in kept else _stand_in(b)
+                for i, b in enumerate(bufs)]
+        out = numpy_impl(*host, **params)
+        if prim.multiple_results:
+            return tuple(da.from_array(np.asarray(o), name=False) for o in out)
+        return da.from_array(np.asarray(out), name=False)
+
+    impl.__name__ = f"{prim.name}_empty_on_host"
+    return impl
+
+
 class DaskExecutor(Executor):
     name = "dask"
     install_hint = "Install Dask with `pip install 'dask[array]' array-api-compat` (and `distributed` for clusters)."
@@ -635,9 +701,12 @@ class DaskExecutor(Executor):
         "searchsorted": _searchsorted,
         "reshape": _reshape,
         "repeat": _repeat,
-        "tensordot": _tensordot,
+        "diff": _diff,
+        "argmax": _arg_reduce("argmax"),
+        "argmin": _arg_reduce("argmin"),
         "expm1": _numpy_blockwise("expm1"),
         "tanh": _numpy_blockwise("tanh"),
+        **_CONTRACTIONS,
         **_LINALG,
         **_FFT,
         **_UNIQUE,
@@ -662,9 +731,15 @@ class DaskExecutor(Executor):
     def resolve(self, prim):
         # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
         if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
-            self.impls[prim] = fn = self.overrides[prim.name]
-            return fn
-        return super().resolve(prim)
+            fn = self.overrides[prim.name]
+        else:
+            fn = super().resolve(prim)
+        from arrayx.transforms._tracer import CallPrimitive
+
+        if prim.name not in _EMPTY_NATIVE and not isinstance(prim, CallPrimitive):
+            fn = _empty_on_host(prim, fn)
+        self.impls[prim] = fn
+        return fn
 
     def capabilities(self) -> dict:
         # Data-dependent shapes (masks, nonzero, unique) are only known once computed: supported

@@ -1,0 +1,168 @@
+"""Inputs on which the Dask executor disagreed with NumPy (issue 17's dask classes, and what a
+sweep of its own implementations found), checked on every executor against the NumPy executor.
+
+Dask arrays are split into chunks of 2 (and 1) elements per axis here, so the multi-chunk paths
+(a contracted axis over several chunks, reductions over block trees) are the ones exercised; the
+other executors ignore the setting.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx.executors import base
+from tests.conftest import assert_matches_numpy, assert_same
+
+_DASK = base.get("dask")
+
+
+@pytest.fixture(params=[2, 1], ids=["chunks2", "chunks1"], autouse=True)
+def small_chunks(request):
+    """Dask computes on the synchronous scheduler with tiny chunks; restored afterwards."""
+    if not _DASK.available():
+        yield
+        return
+    from arrayx.executors import dask as xd
+
+    saved = xd.get_scheduler(), xd.get_chunks()
+    xd.set_scheduler("sync")
+    xd.set_chunks(request.param)
+    try:
+        yield
+    finally:
+        xd.set_scheduler(saved[0])
+        xd.set_chunks(saved[1])
+
+
+# -- integer contractions keep the promoted dtype and wrap ------------------------------------
+
+@pytest.mark.parametrize("fn,shapes,want", [
+    (xp.matmul, ((1, 4), (4,)), [-112]),
+    (xp.linalg.matmul, ((2, 4), (4, 3)), [[-112] * 3] * 2),
+    (xp.vecdot, ((4,), (4,)), -112),
+    (xp.linalg.vecdot, ((3, 4), (4,)), [-112] * 3),
+    (lambda a, b: xp.tensordot(a, b, axes=1), ((1, 4), (4,)), [-112]),
+])
+def test_integer_contractions_wrap_in_their_dtype(executor, fn, shapes, want):
+    a = xp.full(shapes[0], 100, dtype=xp.int8)  # 4 * 100 = 400 wraps to -112 in int8
+    b = xp.ones(shapes[1], dtype=xp.int8)
+    out = assert_matches_numpy(fn, a, b)
+    assert out.dtype == xp.int8 and np.asarray(out).tolist() == want
+
+
+@pytest.mark.parametrize("dtype", [np.dtype("uint8"), np.dtype("int16"), np.dtype("uint32")], ids=str)
+def test_integer_matmul_over_several_chunks_and_empty_axes(executor, dtype):
+    a = xp.asarray(np.arange(30).reshape(5, 6).astype(dtype) * 50)
+    b = xp.asarray((np.arange(24).reshape(6, 4) % 7).astype(dtype))
+    out = assert_matches_numpy(xp.matmul, a, b)
+    assert out.dtype == np.dtype(dtype)
+    assert_same(out, (np.arange(30).reshape(5, 6).astype(dtype) * 50) @ (np.arange(24).reshape(6, 4) % 7).astype(dtype))
+    e = assert_matches_numpy(xp.matmul, xp.zeros((2, 0), dtype=dtype), xp.zeros((0, 3), dtype=dtype))
+    assert e.dtype == np.dtype(dtype) and np.asarray(e).tolist() == [[0, 0, 0]] * 2
+    assert assert_matches_numpy(xp.vecdot, xp.zeros((3, 0), dtype=dtype), xp.zeros(0, dtype=dtype)).shape == (3,)
+
+
+# -- size-0 arrays ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn,shape,want_shape", [
+    (lambda x: xp.min(x, axis=0), (3, 0, 0), (0, 0)),
+    (lambda x: xp.min(x, axis=()), (3, 0, 0), (3, 0, 0)),
+    (lambda x: xp.max(x, axis=(0, 2)), (3, 0, 2), (0,)),
+    (lambda x: xp.max(x, axis=2), (0, 1, 1), (0, 1)),
+    (lambda x: xp.max(x, axis=(), keepdims=True), (0, 2), (0, 2)),
+    (lambda x: xp.sum(x, axis=1), (3, 0), (3,)),
+    (lambda x: xp.prod(x, axis=(0, 1), keepdims=True), (0, 3), (1, 1)),
+    (lambda x: xp.nonzero(x), (4, 0, 0), None),
+    (lambda x: xp.roll(x, 1), (3, 0), (3, 0)),
+    (lambda x: xp.roll(x, 2, axis=1), (0, 3), (0, 3)),
+    (xp.unique_values, (1, 4, 0), (0,)),
+    (lambda x: xp.unique_counts(x), (2, 0), None),
+    (xp.linalg.vector_norm, (3, 4, 0), ()),
+    (lambda x: xp.linalg.vector_norm(x, axis=1), (3, 0), (3,)),
+    (lambda x: xp.linalg.matrix_norm(x, ord=2), (2, 3, 0), (2,)),
+    (lambda x: xp.linalg.matrix_norm(x, ord=2), (0, 3, 3), (0,)),
+    (lambda x: xp.cumulative_sum(x, axis=0, include_initial=True), (0, 2), (1, 2)),
+    (lambda x: xp.sort(x, axis=0), (0, 3), (0, 3)),
+    (lambda x: xp.repeat(x, 2, axis=0), (0, 3), (0, 3)),
+    (lambda x: xp.repeat(x, xp.asarray([1, 0, 2]), axis=0), (3, 0), (3, 0)),
+])
+def test_size_zero_inputs(executor, fn, shape, want_shape):
+    x = xp.zeros(shape, dtype=xp.int8 if "unique" in repr(fn) else xp.float64)
+    out = assert_matches_numpy(fn, x)
+    if want_shape is not None:
+        assert out.shape == want_shape
+
+
+def test_size_zero_searchsorted(executor):
+    s = xp.asarray([1.0, 2.0, 3.0])
+    assert assert_matches_numpy(xp.searchsorted, s, xp.zeros((2, 0))).shape == (2, 0)
+    assert assert_matches_numpy(xp.searchsorted, s, xp.zeros((0, 3))).shape == (0, 3)
+    out = assert_matches_numpy(xp.searchsorted, xp.zeros(0), xp.asarray([[1.0, 2.0]]))
+    assert np.asarray(out).tolist() == [[0, 0]]
+
+
+def test_size_zero_index_arrays_and_setitem(executor):
+    a = xp.reshape(xp.arange(9.0), (3, 3))
+    out = assert_matches_numpy(lambda a, i, j: a[i, j], a, xp.zeros((1, 0), dtype=xp.uint8), xp.zeros(0, dtype=xp.uint8))
+    assert out.shape == (1, 0)
+    assert assert_matches_numpy(lambda a, i: a[i], a, xp.zeros(0, dtype=xp.int64)).shape == (0, 3)
+
+    def set_none_0(a):
+        a = xp.asarray(a, copy=True)
+        a[None, 0] = 1
+        return a
+
+    assert assert_matches_numpy(set_none_0, xp.zeros((2, 0))).shape == (2, 0)
+    with pytest.raises(IndexError):
+        set_none_0(xp.zeros((0, 3)))
+
+    def add_at(a, i):
+        return a.at[i].add(1.0)
+
+    assert assert_matches_numpy(add_at, xp.zeros((0, 3)), xp.zeros(0, dtype=xp.int64)).shape == (0, 3)
+
+
+def test_size_zero_linalg_keeps_a_solvable_operand(executor):
+    a = xp.asarray([[2.0, 0.0], [1.0, 3.0]])
+    assert assert_matches_numpy(xp.linalg.solve, a, xp.zeros((2, 0))).shape == (2, 0)
+    assert assert_matches_numpy(xp.linalg.inv, xp.zeros((2, 0, 0))).shape == (2, 0, 0)
+    assert assert_matches_numpy(xp.linalg.cross, xp.zeros((0, 3)), xp.zeros((0, 3))).shape == (0, 3)
+
+
+# -- linalg on strided input -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["inv", "eigh", "eigvalsh", "slogdet", "cholesky", "det", "svdvals"])
+def test_linalg_on_strided_input(executor, name):
+    base_ = np.array([[4.0, 1.0, 0.0, 0.5], [1.0, 3.0, 0.2, 0.0], [0.0, 0.2, 2.0, 0.1], [0.5, 0.0, 0.1, 5.0]])
+    x = xp.asarray(np.repeat(base_, 2, axis=0))[::2]  # rows chunked unlike columns on Dask
+    fn = getattr(xp.linalg, name)
+    got = fn(x)
+    want = on_numpy_np(name, base_)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want):
+        np.testing.assert_allclose(np.abs(np.asarray(g)) if name == "eigh" else np.asarray(g), w, rtol=1e-10, atol=1e-12)
+
+
+def on_numpy_np(name, a):
+    with xp.use_executor("numpy"):
+        out = getattr(xp.linalg, name)(xp.asarray(a))
+    out = out if isinstance(out, tuple) else (out,)
+    return [np.abs(np.asarray(o)) if name == "eigh" else np.asarray(o) for o in out]
+
+
+# -- diff on bool, ties in argmax/argmin -------------------------------------------------------
+
+def test_diff_of_bool_is_not_equal(executor):
+    out = assert_matches_numpy(xp.diff, xp.asarray([True, False]))
+    assert out.dtype == xp.bool and np.asarray(out).tolist() == [True]
+    b = np.array([[True, True, False], [False, True, True]])
+    assert_same(xp.diff(xp.asarray(b), axis=1, n=2), np.diff(b, axis=1, n=2))
+    assert_same(xp.diff(xp.asarray(b), axis=0), np.diff(b, axis=0))
+
+
+@pytest.mark.parametrize("fn", [xp.argmax, xp.argmin])
+def test_arg_reductions_over_all_axes_return_the_first_occurrence(executor, fn):
+    a = np.random.default_rng(1).integers(0, 3, (2, 3, 4)).astype(np.float64)  # many ties
+    out = assert_matches_numpy(fn, xp.asarray(a))
+    assert int(out) == int(np.argmax(a) if fn is xp.argmax else np.argmin(a))
+    assert assert_matches_numpy(lambda x: fn(x, keepdims=True), xp.asarray(a)).shape == (1, 1, 1)
