@@ -148,8 +148,16 @@ class Executor:
         """Turn a non-buffer result (e.g. a NumPy scalar) into this executor's buffer type."""
         return self.xp.asarray(out)
 
-    def compile(self, graph) -> Callable:
-        raise NotImplementedError(f"jit is not implemented for the {self.name!r} executor yet")
+    def lower(self, graph) -> Callable:
+        """A Python function of the graph's input buffers computing its outputs, one call per
+        equation over this executor's implementations (see ``executors/_lowering.py``)."""
+        from arrayx.executors._lowering import straight_line
+
+        return straight_line(self, graph)
+
+    def compile(self, graph, donate_argnums: tuple = ()) -> Callable:
+        """``jit``'s executable for ``graph``: buffers in, list of buffers out (each executor's file)."""
+        raise NotImplementedError(f"jit: the {self.name!r} executor does not implement compile(graph)")
 
     # -- moving data --------------------------------------------------------
     def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):

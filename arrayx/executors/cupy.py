@@ -136,6 +136,10 @@ class CupyExecutor(Executor):
             return cupy.array(buf, copy=True)  # peer-to-peer copy
 
     # -- buffers ----------------------------------------------------------------------------
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # the NumPy-style straight-line lowering over CuPy (fused kernels are the fusion issue's)
+        return self.lower(graph)
+
     def coerce(self, out):
         return cupy.asarray(out)
 

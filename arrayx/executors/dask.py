@@ -728,6 +728,11 @@ class DaskExecutor(Executor):
                 set_scheduler(address)
         return _xp
 
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # the graph replayed op by op on dask arrays is one lazy dask graph: nothing is computed
+        # until the user asks (control flow that needs a value, e.g. while_loop's predicate, computes it)
+        return self.lower(graph)
+
     def resolve(self, prim):
         # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
         if self.name not in prim.impls and self.overrides.get(prim.name) is not None:

@@ -212,6 +212,15 @@ def _sign(x):
     return jnp.where(x == 0, jnp.zeros((), x.dtype), jnp.sign(x))  # sign(-0.0) is 0, not -0.0
 
 
+def _data_dependent_error(graph) -> NotImplementedError:
+    names = sorted({e.prim.name for e in graph.equations if e.prim.name in _EAGER_ONLY})
+    return NotImplementedError(
+        f"jit on the 'jax' executor: {', '.join(names) or 'an operation'} has an output shape that depends on "
+        f"the values (a boolean mask, nonzero, unique), which XLA cannot compile; use arrayx.where(mask, x, 0) "
+        f"or an operation with a size= argument inside jit, or call it outside jit"
+    )
+
+
 class JaxExecutor(Executor):
     name = "jax"
     install_hint = "Install JAX with `pip install jax` (CPU) or `pip install 'jax[cuda12]'` (NVIDIA GPU)."
@@ -268,6 +277,30 @@ class JaxExecutor(Executor):
             fn = _Jitted(fn)
         self.impls[prim] = fn
         return fn
+
+    # -- jit ----------------------------------------------------------------------------------
+    def raw_impl(self, prim):
+        """The jax.numpy implementation of ``prim`` without the per-op ``jax.jit`` of eager mode."""
+        fn = self.impls.get(prim) or self.resolve(prim)
+        return fn.fn if isinstance(fn, _Jitted) else fn
+
+    def lower(self, graph):
+        from arrayx.executors._lowering import straight_line
+
+        return straight_line(self, graph, impl_of=self.raw_impl, coerce_scalars=False)
+
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
+        # differentiated and batched it, so JAX only compiles
+        jitted = self._jax.jit(self.lower(graph), donate_argnums=tuple(donate_argnums))
+
+        def run(*bufs):
+            try:
+                return jitted(*bufs)
+            except _NEEDS_CONCRETE as e:
+                raise _data_dependent_error(graph) from e
+
+        return run
 
     def capabilities(self) -> dict:
         # eager JAX computes data-dependent shapes (boolean masks, unique, nonzero) on the host

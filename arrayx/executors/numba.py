@@ -176,6 +176,11 @@ class NumbaExecutor(NumpyExecutor):
         return caps
 
     # -- running primitives -------------------------------------------------------------------
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # the NumPy-style straight-line lowering over this executor's kernels (fusing elementwise
+        # regions into generated kernels is its own issue)
+        return self.lower(graph)
+
     def resolve(self, prim):
         """This executor's own impl if the primitive has one, else the NumPy executor's callable,
         wrapped so that large arrays of native dtypes go to a Numba kernel."""

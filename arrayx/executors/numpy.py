@@ -59,6 +59,11 @@ class NumpyExecutor(Executor):
     def coerce(self, out):
         return np.asarray(out)
 
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # generated straight-line Python over this executor's table; buffers are never reused, so
+        # donation has nothing to give back
+        return self.lower(graph)
+
     def asarray(self, obj, dtype=None, copy=None, device=None):
         if copy is False:
             out = np.asarray(obj, dtype=dtype)

@@ -17,7 +17,7 @@ import importlib
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
-    "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct",
+    "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
 ]
 
 # public name -> module that defines it
@@ -27,7 +27,7 @@ _WHERE = {
     "stop_gradient": "custom", "custom_jvp": "custom", "custom_vjp": "custom",
     "checkpoint": "checkpointing", "remat": "checkpointing", "checkpoint_policies": "checkpointing",
     "check_grads": "debug", "make_graph": "staging", "eval_shape": "staging",
-    "ShapeDtypeStruct": "_tracer",
+    "ShapeDtypeStruct": "_tracer", "jit": "jitting", "disable_jit": "jitting",
 }
 
 

@@ -19,6 +19,7 @@ from typing import Callable
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.executors import _lowering
 from arrayx.transforms.core import CallPrimitive
 from arrayx.transforms._tracer import aval_of
 
@@ -137,6 +138,7 @@ def _checkpoint_lin_jvp(primals, tangents, **params):
 
 
 checkpoint_p.jvp = _checkpoint_jvp
+checkpoint_p.lowerings["*"] = lambda ex, params: _lowering.lower_fun_param(ex, params)
 checkpoint_lin_p.jvp = _checkpoint_lin_jvp
 checkpoint_lin_p.eager = _checkpoint_lin_eager
 checkpoint_lin_p.abstract_eval = lambda *args, out_avals, **params: out_avals

@@ -131,6 +131,13 @@ def _zeros_like(x):
     return zeros_like(x)
 
 
+def _lower_fun(ex, params):
+    # under jit the rules were applied before lowering: the executor runs the function itself
+    from arrayx.executors._lowering import lower_fun_param
+
+    return lower_fun_param(ex, params)
+
+
 # -- custom_jvp ------------------------------------------------------------------------------------------
 
 custom_jvp_call_p = CallPrimitive("custom_jvp_call")
@@ -145,6 +152,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, fun, jvp, store, num_consts=0):
 
 
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+custom_jvp_call_p.lowerings["*"] = _lower_fun
 
 
 class custom_jvp:
@@ -268,6 +276,7 @@ def _custom_vjp_lin_jvp(primals, tangents, **params):
 
 
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+custom_vjp_call_p.lowerings["*"] = _lower_fun
 custom_vjp_lin_p.jvp = _custom_vjp_lin_jvp
 custom_vjp_lin_p.abstract_eval = _custom_vjp_lin_abstract
 custom_vjp_lin_p.transpose = _custom_vjp_lin_transpose

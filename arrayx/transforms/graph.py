@@ -65,9 +65,10 @@ class Equation(NamedTuple):
 class Graph:
     """A staged function: inputs, captured constants, equations and outputs (see the module doc)."""
 
-    __slots__ = ("inputs", "constvars", "consts", "equations", "outputs")
+    __slots__ = ("inputs", "constvars", "consts", "equations", "outputs", "derived")
 
     def __init__(self, inputs, constvars, consts, equations, outputs):
+        self.derived: dict = {}  # what transforms and executors made of this graph (jvp, compiled, ...)
         self.inputs = tuple(inputs)
         self.constvars = tuple(constvars)
         self.consts = tuple(consts)

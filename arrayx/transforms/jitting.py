@@ -1,0 +1,598 @@
+"""``jit``: stage a function once per input signature and run the executor's compiled graph.
+
+``jit(f)(*args)`` flattens the arguments, looks up the cache key (see
+:meth:`JitFunction.cache_key`) and, on a miss, stages ``f`` into a Graph.  The
+graph is run by binding the ``call`` primitive, so every trace handles it through
+``process_call``:
+
+- eagerly, ``call`` compiles the graph for the operands' executor once
+  (``Executor.compile``) and calls it; a cache hit with concrete operands calls
+  the compiled function directly;
+- under a JVP trace, its jvp rule binds ``call`` on the graph's JVP (staged once
+  per set of tangents), so ``grad(jit(f))`` keeps the primal compiled;
+- under a staging trace with some operands known (``linearize``), its staging
+  rule splits the graph: the known part runs now (compiled), the rest is recorded
+  as one ``call``; its transpose binds ``call`` on the transposed graph;
+- ``jit(grad(f))``: grad runs inside the staging, so the graph is already
+  differentiated when the executor sees it (JAX never differentiates).
+
+Python side effects in ``f`` run when it is staged (on a cache miss), not on
+every call.  Values ``f`` captures from enclosing transforms become explicit
+operands; such a graph depends on them and is not cached.  Python scalars
+passed as arguments are compile-time constants (part of the cache key, as
+static arguments): that keeps their weak typing (``x_float32 * 2.0`` stays
+float32), at the price of one trace per value.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import warnings
+from contextvars import ContextVar
+from typing import Any, Callable, NamedTuple
+
+from arrayx import pytree
+from arrayx.api._array import Array
+from arrayx.executors import base as _base
+from arrayx.executors.base import get_executor
+from arrayx.transforms.core import _TRACE, CallPrimitive, bind_with
+from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
+from arrayx.transforms.graph import Graph, Literal, Var
+from arrayx.transforms.staging import StagingTrace, StagingTracer, _as_output
+
+__all__ = ["jit", "disable_jit", "JitFunction", "call_p", "compiled_for"]
+
+#: a function retraced for more than this many distinct keys warns once (a retrace storm)
+RETRACE_WARNING = 8
+
+_DISABLED: ContextVar = ContextVar("arrayx_disable_jit", default=False)
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Within the block (this thread/task only), jitted functions run their Python eagerly.
+
+    >>> import arrayx as ax
+    >>> f = ax.jit(lambda x: x + 1)
+    >>> with ax.disable_jit():
+    ...     int(f(ax.asarray(1)))
+    2
+    """
+    token = _DISABLED.set(bool(disable))
+    try:
+        yield
+    finally:
+        _DISABLED.reset(token)
+
+
+# -- the call primitive --------------------------------------------------------------------------
+
+
+def compiled_for(graph: Graph, ex, donate_argnums: tuple = ()) -> Callable:
+    """``ex.compile(graph)``, once per graph, executor and donation."""
+    key = ("compiled", ex.name, donate_argnums)
+    fn = graph.derived.get(key)
+    if fn is None:
+        fn = graph.derived[key] = ex.compile(graph, donate_argnums=donate_argnums)
+    return fn
+
+
+def _call_eager(args, params):
+    graph = params["graph"]
+    ex = None
+    bufs = []
+    for a in args:
+        if ex is None:
+            ex = a._ex
+        elif a._ex is not ex:
+            raise TypeError(f"jit: arrays live on different executors ({ex.name!r} and {a._ex.name!r}); "
+                            f"move one with x.to_device(...) first")
+        bufs.append(a._buf)
+    if ex is None:
+        ex = get_executor()
+    return _wrap_all(compiled_for(graph, ex)(*bufs), ex)
+
+
+_object_new = object.__new__
+
+
+def _wrap_all(bufs, ex) -> list:
+    out = []
+    for b in bufs:
+        new = object.__new__(Array)
+        new._buf = b
+        new._ex = ex
+        out.append(new)
+    return out
+
+
+def _stage_flat(fun: Callable, avals, transform: str) -> Graph:
+    """The Graph of ``fun`` (flat arrays in, flat list out) on ``avals``, staged with no parent."""
+    trace = StagingTrace(None, get_executor().default_device(), transform)
+    ins = [trace.new_input(a) for a in avals]
+    token = _TRACE.set(trace)
+    try:
+        outs = fun(*ins)
+    finally:
+        _TRACE.reset(token)
+        trace.alive = False
+    return trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
+
+
+def _zeros(aval):
+    from arrayx.api.creation import zeros
+
+    return zeros(aval.shape, dtype=aval.dtype)
+
+
+def _jvp_graph(graph: Graph, has_tangent: tuple) -> Graph:
+    """Graph of ``(*primals, *tangents present) -> (*outs, *out tangents)`` (zeros instantiated)."""
+    key = ("jvp", has_tangent)
+    g = graph.derived.get(key)
+    if g is not None:
+        return g
+    from arrayx.transforms.forward import jvp_flat
+
+    n = len(graph.inputs)
+
+    def jvp_of(*xs):
+        it = iter(xs[n:])
+        tangents = [next(it) if h else None for h in has_tangent]
+        outs, touts, _ = jvp_flat(graph, list(xs[:n]), tangents, "jit")
+        return [*outs, *(_zeros(aval_of(o)) if t is None else t for o, t in zip(outs, touts))]
+
+    avals = [*graph.in_avals, *(a for a, h in zip(graph.in_avals, has_tangent) if h)]
+    g = graph.derived[key] = _stage_flat(jvp_of, avals, "jvp of jit")
+    return g
+
+
+def _call_jvp(primals, tangents, *, graph, name):
+    has = tuple(t is not None for t in tangents)
+    out = call_p.bind(*primals, *(t for t in tangents if t is not None), graph=_jvp_graph(graph, has),
+                      name=f"jvp({name})")
+    k = len(graph.outputs)
+    return tuple(out[:k]), tuple(out[k:])
+
+
+def _known(trace, a) -> bool:
+    return not (a.__class__ is StagingTracer and a._buf.trace is trace)
+
+
+def partial_eval_graph(graph: Graph, known: tuple):
+    """Split ``graph`` by which inputs are known now.
+
+    Returns ``(known_graph, unknown_graph, out_known)``: ``known_graph`` maps the
+    known inputs to the known outputs followed by residuals (known values the rest
+    needs); ``unknown_graph`` maps ``(*residuals, *unknown inputs)`` to the unknown
+    outputs; ``out_known[i]`` tells where output ``i`` comes from.
+    """
+    key = ("partial_eval", known)
+    hit = graph.derived.get(key)
+    if hit is not None:
+        return hit
+    known_vars = {v for v, k in zip(graph.inputs, known) if k} | set(graph.constvars)
+    known_eqns, unknown_eqns = [], []
+    for eqn in graph.equations:
+        if all(a.__class__ is not Var or a in known_vars for a in eqn.inputs):
+            known_eqns.append(eqn)
+            known_vars.update(eqn.outputs)
+        else:
+            unknown_eqns.append(eqn)
+    residuals: dict = {}  # known Var -> None, in first-use order
+    for eqn in unknown_eqns:
+        for a in eqn.inputs:
+            if a.__class__ is Var and a in known_vars:
+                residuals.setdefault(a)
+    out_known = tuple(o.__class__ is not Var or o in known_vars for o in graph.outputs)
+    known_outs = [o for o, k in zip(graph.outputs, out_known) if k]
+    kg = Graph([v for v, k in zip(graph.inputs, known) if k], graph.constvars, graph.consts, known_eqns,
+               [*known_outs, *residuals])
+    ug = Graph([*residuals, *(v for v, k in zip(graph.inputs, known) if not k)], (), (), unknown_eqns,
+               [o for o, k in zip(graph.outputs, out_known) if not k])
+    hit = graph.derived[key] = (kg, ug, out_known)
+    return hit
+
+
+def _call_stage(trace, args, params):
+    graph, name = params["graph"], params["name"]
+    known = tuple(_known(trace, a) for a in args)
+    if not any(known):
+        return trace.record(call_p, args, params)
+    kg, ug, out_known = partial_eval_graph(graph, known)
+    known_out = bind_with(trace.parent, call_p, [a for a, k in zip(args, known) if k], {"graph": kg, "name": name})
+    n_known = sum(out_known)
+    residuals = known_out[n_known:]
+    unknown_out = trace.record(call_p, (*residuals, *(a for a, k in zip(args, known) if not k)),
+                               {"graph": ug, "name": name})
+    it_k, it_u = iter(known_out[:n_known]), iter(unknown_out)
+    return tuple(next(it_k) if k else next(it_u) for k in out_known)
+
+
+def _transpose_graph(graph: Graph, linear: tuple, has_ct: tuple) -> Graph:
+    """Graph of ``(*non-linear inputs, *cotangents present) -> cotangents of the linear inputs``."""
+    key = ("transpose", linear, has_ct)
+    g = graph.derived.get(key)
+    if g is not None:
+        return g
+    from arrayx.transforms.transpose import backward_pass
+
+    lin_vars = [v for v, lin in zip(graph.inputs, linear) if lin]
+    nonlin_vars = [v for v, lin in zip(graph.inputs, linear) if not lin]
+    m = len(nonlin_vars)
+
+    def transposed(*xs):
+        g_lin = Graph(lin_vars, (*graph.constvars, *nonlin_vars), (*graph.consts, *xs[:m]), graph.equations,
+                      graph.outputs)
+        it = iter(xs[m:])
+        cts = [next(it) if h else None for h in has_ct]
+        cts_in = backward_pass(g_lin, cts)
+        return [_zeros(v.aval) if c is None else c for v, c in zip(lin_vars, cts_in)]
+
+    avals = [*(v.aval for v in nonlin_vars), *(a for a, h in zip(graph.out_avals, has_ct) if h)]
+    g = graph.derived[key] = _stage_flat(transposed, avals, "transpose of jit")
+    return g
+
+
+def _call_transpose(cts, *args, graph, name):
+    linear = tuple(a.__class__ is UndefinedPrimal for a in args)
+    has_ct = tuple(c is not None for c in cts)
+    tg = _transpose_graph(graph, linear, has_ct)
+    out = iter(call_p.bind(*(a for a, lin in zip(args, linear) if not lin), *(c for c in cts if c is not None),
+                           graph=tg, name=f"transpose({name})"))
+    return [next(out) if lin else None for lin in linear]
+
+
+def _call_lowering(ex, params):
+    from arrayx.executors._lowering import lowered
+
+    return lowered(ex, params["graph"])  # inside the caller's compiled function: the plain lowering
+
+
+call_p = CallPrimitive("call", eager=_call_eager, fun_params=(), stage=_call_stage)
+call_p.abstract_eval = lambda *args, graph, name: graph.out_avals
+call_p.jvp = _call_jvp
+call_p.transpose = _call_transpose
+call_p.lowerings["*"] = _call_lowering
+
+
+# -- jit -----------------------------------------------------------------------------------------
+
+
+class _Entry:
+    """One cache entry: the staged graph and, once run eagerly, its compiled function."""
+
+    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single")
+
+    def __init__(self, graph, out_tree, consts, name, donate):
+        self.graph = graph
+        self.out_tree = out_tree
+        self.consts = consts  # values the graph captured from enclosing transforms (its leading inputs)
+        self.name = name
+        self.donate = donate  # indices of donated inputs of the graph
+        self.fn = None
+        self.single = out_tree.num_leaves == 1 and out_tree.is_leaf()  # one array out: no unflatten
+
+
+class Traced(NamedTuple):
+    """What ``JitFunction.trace`` returns: the staged graph and the output structure."""
+
+    graph: Graph
+    out_tree: Any
+
+    def as_text(self) -> str:
+        return str(self.graph)
+
+
+def _int_tuple(fname, what, v) -> tuple:
+    v = (v,) if isinstance(v, int) else tuple(v)
+    for i in v:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"{fname}: {what} must be an int or a tuple of ints, got {v!r}")
+    return v
+
+
+def _str_tuple(fname, what, v) -> tuple:
+    v = (v,) if isinstance(v, str) else tuple(v)
+    for s in v:
+        if not isinstance(s, str):
+            raise TypeError(f"{fname}: {what} must be a str or a tuple of strs, got {v!r}")
+    return v
+
+
+_PY_SCALARS = (bool, int, float, complex)
+_NO_KWARGS: dict = {}
+
+
+class JitFunction:
+    """A jitted function (made by :func:`jit`); call it like the function it wraps."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), donate_argnames=()):
+        if not callable(fun):
+            raise TypeError(f"jit: expected a function, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = _int_tuple("jit", "static_argnums", static_argnums)
+        self.static_argnames = _str_tuple("jit", "static_argnames", static_argnames)
+        self.donate_argnums = _int_tuple("jit", "donate_argnums", donate_argnums)
+        self.donate_argnames = _str_tuple("jit", "donate_argnames", donate_argnames)
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        self._cache: dict = {}
+        self._fast: dict = {}  # flat key of plain array arguments -> entry (see __call__)
+        self._keys: list = []  # distinct keys traced, in order (for the retrace-storm warning)
+        self._warned = False
+        self.trace_count = 0  # how many times ``fun`` was staged (cache misses)
+        self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
+                            or self.donate_argnames)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # -- the key ----------------------------------------------------------------------------
+    def _split(self, args, kwargs):
+        """(static part, dynamic leaves, dynamic tree, donated leaf flags)."""
+        name = getattr(self.fun, "__name__", "f")
+        n = len(args)
+        static_pos = set()
+        for i in self.static_argnums:
+            if -n <= i < n:
+                static_pos.add(i % n)
+        if self.static_argnames and self._sig is not None:
+            params = list(self._sig.parameters)
+            for s in self.static_argnames:
+                if s in params and params.index(s) < n:
+                    static_pos.add(params.index(s))
+        donate_pos = {i % n for i in self.donate_argnums if -n <= i < n}
+        statics = []
+        for i in sorted(static_pos):
+            statics.append((i, _hashable(name, f"static argument {i}", args[i])))
+        static_kw = []
+        dyn_kw = {}
+        for k in sorted(kwargs):
+            if k in self.static_argnames:
+                static_kw.append((k, _hashable(name, f"static argument {k!r}", kwargs[k])))
+            else:
+                dyn_kw[k] = kwargs[k]
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        leaves, tree = pytree.flatten((dyn, dyn_kw))
+        donated = ()
+        if donate_pos or self.donate_argnames:
+            flags = []
+            for i, a in enumerate(args):
+                if i not in static_pos:
+                    flags.extend([i in donate_pos] * len(pytree.leaves(a)))
+            for k in sorted(dyn_kw):
+                flags.extend([k in self.donate_argnames] * len(pytree.leaves(dyn_kw[k])))
+            donated = tuple(flags)
+        return tuple(statics), tuple(static_kw), leaves, tree, donated
+
+    def cache_key(self, *args, **kwargs) -> tuple:
+        """The cache key of a call: static values, input tree, each leaf's shape/dtype (Python scalars
+        by type and value), the executor, the executor new arrays are created on, and donation."""
+        statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
+        return self._key(statics, static_kw, leaves, tree, donated)[0]
+
+    def _key(self, statics, static_kw, leaves, tree, donated):
+        ex = None
+        sig = []
+        for x in leaves:
+            if isinstance(x, Array):
+                sig.append((x.shape, x.dtype))
+                if ex is None and x.__class__ is Array:
+                    ex = x._ex
+            elif isinstance(x, _PY_SCALARS):
+                sig.append((type(x), x))  # weakly typed: a constant of the graph
+            else:
+                raise TypeError(
+                    f"jit({getattr(self.fun, '__name__', 'f')}): arguments must be arrayx arrays, Python scalars or "
+                    f"pytrees of them, got {type(x).__name__}; convert it with arrayx.asarray(...) or mark it "
+                    f"static with static_argnums/static_argnames"
+                )
+        return (statics, static_kw, tree, tuple(sig), ex, get_executor(), donated), ex
+
+    # -- calling --------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _DISABLED.get():
+            return self.fun(*args, **kwargs)
+        if self._simple and not kwargs and _TRACE.get() is None:
+            # the cache-hit path for flat concrete arrays: no pytree walk, a flat key of buffer attributes
+            fast = [_base._scoped.get() or _base._process_default]
+            bufs = []
+            ex = None
+            for a in args:
+                if a.__class__ is not Array:
+                    break
+                b = a._buf
+                if ex is None:
+                    ex = a._ex
+                elif a._ex is not ex:
+                    break  # the slow path names both executors
+                fast.append(b.shape)
+                fast.append(b.dtype)
+                bufs.append(b)
+            else:
+                fast.append(ex)
+                entry = self._fast.get(tuple(fast))
+                if entry is not None:
+                    out = entry.fn(*bufs)
+                    if entry.single:
+                        new = _object_new(Array)
+                        new._buf = out[0]
+                        new._ex = ex
+                        return new
+                    return pytree.unflatten(entry.out_tree, _wrap_all(out, ex))
+        if self._simple and not kwargs:  # no static or donated arguments: the short path
+            leaves, tree = pytree.flatten((args, _NO_KWARGS))
+            statics = static_kw = donated = ()
+        else:
+            statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
+        key, ex = self._key(statics, static_kw, leaves, tree, donated)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._stage(args, kwargs, statics, static_kw, leaves, tree, key, donated)
+        if _TRACE.get() is None and not entry.consts:
+            fn = entry.fn
+            if fn is None:
+                fn = entry.fn = compiled_for(entry.graph, ex or key[5], entry.donate)
+            if self._simple and not kwargs and ex is not None and len(leaves) == len(args) and all(
+                    x.__class__ is Array for x in leaves):
+                self._fast[(_base._scoped.get() or _base._process_default,
+                            *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex)] = entry
+            bufs = []
+            for x in leaves:
+                if x.__class__ is Array:
+                    if x._ex is not ex:
+                        raise TypeError(f"jit({entry.name}): arrays live on different executors ({ex.name!r} "
+                                        f"and {x._ex.name!r}); move one with x.to_device(...) first")
+                    bufs.append(x._buf)
+            return pytree.unflatten(entry.out_tree, _wrap_all(fn(*bufs), ex or key[5]))
+        arrays = [x for x in leaves if isinstance(x, Array)]
+        outs = call_p.bind(*entry.consts, *arrays, graph=entry.graph, name=entry.name)
+        return pytree.unflatten(entry.out_tree, list(outs))
+
+    def _stage(self, args, kwargs, statics, static_kw, leaves, tree, key, donated) -> _Entry:
+        name = getattr(self.fun, "__name__", "f")
+        avals = [aval_of(x) for x in leaves if isinstance(x, Array)]
+        parent = _TRACE.get()
+        device = next((x.device for x in leaves if isinstance(x, Array)), None) or get_executor().default_device()
+        trace = StagingTrace(parent, device, f"jit({name})")
+        tracers = iter([trace.new_input(a) for a in avals])
+        in_leaves = [next(tracers) if isinstance(x, Array) else x for x in leaves]
+        dyn, dyn_kw = pytree.unflatten(tree, in_leaves)
+        it = iter(dyn)
+        static_map = dict(statics)
+        full = [static_map[i] if i in static_map else next(it) for i in range(len(static_map) + len(dyn))]
+        full_kw = {**dyn_kw, **dict(static_kw)}
+        token = _TRACE.set(trace)
+        try:
+            out = self.fun(*full, **full_kw)
+            out_leaves, out_tree = pytree.flatten(out)
+            out_leaves = [_as_array_output(name, o) for o in out_leaves]
+        finally:
+            _TRACE.reset(token)
+            trace.alive = False
+        graph = trace.to_graph(list(trace.inputs), out_leaves)
+        # closure conversion: captured tracers (of enclosing transforms) become leading inputs
+        captured = [i for i, c in enumerate(graph.consts) if isinstance(c, Tracer)]
+        consts: tuple = ()
+        if captured:
+            cvars = [graph.constvars[i] for i in captured]
+            consts = tuple(graph.consts[i] for i in captured)
+            keep = [i for i in range(len(graph.consts)) if i not in captured]
+            graph = Graph((*cvars, *graph.inputs), [graph.constvars[i] for i in keep],
+                          [graph.consts[i] for i in keep], graph.equations, graph.outputs)
+        donate = tuple(len(consts) + i for i, d in enumerate(_donated_arrays(leaves, donated)) if d)
+        entry = _Entry(graph, out_tree, consts, name, donate)
+        self.trace_count += 1
+        if not consts:  # a graph that captured tracers depends on them: staged again next time
+            self._cache[key] = entry
+            self._note_retrace(key)
+        return entry
+
+    def _note_retrace(self, key) -> None:
+        self._keys.append(key)
+        if len(self._keys) > RETRACE_WARNING and not self._warned:
+            self._warned = True
+            prev, new = self._keys[-2], self._keys[-1]
+            parts = ("static positional arguments", "static keyword arguments", "input structure",
+                     "input shapes/dtypes/Python scalar values", "executor", "creation executor", "donation")
+            changed = [p for p, a, b in zip(parts, prev, new) if a != b]
+            warnings.warn(
+                f"jit({getattr(self.fun, '__name__', 'f')}) was traced {len(self._keys)} times for different "
+                f"arguments (a retrace storm); what changed last: {', '.join(changed) or 'nothing visible'} "
+                f"({_describe_change(prev, new)}). Pass values that change as arrays, not Python scalars or "
+                f"static arguments, and keep shapes fixed",
+                RuntimeWarning, stacklevel=3,
+            )
+
+    # -- inspection -------------------------------------------------------------------------------
+    def trace(self, *args, **kwargs) -> Traced:
+        """The staged graph for these arguments (staged, or taken from the cache)."""
+        statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
+        key, _ = self._key(statics, static_kw, leaves, tree, donated)
+        entry = self._cache.get(key) or self._stage(args, kwargs, statics, static_kw, leaves, tree, key, donated)
+        return Traced(entry.graph, entry.out_tree)
+
+    lower = trace
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._fast.clear()
+        self._keys.clear()
+        self._warned = False
+
+    def __repr__(self) -> str:
+        return f"<jit({getattr(self.fun, '__name__', 'f')})>"
+
+
+def _donated_arrays(leaves, donated):
+    if not donated:
+        return [False] * sum(isinstance(x, Array) for x in leaves)
+    return [d for x, d in zip(leaves, donated) if isinstance(x, Array)]
+
+
+def _describe_change(prev, new) -> str:
+    for i, (a, b) in enumerate(zip(prev[3], new[3])):
+        if a != b:
+            return f"argument leaf {i}: {_sig_str(a)} -> {_sig_str(b)}"
+    if prev[0] != new[0]:
+        return f"{prev[0]} -> {new[0]}"
+    if prev[1] != new[1]:
+        return f"{prev[1]} -> {new[1]}"
+    return "see the cache key"
+
+
+def _sig_str(s) -> str:
+    if isinstance(s[0], type):
+        return f"{s[0].__name__} {s[1]!r}"
+    return f"{s[1]}{list(s[0])}"
+
+
+def _hashable(fname, what, v):
+    try:
+        hash(v)
+    except TypeError as e:
+        raise TypeError(
+            f"jit({fname}): {what} is static, so it is part of the cache key and must be hashable; got a "
+            f"{type(v).__name__} ({e}). Pass a tuple instead of a list, or make the argument dynamic"
+        ) from None
+    return v
+
+
+def _as_array_output(fname, o):
+    if isinstance(o, Array):
+        return o
+    if isinstance(o, _PY_SCALARS):
+        from arrayx.api.creation import asarray
+
+        return asarray(o)
+    raise TypeError(f"jit({fname}): the function must return arrays or Python scalars (in a pytree), got "
+                    f"{type(o).__name__}")
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=()) -> JitFunction:
+    """``fun`` staged once per input signature and run as the executor's compiled graph.
+
+    Use as ``jit(f)``, ``jit(f, static_argnums=1)`` or as a decorator (``@jit`` or
+    ``@jit(static_argnames="n")``).  Static arguments are passed to ``fun`` as Python
+    values and must be hashable; a new static value stages again.  Donated arguments
+    (``donate_argnums``/``donate_argnames``) let an executor reuse their buffers
+    (JAX does; the others ignore it): do not use a donated array afterwards.
+
+    >>> import arrayx as ax
+    >>> @ax.jit
+    ... def selu(x):
+    ...     return 1.0507 * ax.where(x > 0, x, 1.67326 * ax.expm1(x))
+    >>> float(selu(ax.asarray(1.0)))
+    1.0507
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
