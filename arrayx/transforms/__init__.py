@@ -18,6 +18,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
+    "cond", "switch", "while_loop", "fori_loop", "scan", "map",
 ]
 
 # public name -> module that defines it
@@ -28,6 +29,8 @@ _WHERE = {
     "checkpoint": "checkpointing", "remat": "checkpointing", "checkpoint_policies": "checkpointing",
     "check_grads": "debug", "make_graph": "staging", "eval_shape": "staging",
     "ShapeDtypeStruct": "_tracer", "jit": "jitting", "disable_jit": "jitting",
+    "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
+    "scan": "control_flow", "map": "control_flow",
 }
 
 

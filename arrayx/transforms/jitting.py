@@ -162,15 +162,15 @@ def _known(trace, a) -> bool:
 def partial_eval_graph(graph: Graph, known: tuple):
     """Split ``graph`` by which inputs are known now.
 
-    Returns ``(known_graph, unknown_graph, out_known)``: ``known_graph`` maps the
+    Returns ``(known_graph, unknown_graph, out_known)``, or None when an equation with
+    both kinds of inputs has its own staging rule (control flow).  ``known_graph`` maps the
     known inputs to the known outputs followed by residuals (known values the rest
     needs); ``unknown_graph`` maps ``(*residuals, *unknown inputs)`` to the unknown
     outputs; ``out_known[i]`` tells where output ``i`` comes from.
     """
     key = ("partial_eval", known)
-    hit = graph.derived.get(key)
-    if hit is not None:
-        return hit
+    if key in graph.derived:
+        return graph.derived[key]
     known_vars = {v for v, k in zip(graph.inputs, known) if k} | set(graph.constvars)
     known_eqns, unknown_eqns = [], []
     for eqn in graph.equations:
@@ -181,9 +181,14 @@ def partial_eval_graph(graph: Graph, known: tuple):
             unknown_eqns.append(eqn)
     residuals: dict = {}  # known Var -> None, in first-use order
     for eqn in unknown_eqns:
+        mixed = False
         for a in eqn.inputs:
             if a.__class__ is Var and a in known_vars:
                 residuals.setdefault(a)
+                mixed = True
+        if mixed and getattr(eqn.prim, "stage", None) is not None:
+            graph.derived[key] = None  # its own rule must split it: the caller inlines the graph
+            return None
     out_known = tuple(o.__class__ is not Var or o in known_vars for o in graph.outputs)
     known_outs = [o for o, k in zip(graph.outputs, out_known) if k]
     kg = Graph([v for v, k in zip(graph.inputs, known) if k], graph.constvars, graph.consts, known_eqns,
@@ -199,7 +204,14 @@ def _call_stage(trace, args, params):
     known = tuple(_known(trace, a) for a in args)
     if not any(known):
         return trace.record(call_p, args, params)
-    kg, ug, out_known = partial_eval_graph(graph, known)
+    split = partial_eval_graph(graph, known)
+    if split is None:  # an equation needs its own staging rule (control flow under linearize): inline
+        token = _TRACE.set(trace)
+        try:
+            return tuple(graph(*args))
+        finally:
+            _TRACE.reset(token)
+    kg, ug, out_known = split
     known_out = bind_with(trace.parent, call_p, [a for a, k in zip(args, known) if k], {"graph": kg, "name": name})
     n_known = sum(out_known)
     residuals = known_out[n_known:]
