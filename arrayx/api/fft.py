@@ -124,6 +124,20 @@ def _hermitian_length(m: int) -> int:
     return 2 * (m - 1)
 
 
+def _explicit_zeros(x: Array, axes: tuple) -> Array:
+    """``x`` with each empty transform axis given one zero (the padding ``n``/``s`` asks for anyway).
+
+    NumPy's pocketfft pads an empty Hermitian axis with uninitialised memory; one explicit
+    zero makes every executor transform zeros (and give zeros).
+    """
+    if x.size == 0 and all(d for i, d in enumerate(x.shape) if i not in axes):
+        from arrayx.api.creation import zeros
+
+        shape = tuple(1 if i in axes and d == 0 else d for i, d in enumerate(x.shape))
+        return zeros(shape, dtype=x.dtype, device=x.device)
+    return x
+
+
 # -- one-dimensional transforms ---------------------------------------------------------
 
 
@@ -133,6 +147,7 @@ def _one_dim(fname, prim, x, n, axis, norm, kind, out_kind, default_n=None):
     if n is None:
         n = x.shape[axis] if default_n is None else default_n(x.shape[axis])
     n = _length(fname, n)
+    x = _explicit_zeros(x, (axis,))
     out = prim.bind(x, n=n, axis=axis, norm=_norm(fname, norm))
     real = _dtypes.REAL_OF.get(x.dtype, x.dtype)
     return cast(out, real if out_kind == "real" else _dtypes.COMPLEX_OF.get(real))
@@ -176,6 +191,7 @@ def _n_dim(fname, prim, x, s, axes, norm, kind, out_kind, last_default=None):
     s, axes = _s_axes(fname, x, s, axes, last_default=last_default)
     if not axes and prim in (rfftn_p, irfftn_p):
         raise ValueError(f"{fname}: needs at least one axis to transform, got axes=()")
+    x = _explicit_zeros(x, axes)
     out = prim.bind(x, s=s, axes=axes, norm=_norm(fname, norm))
     real = _dtypes.REAL_OF.get(x.dtype, x.dtype)
     return cast(out, real if out_kind == "real" else _dtypes.COMPLEX_OF.get(real))
@@ -231,6 +247,10 @@ def rfftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> Array:
 def _shift(fname, prim, x, axes):
     array_arg(fname, x)
     axes = tuple(range(x.ndim)) if axes is None else _axes_arg(fname, axes, x.ndim)
+    if not axes:  # shifting no axis (every axis of a 0-d array) is the identity: a new array, as always
+        from arrayx.api.data_types import astype
+
+        return astype(x, x.dtype, copy=True)
     return prim.bind(x, axes=axes)
 
 

@@ -490,7 +490,8 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
         dtype = _dtypes.as_dtype(dtype, "trace")
         if dtype not in _CAT["numeric"]:
             raise TypeError(f"trace: dtype must be numeric, got {dtype}")
-    return trace_p.bind(cast(x, dtype), offset=offset)
+    # executors sum small integers in a wider type: the result is cast back to the dtype asked for
+    return cast(trace_p.bind(cast(x, dtype), offset=offset), dtype)
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:

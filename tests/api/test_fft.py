@@ -194,3 +194,34 @@ def test_numpy_scalars_as_static_arguments(executor):
     out = xp.fft.fft(xp.asarray(np.ones(4, np.complex128)), n=np.int32(6), axis=np.int64(0))
     assert out.shape == (6,)
     assert_same(xp.fft.fftfreq(np.int64(4), d=np.float32(0.5)), np.fft.fftfreq(4, 0.5))
+
+
+@pytest.mark.parametrize(
+    "fname, shape, kw",
+    [("irfft", (0,), {"n": 4}), ("irfft", (3, 0), {"n": 5}), ("hfft", (0, 2), {"n": 6, "axis": 0}),
+     ("irfftn", (2, 0), {"s": (2, 6), "axes": (0, 1)}), ("irfftn", (0, 0), {"s": (3, 4), "axes": (0, 1)}),
+     ("fft", (0,), {"n": 3}), ("rfftn", (0, 3), {"s": (2, 3), "axes": (0, 1)})],
+)
+def test_empty_axis_padded_by_n_gives_zeros(executor, fname, shape, kw):
+    """An empty input axis padded by n/s is a transform of zeros (NumPy itself reads uninitialised memory)."""
+    dtype = np.float64 if fname == "rfftn" else np.complex128
+    out = getattr(xp.fft, fname)(xp.zeros(shape, dtype=dtype), **kw)
+    want_dtype = np.complex128 if fname in ("fft", "rfftn") else np.float64
+    want_shape = list(shape)
+    axes = kw.get("axes", (kw.get("axis", -1),))
+    sizes = kw.get("s", (kw.get("n"),))
+    for a, n in zip(axes, sizes):
+        want_shape[a] = n // 2 + 1 if fname == "rfftn" and a == axes[-1] else n
+    assert_same(out, np.zeros(want_shape, want_dtype))
+
+
+@pytest.mark.parametrize("fname", ["fftshift", "ifftshift"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int32])
+def test_shift_of_no_axes_is_identity(executor, fname, dtype):
+    """A 0-d array has no axis to shift (nor has ``axes=()``): the result is a new array equal to x."""
+    x = xp.asarray(np.asarray(3, dtype))
+    out = getattr(xp.fft, fname)(x)
+    assert_same(out, np.asarray(3, dtype))
+    assert out is not x
+    a = rand((2, 3)).astype(dtype)
+    assert_same(getattr(xp.fft, fname)(xp.asarray(a), axes=()), a)

@@ -498,3 +498,11 @@ def test_numpy_scalars_as_static_arguments(executor):
     assert_same(xp.vecdot(x, x, axis=np.int64(-1)), np.asarray(14.0))
     assert_same(xp.linalg.matrix_power(xp.asarray(np.eye(2)), np.int32(3)), np.eye(2))
     assert int(xp.linalg.matrix_rank(xp.asarray(np.diag([1.0, 1e-3])), rtol=np.float32(0.01))) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float32])
+def test_trace_result_has_the_dtype_asked_for(executor, dtype):
+    """dtype= is the result dtype too: int8 sums wrap in int8 (100 + 100 = -56), not widen to int64."""
+    a = np.full((2, 3, 3), 100, dtype)
+    out = xp.linalg.trace(xp.asarray(a), dtype=dtype)
+    assert_same(out, np.trace(a, axis1=-2, axis2=-1, dtype=dtype))
