@@ -16,7 +16,28 @@ astype_p = Primitive("astype")
 
 
 def _astype_any(buf, *, dtype, copy=True):
+    if buf.dtype.kind == "f" and dtype.kind in "iu":
+        return _float_to_int(buf, dtype)
     return buf.astype(dtype, copy=copy) if copy is not True else buf.astype(dtype)
+
+
+def _float_to_int(buf, dtype):
+    """The rule for float -> integer casts (README, "Rules"): out-of-range values saturate to the
+    target's min/max, NaN gives 0 (JAX's rule; NumPy's own result is the C cast's undefined
+    behaviour and differs by platform).  ``np.where`` dispatches to Dask/CuPy buffers."""
+    info = np.iinfo(dtype)
+    src = buf.dtype.type
+    with np.errstate(invalid="ignore", over="ignore"):
+        end = src(float(info.max) + 1.0)  # 2**k: exact in the float dtype, or inf
+        start = src(info.min)  # 0 or -2**k: exact, or -inf
+        hi = np.nextafter(end, src(0))  # the finite floats in [lo, hi] all cast into range
+        lo = start if np.isfinite(start) else np.nextafter(start, src(0))
+        out = np.where(buf != buf, src(0), buf.clip(lo, hi)).astype(dtype)
+        if int(hi) != info.max:  # max itself has no float (e.g. int64): what reaches the end saturates
+            out = np.where(buf >= end, dtype.type(info.max), out)
+        if int(lo) != info.min:  # float16 to int32/int64: only -inf lies beyond lo
+            out = np.where(buf < lo, dtype.type(info.min), out)
+    return out
 
 
 astype_p.impls["*"] = _astype_any

@@ -12,7 +12,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import cast, promote_binary, scalar_operand, with_article
-from arrayx.transforms.core import _TRACE, Primitive, _wrap
+from arrayx.transforms.core import _TRACE, ConcretizationError, Primitive, _wrap
 
 _CAT = _dtypes.CATEGORIES
 
@@ -401,8 +401,53 @@ def positive(x, /):
     return _unary("positive", positive_p, x, "numeric")
 
 def pow(x1, x2, /):
-    """x1 raised to x2."""
+    """x1 raised to x2.  Integers to negative integer powers raise ValueError (see ``_integer_pow``)."""
+    if _is_integer(x1) and _is_integer(x2):
+        return _integer_pow(x1, x2)
     return _binary("pow", pow_p, x1, x2, "numeric")
+
+
+def _is_integer(x) -> bool:
+    return x.dtype.kind in "iu" if isinstance(x, Array) else (isinstance(x, int) and not isinstance(x, bool))
+
+
+def _integer_pow(x1, x2):
+    """The rule for integer ``**`` (README, "Rules"): a negative exponent raises ValueError on every
+    executor when its value is known (a Python int, or a concrete array: one ``any(x2 < 0)``, which
+    on Dask computes only the exponent).  Staged (values unknown) the result is the truncation
+    toward zero of the real power: 0 for |x1| > 1 (and for 0, as integer division by 0 gives 0),
+    x1 ** x2 for |x1| == 1."""
+    a1, a2 = promote_binary("pow", x1, x2, "numeric")
+    if a1.dtype.kind != "i":  # unsigned after promotion: no negative exponent exists
+        return pow_p.bind(a1, a2)
+    from arrayx.api.utility import any as any_
+
+    try:
+        negative = a2 < 0 if not isinstance(a2, Array) else any_(a2 < 0)
+        negative = negative.__bool__()
+    except ConcretizationError:
+        return _truncated_negative_pow(a1, a2)
+    if negative:
+        raise ValueError(
+            f"pow: integers to negative integer powers are not allowed ({a1.dtype} base, exponent "
+            f"{'array holding negative values' if isinstance(a2, Array) else int(a2)}); "
+            f"cast the base to a floating dtype first, e.g. astype(x1, float64)"
+        )
+    return pow_p.bind(a1, a2)
+
+
+def _truncated_negative_pow(a1, a2):
+    from arrayx.api.creation import full_like, ones_like, zeros_like
+    from arrayx.api.searching import where
+
+    if not isinstance(a1, Array):
+        a1 = full_like(a2, a1)
+    negative = a2 < 0
+    base = pow_p.bind(*promote_binary("pow", a1, where(negative, zeros_like(a2), a2), "numeric"))
+    one = ones_like(base)
+    unit = where((a2 & 1) == 0, one, -one)  # (-1) ** x2
+    truncated = where(a1 == 1, one, where(a1 == -1, unit, zeros_like(base)))
+    return where(negative, truncated, base)
 
 def real(x, /):
     """Real part (x itself for real dtypes)."""

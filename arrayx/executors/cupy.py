@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.executors.base import Device, Executor
+from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
+from arrayx.executors.base import Device, Executor, get
 
 _KDL_CPU, _KDL_CUDA = 1, 2
 
@@ -71,6 +72,17 @@ class _Ufuncs:
 _UFUNCS = _Ufuncs()
 
 
+def _linalg_nan_where_failed(name):
+    """cupy.linalg.<name> with the matrices that fail set to NaN (executors/_linalg.py): CuPy does not raise."""
+    def impl(x, *rest, **params):
+        xp = get("cupy").xp
+        out = getattr(xp.linalg, name)(x, *rest, **params)
+        return nan_where_failed(xp, name, out, x, *rest)
+
+    impl.__name__ = name
+    return impl
+
+
 class CupyExecutor(Executor):
     name = "cupy"
     install_hint = "Install CuPy with `pip install cupy-cuda12x` (or cupy-cuda11x) on a machine with an NVIDIA GPU."
@@ -78,6 +90,7 @@ class CupyExecutor(Executor):
     #: primitive name -> implementation, where ``getattr(xp, name)`` is not what the standard says
     overrides: dict = {
         "at_update": _at_update,
+        **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
     }
 
     def __init__(self) -> None:

@@ -45,6 +45,7 @@ import os
 
 import numpy as np
 
+from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
 from arrayx.executors.base import Device, Executor
 
 _INDEX = np.dtype("int64")
@@ -68,6 +69,17 @@ def _at_update(buf, value, *index_bufs, key, op):
 
 def _searchsorted(x1, x2, *, side="left", sorter=None):
     return jnp.searchsorted(x1, x2, side=side, sorter=sorter).astype(_INDEX)  # JAX gives int32
+
+
+# -- linalg on singular / non-positive-definite input: NaN for the failing matrices (executors/_linalg.py)
+
+def _linalg_nan_where_failed(name):
+    def impl(x, *rest, **params):
+        out = getattr(jnp.linalg, name)(x, *rest, **params)
+        return nan_where_failed(jnp, name, out, x, *rest)
+
+    impl.__name__ = name
+    return impl
 
 
 # -- complex functions at infinite/NaN parts: XLA's kernels do not follow C99 Annex G there, so
@@ -234,7 +246,9 @@ class JaxExecutor(Executor):
         "floor_divide": _floor_divide,
         "remainder": _remainder,
         "sign": _sign,
+        "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
         **{name: _complex_special(name) for name in _COMPLEX_SPECIAL},
+        **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
     }
 
     def __init__(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrayx.executors import _linalg
 from arrayx.executors.base import Device, Executor
 
 
@@ -49,6 +50,8 @@ class NumpyExecutor(Executor):
         "matmul": np.matmul,
         "matrix_transpose": np.matrix_transpose,
         "permute_dims": np.permute_dims,
+        # singular / non-positive-definite matrices give NaN, not LinAlgError (executors/_linalg.py)
+        **{name: _linalg.nan_on_failure(name) for name in _linalg.FAILING},
     }
 
     def _load(self):
