@@ -119,7 +119,10 @@ class _ArrayMethods:
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self._ex.to_host(self._buf)
-        if copy:
+        # clients (SciPy, scikit-learn) write into what np.asarray gives them, as they may with NumPy's
+        # own arrays: hand out a writeable copy where the executor's host view is read-only (JAX);
+        # only copy=False (no copy allowed) gets the read-only view.  Cost: benchmarks/bench_array_export.py
+        if copy or (copy is None and not host.flags.writeable):
             return np.array(host, dtype=dtype, copy=True)
         return np.asarray(host, dtype=dtype)
 
