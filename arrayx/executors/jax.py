@@ -82,8 +82,10 @@ def _linalg_nan_where_failed(name):
     return impl
 
 
-# -- complex functions at infinite/NaN parts: XLA's kernels do not follow C99 Annex G there, so
-# those elements (only) are computed on the host as the NumPy executor computes them
+# -- complex functions at infinite/NaN parts and at zero parts: XLA's kernels do not follow C99
+# Annex G there (infinities, NaNs) and drop the sign of zero (so branch cuts ignore it:
+# sqrt(-2-0j) gave +1.41j), so when such elements exist the host computes them as the NumPy
+# executor does; finite elements with two non-zero parts stay XLA's
 
 _COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1",
                     "log", "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh")
@@ -108,7 +110,7 @@ def _complex_special(name):
         out = getattr(jnp, name)(x)
         if x.dtype.kind != "c":
             return out
-        special = ~jnp.isfinite(x)
+        special = ~jnp.isfinite(x) | (x.real == 0) | (x.imag == 0)
 
         def patch(out):
             ref = _jax.pure_callback(_numpy_reference(name), _jax.ShapeDtypeStruct(x.shape, out.dtype), x)
@@ -220,6 +222,17 @@ def _remainder(x1, x2):
     return jnp.where(zero, 0, jnp.remainder(x1, jnp.where(zero, 1, x2)))
 
 
+def _truth_reduction(name):
+    """``any``/``all`` where a complex element is true when either part is non-zero (XLA reads only the real part)."""
+    def impl(x, *, axis=None, keepdims=False):
+        if x.dtype.kind == "c":
+            x = x != 0
+        return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+
+    impl.__name__ = name
+    return impl
+
+
 def _sign(x):
     return jnp.where(x == 0, jnp.zeros((), x.dtype), jnp.sign(x))  # sign(-0.0) is 0, not -0.0
 
@@ -246,6 +259,8 @@ class JaxExecutor(Executor):
         "floor_divide": _floor_divide,
         "remainder": _remainder,
         "sign": _sign,
+        "any": _truth_reduction("any"),
+        "all": _truth_reduction("all"),
         "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
         **{name: _complex_special(name) for name in _COMPLEX_SPECIAL},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
