@@ -592,6 +592,17 @@ def _numpy_blockwise(name):
     return impl
 
 
+def _numpy_elemwise(name):
+    """Binary elementwise ``name`` as the NumPy executor computes it, block by block (broadcasting)."""
+    def impl(x1, x2):
+        from arrayx.executors.base import get
+
+        return da.core.elemwise(get("numpy").overrides[name], x1, x2)
+
+    impl.__name__ = name
+    return impl
+
+
 # -- unique: the standard counts every NaN as distinct (Dask's unique merges them), and Dask's
 # counts fail on arrays of unknown chunk sizes.  unique_values stays a parallel Dask reduction
 # over the non-NaN values; the others run NumPy's (array-api-compat's) in one task, as Dask's own
@@ -709,6 +720,8 @@ class DaskExecutor(Executor):
         "argmin": _arg_reduce("argmin"),
         "expm1": _numpy_blockwise("expm1"),
         "tanh": _numpy_blockwise("tanh"),
+        "reciprocal": _numpy_blockwise("reciprocal"),
+        "divide": _numpy_elemwise("divide"),  # C99's complex quotients at zeros/infinities
         **_CONTRACTIONS,
         **_LINALG,
         **_FFT,

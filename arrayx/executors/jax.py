@@ -87,8 +87,8 @@ def _linalg_nan_where_failed(name):
 # sqrt(-2-0j) gave +1.41j), so when such elements exist the host computes them as the NumPy
 # executor does; finite elements with two non-zero parts stay XLA's
 
-_COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1",
-                    "log", "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh")
+_COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "divide", "exp", "expm1",
+                    "log", "log1p", "log2", "log10", "reciprocal", "sin", "sinh", "sqrt", "tan", "tanh")
 
 
 def _numpy_reference(name):
@@ -98,22 +98,25 @@ def _numpy_reference(name):
     numpy_ex = get("numpy")
     fn = numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name)
 
-    def host(x):
+    def host(*xs):
         with np.errstate(all="ignore"):
-            return np.asarray(fn(np.asarray(x)))
+            return np.asarray(fn(*(np.asarray(x) for x in xs)))
 
     return host
 
 
 def _complex_special(name):
-    def impl(x):
-        out = getattr(jnp, name)(x)
-        if x.dtype.kind != "c":
+    def impl(*xs):
+        out = getattr(jnp, name)(*xs)
+        if out.dtype.kind != "c":
             return out
-        special = ~jnp.isfinite(x) | (x.real == 0) | (x.imag == 0)
+        zs = [jnp.asarray(x, dtype=out.dtype) for x in xs]
+        special = jnp.zeros(out.shape, dtype=bool)
+        for z in zs:
+            special = special | ~jnp.isfinite(z) | (z.real == 0) | (z.imag == 0)
 
         def patch(out):
-            ref = _jax.pure_callback(_numpy_reference(name), _jax.ShapeDtypeStruct(x.shape, out.dtype), x)
+            ref = _jax.pure_callback(_numpy_reference(name), _jax.ShapeDtypeStruct(out.shape, out.dtype), *zs)
             return jnp.where(special, ref, out)
 
         return _jax.lax.cond(jnp.any(special), patch, lambda out: out, out)

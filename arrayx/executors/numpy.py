@@ -39,12 +39,59 @@ def _tanh(x):
     return out
 
 
+def _complex_quotient_fix(a, b, c, d, out):
+    """C99 Annex G's recovery for complex ``(a+bj) / (c+dj)`` where the formula gave NaN + NaN j
+    (NumPy stops there): a non-zero or infinite dividend over zero is an infinity, an infinite
+    dividend over a finite divisor is an infinity, a finite dividend over an infinite divisor a zero."""
+    lost = np.isnan(out.real) & np.isnan(out.imag)
+    if not lost.any():
+        return out
+    a, b, c, d = (np.broadcast_to(v, out.shape)[lost] for v in (a, b, c, d))
+    re, im = out.real[lost], out.imag[lost]
+    unit = lambda v: np.copysign(np.where(np.isinf(v), 1.0, 0.0), v)  # noqa: E731 - the direction of an infinity
+    by_zero = (c == 0) & (d == 0) & ~(np.isnan(a) & np.isnan(b))
+    inf_over_finite = ~by_zero & (np.isinf(a) | np.isinf(b)) & np.isfinite(c) & np.isfinite(d)
+    finite_over_inf = ~by_zero & ~inf_over_finite & (np.isinf(c) | np.isinf(d)) & np.isfinite(a) & np.isfinite(b)
+    scale = np.copysign(np.inf, c)
+    re = np.where(by_zero, scale * a, re)
+    im = np.where(by_zero, scale * b, im)
+    ua, ub = unit(a), unit(b)
+    re = np.where(inf_over_finite, np.inf * (ua * c + ub * d), re)
+    im = np.where(inf_over_finite, np.inf * (ub * c - ua * d), im)
+    uc, ud = unit(c), unit(d)
+    re = np.where(finite_over_inf, 0.0 * (a * uc + b * ud), re)
+    im = np.where(finite_over_inf, 0.0 * (b * uc - a * ud), im)
+    out = np.array(out, copy=True)
+    out[lost] = re + 0j
+    out.imag[lost] = im
+    return out
+
+
+def _divide(x1, x2):
+    out = np.divide(x1, x2)
+    if out.dtype.kind != "c":
+        return out
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z1, z2 = np.asarray(x1, out.dtype), np.asarray(x2, out.dtype)
+        return _complex_quotient_fix(z1.real, z1.imag, z2.real, z2.imag, np.asarray(out))
+
+
+def _reciprocal(x):
+    out = np.reciprocal(x)
+    if out.dtype.kind != "c":
+        return out
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _complex_quotient_fix(np.ones_like(x.real), np.zeros_like(x.real), x.real, x.imag, np.asarray(out))
+
+
 class NumpyExecutor(Executor):
     name = "numpy"
     array_type = np.ndarray
     overrides: dict = {
         "expm1": _expm1,
         "tanh": _tanh,
+        "divide": _divide,
+        "reciprocal": _reciprocal,
         # NumPy 2's own functions already have the standard's semantics; array-api-compat's
         # Python wrappers around them would only add per-call cost.
         "matmul": np.matmul,

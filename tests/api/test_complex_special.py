@@ -1,0 +1,104 @@
+"""Complex functions at signed zeros, infinities and NaNs: the same answer on every executor.
+
+Branch cuts honour the sign of zero as the standard and C99 Annex G define (``sqrt(-2-0j)`` is
+``-1.414j``); ``any``/``all`` of complex arrays look at both parts.  Every executor is compared
+with the NumPy executor element by element, the sign of every zero and the place of every NaN
+included.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+
+INF, NAN = np.inf, np.nan
+PARTS = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, INF, -INF, NAN]
+GRID = np.array([complex(a, b) for a in PARTS for b in PARTS])
+
+UNARY = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1", "log",
+         "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh"]
+
+
+def _same_part(got, want):
+    both_nan = np.isnan(got) & np.isnan(want)
+    equal = (got == want) & (np.signbit(got) == np.signbit(want))
+    close = np.isclose(got, want, rtol=1e-12, atol=0) & (want != 0)
+    return both_nan | equal | close
+
+
+def _assert_same_complex(got, want, inputs):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    ok = _same_part(got.real, want.real) & _same_part(got.imag, want.imag)
+    bad = [(inputs[i], want[i], got[i]) for i in np.flatnonzero(~ok)[:8]]
+    assert ok.all(), f"{(~ok).sum()} elements differ (input, numpy, got): {bad}"
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_complex_special_values_match_numpy(executor, name):
+    with xp.use_executor("numpy"):
+        want = np.asarray(getattr(xp, name)(xp.asarray(GRID)))
+    got = getattr(xp, name)(xp.asarray(GRID))
+    _assert_same_complex(got, want, GRID)
+
+
+@pytest.mark.parametrize("name,z,want", [
+    ("sqrt", complex(-2, -0.0), complex(0, -np.sqrt(2))),
+    ("sqrt", complex(-2, 0.0), complex(0, np.sqrt(2))),
+    ("log", complex(-1, -0.0), complex(0, -np.pi)),
+    ("asin", complex(2, -0.0), complex(np.pi / 2, -np.arccosh(2))),
+    ("acos", complex(2, -0.0), complex(0, np.arccosh(2))),
+    ("acosh", complex(-2, -0.0), complex(np.arccosh(2), -np.pi)),
+    ("asinh", complex(-0.0, 2), complex(-np.arccosh(2), np.pi / 2)),
+    ("atanh", complex(2, -0.0), complex(np.arctanh(0.5), -np.pi / 2)),
+    ("atan", complex(-0.0, 2), complex(-np.pi / 2, np.arctanh(0.5))),
+], ids=lambda v: str(v))
+def test_branch_cuts_follow_the_sign_of_zero(executor, name, z, want):
+    got = complex(np.asarray(getattr(xp, name)(xp.asarray([z])))[0])
+    assert np.isclose(got, want, rtol=1e-12), (z, got, want)
+    assert np.signbit(got.imag) == np.signbit(want.imag) and np.signbit(got.real) == np.signbit(want.real)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_any_all_of_complex_look_at_both_parts(executor, dtype):
+    dt = getattr(xp, dtype)
+    assert bool(xp.any(xp.asarray([1e-30j], dtype=dt)))
+    assert bool(xp.all(xp.asarray([2j, 1.0], dtype=dt)))
+    assert not bool(xp.any(xp.asarray([0j, -0.0 + 0j], dtype=dt)))
+    assert not bool(xp.all(xp.asarray([1j, complex(-0.0, -0.0)], dtype=dt)))
+    rows = xp.asarray([[0j, 3j], [0j, 0j], [1 + 0j, NAN * 1j]], dtype=dt)
+    np.testing.assert_array_equal(np.asarray(xp.any(rows, axis=1)), [True, False, True])
+    np.testing.assert_array_equal(np.asarray(xp.all(rows, axis=0)), [False, False])
+
+
+def test_reciprocal_matches_numpy_executor(executor):
+    with xp.use_executor("numpy"):
+        want = np.asarray(xp.reciprocal(xp.asarray(GRID)))
+    _assert_same_complex(xp.reciprocal(xp.asarray(GRID)), want, GRID)
+
+
+def test_divide_matches_numpy_executor(executor):
+    x1, x2 = np.meshgrid(GRID, GRID[::7])
+    x1, x2 = x1.ravel(), x2.ravel()
+    with xp.use_executor("numpy"):
+        want = np.asarray(xp.asarray(x1) / xp.asarray(x2))
+    _assert_same_complex(xp.asarray(x1) / xp.asarray(x2), want, list(zip(x1, x2)))
+
+
+@pytest.mark.parametrize("x1,x2,want", [
+    (1 + 0j, 0j, complex(INF, NAN)),                      # non-zero / zero: an infinity (NumPy: nan+nanj)
+    (complex(1, 1), complex(-0.0, 0.0), complex(INF, INF)),   # an infinity (NumPy's own signs)
+    (complex(INF, NAN), 1 + 1j, complex(INF, -INF)),      # infinite / finite: an infinity
+    (complex(NAN, INF), 1 + 1j, complex(INF, INF)),
+    (1 + 1j, complex(INF, INF), complex(0.0, 0.0)),       # finite / infinite: a zero
+    (1 + 1j, complex(2, 0), complex(0.5, 0.5)),
+    (complex(NAN, NAN), 0j, complex(NAN, NAN)),
+], ids=str)
+def test_complex_division_follows_c99_annex_g(executor, x1, x2, want):
+    got = complex(np.asarray(xp.asarray([x1]) / xp.asarray([x2]))[0])
+    for g, w in ((got.real, want.real), (got.imag, want.imag)):
+        assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (x1, x2, got, want)
+    if x1 == 1 + 0j:
+        r = complex(np.asarray(xp.reciprocal(xp.asarray([x2])))[0])
+        assert np.isinf(r.real) and np.isnan(r.imag)
