@@ -88,7 +88,7 @@ def _linalg_nan_where_failed(name):
 # executor does; finite elements with two non-zero parts stay XLA's
 
 _COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "divide", "exp", "expm1",
-                    "log", "log1p", "log2", "log10", "reciprocal", "sin", "sinh", "sqrt", "tan", "tanh")
+                    "log", "log1p", "log2", "log10", "pow", "reciprocal", "sin", "sinh", "sqrt", "tan", "tanh")
 
 
 def _numpy_reference(name):
@@ -236,6 +236,34 @@ def _truth_reduction(name):
     return impl
 
 
+def _sum_from_plus_zero(name):
+    """``name`` as a sum that starts from +0, as NumPy's sum and BLAS do: a sum of -0 terms is +0 (XLA gives -0)."""
+    def impl(*args, **params):
+        return _plus_zero(getattr(jnp, name)(*args, **params))
+
+    impl.__name__ = name
+    return impl
+
+
+def _plus_zero(out):
+    """``out + 0`` in IEEE arithmetic (-0 becomes +0), written so that XLA cannot simplify it away."""
+    if out.dtype.kind == "f":
+        return jnp.where(out == 0, jnp.zeros((), out.dtype), out)
+    if out.dtype.kind == "c":
+        re, im = out.real, out.imag
+        zero = jnp.zeros((), re.dtype)
+        return _jax.lax.complex(jnp.where(re == 0, zero, re), jnp.where(im == 0, zero, im))
+    return out
+
+
+def _abs(x):
+    out = jnp.abs(x)
+    if x.dtype.kind != "c":
+        return out
+    # |a+bj| is +inf when a part is infinite, even if the other is NaN (the standard, C99's hypot)
+    return jnp.where(jnp.isinf(x.real) | jnp.isinf(x.imag), jnp.asarray(np.inf, out.dtype), out)
+
+
 def _sign(x):
     return jnp.where(x == 0, jnp.zeros((), x.dtype), jnp.sign(x))  # sign(-0.0) is 0, not -0.0
 
@@ -262,6 +290,8 @@ class JaxExecutor(Executor):
         "floor_divide": _floor_divide,
         "remainder": _remainder,
         "sign": _sign,
+        "abs": _abs,
+        **{name: _sum_from_plus_zero(name) for name in ("sum", "mean", "matmul", "tensordot", "vecdot")},
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
         "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already

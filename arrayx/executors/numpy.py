@@ -84,6 +84,12 @@ def _reciprocal(x):
         return _complex_quotient_fix(np.ones_like(x.real), np.zeros_like(x.real), x.real, x.imag, np.asarray(out))
 
 
+def _tensordot(x1, x2, *, axes=2):
+    import array_api_compat.numpy as npx
+
+    return npx.tensordot(x1, x2, axes=axes) + 0  # a sum starts from +0, as in sum/matmul (np.dot keeps -0)
+
+
 class NumpyExecutor(Executor):
     name = "numpy"
     array_type = np.ndarray
@@ -92,6 +98,7 @@ class NumpyExecutor(Executor):
         "tanh": _tanh,
         "divide": _divide,
         "reciprocal": _reciprocal,
+        "tensordot": _tensordot,
         # NumPy 2's own functions already have the standard's semantics; array-api-compat's
         # Python wrappers around them would only add per-call cost.
         "matmul": np.matmul,

@@ -102,3 +102,33 @@ def test_complex_division_follows_c99_annex_g(executor, x1, x2, want):
     if x1 == 1 + 0j:
         r = complex(np.asarray(xp.reciprocal(xp.asarray([x2])))[0])
         assert np.isinf(r.real) and np.isnan(r.imag)
+
+
+def test_complex_pow_special_values_match_numpy(executor):
+    x1, x2 = np.meshgrid(GRID, GRID[::6])
+    x1, x2 = x1.ravel(), x2.ravel()
+    with xp.use_executor("numpy"):
+        want = np.asarray(xp.asarray(x1) ** xp.asarray(x2))
+        want_sq = np.asarray(xp.asarray(GRID) ** 2)
+        want_half = np.asarray(xp.asarray(GRID) ** 0.5)
+    _assert_same_complex(xp.asarray(x1) ** xp.asarray(x2), want, list(zip(x1, x2)))
+    _assert_same_complex(xp.asarray(GRID) ** 2, want_sq, GRID)
+    _assert_same_complex(xp.asarray(GRID) ** 0.5, want_half, GRID)
+    assert complex(np.asarray(xp.asarray([1j]) ** 2)[0]) == -1 + 0j  # exact, not -1+1.2e-16j
+
+
+def test_abs_of_complex_infinity_is_inf_even_with_nan(executor):
+    z = xp.asarray([complex(INF, NAN), complex(NAN, -INF), complex(-INF, 0.0), complex(NAN, 1.0)])
+    np.testing.assert_array_equal(np.asarray(xp.abs(z)), [INF, INF, INF, NAN])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_sums_of_negative_zeros_start_from_plus_zero(executor, dtype):
+    dt = getattr(xp, dtype)
+    neg = complex(-0.0, -0.0) if dtype == "complex128" else -0.0
+    one = xp.asarray([[1.0]], dtype=dt)
+    a = xp.asarray([[neg]], dtype=dt)
+    for out in (xp.sum(xp.asarray([neg], dtype=dt)), a @ one, xp.tensordot(a, one, axes=1),
+                xp.vecdot(xp.asarray([neg], dtype=dt), xp.asarray([1.0], dtype=dt)), xp.mean(xp.asarray([neg], dtype=dt))):
+        v = np.asarray(out).ravel()[0]
+        assert v == 0 and not np.signbit(np.real(v)) and not np.signbit(np.imag(v)), (out, v)
