@@ -408,7 +408,9 @@ def pow(x1, x2, /):
 
 
 def _is_integer(x) -> bool:
-    return x.dtype.kind in "iu" if isinstance(x, Array) else (isinstance(x, int) and not isinstance(x, bool))
+    if isinstance(x, (Array, np.ndarray, np.generic)):
+        return x.dtype.kind in "iu"
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _integer_pow(x1, x2):

@@ -35,9 +35,14 @@ Deviations of ``jax.numpy`` that this module corrects (``overrides``): index
 results that JAX returns as int32 (``searchsorted``) are int64, the standard's
 default index dtype; ``floor_divide``/``remainder`` follow NumPy for signed
 zeros, infinities and integer division by zero (0), and ``sign(-0.0)`` is 0,
-as on every other executor.  Still JAX's own: complex functions at infinite/NaN
-components (see conformance/known_failures/jax.txt) and out-of-bounds integer
-index arrays, which JAX does not bounds-check (the standard leaves them unspecified).
+as on every other executor.  Complex functions (and ``divide``, ``reciprocal``,
+``pow``) at elements with a zero or non-finite part are computed on the host as
+the NumPy executor computes them: XLA drops the sign of zero (branch cuts) and
+does not follow C99 Annex G at infinities.  ``any``/``all`` of complex look at
+both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
+``cholesky`` mark failing matrices NaN as LAPACK decides (executors/_linalg.py).
+Still JAX's own: subnormals flush to zero on CPU (README, the known deviation;
+benchmarks/bench_jax_subnormals.py) and out-of-bounds integer index arrays.
 """
 from __future__ import annotations
 

@@ -75,7 +75,9 @@ def test_well_conditioned_results_are_unchanged(executor):
     lambda: 2 ** xp.asarray([0, -3]),
     lambda: xp.pow(xp.asarray([2], dtype=xp.int8), xp.asarray([-1], dtype=xp.int8)),
     lambda: xp.asarray([[2, 3]], dtype=xp.int16) ** xp.asarray([-2], dtype=xp.int64),  # broadcast + promote
-], ids=["python-int", "array", "python-base", "int8", "broadcast"])
+    lambda: xp.asarray([2]) ** np.int64(-1),
+    lambda: xp.asarray([2]) ** np.array([1, -1]),
+], ids=["python-int", "array", "python-base", "int8", "broadcast", "numpy-scalar", "numpy-array"])
 def test_integer_to_negative_power_raises(executor, make):
     with pytest.raises(ValueError, match="integers to negative integer powers"):
         make()
