@@ -151,3 +151,13 @@ def test_float_to_bool_and_float_unaffected(executor):
 def test_complex_to_real_astype_refused(executor):
     with pytest.raises(TypeError, match="real\\(x\\) or abs\\(x\\)"):
         xp.astype(xp.asarray([1 + 2j]), xp.int32)
+
+
+def test_rules_hold_under_jit(executor):
+    base = [2, -1, 1, 0, 3, -1]
+    expo = [-1, -3, -5, -2, 2, -2]
+    assert_same(xp.jit(lambda a, b: a ** b)(xp.asarray(base), xp.asarray(expo)), np.array([0, -1, 1, 0, 9, 1]))
+    assert_same(xp.jit(xp.linalg.inv)(xp.asarray(SINGULAR)), np.full((2, 2), np.nan))
+    assert_same(xp.jit(lambda m: xp.linalg.cholesky(m))(xp.asarray(NOT_SPD)), np.full((2, 2), np.nan))
+    out = xp.jit(lambda v: xp.astype(v, xp.int8))(xp.asarray([-1e3, 1e3, np.nan, -2.5]))
+    assert_same(out, np.array([-128, 127, 0, -2], np.int8))
