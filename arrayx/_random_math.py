@@ -4,6 +4,9 @@ jax.random's samplers are compiled by XLA:CPU, which contracts ``a * b + c`` int
 multiply-adds and has its own float32 log.  To give the same bits, this module emulates them:
 an exactly rounded fma (uniform's ``u * span + min``), Horner's rule with an fma per step
 (erf^-1 and log1p), and XLA's log1p and float32 log; erf (Cephes) gives truncated_normal's bounds.
+The one transcendental left to a native routine is float64 log: the primitive ``libm_log`` calls
+the C library's, which is XLA's, on every executor (never NumPy's SIMD log, which differs on
+CPUs with AVX-512).
 """
 from __future__ import annotations
 
@@ -13,7 +16,10 @@ from typing import Sequence
 import arrayx as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.transforms.core import current_trace
+from arrayx.executors import _libm
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.core import Primitive, current_trace
+from arrayx.transforms.rules._define import defabstract, defjvp_coef
 
 # XLA fuses ``floats * span + minval`` into one fused multiply-add.  The standard has no fma,
 # so it is emulated exactly with error-free transformations and rounding to odd (Boldo and
@@ -185,7 +191,45 @@ def _log1p_near_zero(x: Array) -> Array:
 
 
 def _log1p_far(x: Array) -> Array:
-    return xp.log(x + 1.0) if x.dtype == _dtypes.float64 else _log32(x + 1.0)
+    return libm_log(x + 1.0) if x.dtype == _dtypes.float64 else _log32(x + 1.0)
+
+
+# -- XLA's float64 log: the C library's ----------------------------------------------------------
+# XLA:CPU calls the C library's log for float64 (it follows glibc even when glibc's FMA variant
+# is switched off), while NumPy's float64 log runs NumPy's own AVX-512 code on CPUs that have it
+# (1 ulp off in ~0.35% of inputs).  So the bit-exact paths call that routine by name, through
+# this primitive: one entry per executor, no executor's SIMD dispatch in between.
+libm_log_p = Primitive("libm_log")
+
+
+def libm_log(x: Array) -> Array:
+    """Natural log of float64 ``x``, each element by the C library's ``log`` (as XLA:CPU computes it)."""
+    if x.dtype != _dtypes.float64:
+        raise TypeError(f"libm_log: x must be float64, got {x.dtype}; use _log32 for XLA's float32 log")
+    return libm_log_p.bind(x)
+
+
+def _jax_log(x):
+    import jax.numpy as jnp  # XLA:CPU's float64 log is the C library's (tests/test_random.py checks it)
+
+    return jnp.log(x)
+
+
+def _cupy_log(x):
+    import cupy  # the GPU's own log: not the C library's (tests compare with a tolerance)
+
+    return cupy.log(x)
+
+
+libm_log_p.impls.update({
+    "numpy": _libm.log,
+    "numba": _libm.log,
+    "dask": lambda x: x.map_blocks(_libm.log, dtype=x.dtype),
+    "jax": _jax_log,
+    "cupy": _cupy_log,
+})
+defabstract(libm_log_p, lambda x: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+defjvp_coef(libm_log_p, lambda y, x: 1.0 / x)
 
 
 # XLA:CPU's float32 log is not libm's: Cephes' logf polynomial (the constants below), evaluated

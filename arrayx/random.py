@@ -52,7 +52,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import normalize_axis, shape_arg
 from arrayx.transforms.core import current_trace
-from arrayx._random_math import _erf, _erf_inv, _fma, _log1p, _log32
+from arrayx._random_math import _erf, _erf_inv, _fma, _log1p, _log32, libm_log
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "threefry_partitionable",
@@ -546,8 +546,15 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
 
 
 def _xla_log(x: Array) -> Array:
-    """log as XLA:CPU computes it: its own float32 polynomial; libm's (correctly rounded) float64 log."""
-    return _log32(x) if x.dtype == _dtypes.float32 else xp.log(x)
+    """log as XLA:CPU computes it: its own float32 polynomial; the C library's float64 log."""
+    return _log32(x) if x.dtype == _dtypes.float32 else libm_log(x)
+
+
+def _xla_log_daz(x: Array) -> Array:
+    """_xla_log of any input: XLA:CPU reads subnormal operands as zero (log gives -inf there)."""
+    if x.dtype == _dtypes.float32:
+        return _log32(x)  # which reads them as zero already
+    return libm_log(xp.where(xp.abs(x) < float(np.finfo(x.dtype).tiny), 0.0, x))
 
 
 def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
@@ -733,7 +740,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
             r = cumulative[-1] * (1 - _uniform(key, shape, p.dtype, p.dtype.type(0.0), p.dtype.type(1.0)))
             index = xp.searchsorted(cumulative, xp.reshape(r, (-1,)))
         else:
-            g = _gumbel(key, (n_inputs,), p.dtype, _gumbel_mode("choice", mode)) + xp.log(p)
+            g = _gumbel(key, (n_inputs,), p.dtype, _gumbel_mode("choice", mode)) + _xla_log_daz(p)
             index = _top_k_indices(g, n_draws)
     if not is_array:
         return xp.reshape(xp.astype(index, out_dtype), shape)

@@ -3,8 +3,8 @@
 Run:  python benchmarks/bench_random.py                 (1e7 values; writes benchmarks/results/random.json)
       python benchmarks/bench_random.py --n 1000000 --repeat 3
 
-Each case draws ``n`` uniform or normal floats (float64 and float32) once per
-repeat; the best time counts.  arrayx computes threefry2x32 with whole-array
+Each case draws ``n`` uniform, normal, exponential or Gumbel floats (float64 and float32)
+once per repeat; the best time counts.  ``--executor`` runs arrayx on another executor.  arrayx computes threefry2x32 with whole-array
 uint32 operations on the NumPy executor (about 110 passes over the counters),
 so the interesting figures are the ratios: arrayx / numpy.random.Generator
 (a different generator: PCG64 and ziggurat normals) and arrayx / jax.random
@@ -45,10 +45,10 @@ def best_time(fn, repeat: int) -> float:
     return min(times)
 
 
-def cases(n: int) -> dict:
+def cases(n: int, executor: str = "numpy") -> dict:
     """case name -> {library name -> zero-argument callable that draws n values and waits for them}."""
     out = {}
-    key = xr.key(0)
+    key = xr.key(0, device=executor)
     generator = np.random.default_rng(0)
     try:
         import jax
@@ -58,13 +58,16 @@ def cases(n: int) -> dict:
         jkey = jr.PRNGKey(0)
     except ImportError:  # the jax columns are left out
         jax = None
-    for dist in ("uniform", "normal"):
+    peers = {  # numpy.random.Generator's counterpart (its gumbel is float64 only)
+        "uniform": lambda t: generator.random(n, dtype=t),
+        "normal": lambda t: generator.standard_normal(n, dtype=t),
+        "exponential": lambda t: generator.standard_exponential(n, dtype=t),
+        "gumbel": lambda t: generator.gumbel(size=n).astype(t, copy=False),
+    }
+    for dist in ("uniform", "normal", "exponential", "gumbel"):
         for dtype in (xp.float64, xp.float32):
-            row = {"arrayx": (lambda d=dist, t=dtype: getattr(xr, d)(key, (n,), t))}
-            if dist == "uniform":
-                row["numpy.Generator"] = lambda t=dtype: generator.random(n, dtype=t)
-            else:
-                row["numpy.Generator"] = lambda t=dtype: generator.standard_normal(n, dtype=t)
+            row = {"arrayx": (lambda d=dist, t=dtype: np.asarray(getattr(xr, d)(key, (n,), t)))}
+            row["numpy.Generator"] = lambda d=dist, t=dtype: peers[d](t)
             if jax is not None:
                 sampler = getattr(jr, dist)
                 row["jax.random"] = lambda s=sampler, t=dtype: s(jkey, (n,), t).block_until_ready()
@@ -78,6 +81,7 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000_000, help="values per draw (default 1e7)")
     parser.add_argument("--repeat", type=int, default=2, help="timed repeats per case; the best counts")
+    parser.add_argument("--executor", default="numpy", help="arrayx executor (default numpy)")
     parser.add_argument("--out", default=str(pathlib.Path(__file__).parent / "results" / "random.json"))
     args = parser.parse_args()
 
@@ -85,7 +89,7 @@ def main() -> dict:
     libs = ["arrayx", "numpy.Generator", "jax.random", "jax.random (jit)"]
     print(f"n = {args.n:.0e} values per draw, best of {args.repeat}; times in ms (M values/s)")
     print(f"{'case':<16}" + "".join(f"{lib:>24}" for lib in libs) + f"{'vs numpy':>10}{'vs jax':>9}{'vs jit':>9}")
-    for case, row in cases(args.n).items():
+    for case, row in cases(args.n, args.executor).items():
         times = {lib: best_time(fn, args.repeat) for lib, fn in row.items()}
         entry = {f"{lib}_s": t for lib, t in times.items()}
         for lib, label in (("numpy.Generator", "numpy"), ("jax.random", "jax"), ("jax.random (jit)", "jax_jit")):
@@ -103,7 +107,7 @@ def main() -> dict:
         )
         print(f"{case:<16}{cells}{ratios}")
     report = {
-        "benchmark": "random", "n": args.n, "repeat": args.repeat,
+        "benchmark": "random", "n": args.n, "repeat": args.repeat, "executor": args.executor,
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "processor": platform.machine(),
                     "cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0]},
         "cases": results,

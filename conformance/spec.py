@@ -1,10 +1,10 @@
 """The standard's names and signatures (2025.12), for the namespace and coverage tests.
 
-Read from the official stubs (``array_api_stubs._2025_12``, the data-apis/array-api
-repository) when they can be imported, else from ``spec_2025_12.json``, a snapshot of the
-same data committed next to this file so that CI on a clean checkout checks the same
-things.  Refresh the snapshot after a stubs update:
+Read from ``spec_2025_12.json``, a snapshot of the official stubs (``array_api_stubs._2025_12``,
+the data-apis/array-api repository) committed next to this file, so that every test reads
+only the repository.  Check or refresh the snapshot against the stubs:
 
+    python -m conformance.spec --check [--stubs /path/to/array-api/src]
     python -m conformance.spec --write [--stubs /path/to/array-api/src]
 
 A signature is a list of ``[name, kind, default]`` with ``kind`` an ``inspect.Parameter``
@@ -97,11 +97,9 @@ def from_stubs(stubs_path: str | None = None) -> dict:
 
 
 def load() -> dict:
-    """The spec data: from the stubs when importable, else from the committed snapshot."""
-    try:
-        return from_stubs()
-    except ImportError:
-        return json.loads(SNAPSHOT.read_text())
+    """The spec data, from the committed snapshot (tests read no file outside the repository;
+    ``python -m conformance.spec --check`` compares the snapshot with the stubs)."""
+    return load_snapshot()
 
 
 def load_snapshot() -> dict:
@@ -128,10 +126,15 @@ def all_functions(data: dict | None = None) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.spec", description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help=f"rewrite {SNAPSHOT.name} from the stubs")
+    p.add_argument("--check", action="store_true", help=f"exit 1 unless {SNAPSHOT.name} equals the stubs")
     p.add_argument("--stubs", default=None, help="folder that contains the array_api_stubs package")
     args = p.parse_args(argv)
     data = from_stubs(args.stubs)
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if args.check:
+        current = data == load_snapshot()
+        print(f"{SNAPSHOT.name} is {'current' if current else 'stale: refresh it with --write'}")
+        return 0 if current else 1
     if args.write:
         SNAPSHOT.write_text(text)
         print(f"wrote {SNAPSHOT} ({len(all_functions(data))} functions)")

@@ -24,6 +24,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     jax = jnp = jr = None
 
 needs_jax = pytest.mark.skipif(jax is None, reason="jax is not installed: jax.random is the bit-exact reference")
+needs_grad = pytest.mark.skipif(not hasattr(xp, "grad"), reason="arrayx.grad is not available yet")
+needs_staging = pytest.mark.skipif(not hasattr(xp, "make_graph"), reason="arrayx.make_graph is not available yet")
 
 # Seeds that exercise both 32-bit words, sign extension and the int64 limits.
 SEEDS = [0, 1, 42, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40 + 3, 2**63 - 1, -1, -2**31, -2**63] + [
@@ -440,6 +442,161 @@ def test_same_floats_on_every_executor(executor):
             same(got[name], want[name])
 
 
+# -- results that do not depend on the CPU -------------------------------------------------------
+# NumPy dispatches float64 log (and through SVML exp, log1p, ...) to its own SIMD code on CPUs
+# with AVX-512, where it differs from the C library's log that XLA calls.  The bit-exact paths
+# therefore bind no primitive whose floats come from an executor's math library; float64 log
+# goes through ``libm_log`` (the C library's), float32 log is emulated in IEEE arithmetic.
+
+#: elementwise primitives computed by an executor's math library (results may depend on the CPU)
+LIBRARY_MATH = frozenset({
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1", "log", "log10",
+    "log1p", "log2", "sin", "sinh", "tan", "tanh", "atan2", "hypot", "logaddexp", "pow",
+})
+#: _log32 takes floor(log2(x) + 2**-30) of float32 x, right for any log2 within 1e-9 (see there)
+ROBUST_TO_ANY_ROUNDING = frozenset({"log2"})
+
+BIT_EXACT_FLOAT_DRAWS = {
+    "normal": lambda k, dt: xr.normal(k, (6,), dt),
+    "exponential": lambda k, dt: xr.exponential(k, (6,), dt),
+    "gumbel": lambda k, dt: xr.gumbel(k, (6,), dt),
+    "gumbel-high": lambda k, dt: xr.gumbel(k, (6,), dt, mode="high"),
+    "choice-p": lambda k, dt: xr.choice(k, 4, (2,), replace=False, p=xp.asarray([0.1, 0.2, 0.3, 0.4], dtype=dt)),
+    "categorical": lambda k, dt: xr.categorical(k, xp.zeros((2, 3), dtype=dt)),
+}
+
+
+def _bound_primitives(graph) -> set:
+    names = set()
+    for eq in graph.equations:
+        names.add(eq.prim.name)
+        for value in eq.params.values():
+            if hasattr(value, "equations"):  # a sub-graph (call-like primitives)
+                names |= _bound_primitives(value)
+    return names
+
+
+@needs_staging
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(BIT_EXACT_FLOAT_DRAWS))
+def test_bit_exact_paths_bind_no_library_math(name, dtype):
+    bound = _bound_primitives(xp.make_graph(lambda k: BIT_EXACT_FLOAT_DRAWS[name](k, dtype))(xr.key(0)))
+    allowed = ROBUST_TO_ANY_ROUNDING if dtype == xp.float32 else frozenset()
+    assert bound & LIBRARY_MATH <= allowed, sorted(bound & LIBRARY_MATH)
+    if dtype == xp.float64 and name != "categorical" or name == "choice-p":
+        assert ("libm_log" in bound) == (dtype == xp.float64), sorted(bound)
+
+
+def _library_math_one_ulp_up(executor_name: str) -> dict:
+    """ex.impls entries that return every library-math result one ulp too high."""
+    from arrayx.api import elementwise as ew
+    from arrayx.executors import base
+
+    ex = base.get(executor_name)
+    out = {}
+    for prim_name in LIBRARY_MATH:
+        prim = getattr(ew, f"{prim_name}_p")
+        exact = ex.impls.get(prim) or ex.resolve(prim)
+        out[prim] = (lambda f: lambda *a: ex.xp.nextafter(f(*a), ex.xp.asarray(math.inf, dtype=f(*a).dtype)))(exact)
+    return out
+
+
+@needs_jax
+def test_draws_do_not_depend_on_the_executors_math_library(jrandom, executor, monkeypatch):
+    # What an AVX-512 CPU does to NumPy's log (its results differ in the last bit), done to every
+    # library-math primitive of this executor: the bit-exact draws must not move.
+    if executor == "cupy":
+        pytest.skip("CuPy's float64 log is the GPU's own, not the C library's")
+    from arrayx.executors import base
+
+    ex = base.get(executor)
+    for prim, fn in _library_math_one_ulp_up(executor).items():
+        monkeypatch.setitem(ex.impls, prim, fn)
+    assert float(xp.log(xp.asarray(2.0))) == np.nextafter(math.log(2.0), math.inf)  # the patch works
+    k, jk = xr.key(11), jrandom.PRNGKey(11)
+    for dtype in FLOATS:
+        same(xr.normal(k, (3000,), dtype), jrandom.normal(jk, (3000,), dtype))
+        same(xr.exponential(k, (3000,), dtype), jrandom.exponential(jk, (3000,), dtype))
+        same(xr.gumbel(k, (3000,), dtype), jrandom.gumbel(jk, (3000,), dtype))
+        same(xr.gumbel(k, (3000,), dtype, mode="high"), jrandom.gumbel(jk, (3000,), dtype, mode="high"))
+        p = np.linspace(0.01, 1.0, 40).astype(dtype)
+        same(xr.choice(k, 40, (10,), replace=False, p=xp.asarray(p)),
+             jrandom.choice(jk, 40, (10,), replace=False, p=jnp.asarray(p)))
+
+
+def _libm_log_inputs() -> np.ndarray:
+    rng = np.random.default_rng(12)
+    every_exponent = rng.integers(0x0010000000000000, 0x7FF0000000000000, 100_000, dtype=np.int64).view(np.float64)
+    return np.concatenate([every_exponent, rng.uniform(0.5, 2.0, 100_000), rng.random(100_000),
+                           [1.0, 2.0, 0.5, np.finfo(np.float64).max, np.finfo(np.float64).tiny]])
+
+
+def test_libm_log_is_the_c_librarys_log_on_every_executor(executor):
+    if executor == "cupy":
+        pytest.skip("CuPy's float64 log is the GPU's own, not the C library's")
+    x = _libm_log_inputs()
+    want = np.array([math.log(v) for v in x])  # CPython's math.log calls the C library's log
+    same(_random_math.libm_log(xp.asarray(x)), want)
+    special = np.array([0.0, -0.0, -1.0, np.inf, -np.inf, np.nan])
+    got = np.asarray(_random_math.libm_log(xp.asarray(special)))
+    np.testing.assert_array_equal(got, [-np.inf, -np.inf, np.nan, np.inf, np.nan, np.nan])
+
+
+@needs_jax
+def test_xlas_float64_log_is_the_c_librarys_log():
+    # The fact the design rests on, checked wherever the suite runs (XLA flushes subnormal inputs).
+    x = _libm_log_inputs()
+    with jax.enable_x64(True):
+        same(jax.jit(jnp.log)(x), np.array([math.log(v) for v in x]))
+
+
+def test_libm_log_routes_give_the_same_bits():
+    from arrayx.executors import _libm
+
+    if _libm.route() != "numba":
+        pytest.skip("Numba is not installed: only the math.log route exists here")
+    x = np.concatenate([_libm_log_inputs(), [0.0, -0.0, np.inf, 5e-324, 1e-310]])
+    same(_libm._log_numba(x), _libm._log_python(x))
+    nans = np.array([-1.0, -np.inf, np.nan])  # NaN either way (its sign bit is not specified)
+    assert np.isnan(_libm._log_numba(nans)).all() and np.isnan(_libm._log_python(nans)).all()
+    same(_libm.log(x[:6].reshape(2, 3)), _libm._log_python(x[:6]).reshape(2, 3))
+    with pytest.raises(TypeError, match="libm_log: expects float64, got float32"):
+        _libm.log(x[:6].astype(np.float32))
+    with pytest.raises(TypeError, match="libm_log: x must be float64"):
+        _random_math.libm_log(xp.asarray([1.0], dtype=xp.float32))
+
+
+@needs_grad
+def test_grad_through_libm_log():
+    g = xp.grad(lambda v: xp.sum(_random_math.libm_log(v)))(xp.asarray([0.5, 4.0]))
+    np.testing.assert_array_equal(np.asarray(g), [2.0, 0.25])
+
+
+_SUBPROCESS_MARK = "ARRAYX_TEST_RANDOM_SUBPROCESS"
+
+
+@needs_jax
+@pytest.mark.skipif(bool(__import__("os").environ.get(_SUBPROCESS_MARK)), reason="already the subprocess run")
+def test_random_tests_pass_with_numpys_avx512_paths_off(tmp_path):
+    # The same file again in a fresh process where NumPy's AVX-512 loops are off (set before NumPy
+    # is imported): on an AVX-512 CPU this runs NumPy's other log; results must not change.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = dict(os.environ, NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR", **{_SUBPROCESS_MARK: "1"})
+    env["ARRAYX_NUMBA_CACHE_DIR"] = env.get("ARRAYX_NUMBA_CACHE_DIR") or str(tmp_path / "numba")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
+         str(pathlib.Path(__file__).resolve())],
+        cwd=root, env=env, capture_output=True, text=True, timeout=1800,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and " failed" not in run.stdout
+
+
 def test_key_follows_executor_selection_and_device_argument(executor):
     assert xr.key(0).executor == executor
     assert xr.key(0, device="numpy").executor == "numpy"
@@ -662,8 +819,6 @@ def test_samplers_do_not_change_the_key():
 
 # -- transforms (run once grad/vmap/jit exist) -------------------------------------------------------
 
-needs_grad = pytest.mark.skipif(not hasattr(xp, "grad"), reason="arrayx.grad is not available yet")
-needs_staging = pytest.mark.skipif(not hasattr(xp, "make_graph"), reason="arrayx.make_graph is not available yet")
 
 STAGED = {
     "key": lambda seed: xr.key(seed),

@@ -312,7 +312,7 @@ def _sources_digest() -> str:
 
     h = hashlib.sha256()
     here = pathlib.Path(__file__).parent
-    for name in ("_numba_kernels.py", "_numba_math.py"):
+    for name in ("_numba_kernels.py", "_numba_math.py", "_libm.py"):
         h.update((here / name).read_bytes())
     h.update(f"{numba.__version__} {np.__version__} {sys.version_info[:2]}".encode())
     return h.hexdigest()[:16]
@@ -530,3 +530,28 @@ def sqdev_kernel(dtype: np.dtype, acc: np.dtype, parallel: bool = True):
         return stem, _HEADER.format(what=f"sum of squared deviations, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text
     return _cached(("sqdev", dtype, acc, parallel), make)
+
+
+# The C library's log through a symbol LLVM does not know (see _libm): never vectorised or replaced.
+_LIBM_LOG = '''
+from numba import types
+
+from arrayx.executors import _libm
+
+_libm.register_log_symbol()
+c_log = types.ExternalFunction(_libm.LOG_SYMBOL, types.float64(types.float64))
+
+
+@{jit}
+def kernel(x, out):
+    for i in range(x.size):
+        out[i] = c_log(x[i])
+'''
+
+
+def libm_log_kernel():
+    """Kernel ``(x, out)``: out[i] = the C library's log(x[i]) on flat float64 arrays, one thread."""
+    def make():
+        return "libm_log_float64", _HEADER.format(what="libm log", dtype="float64", acc="float64") + \
+            _LIBM_LOG.format(jit=_jit(False))
+    return _cached(("libm_log",), make)

@@ -25,11 +25,8 @@ def on_jax():
 
 def test_parity_table_covers_the_standard():
     covered = {c[0] for c in PARITY}
-    try:
-        names = spec_function_names()
-    except OSError:
-        pytest.skip("the array-api spec stubs are not checked out here")
-    assert names, "no spec functions found"
+    names = spec_function_names()
+    assert len(names) > 150 and "linalg.solve" in names and "fft.rfft" in names, names
     assert [n for n in names if n not in covered] == []
 
 
