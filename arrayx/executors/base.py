@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import threading
 from contextvars import ContextVar
 from typing import Any, Callable, Iterator
 
@@ -87,11 +88,14 @@ class Executor:
 
     def available(self) -> bool:
         if not self._checked:
-            self._checked = True
-            try:
-                self._xp = self._load()
-            except Exception as e:  # ImportError, no GPU, broken install ...
-                self._unavailable = f"{type(e).__name__}: {e}".strip()
+            # Threads that arrive while another loads wait for it: checked is set last.
+            with _load_lock(self.name):
+                if not self._checked:
+                    try:
+                        self._xp = self._load()
+                    except Exception as e:  # ImportError, no GPU, broken install ...
+                        self._unavailable = f"{type(e).__name__}: {e}".strip()
+                    self._checked = True
         return self._unavailable is None
 
     @property
@@ -188,6 +192,19 @@ class Executor:
 
     def __repr__(self) -> str:
         return f"<arrayx executor {self.name!r}>"
+
+
+_load_locks: dict[str, threading.RLock] = {}
+_load_locks_guard = threading.Lock()
+
+
+def _load_lock(name: str) -> threading.RLock:
+    """The lock that one executor's first load holds (kept outside the instance, which pickles)."""
+    lock = _load_locks.get(name)
+    if lock is None:
+        with _load_locks_guard:
+            lock = _load_locks.setdefault(name, threading.RLock())
+    return lock
 
 
 # --------------------------------------------------------------------------
