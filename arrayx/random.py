@@ -50,7 +50,7 @@ import numpy as np
 import arrayx as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import normalize_axis, shape_arg
+from arrayx.api._checks import check_size, normalize_axis, shape_arg
 from arrayx.transforms.core import current_trace
 from arrayx._random_math import _erf, _erf_inv, _fma, _log1p, _log32, libm_log
 
@@ -400,6 +400,7 @@ def bits(key, shape=(), dtype=None) -> Array:
     key = _check_key("bits", key)
     shape = shape_arg("bits", shape)
     dt = _U64 if dtype is None else _dtypes.as_dtype(dtype, "bits")
+    check_size("bits", shape, dt, key._ex)
     if dt.kind != "u":
         raise TypeError(f"bits: dtype must be an unsigned integer dtype (uint8..uint64), got {dt}")
     return _random_bits(key, dt.itemsize * 8, shape)
@@ -447,6 +448,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     key = _check_key("uniform", key)
     shape = shape_arg("uniform", shape)
     dt = _float_dtype("uniform", dtype)
+    check_size("uniform", shape, dt, key._ex)
     lo = _float_param("uniform", "minval", minval, dt)
     hi = _float_param("uniform", "maxval", maxval, dt)
     _check_shape("uniform", shape, _shape_of(lo), _shape_of(hi))
@@ -461,6 +463,7 @@ def normal(key, shape=(), dtype=None) -> Array:
     key = _check_key("normal", key)
     shape = shape_arg("normal", shape)
     dt = _float_dtype("normal", dtype, complex_ok=True)
+    check_size("normal", shape, dt, key._ex)
     if dt.kind == "c":
         real = _dtypes.REAL_OF[dt]
         k_re, k_im = split(key)
@@ -486,6 +489,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
         shape = xp.broadcast_shapes(_shape_of(lo), _shape_of(hi))
     else:
         shape = shape_arg("truncated_normal", shape)
+        check_size("truncated_normal", shape, dt, key._ex)
         _check_shape("truncated_normal", shape, _shape_of(lo), _shape_of(hi))
     sqrt2 = dt.type(math.sqrt(2))
     lo_a = lo if isinstance(lo, Array) else xp.asarray(lo, device=key.device)
@@ -507,6 +511,7 @@ def exponential(key, shape=(), dtype=None) -> Array:
     key = _check_key("exponential", key)
     shape = shape_arg("exponential", shape)
     dt = _float_dtype("exponential", dtype)
+    check_size("exponential", shape, dt, key._ex)
     zero, one = dt.type(0.0), dt.type(1.0)
     return _draw(key, shape, lambda start, count: -_log1p(-_uniform_range(key, dt, zero, one, start, count)))
 
@@ -520,6 +525,7 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
     key = _check_key("gumbel", key)
     shape = shape_arg("gumbel", shape)
     dt = _float_dtype("gumbel", dtype)
+    check_size("gumbel", shape, dt, key._ex)
     return _gumbel(key, shape, dt, _gumbel_mode("gumbel", mode))
 
 
@@ -572,6 +578,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
     else:
         raise TypeError(f"bernoulli: p must be a float or a float arrayx array, got {type(p).__name__}")
     shape = _shape_of(p) if shape is None else shape_arg("bernoulli", shape)
+    check_size("bernoulli", shape, dt, key._ex)
     _check_shape("bernoulli", shape, _shape_of(p))
     if mode == "high":
         u = _uniform(key, (2, *shape), dt, dt.type(0.0), dt.type(1.0))
@@ -615,6 +622,7 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     key = _check_key("randint", key)
     shape = shape_arg("randint", shape)
     dt = _dtypes.DEFAULT_INT if dtype is None else _dtypes.as_dtype(dtype, "randint")
+    check_size("randint", shape, dt, key._ex)
     if dt.kind not in "iu":
         raise TypeError(f"randint: dtype must be an integer dtype, got {dt}")
     lo = _int_param("randint", "minval", minval, key.device)
@@ -702,6 +710,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"choice: shape must be a tuple of ints, got {type(shape).__name__}")
     shape = shape_arg("choice", shape)
+    check_size("choice", shape, _dtypes.DEFAULT_INT, key._ex)
     is_array = isinstance(a, Array) and a.ndim > 0
     if is_array:
         axis = normalize_axis("choice", axis, a.ndim)
@@ -763,6 +772,7 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
         shape = batch_shape
     else:
         shape = shape_arg("categorical", shape)
+        check_size("categorical", shape, _dtypes.DEFAULT_INT, key._ex)
         _check_shape("categorical", shape, batch_shape)
     prefix = shape[: len(shape) - len(batch_shape)]
     if replace:

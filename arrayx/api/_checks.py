@@ -169,6 +169,42 @@ def shape_arg(fname: str, shape) -> tuple:
     return tuple(out)
 
 
+#: the most bytes one buffer can span anywhere: NumPy and XLA count sizes in int64 (XLA aborts
+#: the process on a larger shape, so this is checked before any executor sees the shape)
+MAX_BUFFER_BYTES = 2**63 - 1
+
+
+def _bytes_text(n: int) -> str:
+    for unit, scale in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def check_size(fname: str, shape: tuple, dtype, executor=None) -> None:
+    """ValueError naming ``fname``, the shape and the limit when no buffer of ``shape`` and ``dtype``
+    can exist: more than MAX_BUFFER_BYTES (zero dimensions do not count: executors multiply the
+    others first), or, for an ``executor`` that allocates now, more than its ``memory_limit()``."""
+    itemsize = np.dtype(dtype).itemsize
+    extent = 1
+    for d in shape:
+        extent *= d or 1
+    if extent * itemsize > MAX_BUFFER_BYTES:
+        raise ValueError(
+            f"{fname}: shape {tuple(shape)} of {dtype} spans {extent} elements ({_bytes_text(extent * itemsize)}), "
+            f"more than any executor can address (2**63 - 1 bytes: NumPy and XLA count sizes in int64); "
+            f"pass a smaller shape"
+        )
+    limit = None if executor is None else executor.memory_limit()
+    nbytes = 0 if 0 in shape else extent * itemsize
+    if limit is not None and nbytes > limit[0]:
+        raise ValueError(
+            f"{fname}: shape {tuple(shape)} of {dtype} ({extent} elements) needs {_bytes_text(nbytes)} on the "
+            f"{executor.name!r} executor, more than one array can have there ({_bytes_text(limit[0])}: "
+            f"{limit[1]}); pass a smaller shape"
+        )
+
+
 def normalize_axis(fname: str, axis, ndim: int, name: str = "axis") -> int:
     try:
         a = operator.index(axis)

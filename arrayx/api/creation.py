@@ -16,7 +16,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, check_dtype, shape_arg, with_article
+from arrayx.api._checks import array_arg, check_dtype, check_size, shape_arg, with_article
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -137,27 +137,28 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     return _place(ex, ex.from_dlpack(x, copy=copy), dev)
 
 
-def _creation(fname, device, build):
+def _creation(fname, device, build, shape: tuple, dtype):
     ex, dev = _exec.resolve_device(device, fname)
+    check_size(fname, shape, dtype, ex)  # before the executor: XLA aborts the process on overflow
     return _place(ex, build(ex.xp), dev)
 
 
 def zeros(shape, *, dtype=None, device=None) -> Array:
     """An array of zeros."""
     shape, dt = shape_arg("zeros", shape), _dtype_arg("zeros", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("zeros", device, lambda xp: xp.zeros(shape, dtype=dt))
+    return _creation("zeros", device, lambda xp: xp.zeros(shape, dtype=dt), shape, dt)
 
 
 def ones(shape, *, dtype=None, device=None) -> Array:
     """An array of ones."""
     shape, dt = shape_arg("ones", shape), _dtype_arg("ones", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("ones", device, lambda xp: xp.ones(shape, dtype=dt))
+    return _creation("ones", device, lambda xp: xp.ones(shape, dtype=dt), shape, dt)
 
 
 def empty(shape, *, dtype=None, device=None) -> Array:
     """An uninitialised array (zeros on executors that cannot leave memory uninitialised)."""
     shape, dt = shape_arg("empty", shape), _dtype_arg("empty", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("empty", device, lambda xp: xp.empty(shape, dtype=dt))
+    return _creation("empty", device, lambda xp: xp.empty(shape, dtype=dt), shape, dt)
 
 
 def _fill_dtype(fname, fill_value, dtype):
@@ -182,7 +183,7 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """An array filled with ``fill_value`` (dtype inferred from the Python scalar)."""
     shape = shape_arg("full", shape)
     fill_value, dt = _fill_dtype("full", fill_value, dtype)
-    return _creation("full", device, lambda xp: xp.full(shape, fill_value, dtype=dt))
+    return _creation("full", device, lambda xp: xp.full(shape, fill_value, dtype=dt), shape, dt)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
@@ -201,10 +202,15 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     if dt.kind in "iu" and builtins.any(isinstance(v, float) for v in (start, stop, step)):
         raise TypeError(f"arange: float arguments with integer dtype {dt}; pass ints or a float dtype")
     if dt.kind in "iu":
-        return _creation("arange", device, lambda xp: xp.arange(start, stop, step, dtype=dt))
+        size = (max(0, -((start - stop) // step)),)  # ceil((stop - start) / step), exact for any size
+        return _creation("arange", device, lambda xp: xp.arange(start, stop, step, dtype=dt), size, dt)
     if dt.kind not in "f":
         raise TypeError(f"arange: dtype must be real (integer or float), got {dt}")
-    return _creation("arange", device, lambda xp: _float_arange(xp, start, stop, step, dt))
+    span = (stop - start) / step  # NumPy's length is ceil(span)
+    if not math.isfinite(span):
+        raise ValueError(f"arange: [{start}, {stop}) in steps of {step} has infinitely many values; pass finite bounds")
+    size = (max(0, math.ceil(span)),)
+    return _creation("arange", device, lambda xp: _float_arange(xp, start, stop, step, dt), size, dt)
 
 
 _HOST_ARANGE_MAX = 4096  # float aranges up to this length are built on the host and copied
@@ -234,7 +240,7 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array
     n_rows = shape_arg("eye", n_rows)[0]
     n_cols = n_rows if n_cols is None else shape_arg("eye", n_cols)[0]
     dt = _dtype_arg("eye", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("eye", device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt))
+    return _creation("eye", device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt), (n_rows, n_cols), dt)
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> Array:
@@ -246,8 +252,9 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = T
         dt = _dtypes.as_dtype(dtype, "linspace")
         if dt.kind not in "fc":
             raise TypeError(f"linspace: dtype must be floating-point, got {dt}")
+    check_size("linspace", (num,), dt, _exec.get("numpy"))  # the values are computed on the host first
     host = np.linspace(start, stop, num, endpoint=endpoint, dtype=_dtypes.COMPLEX_OF.get(dt, dt) if dt.kind == "c" else np.float64)
-    return _creation("linspace", device, lambda xp: xp.asarray(host.astype(dt)))
+    return _creation("linspace", device, lambda xp: xp.asarray(host.astype(dt)), (num,), dt)
 
 
 # -- functions of arrays (bind primitives) ------------------------------------

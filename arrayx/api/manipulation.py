@@ -15,7 +15,7 @@ import operator
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axis, normalize_axes
+from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -153,6 +153,7 @@ def broadcast_to(x, /, shape) -> Array:
     shape = _shape_tuple("broadcast_to", shape)
     if shape == x.shape:
         return x
+    check_size("broadcast_to", shape, x.dtype)
     xs = x.shape
     ok = len(xs) <= len(shape) and all(d is None or d == 1 or d == t for d, t in zip(xs[::-1], shape[::-1]))
     if not ok or any(d < 0 for d in shape):
@@ -269,6 +270,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     n_unknown = shape.count(-1)
     if n_unknown > 1:
         raise ValueError(f"reshape: only one dimension can be -1, got shape {shape}")
+    check_size("reshape", tuple(d for d in shape if d != -1), x.dtype)
     if min(shape, default=0) < -1:
         raise ValueError(f"reshape: invalid dimension in shape {shape}; dimensions must be >= 0 (or one -1)")
     if None not in xshape:

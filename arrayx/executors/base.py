@@ -124,6 +124,12 @@ class Executor:
     def capabilities(self) -> dict:
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
+    def memory_limit(self) -> tuple[int, str] | None:
+        """(most bytes one new array may need, what sets that limit), checked by the creation
+        functions before they call the executor; None where there is no such limit to check."""
+        total = host_memory_bytes()
+        return None if total is None else (total, "this machine's memory and swap")
+
     # -- running primitives -------------------------------------------------
     def resolve(self, prim) -> Callable:
         """The callable that runs ``prim`` on this executor's buffers (cached)."""
@@ -192,6 +198,20 @@ class Executor:
 
     def __repr__(self) -> str:
         return f"<arrayx executor {self.name!r}>"
+
+
+def host_memory_bytes() -> int | None:
+    """This machine's physical memory plus swap (what one allocation can ever get), None if unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            swap = next((int(line.split()[1]) * 1024 for line in f if line.startswith("SwapTotal:")), 0)
+    except OSError:
+        swap = 0
+    return total + swap
 
 
 _load_locks: dict[str, threading.RLock] = {}

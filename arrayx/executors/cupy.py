@@ -125,6 +125,9 @@ class CupyExecutor(Executor):
         return super().resolve(prim)
 
     # -- devices ------------------------------------------------------------------------
+    def memory_limit(self):
+        return None  # GPU memory: CuPy's OutOfMemoryError names the size
+
     def devices(self) -> list[Device]:
         self.xp  # noqa: B018 - loads CuPy (raises with the reason when unavailable)
         return list(self._devices)

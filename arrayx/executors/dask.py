@@ -234,6 +234,10 @@ class _Namespace(types.ModuleType):
 _xp = _Namespace("arrayx.executors.dask.xp")
 
 
+#: chunks one new array may have: the client keeps a chunks tuple entry and graph keys per chunk
+_MAX_CHUNKS = 10**8
+
+
 # -- overrides: primitives whose Dask implementation differs from getattr(xp, name) ------------
 
 def _is_int_index(k) -> bool:
@@ -761,6 +765,13 @@ class DaskExecutor(Executor):
             fn = _empty_on_host(prim, fn)
         self.impls[prim] = fn
         return fn
+
+    def memory_limit(self):
+        # lazy: chunks are allocated when computed, but the client holds an entry per chunk
+        import dask
+
+        chunk = dask.utils.parse_bytes(dask.config.get("array.chunk-size"))
+        return _MAX_CHUNKS * chunk, f"{_MAX_CHUNKS:.0e} chunks of Dask's array.chunk-size"
 
     def capabilities(self) -> dict:
         # Data-dependent shapes (masks, nonzero, unique) are only known once computed: supported

@@ -374,6 +374,10 @@ class JaxExecutor(Executor):
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     # -- devices ------------------------------------------------------------------------
+    def memory_limit(self):
+        # host memory on the CPU backend; an accelerator's allocator reports RESOURCE_EXHAUSTED itself
+        return super().memory_limit() if self.default_device().label.startswith("cpu") else None
+
     def devices(self) -> list[Device]:
         self.xp  # noqa: B018 - loads JAX (raises with the reason when it is missing)
         return list(self._devices)
