@@ -1,11 +1,13 @@
 """The Numba executor's kernels: scalar expressions as data, loops as source templates.
 
 Every kernel is generated from a template into a real ``.py`` file under the kernel cache
-directory, then imported, so that Numba's ``cache=True`` works (it refuses functions made
-by ``exec``) and a later process loads the compiled machine code from disk instead of
-compiling again.  Each file holds one kernel for one operation and one dtype, is written
-once (an unchanged file keeps Numba's cache valid), and is only generated and compiled when
-an array of that dtype first reaches the operation.
+directory (a private folder, verified before use: see ``cache_dir``), compiled under that
+file's name, and given a Numba disk cache in the same folder (``_numba_cache``), so a later
+process loads the compiled machine code instead of compiling again; damaged cache files are
+discarded and compiled again.  Each file holds one kernel for one operation and one dtype, is
+written once (an unchanged file keeps Numba's cache valid), and is only generated and compiled
+when an array of that dtype first reaches the operation.  Without a safe folder, kernels are
+compiled in memory.
 
 Literals in the expressions are written ``T(...)`` (the operand dtype) or ``A(...)`` (the
 accumulator dtype): Numba would otherwise compute ``float32 + 1.5`` in float64 and
@@ -17,14 +19,13 @@ This module does not import Numba; the generated files do.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import pathlib
 import shutil
 import sys
-import tempfile
 import threading
 import time
+import types
 
 import numpy as np
 
@@ -124,7 +125,8 @@ T = np.{dtype}
 A = np.{acc}
 '''
 
-_JIT = 'njit(parallel={parallel}, cache=True, nogil=True, error_model="numpy", fastmath={fastmath})'
+# cache=False: arrayx attaches its own disk cache (_numba_cache), in the verified kernel folder
+_JIT = 'njit(parallel={parallel}, cache=False, nogil=True, error_model="numpy", fastmath={fastmath})'
 
 # Elementwise kernels cut the flat arrays into chunks (the parallel work items) and index each
 # chunk from 0: LLVM then knows the indices are not negative, drops Numba's wrap-around check
@@ -312,7 +314,7 @@ def _sources_digest() -> str:
 
     h = hashlib.sha256()
     here = pathlib.Path(__file__).parent
-    for name in ("_numba_kernels.py", "_numba_math.py", "_libm.py"):
+    for name in ("_numba_kernels.py", "_numba_math.py", "_libm.py", "_numba_cache.py"):
         h.update((here / name).read_bytes())
     h.update(f"{numba.__version__} {np.__version__} {sys.version_info[:2]}".encode())
     return h.hexdigest()[:16]
@@ -328,37 +330,68 @@ def _default_root() -> pathlib.Path:
 
 
 _dir: pathlib.Path | None = None
+_dir_problem: str | None = None  # why kernels are compiled without a disk cache in this process
+_dir_lock = threading.Lock()
 _lock = threading.Lock()
 _kernels: dict[tuple, object] = {}
 
 
-def cache_dir() -> pathlib.Path:
-    """Directory of the generated kernel sources (Numba's cache sits in its ``__pycache__``,
-    or under ``NUMBA_CACHE_DIR`` when that is set).
+def _make_private(path: pathlib.Path) -> None:
+    """Create the missing folders of ``path`` with mode 0700 (existing ones are left as they are)."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
 
-    ``ARRAYX_NUMBA_CACHE_DIR``, else ``$ARRAYX_CACHE_DIR/numba``, else
-    ``~/.cache/arrayx/numba`` (``$XDG_CACHE_HOME`` respected); a per-user temporary directory
-    when that cannot be written.
+
+def cache_dir() -> pathlib.Path | None:
+    """Folder of the generated kernel sources and of Numba's compiled code for them, or None when
+    no safe folder exists here (kernels are then compiled in memory; ``cache_problem()`` says why).
+
+    ``ARRAYX_NUMBA_CACHE_DIR``, else ``$ARRAYX_CACHE_DIR/numba``, else ``~/.cache/arrayx/numba``
+    (``$XDG_CACHE_HOME`` respected).  Folders arrayx creates are private (0700); before anything
+    is loaded the folder must be owned by this user and writable by no one else (see
+    ``_numba_cache.verify_private``), else it is not used.  A read-only folder is used as it is.
     """
-    global _dir
-    if _dir is None:
-        digest = _sources_digest()
-        fallback = pathlib.Path(tempfile.gettempdir()) / f"arrayx-numba-{os.getuid()}"
-        for root in (_default_root(), fallback):
-            d = root / f"kernels-{digest}"
-            try:
-                d.mkdir(parents=True, exist_ok=True)
-                probe = d / f".probe-{os.getpid()}"
-                probe.write_text("")
-                probe.unlink()
-            except OSError:
-                continue
-            _dir = d
-            _prune_stale(d)
-            break
-        else:
-            raise OSError(f"arrayx numba executor: no writable kernel cache directory (tried {_default_root()})")
+    global _dir, _dir_problem
+    if _dir is None and _dir_problem is None:
+        with _dir_lock:
+            if _dir is None and _dir_problem is None:
+                _dir, _dir_problem = _choose_dir()
+                if _dir_problem is not None:
+                    import warnings
+
+                    warnings.warn(f"arrayx numba executor: kernels are compiled without a disk cache in this "
+                                  f"process: {_dir_problem}", RuntimeWarning, stacklevel=3)
     return _dir
+
+
+def cache_problem() -> str | None:
+    """Why this process has no kernel disk cache (None when it has one)."""
+    cache_dir()
+    return _dir_problem
+
+
+def _choose_dir() -> tuple[pathlib.Path | None, str | None]:
+    from arrayx.executors._numba_cache import verify_private
+
+    d = _default_root() / f"kernels-{_sources_digest()}"
+    try:
+        _make_private(d)
+    except OSError as e:
+        if not d.is_dir():
+            return None, f"cannot create {d} ({e.strerror})"
+    for folder in (d.parent, d):
+        problem = verify_private(str(folder))
+        if problem is not None:
+            return None, f"{problem}; use a private folder (ARRAYX_NUMBA_CACHE_DIR)"
+    _prune_stale(d)
+    return d, None
 
 
 STALE_AFTER_DAYS = 30
@@ -370,7 +403,10 @@ def _prune_stale(current: pathlib.Path) -> None:
     A process marks its own directory as used (its mtime) when it starts, so a directory in use
     by another installation is never older than that.
     """
-    os.utime(current)
+    try:
+        os.utime(current)
+    except OSError:  # a read-only cache: nothing to prune either
+        return
     cutoff = time.time() - STALE_AFTER_DAYS * 86400
     for other in current.parent.glob("kernels-*"):
         try:
@@ -380,23 +416,44 @@ def _prune_stale(current: pathlib.Path) -> None:
             continue
 
 
-def _load(stem: str, source: str):
-    """The ``kernel`` of the generated module ``stem`` (written once, then imported)."""
-    path = cache_dir() / f"{stem}.py"
+def _source_file(stem: str, source: str) -> pathlib.Path | None:
+    """The kernel's source file in the cache folder (written once), or None: no usable file."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / f"{stem}.py"
     try:
         current = path.read_text()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         current = None
-    if current != source:
+    if current != source:  # missing, damaged or from another arrayx: replaced
         tmp = path.with_name(f".{stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)  # atomic: a concurrent process sees the old or the new file
+        try:
+            tmp.write_text(source)
+            os.replace(tmp, path)  # atomic: a concurrent process sees the old or the new file
+        except OSError:  # a read-only folder without this kernel: compile it in memory
+            return None
+    return path
+
+
+def _load(stem: str, source: str):
+    """The ``kernel`` of the generated module ``stem``, with Numba's disk cache where there is a file.
+
+    The module is compiled from the source text itself (no ``.pyc``: nothing but Numba's own
+    files is read back from the cache folder), under the file's name so that Numba can cache it.
+    """
+    path = _source_file(stem, source)
     name = f"_arrayx_numba_{stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType(name)
+    module.__file__ = str(path) if path is not None else f"<arrayx kernel {stem}>"
     sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module.kernel
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    kernel = module.kernel
+    if path is not None:
+        from arrayx.executors import _numba_cache
+
+        _numba_cache.attach(kernel)
+    return kernel
 
 
 def _cached(key: tuple, make):

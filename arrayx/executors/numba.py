@@ -25,8 +25,9 @@ Configuration (environment, read when the executor loads; the attributes can be 
     compile single-threaded kernels (no threading layer; for machines whose cores are busy).
 ``ARRAYX_NUMBA_THREADING_LAYER``
     Numba threading layer to use (default ``workqueue``; ``NUMBA_THREADING_LAYER`` wins).
-``ARRAYX_NUMBA_CACHE_DIR`` / ``ARRAYX_CACHE_DIR`` / ``NUMBA_CACHE_DIR``
-    where generated kernel sources / Numba's compiled code go.
+``ARRAYX_NUMBA_CACHE_DIR`` / ``ARRAYX_CACHE_DIR``
+    where generated kernel sources and Numba's compiled code for them go (a private folder,
+    verified before use; ``NUMBA_CACHE_DIR`` does not apply to arrayx's kernels).
 
 Numba is imported when the executor is first used, never by ``import arrayx``.
 """
@@ -171,7 +172,7 @@ class NumbaExecutor(NumpyExecutor):
             "parallel": self.parallel,
             "threads": numba.get_num_threads() if self.parallel else 1,
             "threading layer": self.threading_layer,
-            "kernel cache": str(_numba_kernels.cache_dir()),
+            "kernel cache": str(_numba_kernels.cache_dir() or f"none ({_numba_kernels.cache_problem()})"),
         })
         return caps
 

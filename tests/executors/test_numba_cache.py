@@ -1,0 +1,160 @@
+"""The Numba kernel cache against hostile neighbours and damaged files (real files, fresh processes).
+
+Numba's index and data files are pickles: a folder another user can write must never be
+loaded from.  Damaged files are discarded and compiled again; a read-only folder is used.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import pickle
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from arrayx.executors import base
+
+pytestmark = pytest.mark.skipif(not base.get("numba").available(), reason="numba is not installed")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOBODY = 65534  # a uid that is not ours, to give a folder away (root only)
+
+# One process's use of two kernels (a native exp and the C library's log), reported as JSON.
+_USE = r"""
+import json, warnings
+import numpy as np
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import arrayx as xp
+    from arrayx.executors import _libm, _numba_kernels as K
+    ex = xp.executors.base.get("numba")
+    ex.thresholds.update(transcendental=1)
+    x = np.linspace(0.5, 2.0, 1000)
+    got_exp = np.asarray(xp.exp(xp.asarray(x, device="numba")))
+    got_log = _libm.log(x)
+hits = sum(sum(k.stats.cache_hits.values()) for k in K._kernels.values())
+misses = sum(sum(k.stats.cache_misses.values()) for k in K._kernels.values())
+print(json.dumps({
+    "dir": None if K.cache_dir() is None else str(K.cache_dir()), "problem": K.cache_problem(),
+    "exp_ok": bool(np.allclose(got_exp, np.exp(x), rtol=1e-15)), "log_ok": bool((got_log == np.log(x)).all()),
+    "hits": hits, "misses": misses, "warnings": [str(w.message) for w in caught],
+}))
+"""
+
+
+def _run(cache: pathlib.Path, obey_permissions: bool = False) -> dict:
+    """_USE in a fresh process; ``obey_permissions``: even as root (whom file modes do not stop)."""
+    env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(cache), HOME=str(cache.parent))
+    command = [sys.executable, "-c", _USE]
+    if obey_permissions and os.getuid() == 0:
+        command = [shutil.which("setpriv"), "--bounding-set", "-dac_override,-dac_read_search", *command]
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["exp_ok"] and out["log_ok"], out
+    return out
+
+
+@pytest.fixture
+def scratch():
+    """A folder in the system's temporary area (sticky, as /tmp is: what a real cache sits under)."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="arrayx-cache-test-"))
+    d.chmod(0o755)
+    yield d
+    subprocess.run(["chmod", "-R", "u+w", str(d)], check=False)
+    subprocess.run(["rm", "-rf", str(d)], check=False)
+
+
+def _kernel_dir(out: dict) -> pathlib.Path:
+    assert out["dir"] is not None, out
+    return pathlib.Path(out["dir"])
+
+
+def test_cache_folders_are_created_private_and_reused(scratch):
+    first = _run(scratch / "a" / "b")
+    d = _kernel_dir(first)
+    for folder in (scratch / "a", scratch / "a" / "b", d):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert first["misses"] >= 2 and first["hits"] == 0
+    assert {p.suffix for p in d.iterdir()} >= {".py", ".nbi", ".nbc"}
+    assert not list(d.rglob("*.pyc"))  # kernel modules are compiled from their text: no bytecode is read back
+    second = _run(scratch / "a" / "b")
+    assert second["hits"] >= 2 and second["misses"] == 0 and second["warnings"] == []
+
+
+def _planted_index(folder: pathlib.Path, marker: pathlib.Path) -> None:
+    """Index files that run code when unpickled (what an attacker would plant)."""
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+    for name in ("exp_v_float64.kernel-13.py311.nbi", "libm_log_float64.kernel-21.py311.nbi"):
+        (folder / name).write_bytes(pickle.dumps(Payload()))
+
+
+def test_a_folder_others_can_write_is_never_loaded_from(scratch):
+    cache = scratch / "shared"
+    cache.mkdir(mode=0o777)
+    cache.chmod(0o777)  # created first by someone else, open to all (mkdir applies the umask)
+    first = _run(cache)  # learn the kernel folder's name, then plant pickles in it
+    assert first["dir"] is None and "writable by other users (mode 0777)" in first["problem"]
+    assert any("without a disk cache" in w for w in first["warnings"])
+    kernels = next(iter(cache.glob("kernels-*")), None) or cache / "kernels-x"
+    kernels.mkdir(exist_ok=True)
+    kernels.chmod(0o777)
+    marker = scratch / "pwned"
+    _planted_index(kernels, marker)
+    again = _run(cache)
+    assert again["dir"] is None and not marker.exists()
+
+
+def test_a_folder_owned_by_another_user_is_not_used(scratch):
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a folder to another user")
+    cache = scratch / "theirs"
+    cache.mkdir(mode=0o700)
+    os.chown(cache, NOBODY, NOBODY)
+    out = _run(cache)
+    assert out["dir"] is None and f"owned by uid {NOBODY}" in out["problem"]
+
+
+def test_a_parent_others_can_write_makes_the_cache_unsafe(scratch):
+    parent = scratch / "open"
+    parent.mkdir()
+    parent.chmod(0o777)  # not sticky: anyone could swap the cache folder for their own
+    out = _run(parent / "mine")
+    assert out["dir"] is None and "above the cache, is writable by other users" in out["problem"]
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage"])
+@pytest.mark.parametrize("suffix", [".nbi", ".nbc", ".py"])
+def test_damaged_cache_files_are_discarded_and_recompiled(scratch, suffix, damage):
+    cache = scratch / "c"
+    d = _kernel_dir(_run(cache))
+    for path in d.glob(f"*{suffix}"):
+        data = path.read_bytes()
+        path.write_bytes({"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"\x80\x04garbage" * 7}[damage])
+    damaged = _run(cache)  # works, compiling what it could not load
+    if suffix == ".py":  # rewritten as generated: the same text, so Numba's cache of it stays valid
+        assert all("def kernel(" in p.read_text() for p in d.glob("*.py")) and damaged["misses"] == 0
+    else:
+        assert damaged["misses"] >= 1
+        assert any("could not be loaded" in w and "compiling it again" in w for w in damaged["warnings"]), damaged
+    repaired = _run(cache)  # a later process finds good files again
+    assert repaired["hits"] >= 2 and repaired["misses"] == 0 and repaired["warnings"] == [], repaired
+
+
+def test_a_read_only_cache_with_valid_kernels_is_used(scratch):
+    if os.getuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("root ignores file modes, and setpriv (util-linux) is not here to drop that")
+    cache = scratch / "ro"
+    d = _kernel_dir(_run(cache))
+    for p in [*d.iterdir(), d, cache]:
+        p.chmod(stat.S_IMODE(p.stat().st_mode) & ~0o222)
+    out = _run(cache, obey_permissions=True)
+    assert out["dir"] == str(d) and out["hits"] >= 2 and out["misses"] == 0, out
+    assert out["warnings"] == [], out
