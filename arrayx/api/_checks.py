@@ -172,6 +172,7 @@ def shape_arg(fname: str, shape) -> tuple:
 #: the most bytes one buffer can span anywhere: NumPy and XLA count sizes in int64 (XLA aborts
 #: the process on a larger shape, so this is checked before any executor sees the shape)
 MAX_BUFFER_BYTES = 2**63 - 1
+_SMALL_BYTES = 2**30  # below any machine's memory limit
 
 
 def _bytes_text(n: int) -> str:
@@ -185,10 +186,12 @@ def check_size(fname: str, shape: tuple, dtype, executor=None) -> None:
     """ValueError naming ``fname``, the shape and the limit when no buffer of ``shape`` and ``dtype``
     can exist: more than MAX_BUFFER_BYTES (zero dimensions do not count: executors multiply the
     others first), or, for an ``executor`` that allocates now, more than its ``memory_limit()``."""
-    itemsize = np.dtype(dtype).itemsize
+    itemsize = dtype.itemsize if isinstance(dtype, np.dtype) else np.dtype(dtype).itemsize
     extent = 1
     for d in shape:
         extent *= d or 1
+    if extent * itemsize <= _SMALL_BYTES:  # the common case: nothing to compare
+        return
     if extent * itemsize > MAX_BUFFER_BYTES:
         raise ValueError(
             f"{fname}: shape {tuple(shape)} of {dtype} spans {extent} elements ({_bytes_text(extent * itemsize)}), "

@@ -12,6 +12,7 @@ existing arrays run on their arrays' executor.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import threading
@@ -200,6 +201,7 @@ class Executor:
         return f"<arrayx executor {self.name!r}>"
 
 
+@functools.lru_cache(maxsize=None)  # read once: creation functions check every request against it
 def host_memory_bytes() -> int | None:
     """This machine's physical memory plus swap (what one allocation can ever get), None if unknown."""
     try:
