@@ -201,6 +201,26 @@ class _ArrayMethods:
     def __hash__(self):
         raise TypeError("arrayx.Array is unhashable")
 
+    # -- pickle and copy -----------------------------------------------------------
+    def __reduce__(self):
+        # by value: the executor is named (looked up in the registry when loading), never pickled
+        return (_unpickle, (self._ex.name, self.device.label, self._ex.host_for_pickle(self._buf)))
+
+    def __dask_tokenize__(self):
+        # Dask names a task argument by its token: hash the buffer (as Dask would), never pickle it
+        from dask.base import normalize_token
+
+        return ("arrayx.Array", self._ex.name, normalize_token(self._buf))
+
+    def __copy__(self) -> "Array":
+        # a fresh buffer where buffers are written in place; immutable ones can be shared
+        ex = self._ex
+        buf = self._buf
+        return Array._new(ex.xp.asarray(buf, copy=True) if ex.mutable else buf, ex)
+
+    def __deepcopy__(self, memo) -> "Array":
+        return self.__copy__()
+
     # -- indexing --------------------------------------------------------------
     def __getitem__(self, key, /) -> "Array":
         return _indexing.getitem(self, key)
@@ -372,6 +392,35 @@ class _ArrayMethods:
             )
         self._become(result)
         return self
+
+
+def _unpickle(executor: str, label: str, host: np.ndarray) -> Array:
+    """An array of ``executor`` on its device ``label`` holding ``host`` (what Array.__reduce__ saved)."""
+    from arrayx.executors import base
+
+    what = f"unpickling an arrayx array of the {executor!r} executor"
+    try:
+        ex = base.get(executor)
+    except ValueError:
+        raise RuntimeError(
+            f"{what}: no executor of that name is registered here (registered: {base.registered()}); "
+            f"install the package that provides it, or save the data with numpy.asarray(x) instead"
+        ) from None
+    if not ex.available():
+        raise RuntimeError(
+            f"{what}: that executor is not available here ({ex.unavailable_reason}). {ex.install_hint} "
+            f"Load it where {executor!r} runs, or save the data with numpy.asarray(x) instead"
+        )
+    device = next((d for d in ex.devices() if d.label == label), None)
+    if device is None:
+        raise RuntimeError(
+            f"{what}: it was saved on device {executor}:{label}, which is not here "
+            f"(devices: {ex.devices()}); save it with x.to_device(...) onto a device both machines have"
+        )
+    buf = ex.asarray(host, device=device)
+    if ex.device_of(buf) != device:  # an executor whose asarray ignores ``device``
+        buf = ex.to_device(buf, device)
+    return Array._new(buf, ex)
 
 
 class _AtIndexer:

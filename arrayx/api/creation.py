@@ -105,7 +105,7 @@ def _from_arrayx(x: Array, dtype, device, copy) -> Array:
 
     if device is not None:
         ex, dev = _exec.resolve_device(device, "asarray")
-        if ex is not x._ex:
+        if ex != x._ex:
             if copy is False:
                 raise ValueError(
                     f"asarray: copy=False, but moving from the {x._ex.name!r} executor to {ex.name!r} copies"

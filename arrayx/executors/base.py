@@ -54,6 +54,19 @@ class Device:
     def __hash__(self) -> int:
         return hash((self.executor, self.label))
 
+    def __reduce__(self):
+        # ``native`` (a jax.Device, ...) does not pickle: look the device up where it is loaded
+        return (_device_named, (self.executor, self.label))
+
+
+def _device_named(executor: str, label: str) -> Device:
+    ex = _registry.get(executor)
+    if ex is not None and ex.available():
+        for d in ex.devices():
+            if d.label == label:
+                return d
+    return Device(executor, label)
+
 
 class Executor:
     """Base class of executors.  Subclasses set ``name``, ``array_type`` and ``_load``.
@@ -185,6 +198,10 @@ class Executor:
         """A new buffer of this executor holding ``buf`` of executor ``source`` (a copy)."""
         return self.asarray(np.array(source.to_host(buf), copy=True))
 
+    def host_for_pickle(self, buf) -> np.ndarray:
+        """The values an array pickles as (arrays pickle by value: executor name, device, host data)."""
+        return np.asarray(self.to_host(buf))
+
     def dlpack_buffer(self, buf):
         """An object exposing ``__dlpack__`` for ``buf`` (a host copy where the library has none)."""
         return buf
@@ -199,6 +216,19 @@ class Executor:
 
     def __repr__(self) -> str:
         return f"<arrayx executor {self.name!r}>"
+
+    # An executor is identified by its name: a copy (from pickle, a Dask worker) is the same
+    # executor, and pickling one stores its name for a registry lookup where it is loaded.
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Executor):
+            return self.name == other.name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self):
+        return (get, (self.name,))
 
 
 @functools.lru_cache(maxsize=None)  # read once: creation functions check every request against it

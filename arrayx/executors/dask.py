@@ -816,6 +816,10 @@ class DaskExecutor(Executor):
     def dlpack_buffer(self, buf):
         return _compute(buf)
 
+    def host_for_pickle(self, buf) -> np.ndarray:
+        # local threads, not the cluster: pickling inside Client.submit must not call back into it
+        return np.asarray(buf.compute(scheduler="threads"))
+
     def from_foreign(self, buf, source: Executor):
         return da.from_array(np.array(source.to_host(buf), copy=True), chunks=_chunks, name=False)
 

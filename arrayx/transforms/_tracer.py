@@ -234,6 +234,21 @@ class Tracer(Array):
     def __dlpack_device__(self):
         self.__dlpack__()
 
+    # -- pickle and copy ------------------------------------------------------------------------
+    def __reduce__(self):
+        trace = self._buf.trace
+        raise TypeError(
+            f"cannot pickle a traced value (a {type(self).__name__} of {trace.transform}): it has no data "
+            f"yet, only what the transform tracks. Pickle the results after the transform returns"
+        )
+
+    def __copy__(self) -> "Tracer":
+        # tracers are values: a new wrapper of the same state (in-place updates rebind one wrapper)
+        return type(self)._make(self._buf)
+
+    def __deepcopy__(self, memo) -> "Tracer":
+        return self.__copy__()
+
     def __repr__(self) -> str:
         trace = self._buf.trace
         head = f"{type(self).__name__}<{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]>"

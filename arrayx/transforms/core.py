@@ -226,7 +226,7 @@ def eval_eager(prim: Primitive, args: tuple, params: dict):
         if a.__class__ is Array:
             if ex is None:
                 ex = a._ex
-            elif a._ex is not ex:
+            elif a._ex is not ex and a._ex != ex:  # identity first; a copy (unpickled) compares by name
                 raise _mixed_executors(prim.name, ex, a._ex)
             append(a._buf)
         elif isinstance(a, Array):
