@@ -183,6 +183,61 @@ def test_inplace_broadcasts_the_right_operand(executor: str) -> None:
     assert_same(x, A64 + B64[0])
 
 
+# executor -> whether its buffers are written in place (then views see in-place updates)
+WRITES_IN_PLACE = {"numpy": True, "numba": True, "cupy": True, "jax": False, "dask": False}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_inplace_operator_on_a_view_writes_the_base(name: str, executor: str) -> None:
+    _, iop, left, right, _ = BINARY[name]
+    host = np.array(left, copy=True)
+    x = ax(left)
+    v = x[:2]
+    v = iop(v, ax(right[:2]))
+    iop(host[:2], right[:2])  # NumPy: the view's update lands in the base
+    assert_same(v, host[:2])
+    assert_same(x, host if WRITES_IN_PLACE[executor] else left)
+
+
+def test_inplace_and_setitem_on_views_agree(executor: str) -> None:
+    x, y = ax(A64), ax(A64)
+    v, w = x[:2], y[:2]
+    v += 10.0
+    w[...] = w + 10.0
+    assert_same(v, A64[:2] + 10.0)
+    assert_same(w, A64[:2] + 10.0)
+    assert_same(x, y)  # the base sees both kinds of update, or neither
+    want = A64.copy()
+    if WRITES_IN_PLACE[executor]:
+        want[:2] += 10.0
+    assert_same(x, want)
+    u = x[:, 1]  # a strided view
+    u *= 0.0
+    if WRITES_IN_PLACE[executor]:
+        want[:, 1] = 0.0
+    assert_same(x, want)
+
+
+def test_inplace_on_a_read_only_view_rebinds(executor: str) -> None:
+    base = ax(A64[0])
+    b = xp.broadcast_to(base, (3, 4))  # read-only on NumPy: rebound instead of written
+    b += 1.0
+    assert_same(b, np.broadcast_to(A64[0], (3, 4)) + 1.0)
+    assert_same(base, A64[0])
+
+
+def test_inplace_on_a_view_keeps_the_dtype_rule(executor: str) -> None:
+    x = ax(I32)
+    v = x[0]
+    with pytest.raises(TypeError, match=r"int32.*in-place operators cannot change an array's dtype"):
+        v += 0.5
+    v += 3
+    want = I32.copy()
+    if WRITES_IN_PLACE[executor]:
+        want[0] += 3
+    assert_same(x, want)
+
+
 def test_operator_promotion_follows_the_standard(executor: str) -> None:
     assert (ax(I32.astype(np.int8)) + ax(I32.astype(np.int16))).dtype == xp.int16
     assert (ax(A64.astype(np.float32)) + 1.5).dtype == xp.float32
@@ -251,6 +306,19 @@ def test_repr(executor: str) -> None:
     assert r.startswith("Array(") and "1.5" in r and "-2." in r
     assert "float32" in r and executor in r
     assert "int64" in str(ax(np.arange(3)))
+
+
+def test_format_specs(executor: str) -> None:
+    assert f"{ax(np.array(3.14159)):.2f}" == "3.14"
+    assert format(ax(np.array(1234.5)), "e") == "1.234500e+03"
+    assert f"{ax(np.array(7, np.int32)):>4d}" == "   7"
+    assert f"{ax(np.array(True)):}" == str(ax(np.array(True)))
+    assert format(ax(np.array(1 + 2j)), ".1f") == "1.0+2.0j"
+    assert f"{ax(A64)}" == str(ax(A64))  # no spec: str()
+    with pytest.raises(TypeError, match=r"format spec '.2f' applies to 0-d arrays, got shape \(3, 4\)"):
+        f"{ax(A64):.2f}"
+    with pytest.raises(TypeError, match=r"0-d"):
+        format(ax(np.array([1.0])), "e")  # NumPy refuses size-1 1-d arrays too
 
 
 def test_to_device(executor: str) -> None:

@@ -48,7 +48,14 @@ class _ArrayMethods:
         return self
 
     def _become(self, other: "Array") -> None:
-        """Rebind this wrapper to ``other``'s value (functionalised in-place update)."""
+        """Rebind this wrapper to ``other``'s value (functionalised in-place update).
+
+        Under a transform the trace that owns the new value remembers the old one and puts it
+        back when it finishes: a transform never leaves an array holding its tracers.
+        """
+        trace = _core._TRACE.get()
+        if trace is not None:
+            _core.remember_before_rebind(trace, self, other)
         if self.__class__ is not other.__class__:
             self.__class__ = other.__class__
         self._buf = other._buf
@@ -197,6 +204,16 @@ class _ArrayMethods:
         return f"Array({body}, dtype={self.dtype}, device={self.device.executor}:{self.device.label})"
 
     __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        if self.ndim != 0:  # NumPy's rule: a format spec formats one number
+            raise TypeError(
+                f"format(): the format spec {spec!r} applies to 0-d arrays, got shape {self.shape}; "
+                f"format the elements one by one (e.g. [f'{{v:{spec}}}' for v in x]) or use numpy.array2string"
+            )
+        return format(self._ex.to_host(self._buf).reshape(()).item(), spec)
 
     def __hash__(self):
         raise TypeError("arrayx.Array is unhashable")
@@ -390,8 +407,18 @@ class _ArrayMethods:
                 f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
                 f"in-place operators cannot change an array's shape"
             )
-        self._become(result)
+        buf = self._buf
+        if (self.__class__ is Array and result.__class__ is Array and self._ex.mutable
+                and _core._TRACE.get() is None and _writeable(buf)):
+            buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
+        else:  # immutable buffers, read-only views, under a transform: rebind this array only
+            self._become(result)
         return self
+
+
+def _writeable(buf) -> bool:
+    flags = getattr(buf, "flags", None)  # NumPy's read-only views (broadcast_to, diagonal, ...)
+    return flags is None or getattr(flags, "writeable", True)
 
 
 def _unpickle(executor: str, label: str, host: np.ndarray) -> Array:
@@ -476,3 +503,4 @@ from arrayx.api import elementwise as _ew  # noqa: E402
 from arrayx.api import indexing as _indexing  # noqa: E402
 from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
+from arrayx.transforms import core as _core  # noqa: E402

@@ -351,6 +351,13 @@ def get_executor() -> Executor:
         return _process_default
     env = os.environ.get("ARRAYX_EXECUTOR")
     if env:
+        if env not in _registry:
+            _load_entry_points()
+        if env not in _registry:
+            raise ValueError(
+                f"ARRAYX_EXECUTOR={env!r} names no registered executor; registered executors are "
+                f"{sorted(_registry)} (unset the variable to use 'numpy')"
+            )
         return _get_available(env, "ARRAYX_EXECUTOR")
     return _registry["numpy"]
 

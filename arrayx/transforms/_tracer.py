@@ -218,12 +218,12 @@ class Tracer(Array):
         return self._concrete("__index__").__index__()
 
     def __array__(self, dtype=None, copy=None):
-        trace = self._buf.trace
-        raise TypeError(
-            f"cannot convert a traced value (a {type(self).__name__} of {trace.transform}) to a NumPy "
-            f"array: NumPy would drop what the transform tracks. Use arrayx functions on it, or "
-            f"arrayx.stop_gradient(x) first if you only need its value inside grad/jvp"
-        )
+        raise conversion_error("numpy.asarray()", self, "a NumPy array")
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        return format(_PYTHON_SCALAR[self.dtype.kind](self), spec)  # raises where conversions do
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
         raise TypeError(
@@ -259,6 +259,19 @@ class Tracer(Array):
 
     def _repr_extra(self) -> str:
         return ""
+
+
+_PYTHON_SCALAR = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def conversion_error(what: str, tracer, target: str) -> TypeError:
+    """Converting a traced value to a foreign object would drop what the transform tracks."""
+    trace = tracer._buf.trace
+    return TypeError(
+        f"{what}: cannot convert a traced value (a {type(tracer).__name__} of {trace.transform}) to "
+        f"{target}: it would drop what the transform tracks (under grad, a silent zero gradient). "
+        f"Use arrayx functions on it, or arrayx.stop_gradient(x) first if you only need its value"
+    )
 
 
 def concretization_error(what: str, tracer) -> ConcretizationError:

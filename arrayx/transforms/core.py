@@ -124,13 +124,37 @@ class Trace:
     operands go to ``bind_with(self.parent, ...)``.
     """
 
-    __slots__ = ("parent", "tag", "alive", "transform")
+    __slots__ = ("parent", "tag", "alive", "transform", "rebound")
 
     def __init__(self, parent=None, transform: str = "a transform"):
         self.parent = parent
         self.tag = new_tag()
         self.alive = True  # set False when the transform application returns
         self.transform = transform  # for error messages: "grad", "jvp", "make_graph", ...
+        self.rebound = None  # id -> (array, class, _buf, _ex) before in-place code rebound it
+
+    def remember(self, x) -> None:
+        """Keep ``x``'s value from before its first in-place update under this trace."""
+        if self.rebound is None:
+            self.rebound = {}
+        self.rebound.setdefault(id(x), (x, x.__class__, x._buf, x._ex))
+
+    def finish(self, outs=None):
+        """End this transform application: its tracers die and every array that in-place code
+        rebound gets its old value back.  ``outs`` (a list of the function's output leaves, or
+        None) comes back with each rebound array replaced by a new wrapper of its traced value,
+        so a function may return the array it updated."""
+        self.alive = False
+        rebound, self.rebound = self.rebound, None
+        if not rebound:
+            return outs
+        if outs is not None:
+            outs = [_wrapper_of(o) if rebound.get(id(o), (None,))[0] is o else o for o in outs]
+        for x, cls, buf, ex in rebound.values():
+            x.__class__ = cls
+            x._buf = buf
+            x._ex = ex
+        return outs
 
     def process_primitive(self, prim: "Primitive", args: tuple, params: dict):
         raise NotImplementedError(f"{type(self).__name__} does not define process_primitive")
@@ -257,6 +281,22 @@ def _wrap(buf, ex):
     new = _object_new(Array)
     new._buf = buf
     new._ex = ex
+    return new
+
+
+def remember_before_rebind(current, x, new) -> None:
+    """``x`` is about to be rebound to ``new`` under ``current``: the trace that owns ``new`` (the
+    current one for a concrete value) restores ``x`` when it finishes, unless ``x`` is its own."""
+    owner = new._buf.trace if isinstance(new, Tracer) else current
+    if isinstance(x, Tracer) and x._buf.trace is owner:
+        return
+    owner.remember(x)
+
+
+def _wrapper_of(x):
+    new = _object_new(x.__class__)
+    new._buf = x._buf
+    new._ex = x._ex
     return new
 
 

@@ -236,8 +236,12 @@ class custom_jvp:
 # -- custom_vjp ------------------------------------------------------------------------------------------
 
 
+class NoForwardModeError(TypeError):
+    """Forward-mode differentiation reached a custom_vjp function (it only has a reverse rule)."""
+
+
 def _no_forward_mode(args, params):
-    raise TypeError(
+    raise NoForwardModeError(
         "can't apply forward-mode differentiation (jvp, jacfwd, linearize's f_jvp) to a custom_vjp "
         "function; use reverse mode (grad, vjp, jacrev), or define a custom_jvp instead"
     )

@@ -17,7 +17,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.api.creation import asarray, zeros_like
 from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
-from arrayx.transforms._tracer import Tracer, TracerState, aval_of
+from arrayx.transforms._tracer import Tracer, TracerState, aval_of, conversion_error
 from arrayx.transforms.staging import StagingTrace, StagingTracer, _device_of_leaves
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp", "linearize"]
@@ -52,6 +52,20 @@ class JVPTracer(Tracer):
         if isinstance(p, Tracer):
             return p._concrete(what)
         return p
+
+    # A Python number carries no tangent: the derivative would silently be zero.  bool() and
+    # __index__ stay allowed (control flow on primal values; indices are not differentiated).
+    def __float__(self) -> float:
+        self._check_alive("float()")
+        raise conversion_error("float()", self, "a Python float")
+
+    def __int__(self) -> int:
+        self._check_alive("int()")
+        raise conversion_error("int()", self, "a Python int")
+
+    def __complex__(self) -> complex:
+        self._check_alive("complex()")
+        raise conversion_error("complex()", self, "a Python complex")
 
     def _repr_extra(self) -> str:
         p = self._buf.primal
@@ -196,12 +210,13 @@ def jvp_flat(fun: Callable, primals: list, tangents: list, transform: str = "jvp
     whose parent is ``parent`` (default: the current trace)."""
     trace = JVPTrace(current_trace() if parent is None else parent, transform)
     ins = [trace.box(p, t) for p, t in zip(primals, tangents)]
+    outs = None
     token = _TRACE.set(trace)
     try:
         outs = fun(*ins)
     finally:
         _TRACE.reset(token)
-        trace.alive = False
+        outs = trace.finish(outs)
     pairs = [trace.unbox(o) for o in outs]
     return [p for p, _ in pairs], [t for _, t in pairs], trace
 
@@ -273,7 +288,7 @@ def linearize_flat(fun: Callable, primals: list, transform: str = "linearize") -
     try:
         out_primals, out_tangents, trace = jvp_flat(fun, primals, tan_in, transform, parent=staging)
     finally:
-        staging.alive = False
+        staging.finish()
     for p in out_primals:
         if p.__class__ is StagingTracer and p._buf.trace is staging:
             raise RuntimeError(

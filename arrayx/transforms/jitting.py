@@ -111,12 +111,13 @@ def _stage_flat(fun: Callable, avals, transform: str) -> Graph:
     """The Graph of ``fun`` (flat arrays in, flat list out) on ``avals``, staged with no parent."""
     trace = StagingTrace(None, get_executor().default_device(), transform)
     ins = [trace.new_input(a) for a in avals]
+    outs = None
     token = _TRACE.set(trace)
     try:
         outs = fun(*ins)
     finally:
         _TRACE.reset(token)
-        trace.alive = False
+        outs = trace.finish(outs)
     return trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
 
 
@@ -480,6 +481,7 @@ class JitFunction:
         static_map = dict(statics)
         full = [static_map[i] if i in static_map else next(it) for i in range(len(static_map) + len(dyn))]
         full_kw = {**dyn_kw, **dict(static_kw)}
+        out_leaves = None
         token = _TRACE.set(trace)
         try:
             out = self.fun(*full, **full_kw)
@@ -487,7 +489,7 @@ class JitFunction:
             out_leaves = [_as_array_output(name, o) for o in out_leaves]
         finally:
             _TRACE.reset(token)
-            trace.alive = False
+            out_leaves = trace.finish(out_leaves)
         graph = trace.to_graph(list(trace.inputs), out_leaves)
         # closure conversion: captured tracers (of enclosing transforms) become leading inputs
         captured = [i for i, c in enumerate(graph.consts) if isinstance(c, Tracer)]

@@ -215,13 +215,13 @@ def stage(fun: Callable, args: tuple, kwargs: dict, *, static_argnums=(), transf
     dyn_tracers = pytree.unflatten(in_tree, in_tracers)
     it = iter(dyn_tracers)
     full = [a if i in static else next(it) for i, a in enumerate(args)]
+    out_leaves = out_tree = None
     token = _TRACE.set(trace)
     try:
-        out = fun(*full, **kwargs)
+        out_leaves, out_tree = pytree.flatten(fun(*full, **kwargs))
     finally:
         _TRACE.reset(token)
-        trace.alive = False
-    out_leaves, out_tree = pytree.flatten(out)
+        out_leaves = trace.finish(out_leaves)
     graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in out_leaves])
     return graph, out_tree, out_leaves
 

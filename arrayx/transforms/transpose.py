@@ -211,7 +211,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
             shape = tuple(outs[0].shape) if len(outs) == 1 else f"a pytree of {len(outs)} arrays"
             raise TypeError(
                 f"grad: the function must return a scalar (a 0-d array), got {shape}; use arrayx.jacrev(f) "
-                f"for the Jacobian of a non-scalar function, or reduce the output, e.g. with .sum() or arrayx.sum(...)"
+                f"for the Jacobian of a non-scalar function, or reduce the output, e.g. with arrayx.sum(y)"
             )
         y = outs[0]
         if holomorphic:

@@ -188,6 +188,36 @@ def test_custom_vjp_clips_gradient(executor):
         ax.jvp(f, (x,), (x,))
 
 
+def _sin_times_x(bwd):
+    f = ax.custom_vjp(lambda x: ax.sin(x) * x)
+    f.defvjp(lambda x: (f(x), x), bwd)
+    return f
+
+
+def test_check_grads_checks_a_custom_vjp_against_finite_differences(executor):
+    x = vec(0.3, 1.2, -0.7)
+    right = _sin_times_x(lambda x, g: (g * (ax.cos(x) * x + ax.sin(x)),))
+    ax.check_grads(right, (x,), order=1)  # default modes: the vjp (it has no forward mode)
+    ax.check_grads(right, (x,), order=2, modes=("rev",))  # bwd differentiated by reverse mode
+    ax.check_grads(lambda x: ax.exp(right(x)) * x, (x,), order=1)  # inside other code
+    wrong = _sin_times_x(lambda x, g: (g * ax.cos(x) * x,))  # forgets the product rule's sin(x)
+    with pytest.raises(AssertionError, match=r"vjp and finite differences disagree"):
+        ax.check_grads(wrong, (x,), order=1)
+    with pytest.raises(AssertionError, match=r"vjp and finite differences disagree"):
+        ax.check_grads(wrong, (x,), order=1, modes="rev")
+    with pytest.raises(TypeError, match="forward-mode"):  # asked for explicitly: as JAX, refused
+        ax.check_grads(right, (x,), order=1, modes=("fwd", "rev"))
+
+
+def test_check_grads_rev_finds_a_wrong_custom_jvp(executor):
+    f = ax.custom_jvp(lambda x: ax.sin(x))
+    f.defjvp(lambda primals, tangents: (ax.sin(primals[0]), 2.0 * ax.cos(primals[0]) * tangents[0]))
+    x = vec(0.3, 1.2)
+    for modes in ("fwd", "rev"):  # reverse mode is no longer checked against forward mode alone
+        with pytest.raises(AssertionError, match="finite differences"):
+            ax.check_grads(f, (x,), order=1, modes=modes)
+
+
 def test_custom_vjp_nondiff_argnums_and_second_order(executor):
     def f_impl(n, x):
         return x ** n
