@@ -18,7 +18,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
-    "cond", "switch", "while_loop", "fori_loop", "scan", "map",
+    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "vmap",
 ]
 
 # public name -> module that defines it
@@ -34,12 +34,31 @@ _WHERE = {
 }
 
 
+# public name -> what to use until it exists (calling it raises NotImplementedError saying so);
+# drop the entry when the transform lands in _WHERE
+_NOT_YET = {
+    "vmap": "batch by hand (arrayx.stack([f(x[i]) for i in range(n)])) or use arrayx.map(f, xs), "
+            "which maps sequentially",
+}
+
+
+def _not_yet(name: str):
+    def not_yet(*args, **kwargs):
+        raise NotImplementedError(f"arrayx.{name} is not implemented yet (it is being built); meanwhile "
+                                  f"{_NOT_YET[name]}")
+
+    not_yet.__name__ = not_yet.__qualname__ = name
+    return not_yet
+
+
 def _load_rules() -> None:
     importlib.import_module("arrayx.transforms.rules")
 
 
 def __getattr__(name: str):
     module = _WHERE.get(name)
+    if module is None and name in _NOT_YET:
+        return _not_yet(name)
     if module is None:
         raise AttributeError(f"module 'arrayx.transforms' has no attribute {name!r}")
     _load_rules()
