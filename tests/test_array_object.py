@@ -218,6 +218,20 @@ def test_inplace_and_setitem_on_views_agree(executor: str) -> None:
     assert_same(x, want)
 
 
+def test_inplace_reaches_every_holder_of_the_buffer(executor: str) -> None:
+    x = ax(A64)
+    host = np.asarray(x)  # a NumPy view of the buffer (a host copy on jax/dask)
+    view = x[1:]
+    x += 1.0
+    assert_same(x, A64 + 1.0)
+    assert_same(view, A64[1:] + (1.0 if WRITES_IN_PLACE[executor] else 0.0))
+    if WRITES_IN_PLACE[executor] and executor != "cupy":
+        np.testing.assert_array_equal(host, A64 + 1.0)
+    fresh = ax(A64)
+    fresh *= 2.0  # nothing else sees this buffer: rebinding is allowed, the value is what counts
+    assert_same(fresh, A64 * 2.0)
+
+
 def test_inplace_on_a_read_only_view_rebinds(executor: str) -> None:
     base = ax(A64[0])
     b = xp.broadcast_to(base, (3, 4))  # read-only on NumPy: rebound instead of written

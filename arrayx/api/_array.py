@@ -12,6 +12,7 @@ functionalised by computing the new value and rebinding the wrapper
 """
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -409,9 +410,9 @@ class _ArrayMethods:
             )
         buf = self._buf
         if (self.__class__ is Array and result.__class__ is Array and self._ex.mutable
-                and _core._TRACE.get() is None and _writeable(buf)):
+                and _core._TRACE.get() is None and _writeable(buf) and _observable(buf)):
             buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
-        else:  # immutable buffers, read-only views, under a transform: rebind this array only
+        else:  # immutable buffers, read-only views, under a transform, unseen buffers: rebind
             self._become(result)
         return self
 
@@ -419,6 +420,19 @@ class _ArrayMethods:
 def _writeable(buf) -> bool:
     flags = getattr(buf, "flags", None)  # NumPy's read-only views (broadcast_to, diagonal, ...)
     return flags is None or getattr(flags, "writeable", True)
+
+
+# References to a buffer that only this array holds: its slot, _inplace's local, our argument
+# and getrefcount's own.  A view or an exported NumPy array would add one (views keep ``.base``).
+_PRIVATE_REFS = 4
+
+
+def _observable(buf) -> bool:
+    """Whether anything but this array can see ``buf`` (else rebinding equals writing, one pass less)."""
+    return getattr(buf, "base", 0) is not None or _refcount(buf) > _PRIVATE_REFS
+
+
+_refcount = getattr(sys, "getrefcount", lambda _: _PRIVATE_REFS + 1)  # no refcounts: always write
 
 
 def _unpickle(executor: str, label: str, host: np.ndarray) -> Array:
