@@ -18,7 +18,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
-    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "vmap",
+    "cond", "switch", "while_loop", "fori_loop", "scan", "map",
 ]
 
 # public name -> module that defines it
@@ -34,7 +34,8 @@ _WHERE = {
 }
 
 
-# public name -> what to use until it exists (calling it raises NotImplementedError saying so);
+# public name -> what to use until it exists: ``arrayx.<name>`` raises NotYetImplemented
+# (a NotImplementedError and an AttributeError, so hasattr() feature checks stay False);
 # drop the entry when the transform lands in _WHERE
 _NOT_YET = {
     "vmap": "batch by hand (arrayx.stack([f(x[i]) for i in range(n)])) or use arrayx.map(f, xs), "
@@ -42,13 +43,13 @@ _NOT_YET = {
 }
 
 
-def _not_yet(name: str):
-    def not_yet(*args, **kwargs):
-        raise NotImplementedError(f"arrayx.{name} is not implemented yet (it is being built); meanwhile "
-                                  f"{_NOT_YET[name]}")
+class NotYetImplemented(AttributeError, NotImplementedError):
+    """A transform of the design that is not built yet."""
 
-    not_yet.__name__ = not_yet.__qualname__ = name
-    return not_yet
+
+def not_yet(name: str) -> NotYetImplemented:
+    return NotYetImplemented(f"arrayx.{name} is not implemented yet (it is being built); meanwhile "
+                             f"{_NOT_YET[name]}")
 
 
 def _load_rules() -> None:
@@ -58,7 +59,7 @@ def _load_rules() -> None:
 def __getattr__(name: str):
     module = _WHERE.get(name)
     if module is None and name in _NOT_YET:
-        return _not_yet(name)
+        raise not_yet(name)
     if module is None:
         raise AttributeError(f"module 'arrayx.transforms' has no attribute {name!r}")
     _load_rules()

@@ -156,3 +156,6 @@ def test_transforms_not_built_yet_say_so(name):
     assert name not in tr._WHERE  # landed: drop it from _NOT_YET
     with pytest.raises(NotImplementedError, match=rf"arrayx\.{name} is not implemented yet.*arrayx\."):
         getattr(ax, name)(ax.sin)(ax.ones(3))
+    assert not hasattr(ax, name)  # feature checks (hasattr) still see it missing
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
+        ax.no_such_thing
