@@ -58,6 +58,7 @@ from arrayx import fft, linalg  # noqa: E402,F401
 
 # -- transforms, pytrees, random ------------------------------------------------------
 from arrayx import pytree  # noqa: E402,F401
+from arrayx import debug  # noqa: E402,F401  (debug.print / debug.callback)
 from arrayx.transforms import *  # noqa: E402,F401,F403  (grad, jvp, vjp, vmap, jit, ...)
 from arrayx import transforms as _transforms  # noqa: E402
 
@@ -71,3 +72,7 @@ import importlib.util as _ilu  # noqa: E402
 
 if _ilu.find_spec("arrayx.random") is not None:  # being written; the namespace imports without it
     from arrayx import random  # noqa: E402,F401
+
+from arrayx.transforms import nan_checks as _nan_checks  # noqa: E402
+
+_nan_checks.install_from_environment()  # ARRAYX_DEBUG_NANS / ARRAYX_DEBUG_INFS, last: nothing may reset it

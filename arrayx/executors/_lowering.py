@@ -52,12 +52,13 @@ def lowering_of(executor, prim, params: dict, impl_of: Callable):
 
 
 def straight_line(executor, graph: Graph, impl_of: Callable | None = None, consts_of: Callable | None = None,
-                  coerce_scalars: bool = True):
+                  coerce_scalars: bool = True, checks: frozenset = frozenset()):
     """A Python function ``f(*input_buffers) -> list of output buffers`` computing ``graph``.
 
     ``impl_of(prim)`` gives the executor's implementation (default: what eager
     bind uses); ``consts_of(array)`` turns a captured constant into a buffer of
     this executor (default: its buffer, copied over from another executor if needed).
+    ``checks`` ("nan"/"inf", from ``debug_nans``/``debug_infs``) adds a check after every equation.
     """
     if impl_of is None:
         def impl_of(prim):
@@ -67,6 +68,10 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
         consts_of = lambda a: _buffer_for(executor, a)  # noqa: E731
     names: dict = {}
     ns: dict = {"_coerce": executor.coerce, "_scalar_type": executor.array_type}
+    if checks:
+        from arrayx.transforms.nan_checks import check_outputs
+
+        ns["_check"] = lambda j, outs, ins: check_outputs(checks, graph.equations[j].prim.name, ins, outs)
 
     def name(v) -> str:
         if v.__class__ is Var:
@@ -104,6 +109,8 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
             lines.append(f"    {', '.join(outs) + ',' if outs else '_'} = {call}")
         else:
             lines.append(f"    {outs[0]} = {call}")
+        if checks:
+            lines.append(f"    _check({j}, [{', '.join(outs)}], [{', '.join(args[:len(eqn.inputs)])}])")
     results = []
     for o in graph.outputs:
         r = name(o)

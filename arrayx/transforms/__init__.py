@@ -18,7 +18,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
-    "cond", "switch", "while_loop", "fori_loop", "scan", "map",
+    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "debug_nans", "debug_infs",
 ]
 
 # public name -> module that defines it
@@ -30,7 +30,7 @@ _WHERE = {
     "check_grads": "debug", "make_graph": "staging", "eval_shape": "staging",
     "ShapeDtypeStruct": "_tracer", "jit": "jitting", "disable_jit": "jitting",
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
-    "scan": "control_flow", "map": "control_flow",
+    "scan": "control_flow", "map": "control_flow", "debug_nans": "nan_checks", "debug_infs": "nan_checks",
 }
 
 

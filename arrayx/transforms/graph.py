@@ -188,7 +188,7 @@ class _GraphPrinter:
                 params.append(f"{k}={_param_str(v)}")
         shown = "[" + ", ".join(params) + "]" if params else ""
         ins = " ".join(self.name(a) for a in eqn.inputs)
-        line = f"{indent}{outs} = {eqn.prim.name}{shown} {ins}".rstrip()
+        line = f"{indent}{outs + ' = ' if outs else ''}{eqn.prim.name}{shown} {ins}".rstrip()
         for name, g in subgraphs:
             line += f"\n{indent}  {name} = " + self.graph(g, indent + "  ").lstrip()
         return line

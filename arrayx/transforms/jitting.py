@@ -36,6 +36,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.executors import base as _base
 from arrayx.executors.base import get_executor
+from arrayx.transforms import nan_checks as _nan_checks
 from arrayx.transforms.core import _TRACE, CallPrimitive, bind_with
 from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
 from arrayx.transforms.graph import Graph, Literal, Var
@@ -70,11 +71,18 @@ def disable_jit(disable: bool = True):
 
 
 def compiled_for(graph: Graph, ex, donate_argnums: tuple = ()) -> Callable:
-    """``ex.compile(graph)``, once per graph, executor and donation."""
-    key = ("compiled", ex.name, donate_argnums)
+    """``ex.compile(graph)``, once per graph, executor, donation and debug_nans/debug_infs checks."""
+    checks = _nan_checks.active_checks()
+    key = ("compiled", ex.name, donate_argnums, checks)
     fn = graph.derived.get(key)
     if fn is None:
-        fn = graph.derived[key] = ex.compile(graph, donate_argnums=donate_argnums)
+        if checks:  # op by op on the executor's eager implementations, each output checked on the host
+            from arrayx.executors._lowering import straight_line
+
+            fn = straight_line(ex, graph, checks=checks)
+        else:
+            fn = ex.compile(graph, donate_argnums=donate_argnums)
+        graph.derived[key] = fn
     return fn
 
 

@@ -267,3 +267,54 @@ def test_jit_on_the_numpy_executor_generates_straight_line_code():
     assert src.splitlines()[0] == "def compiled(a0, a1):"
     assert "f0(a0)" in src and "sin" not in src  # implementations are bound by index, not by name
     assert_same(f(x, x), np.sin(np.ones(3)) + 1.0)
+
+
+def test_debug_print_and_callback_run_with_runtime_values(executor, capsys):
+    seen = []
+
+    def f(x):
+        ax.debug.print("x = {} (n={n})", x, n=3)
+        y = ax.scan(lambda c, v: (c + v, None), ax.asarray(0.0), x)[0]
+        ax.debug.callback(lambda v, tag: seen.append((tag, float(v))), y, "sum")
+        return y * 2.0
+
+    jf = ax.jit(f)
+    jf(ax.asarray([1.0, 2.0]))
+    jf(ax.asarray([3.0, 4.0]))  # a cache hit still prints: the callback is part of the compiled graph
+    assert jf.trace_count == 1
+    assert capsys.readouterr().out == "x = [1. 2.] (n=3)\nx = [3. 4.] (n=3)\n"
+    assert seen == [("sum", 3.0), ("sum", 7.0)]
+    g = ax.grad(lambda x: ax.sum(jf(x)))(ax.asarray([0.5, 0.5]))  # the callbacks see primal values
+    _close(g, [2.0, 2.0])
+    assert seen[-1] == ("sum", 1.0)
+    assert "debug_callback[fn=show] a" in str(jf.trace(ax.asarray([1.0, 2.0])).graph)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_debug_nans_and_infs_name_the_first_primitive(executor):
+    f = ax.jit(lambda x: ax.sqrt(ax.log(x) - 1.0) * 2.0)
+    x = ax.asarray([0.5, 3.0])
+    assert np.isnan(np.asarray(f(x))[0])  # off by default
+    for fn in (f, f.fun):  # under jit and eagerly
+        with ax.debug_nans(), pytest.raises(FloatingPointError, match=r"debug_nans: sqrt produced a NaN"):
+            fn(x)
+    with ax.debug_infs(), pytest.raises(FloatingPointError, match=r"debug_infs: log produced an infinity"):
+        ax.grad(lambda x: ax.sum(ax.log(x)))(ax.asarray([0.0, 1.0]))
+    with ax.debug_nans():
+        _close(f(ax.asarray([3.0, 4.0])), 2 * np.sqrt(np.log([3.0, 4.0]) - 1.0))
+        with ax.debug_nans(False):
+            f(x)  # switched off again inside
+
+
+def test_debug_nans_environment_flag():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import arrayx as ax, warnings; warnings.simplefilter('ignore')\n"
+            "try:\n    ax.jit(lambda x: ax.log(x) * 2)(ax.asarray(-1.0))\n"
+            "except FloatingPointError as e:\n    print(e)\n")
+    env = {**os.environ, "ARRAYX_DEBUG_NANS": "1", "ARRAYX_EXECUTOR": "numpy"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert "debug_nans: log produced a NaN" in out.stdout, out.stderr
