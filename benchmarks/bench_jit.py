@@ -1,0 +1,195 @@
+"""arrayx.jit against jax.jit, and jit on the NumPy executor against eager and the forward pass.
+
+Run:  python benchmarks/bench_jit.py [--quick]
+      (writes benchmarks/results/jit.json)
+
+Every comparison runs both sides in one process, interleaved (A, B, A, B, ...), best of
+several repeats, every JAX result waited for (``block_until_ready``).  Rows:
+
+- jax executor: ``arrayx.jit(f)`` / ``jax.jit`` of the same jax.numpy function (ratio = jax time /
+  arrayx time, so >= 1 means arrayx is as fast) for SELU and a 6-op chain at 1e6 and 1e7 float32
+  elements, and ``jit(grad(loss))`` for logistic regression (10000x100) and a 784-512-512-10 MLP
+  (batch 256) against ``jax.jit(jax.grad)``;
+- numpy executor: ``jit(grad(loss))`` time / ``jit(loss)`` time (the gradient/forward ratio) for the
+  same two models;
+- call overhead: a cache hit of ``jit(f)`` minus calling its compiled function directly (size-8
+  arrays, numpy executor), and the jitted 5-op function against the same 5 ops eagerly;
+- tracing + compiling the MLP training step, per executor (first call minus a warm call).
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import platform
+import sys
+import time
+import timeit
+
+import numpy as np
+
+import arrayx as ax
+
+QUICK = "--quick" in sys.argv
+REPEAT = 3 if QUICK else 7
+
+
+def _block(out):
+    for leaf in ax.pytree.leaves(out):
+        buf = leaf._buf if isinstance(leaf, ax.Array) else leaf
+        if hasattr(buf, "block_until_ready"):
+            buf.block_until_ready()
+    return out
+
+
+def interleaved(fns: dict, number: int) -> dict:
+    """Best seconds per call of each function, timed in alternation."""
+    for fn in fns.values():
+        _block(fn())
+    best = {k: float("inf") for k in fns}
+    for _ in range(REPEAT):
+        for k, fn in fns.items():
+            t = min(timeit.repeat(lambda: _block(fn()), number=number, repeat=1)) / number
+            best[k] = min(best[k], t)
+    return best
+
+
+# -- the functions, written once against a namespace m (arrayx or jax.numpy) ------------------------
+
+
+def selu(m, x):
+    return 1.0507009873554805 * m.where(x > 0, x, 1.6732632423543772 * (m.exp(x) - 1.0))
+
+
+def chain6(m, x):
+    return m.sqrt(m.abs(m.sin(x) * 2.0 + m.cos(x)) + 1.0) - x
+
+
+def logreg_loss(m, w, x, y):
+    z = x @ w
+    return m.mean(m.log(1.0 + m.exp(-z * y)))
+
+
+def mlp_loss(m, params, x, y):
+    h = x
+    for w, b in params[:-1]:
+        h = m.tanh(h @ w + b)
+    w, b = params[-1]
+    logits = h @ w + b
+    top = m.max(logits, axis=1, keepdims=True)
+    logp = logits - top - m.log(m.sum(m.exp(logits - top), axis=1, keepdims=True))
+    return -m.mean(m.sum(logp * y, axis=1))
+
+
+def _models(rng, dtype):
+    lx = rng.standard_normal((10000, 100)).astype(dtype)
+    lw = (rng.standard_normal(100) * 0.1).astype(dtype)
+    ly = np.sign(rng.standard_normal(10000)).astype(dtype)
+    sizes = [784, 512, 512, 10]
+    params = [((rng.standard_normal((a, b)) / np.sqrt(a)).astype(dtype), np.zeros(b, dtype))
+              for a, b in zip(sizes[:-1], sizes[1:])]
+    mx = rng.standard_normal((256, 784)).astype(dtype)
+    my = np.eye(10, dtype=dtype)[rng.integers(0, 10, 256)]
+    return (lw, lx, ly), (params, mx, my)
+
+
+def _to(tree, conv):
+    return ax.pytree.map(conv, tree)
+
+
+def bench_jax(rows):
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    with ax.use_executor("jax"):
+        for n in (10**6, 10**7):
+            xn = rng.standard_normal(n).astype(np.float32)
+            xa, xj = ax.asarray(xn), jnp.asarray(xn)
+            for name, f in (("selu", selu), ("chain6", chain6)):
+                fa = ax.jit(lambda x, f=f: f(ax, x))
+                fj = jax.jit(lambda x, f=f: f(jnp, x))
+                t = interleaved({"arrayx": lambda: fa(xa), "jax": lambda: fj(xj)}, number=5 if n > 10**6 else 20)
+                rows.append({"case": f"jax {name} {n:.0e} float32", "arrayx_s": t["arrayx"], "jax_s": t["jax"],
+                             "ratio_jax_over_arrayx": t["jax"] / t["arrayx"], "goal": ">= 0.95"})
+        (lw, lx, ly), (params, mx, my) = _models(rng, np.float32)
+        for name, loss, args in (("logreg 10000x100", logreg_loss, (lw, lx, ly)),
+                                 ("mlp 784-512-512-10 batch 256", mlp_loss, (params, mx, my))):
+            a_args = _to(args, ax.asarray)
+            j_args = _to(args, jnp.asarray)
+            ga = ax.jit(ax.grad(lambda *a, loss=loss: loss(ax, *a)))
+            gj = jax.jit(jax.grad(lambda *a, loss=loss: loss(jnp, *a)))
+            t = interleaved({"arrayx": lambda: ga(*a_args), "jax": lambda: gj(*j_args)}, number=10)
+            rows.append({"case": f"jax jit(grad) {name}", "arrayx_s": t["arrayx"], "jax_s": t["jax"],
+                         "ratio_jax_over_arrayx": t["jax"] / t["arrayx"], "goal": ">= 0.9"})
+
+
+def bench_numpy(rows):
+    rng = np.random.default_rng(1)
+    (lw, lx, ly), (params, mx, my) = _models(rng, np.float64)
+    with ax.use_executor("numpy"):
+        for name, loss, args in (("logreg 10000x100", logreg_loss, (lw, lx, ly)),
+                                 ("mlp 784-512-512-10 batch 256", mlp_loss, (params, mx, my))):
+            a_args = _to(args, ax.asarray)
+            fwd = ax.jit(lambda *a, loss=loss: loss(ax, *a))
+            grd = ax.jit(ax.grad(lambda *a, loss=loss: loss(ax, *a)))
+            t = interleaved({"forward": lambda: fwd(*a_args), "grad": lambda: grd(*a_args)}, number=5)
+            rows.append({"case": f"numpy jit(grad)/jit(loss) {name}", "forward_s": t["forward"], "grad_s": t["grad"],
+                         "ratio_grad_over_forward": t["grad"] / t["forward"], "goal": "<= 2.0"})
+        x = ax.asarray(np.linspace(0.0, 1.0, 8))
+        y = ax.asarray(np.ones(8))
+
+        def five(x, y):
+            return ax.sin(x) * y + ax.exp(x) - y / 2.0
+
+        jf = ax.jit(five)
+        jf(x, y)
+        (entry,) = jf._fast.values()
+        fn, xb, yb = entry.fn, x._buf, y._buf
+        t = interleaved({"eager": lambda: five(x, y), "jit": lambda: jf(x, y), "compiled": lambda: fn(xb, yb)},
+                        number=2000)
+        rows.append({"case": "numpy call overhead, 5 ops on size-8 arrays", "eager_s": t["eager"], "jit_s": t["jit"],
+                     "compiled_s": t["compiled"], "cache_hit_overhead_us": (t["jit"] - t["compiled"]) * 1e6,
+                     "ratio_eager_over_jit": t["eager"] / t["jit"], "goal": "overhead <= 5 us; jit faster than eager"})
+
+
+def bench_compile_time(rows):
+    rng = np.random.default_rng(2)
+    _, (params, mx, my) = _models(rng, np.float32)
+
+    def step(params, x, y):
+        g = ax.grad(lambda p: mlp_loss(ax, p, x, y))(params)
+        return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, g)]
+
+    for name in ax.executors():
+        if name == "cupy":
+            continue
+        with ax.use_executor(name):
+            args = (_to(params, ax.asarray), ax.asarray(mx), ax.asarray(my))
+            jstep = ax.jit(step)
+            t0 = time.perf_counter()
+            _block(jstep(*args))
+            first = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            _block(jstep(*args))
+            warm = time.perf_counter() - t0
+            rows.append({"case": f"trace+compile MLP step on {name}", "first_call_s": first, "warm_call_s": warm,
+                         "trace_and_compile_s": first - warm})
+
+
+def main():
+    rows: list = []
+    if "jax" in ax.executors():
+        bench_jax(rows)
+    bench_numpy(rows)
+    bench_compile_time(rows)
+    for r in rows:
+        print({k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()})
+    out = pathlib.Path(__file__).parent / "results" / "jit.json"
+    out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
+                               "command": "python benchmarks/bench_jit.py" + (" --quick" if QUICK else ""),
+                               "rows": rows}, indent=1))
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
