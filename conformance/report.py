@@ -1,6 +1,7 @@
 """The parity matrix: every case of ``cases.py`` on every executor, compared with the NumPy executor.
 
     python -m conformance.report [--executors numpy,jax] [--json PATH] [--only NAME,...] [-v]
+    python -m conformance.report --differential [PATH]   # the differential suite's last deep profile
 
 prints one row per standard function and one column per executor, each cell one of
 
@@ -10,6 +11,7 @@ prints one row per standard function and one column per executor, each cell one 
     ERROR     some case raised another exception
 
 and writes the matrix with every non-ok case's detail to ``conformance/results/parity.json``.
+Both views end with the known-deviations table (``conformance/deviations.py``).
 ``check`` and ``compare`` are what ``test_parity.py`` runs, so the table and the test agree.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ from conformance.cases import CASES, Case, by_function
 
 HERE = pathlib.Path(__file__).parent
 DEFAULT_JSON = HERE / "results" / "parity.json"
+DIFFERENTIAL_JSON = HERE / "results" / "differential.json"
 REFERENCE = "numpy"
 
 OK, DIFFERS, GAP, ERROR = "ok", "DIFFERS", "GAP", "ERROR"
@@ -296,6 +299,18 @@ def render(data: dict) -> str:
         lines += ["", "gaps not listed in conformance/gaps.py: " + ", ".join(data["unlisted_gaps"])]
     if data["stale_gaps"]:
         lines += ["", "listed in gaps.py but working now (remove them): " + ", ".join(data["stale_gaps"])]
+    return "\n".join(lines + ["", render_deviations()])
+
+
+def render_deviations() -> str:
+    """The known-deviations table (conformance/deviations.py), one entry per line."""
+    from conformance import deviations
+
+    rows = deviations.table()
+    lines = [f"known deviations (conformance/deviations.py): {len(rows)}"]
+    for r in rows:
+        lines += [f"  {r['id']} [{', '.join(r['executors'])}] {', '.join(r['functions'])}: {r['reason']}",
+                  f"      e.g. {r['reproducer']}"]
     return "\n".join(lines)
 
 
@@ -305,7 +320,15 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=str(DEFAULT_JSON), help=f"where to write the matrix (default {DEFAULT_JSON})")
     p.add_argument("--only", default=None, help="comma-separated function names (default: all)")
     p.add_argument("-v", "--verbose", action="store_true", help="print each function's row as it finishes")
+    p.add_argument("--differential", nargs="?", const=str(DIFFERENTIAL_JSON), default=None, metavar="PATH",
+                   help=f"print the differential suite's results (default {DIFFERENTIAL_JSON}) and exit")
     args = p.parse_args(argv)
+    if args.differential:
+        from conformance.differential.__main__ import render as render_differential
+
+        data = json.loads(pathlib.Path(args.differential).read_text())
+        print(render_differential(data))
+        return 1 if data["unexplained"] else 0
     exs = args.executors.split(",") if args.executors else available_executors()
     for ex in exs:
         _base.get(ex)  # ValueError listing the registered names

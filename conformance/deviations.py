@@ -1,0 +1,115 @@
+"""Known deviations: what an executor truly cannot do the way NumPy does, one entry each.
+
+The differential suite (``conformance/differential``) classifies every disagreement it finds:
+one that an entry here covers is a known deviation (reported, not a failure); any other is a
+failure.  An entry names the executors, the functions (the standard's names, ``"*"`` for all)
+and the kinds of disagreement it covers (``runner.Disagreement.kind``), and says *why* with a
+``recheck``: a function of ``(fn, args, kwargs, executor)`` that is True when the executor's
+answer is exactly what the deviation predicts (e.g. NumPy's answer for the inputs with their
+subnormals flushed to zero).  A disagreement the recheck does not explain stays a failure, so an
+entry cannot hide another bug on the same inputs.
+
+``test_deviations.py`` pins the exact set of ids (the table cannot grow without a test change)
+and runs each entry's ``example`` to show it still happens and is covered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Deviation:
+    id: str
+    executors: tuple
+    functions: tuple            # standard names; ("*",) for every function
+    kinds: tuple                # runner.Disagreement kinds it covers
+    recheck: Callable           # (fn, args, kwargs, executor) -> True when the deviation explains the result
+    reason: str
+    example: tuple              # (table name, args, kwargs): a call that shows it
+
+    def covers(self, d) -> bool:
+        return (d.executor in self.executors
+                and ("*" in self.functions or d.function in self.functions)
+                and d.kind in self.kinds
+                and d.call is not None
+                and bool(self.recheck(*d.call, d.executor)))
+
+
+# -- rechecks -----------------------------------------------------------------------------------------
+
+
+def _flush(value):
+    """Host inputs (and materialised results) with every subnormal replaced by a zero of its sign."""
+    from conformance.differential.strategies import Input
+
+    if isinstance(value, Input):
+        return Input(_flush(value.values), value.layout)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        if value.dtype.kind == "c":
+            out = value.copy()
+            out.real, out.imag = _flush(value.real.copy()), _flush(value.imag.copy())
+            return out
+        tiny = np.finfo(value.dtype).smallest_normal
+        return np.where((value != 0) & (np.abs(value) < tiny), np.copysign(np.zeros((), value.dtype), value), value)
+    if isinstance(value, tuple):
+        return tuple(_flush(v) for v in value)
+    if isinstance(value, list):
+        return [_flush(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _flush(v) for k, v in value.items()}
+    return value
+
+
+def as_if_subnormals_were_zero(fn, args, kwargs, executor) -> bool:
+    """The executor's result equals NumPy's for the inputs flushed to zero, with its result flushed too."""
+    from conformance.differential import runner
+
+    status, want = runner.reference(fn, _flush(args), _flush(kwargs))
+    if status != "ok":
+        return False
+    try:
+        got = runner.call(fn, args, kwargs, executor)
+        runner.compare(fn, _flush(got), _flush(want), runner._finite_scale(args, want))
+    except Exception:  # noqa: BLE001 - anything else is not this deviation
+        return False
+    return True
+
+
+# -- the table --------------------------------------------------------------------------------------
+
+def _input(values, dtype):
+    from conformance.differential.strategies import Input
+
+    return Input(np.asarray(values, dtype=dtype))
+
+
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "jax-flushes-subnormals", ("jax",), ("*",), ("value",), as_if_subnormals_were_zero,
+        "XLA on CPU computes with the processor's flush-to-zero and denormals-are-zero modes on and "
+        "has no switch to turn them off (jax-ml/jax#16200, openxla/xla#22858): subnormal inputs and "
+        "results are zeros of their sign; every other value is NumPy's",
+        ("multiply", (_input([1e-40, 2.0], "float32"), 1.0), {}),
+    ),
+)
+
+
+def classify(d) -> Deviation | None:
+    """The entry that covers disagreement ``d``, or None."""
+    for dev in DEVIATIONS:
+        if dev.covers(d):
+            return dev
+    return None
+
+
+def table() -> list[dict]:
+    """The entries as rows (for the report and the README)."""
+    from conformance.differential import functions as F
+    from conformance.differential.runner import reproducer
+
+    return [{"id": d.id, "executors": list(d.executors), "functions": list(d.functions), "kinds": list(d.kinds),
+             "reason": d.reason, "reproducer": reproducer(F.BY_NAME[d.example[0]], *d.example[1:])}
+            for d in DEVIATIONS]

@@ -1,0 +1,129 @@
+"""The deep profile of the differential suite.
+
+    python -m conformance.differential [--max-examples 200] [--executors numpy,numba,jax,dask]
+                                       [--only sin,linalg.inv] [--seed N] [--json PATH] [--shard K/N]
+    python -m conformance.differential --merge PART.json ... [--json PATH]
+
+draws ``--max-examples`` calls of every entry of the function table, runs each on every
+executor and on NumPy, groups the disagreements into classes (function, executor, kind of
+difference) with the smallest example as the reproducer, classifies each class against
+``conformance/deviations.py`` and writes ``conformance/results/differential.json``
+(``python -m conformance.report --differential`` prints it).  Exit status 1 when a class is
+not a known deviation.  ``--shard K/N`` runs every N-th entry of the table starting at K (one
+process per shard on a multi-core machine); ``--merge`` joins the shards' JSON files.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+
+from conformance import deviations as _deviations
+from conformance.differential import functions as F
+from conformance.differential.explore import classes, explore
+from conformance.differential.runner import REFERENCE, available_executors
+
+DEFAULT_JSON = pathlib.Path(__file__).parent.parent / "results" / "differential.json"
+
+
+def run(max_examples: int, executors: list[str], names: list[str], seed: int | None, progress=print) -> dict:
+    per_function = {}
+    found = []
+    start = time.perf_counter()
+    for name in names:
+        r = explore(F.BY_NAME[name], executors, max_examples, seed)
+        found += r["disagreements"]
+        per_function[name] = {"examples": r["examples"], "pairs": r["pairs"], "seconds": round(r["seconds"], 2),
+                              "disagreements": len(r["disagreements"])}
+        if progress:
+            progress(f"{name}: {r['examples']} examples, {len(r['disagreements'])} disagreements, {r['seconds']:.1f} s")
+    found_classes = classes(found)
+    return {
+        "max_examples": max_examples, "seed": seed, "executors": executors,
+        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
+        "machine": platform.platform(), "duration_s": round(time.perf_counter() - start, 1),
+        "examples": sum(v["examples"] for v in per_function.values()),
+        "pairs": sum(v["pairs"] for v in per_function.values()),
+        "disagreements": len(found),
+        "classes": found_classes,
+        "unexplained": [c["class"] for c in found_classes if c["deviation"] is None],
+        "deviations": _deviations.table(),
+        "functions": per_function,
+    }
+
+
+def merge(parts: list[dict]) -> dict:
+    """The shards of one profile as one result (classes regrouped, deviations reclassified)."""
+    first = parts[0]
+    functions = {k: v for p in parts for k, v in p["functions"].items()}
+    groups: dict[str, dict] = {}
+    for p in parts:
+        for c in p["classes"]:
+            g = groups.setdefault(c["class"], dict(c, count=0))
+            g["count"] += c["count"]
+    found = sorted(groups.values(), key=lambda c: c["class"])
+    return {
+        **first, "duration_s": round(max(p["duration_s"] for p in parts), 1), "shards": len(parts),
+        "examples": sum(v["examples"] for v in functions.values()), "pairs": sum(v["pairs"] for v in functions.values()),
+        "disagreements": sum(p["disagreements"] for p in parts), "classes": found,
+        "unexplained": [c["class"] for c in found if c["deviation"] is None], "functions": functions,
+    }
+
+
+def render(data: dict) -> str:
+    lines = [f"differential profile: {data['examples']} examples, {data['pairs']} example-executor pairs over "
+             f"{', '.join(data['executors'])} ({data['max_examples']} per function, {data['duration_s']} s)",
+             f"{data['disagreements']} disagreements in {len(data['classes'])} classes, "
+             f"{len(data['unexplained'])} not in conformance/deviations.py"]
+    for c in data["classes"]:
+        tag = f"deviation {c['deviation']}" if c["deviation"] else "UNEXPLAINED"
+        lines += [f"  [{tag}] {c['class']}  (x{c['count']})", f"      {c['detail'][:200]}",
+                  f"      {c['reproducer'][:400]}"]
+    lines += ["", f"known deviations (conformance/deviations.py when the profile ran): {len(data['deviations'])}"]
+    lines += [f"  {d['id']} [{', '.join(d['executors'])}] {', '.join(d['functions'])}: {d['reason']}"
+              for d in data["deviations"]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.differential", description=__doc__.splitlines()[0])
+    p.add_argument("--max-examples", type=int, default=200, help="examples per function (default 200)")
+    p.add_argument("--executors", default=None, help="comma-separated (default: every available executor)")
+    p.add_argument("--only", default=None, help="comma-separated table names (default: the whole table)")
+    p.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: derandomized, repeatable)")
+    p.add_argument("--json", default=str(DEFAULT_JSON), help=f"where to write the results (default {DEFAULT_JSON})")
+    p.add_argument("-q", "--quiet", action="store_true", help="no line per function")
+    p.add_argument("--shard", default=None, help="K/N: run every N-th table entry starting at entry K")
+    p.add_argument("--merge", nargs="+", default=None, metavar="PART", help="join shard results and exit")
+    args = p.parse_args(argv)
+    if args.merge:
+        data = merge([json.loads(pathlib.Path(m).read_text()) for m in args.merge])
+        print(render(data))
+        pathlib.Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+        print(f"\nwrote {args.json}")
+        return 1 if data["unexplained"] else 0
+    exs = args.executors.split(",") if args.executors else available_executors()
+    if REFERENCE not in exs:
+        exs = [REFERENCE] + exs
+    names = args.only.split(",") if args.only else [f.name for f in F.TABLE]
+    unknown = sorted(set(names) - set(F.BY_NAME))
+    if unknown:
+        p.error(f"not in the differential table: {unknown}")
+    if args.shard:
+        k, n = (int(v) for v in args.shard.split("/"))
+        names = names[k::n]
+    data = run(args.max_examples, exs, names, args.seed, None if args.quiet else (lambda s: print(s, flush=True)))
+    print(render(data))
+    path = pathlib.Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"\nwrote {path}")
+    return 1 if data["unexplained"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

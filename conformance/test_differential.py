@@ -1,0 +1,170 @@
+"""The quick profile of the differential suite (CI): a few drawn calls of every function per executor.
+
+Each call runs on the executor and on NumPy (``differential.runner.outcome``); a disagreement
+that ``deviations.py`` does not cover fails, with hypothesis's shrunk example.  The deep profile
+is ``python -m conformance.differential --max-examples 200``.  ``ARRAYX_DIFFERENTIAL_EXAMPLES``
+changes the number of examples per function and executor here (default ``QUICK_EXAMPLES``).
+"""
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+import arrayx
+from conformance import deviations, spec
+from conformance.differential import functions as F
+from conformance.differential import runner
+from conformance.differential.strategies import CATEGORIES, DTYPES, Input
+
+QUICK_EXAMPLES = int(os.environ.get("ARRAYX_DIFFERENTIAL_EXAMPLES", "3"))
+
+
+@pytest.mark.parametrize("fn", F.TABLE, ids=[f.name for f in F.TABLE])
+def test_agrees_with_numpy(fn: F.Fn, executor: str) -> None:
+    if executor == runner.REFERENCE:
+        pytest.skip("the reference itself")
+
+    @seed(zlib.crc32(fn.name.encode()))  # repeatable in CI, and distinct per function
+    @settings(max_examples=QUICK_EXAMPLES, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(F.examples(fn))
+    def agrees(example):
+        args, kwargs = example
+        d = runner.outcome(fn, args, kwargs, executor)
+        if d is not None and deviations.classify(d) is None:
+            pytest.fail(f"{d.function} on {executor!r}: {d.kind}: {d.detail}\n  reproducer: {d.example}")
+
+    agrees()
+
+
+# -- the table covers the standard -------------------------------------------------------------------
+
+
+def test_every_standard_function_is_in_the_table() -> None:
+    missing = sorted(set(spec.all_functions()) - {F.standard_name(f) for f in F.TABLE})
+    assert not missing, f"no entry in conformance/differential/functions.py for {missing}"
+
+
+def test_every_operator_and_inplace_operator_is_in_the_table() -> None:
+    members = {m for m in spec.load()["array"] if m.startswith("__")} - {
+        "__array_namespace__", "__bool__", "__complex__", "__dlpack__", "__dlpack_device__", "__float__",
+        "__index__", "__int__"}
+    names = {F.standard_name(f)[len("array."):] for f in F.TABLE if f.name.startswith("array.")}
+    assert members <= names, sorted(members - names)
+    inplace = {f"__i{m[2:]}" for m in F.INPLACE} | {"__imatmul__"}
+    assert inplace <= names, sorted(inplace - names)
+
+
+def test_domains_and_signatures_exist() -> None:
+    for fn in F.TABLE:
+        assert fn.signature in F.SIGNATURES, fn.name
+        assert fn.dtypes in CATEGORIES, fn.name
+        assert all(k in F.DOMAINS for k in fn.kw), fn.name
+        assert fn.tolerance in runner.TOLERANCES, fn.name
+        assert fn.view is None or fn.view in F.VIEWS, fn.name
+
+
+def test_the_strategies_reach_every_dtype_layout_and_special_value() -> None:
+    """Over the whole table the drawn inputs cover all 13 dtypes, every layout and the special values."""
+    from hypothesis import find
+
+    seen_dtypes, seen_layouts = set(), set()
+
+    def record(example):
+        for leaf in _inputs(example):
+            seen_dtypes.add(leaf.values.dtype.name)
+            seen_layouts.add(leaf.layout)
+        return False
+
+    for fn in (F.BY_NAME["add"], F.BY_NAME["sum"], F.BY_NAME["equal"], F.BY_NAME["where"]):
+        with pytest.raises(Exception):  # noqa: B017 - find() raises when nothing satisfies the predicate
+            find(F.examples(fn), record, settings=settings(max_examples=300, database=None, derandomize=True,
+                                                            suppress_health_check=list(HealthCheck)))
+    assert seen_dtypes == set(DTYPES)
+    assert seen_layouts == {"contiguous", "strided", "transposed", "reversed"}
+    tags = set()
+    for fn in (F.BY_NAME["sin"], F.BY_NAME["multiply"]):
+        def note(example):
+            tags.update(runner.input_tags(*example))
+            return False
+        with pytest.raises(Exception):  # noqa: B017
+            find(F.examples(fn), note, settings=settings(max_examples=200, database=None, derandomize=True,
+                                                          suppress_health_check=list(HealthCheck)))
+    assert {"nan", "inf", "zero", "subnormal"} <= tags
+
+
+def _inputs(tree):
+    if isinstance(tree, Input):
+        yield tree
+    elif isinstance(tree, (tuple, list)):
+        for t in tree:
+            yield from _inputs(t)
+    elif isinstance(tree, dict):
+        for t in tree.values():
+            yield from _inputs(t)
+
+
+@pytest.mark.parametrize("layout", ["strided", "transposed", "reversed"])
+def test_layouts_build_the_values_as_views(executor: str, layout: str) -> None:
+    values = np.arange(12.0).reshape(3, 4)
+    from conformance.differential.strategies import build
+
+    x = build(arrayx, Input(values, layout), executor)
+    assert x.executor == executor
+    np.testing.assert_array_equal(np.asarray(x), values)
+
+
+# -- the comparison can fail ---------------------------------------------------------------------------
+
+_SIN = F.BY_NAME["sin"]
+
+
+@pytest.mark.parametrize(
+    "got,want",
+    [
+        (np.zeros(2, np.float32), np.zeros(2, np.float64)),                 # dtype
+        (np.zeros((2, 1)), np.zeros(2)),                                    # shape
+        (np.array([1.0, 1.0 + 1e-13]), np.array([1.0, 1.0])),               # beyond 8 eps
+        (np.array([np.nan, 1.0]), np.array([0.0, 1.0])),                    # a NaN position
+        (np.array([np.inf]), np.array([-np.inf])),                          # an infinity
+        (np.array([-0.0]), np.array([0.0])),                                # the sign of a zero
+        (np.array([0.0], np.float32), np.array([1e-40], np.float32)),       # a flushed subnormal
+        (np.array([complex(np.nan, 1)]), np.array([complex(1, np.nan)])),   # NaN in the other part
+        (np.array([1, 2], np.int8), np.array([1, 3], np.int8)),             # integers are exact
+    ],
+)
+def test_compare_detects_differences(got, want) -> None:
+    with pytest.raises(runner.Mismatch):
+        runner.compare(_SIN, ("array", got), ("array", want), 1.0)
+
+
+def test_compare_accepts_equal_and_close_values() -> None:
+    want = np.array([1.0, np.nan, np.inf, -0.0, 5e-324])
+    runner.compare(_SIN, ("array", want * (1 + 2e-16)), ("array", want), 1.0)
+    runner.compare(F.BY_NAME["empty"], ("array", np.ones(3)), ("array", np.zeros(3)), 1.0)  # dtype and shape only
+
+
+def test_errors_must_agree(executor: str) -> None:
+    """NumPy's TypeError for sin(int8 array) must be the executor's too; a call NumPy runs must not raise."""
+    if executor == runner.REFERENCE:
+        pytest.skip("the reference itself")
+    ints = Input(np.arange(3, dtype=np.int8))
+    assert runner.outcome(_SIN, (ints,), {}, executor) is None
+    d = runner.outcome(F.BY_NAME["add"], (Input(np.arange(3.0)), Input(np.arange(2.0))), {}, executor)
+    assert d is None  # both raise ValueError (shapes do not broadcast)
+
+
+def test_outcome_reports_a_wrong_answer(monkeypatch) -> None:
+    """A planted bug in one executor's result is found, named and reproducible."""
+    real_call = runner.call
+
+    def planted(fn, args, kwargs, executor):
+        kind, value = real_call(fn, args, kwargs, "numpy")
+        return (kind, value + 1) if executor != runner.REFERENCE else (kind, value)
+
+    monkeypatch.setattr(runner, "call", planted)
+    d = runner.outcome(_SIN, (Input(np.zeros(2)),), {}, "someother")
+    assert d is not None and d.kind == "value" and d.function == "sin" and "np.asarray" in d.example
