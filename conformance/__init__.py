@@ -3,6 +3,10 @@
 - ``test_parity.py`` (runs in CI): every standard function on every available executor,
   compared with the NumPy executor; an executor that raises NotImplementedError is a gap.
 - ``python -m conformance.report``: the parity matrix as a table (function x executor).
+- ``differential/`` and ``test_differential.py``: hypothesis-drawn calls of every function and
+  operator, each executor against NumPy (quick profile in CI; ``python -m conformance.differential``
+  for the deep one); ``deviations.py``: what an executor truly cannot match, pinned by
+  ``test_deviations.py``.
 - ``python -m conformance.official``: runs the official data-apis/array-api-tests suite against
   arrayx on one executor and compares the failures with ``known_failures/<executor>.txt``.
 """

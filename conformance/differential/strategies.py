@@ -46,7 +46,8 @@ class Input:
     def __repr__(self) -> str:
         body = " ".join(np.array2string(self.values, separator=", ", threshold=40, floatmode="unique",
                                         max_line_width=10**6).split())
-        return f"Input(np.asarray({body}, dtype={self.values.dtype.name!r}), {self.layout!r})"
+        shape = f".reshape({self.values.shape})" if self.values.size == 0 and self.values.ndim != 1 else ""
+        return f"Input(np.asarray({body}, dtype={self.values.dtype.name!r}){shape}, {self.layout!r})"
 
 
 # -- dtypes ---------------------------------------------------------------------------------------
