@@ -22,11 +22,22 @@ from conformance.differential.strategies import CATEGORIES, DTYPES, Input
 
 QUICK_EXAMPLES = int(os.environ.get("ARRAYX_DIFFERENTIAL_EXAMPLES", "3"))
 
+#: disagreement classes this suite found that their owners are fixing now (issue 17), by
+#: (executor, table name): not deviations (they can be fixed), so they are expected failures
+#: until then; a fixed one shows as XPASS and its line goes
+OPEN: dict[tuple[str, str], str] = {
+    ("jax", "sign"): "jax engineer: complex infinities: sign(0+inf j) is 0+nan j, NumPy nan+nan j",
+    ("jax", "sinh"): "jax engineer: complex signed zeros: sinh(0-0j) is 0+0j, C99 and NumPy 0-0j",
+    ("jax", "unique_inverse"): "jax engineer: complex NaN: unique_inverse(0+nan j) values nan+0j, NumPy 0+nan j",
+}
+
 
 @pytest.mark.parametrize("fn", F.TABLE, ids=[f.name for f in F.TABLE])
-def test_agrees_with_numpy(fn: F.Fn, executor: str) -> None:
+def test_agrees_with_numpy(fn: F.Fn, executor: str, request) -> None:
     if executor == runner.REFERENCE:
         pytest.skip("the reference itself")
+    if (executor, fn.name) in OPEN:
+        request.applymarker(pytest.mark.xfail(reason=OPEN[executor, fn.name], strict=False))
 
     @seed(zlib.crc32(fn.name.encode()))  # repeatable in CI, and distinct per function
     @settings(max_examples=QUICK_EXAMPLES, database=None, deadline=None, suppress_health_check=list(HealthCheck))
