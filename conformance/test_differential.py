@@ -179,3 +179,30 @@ def test_outcome_reports_a_wrong_answer(monkeypatch) -> None:
     monkeypatch.setattr(runner, "call", planted)
     d = runner.outcome(_SIN, (Input(np.zeros(2)),), {}, "someother")
     assert d is not None and d.kind == "value" and d.function == "sin" and "np.asarray" in d.example
+
+
+def test_deep_profile_command_writes_results_and_merges_shards(tmp_path, capsys) -> None:
+    from conformance.differential.__main__ import main
+
+    parts = []
+    for k in range(2):
+        path = tmp_path / f"part{k}.json"
+        assert main(["--max-examples", "2", "--executors", "numpy", "--only", "sin,add,fft.fft",
+                     "--shard", f"{k}/2", "--json", str(path), "-q"]) == 0
+        parts.append(path)
+    import json
+
+    first, second = (json.loads(p.read_text()) for p in parts)
+    assert set(first["functions"]) == {"sin", "fft.fft"} and set(second["functions"]) == {"add"}
+    assert first["examples"] == 4 and first["executors"] == ["numpy"] and first["unexplained"] == []
+    merged = tmp_path / "merged.json"
+    assert main(["--merge", *map(str, parts), "--json", str(merged)]) == 0
+    data = json.loads(merged.read_text())
+    assert data["examples"] == 6 and set(data["functions"]) == {"sin", "add", "fft.fft"}
+    assert [d["id"] for d in data["deviations"]] == [d.id for d in deviations.DEVIATIONS]
+    assert "known deviations" in capsys.readouterr().out
+    from conformance import report
+
+    assert report.main(["--differential", str(merged)]) == 0
+    out = capsys.readouterr().out
+    assert "6 examples" in out and "jax-flushes-subnormals" in out
