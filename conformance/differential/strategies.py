@@ -96,7 +96,7 @@ def _int_specials(dtype: np.dtype) -> list[int]:
     return sorted({int(info.min), int(info.min) + 1, int(info.max), int(info.max) - 1, 0, 1, -1 if info.min else 2})
 
 
-VALUE_KINDS = ("mixed", "moderate", "finite", "positive", "small", "unit", "nonzero", "shift", "nonzero_int",
+VALUE_KINDS = ("mixed", "moderate", "finite", "bounded", "positive", "small", "unit", "nonzero", "shift", "nonzero_int",
                "pow_exponent")
 #: kinds that differ for integers only: what they are for floating dtypes
 _FLOAT_KIND = {"nonzero_int": "mixed", "pow_exponent": "mixed", "shift": "mixed"}
@@ -112,7 +112,7 @@ def _real_values(draw, dtype: np.dtype, n: int, kind: str) -> np.ndarray:
                   "pow_exponent": (0, 3)}.get(kind, (-10, 10))
         lo, hi = max(lo, int(info.min)), min(hi, int(info.max))
         plain = st.integers(lo, hi)
-        if kind in ("mixed", "finite", "moderate", "nonzero_int"):
+        if kind in ("mixed", "finite", "moderate", "bounded", "nonzero_int"):
             plain = st.one_of(plain, st.sampled_from(_int_specials(dtype)))
         if kind in ("nonzero", "nonzero_int"):
             plain = plain.filter(bool)
@@ -123,6 +123,8 @@ def _real_values(draw, dtype: np.dtype, n: int, kind: str) -> np.ndarray:
         plain = st.one_of(ordinary, ordinary, st.sampled_from(_float_specials(dtype)))
     elif kind == "moderate":  # no values near the overflow threshold: sums in any order agree
         plain = st.one_of(ordinary, ordinary, st.sampled_from([v for v in _float_specials(dtype) if not abs(v) > 1e30]))
+    elif kind == "bounded":  # finite, no values near overflow: contractions and transforms sum products
+        plain = st.one_of(ordinary, st.sampled_from([v for v in _float_specials(dtype) if np.isfinite(v) and abs(v) < 1e30]))
     elif kind == "finite":
         plain = st.one_of(ordinary, st.sampled_from([v for v in _float_specials(dtype) if np.isfinite(v)]))
     elif kind == "positive":
