@@ -60,12 +60,12 @@ def merge(parts: list[dict]) -> dict:
     """The shards of one profile as one result (classes regrouped, deviations reclassified)."""
     first = parts[0]
     functions = {k: v for p in parts for k, v in p["functions"].items()}
-    groups: dict[str, dict] = {}
+    groups: dict[tuple, dict] = {}
     for p in parts:
         for c in p["classes"]:
-            g = groups.setdefault(c["class"], dict(c, count=0))
+            g = groups.setdefault((c["class"], c["deviation"] or ""), dict(c, count=0))
             g["count"] += c["count"]
-    found = sorted(groups.values(), key=lambda c: c["class"])
+    found = [groups[k] for k in sorted(groups)]
     return {
         **first, "duration_s": round(max(p["duration_s"] for p in parts), 1), "shards": len(parts),
         "examples": sum(v["examples"] for v in functions.values()), "pairs": sum(v["pairs"] for v in functions.values()),

@@ -43,17 +43,20 @@ def explore(fn: F.Fn, executors: list[str], max_examples: int, seed: int | None 
 
 
 def classes(disagreements: list[Disagreement]) -> list[dict]:
-    """One entry per class (function, executor, kind of difference): count, smallest reproducer, deviation."""
-    groups: dict[str, list[Disagreement]] = {}
+    """One entry per class (function, executor, kind of difference, deviation or none): count, smallest reproducer.
+
+    Each disagreement is classified on its own, so a deviation never hides another member of a class.
+    """
+    groups: dict[tuple, list[Disagreement]] = {}
     for d in disagreements:
-        groups.setdefault(d.signature, []).append(d)
+        dev = _deviations.classify(d)
+        groups.setdefault((d.signature, dev.id if dev else ""), []).append(d)
     out = []
-    for sig, members in sorted(groups.items()):
+    for (sig, dev), members in sorted(groups.items()):
         smallest = min(members, key=lambda d: (d.size, len(d.example)))
-        dev = _deviations.classify(smallest)
         out.append({
             "class": sig, "function": smallest.function, "executor": smallest.executor, "kind": smallest.kind,
             "count": len(members), "detail": smallest.detail, "reproducer": smallest.example,
-            "deviation": dev.id if dev else None,
+            "deviation": dev or None,
         })
     return out
