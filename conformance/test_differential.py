@@ -29,6 +29,8 @@ OPEN: dict[tuple[str, str], str] = {
     ("jax", "sign"): "jax engineer: complex infinities: sign(0+inf j) is 0+nan j, NumPy nan+nan j",
     ("jax", "sinh"): "jax engineer: complex signed zeros: sinh(0-0j) is 0+0j, C99 and NumPy 0-0j",
     ("jax", "unique_inverse"): "jax engineer: complex NaN: unique_inverse(0+nan j) values nan+0j, NumPy 0+nan j",
+    ("jax", "array.__pow__"): "jax engineer: complex pow: (0+nan j)**1.0 is nan+nan j, NumPy 0+nan j",
+    ("jax", "array.__ipow__"): "jax engineer: complex pow: (0+nan j)**1 is nan+nan j, NumPy 0+nan j",
 }
 
 
