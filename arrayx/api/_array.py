@@ -475,7 +475,13 @@ class _AtIndexer:
 
 
 class _AtRef:
-    """``x.at[key]``: functional updates that return new arrays (x is unchanged)."""
+    """``x.at[key]``: functional updates that return new arrays (x is unchanged).
+
+    ``mode`` is JAX's: None (NumPy's IndexError for known out-of-range indices; under
+    staging, symbolic ones are clamped by ``get`` and dropped by updates), "clip",
+    "fill" (``get``: ``fill_value``, default NaN / the integer minimum; updates: drop),
+    "drop", "promise_in_bounds".  ``unique_indices=True`` promises no repeated index.
+    """
 
     __slots__ = ("_x", "_key")
 
@@ -483,32 +489,46 @@ class _AtRef:
         self._x = x
         self._key = key
 
-    def get(self) -> Array:
-        return _indexing.getitem(self._x, self._key)
+    def get(self, *, mode: str | None = None, fill_value=None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> Array:
+        """``x[key]``; ``mode`` "clip" or "fill" (with ``fill_value``) for out-of-range indices."""
+        return _indexing.getitem(self._x, self._key, mode, fill_value)
 
-    def set(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "set")
+    def set(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> Array:
+        return self._update("set", values, mode, indices_are_sorted, unique_indices)
 
-    def add(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "add")
+    def add(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> Array:
+        return self._update("add", values, mode, indices_are_sorted, unique_indices)
 
-    def subtract(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "subtract")
+    def subtract(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+                 unique_indices: bool = False) -> Array:
+        return self._update("subtract", values, mode, indices_are_sorted, unique_indices)
 
-    def multiply(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "multiply")
+    def multiply(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+                 unique_indices: bool = False) -> Array:
+        return self._update("multiply", values, mode, indices_are_sorted, unique_indices)
 
-    def divide(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "divide")
+    def divide(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+               unique_indices: bool = False) -> Array:
+        return self._update("divide", values, mode, indices_are_sorted, unique_indices)
 
-    def power(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "power")
+    def power(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+              unique_indices: bool = False) -> Array:
+        return self._update("power", values, mode, indices_are_sorted, unique_indices)
 
-    def min(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "min")
+    def min(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> Array:
+        return self._update("min", values, mode, indices_are_sorted, unique_indices)
 
-    def max(self, values) -> Array:
-        return _indexing.at_update(self._x, self._key, values, "max")
+    def max(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
+            unique_indices: bool = False) -> Array:
+        return self._update("max", values, mode, indices_are_sorted, unique_indices)
+
+    def _update(self, op, values, mode, indices_are_sorted, unique_indices) -> Array:
+        return _indexing.at_update(self._x, self._key, values, op, mode,
+                                   indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
 
 # The namespace modules the methods route through (imported last: they import Array).

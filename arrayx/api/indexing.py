@@ -1,11 +1,25 @@
 """Indexing: ``x[key]``, ``x[key] = v``, ``x.at[key].op(v)`` and the standard's
 "Indexing Functions" category (``take``, ``take_along_axis``).
 
-A key is encoded as a hashable tuple (the primitive's ``key`` param); index
-arrays travel as operands so that transforms see them:
+A key is parsed here, once, into operations on internal primitives, so executors
+never see a key format of arrayx's own:
 
-    int -> ("i", k)      slice -> ("s", start, stop, step)     None -> ("n",)
-    ... -> ("e",)         bool scalar -> ("b", v)               array -> ("a", operand position)
+- ``slice``: ints, slices with static bounds and None (a static basic key, the
+  cheap case: ``buf[key]`` on every executor), and ``slice_update`` its write;
+- ``gather`` / ``scatter``: integer index arrays (NumPy's advanced indexing: the
+  index arrays' broadcast dimensions replace the indexed axes when those are
+  adjacent, else they come first), scatter's update kinds being
+  set/add/multiply/min/max;
+- ``dynamic_slice`` / ``dynamic_update_slice``: slices whose start is only known
+  symbolically (``x[i:i + 2]`` under staging), with JAX's clamping;
+- ``boolean_mask``: a boolean array index (its result size depends on values).
+
+Out-of-range indices (NumPy's rule, on every executor): an integer, an integer
+index array, ``take`` and ``take_along_axis`` raise IndexError naming the index
+and the size whenever the indices are known values (eagerly, under grad, and for
+constants under staging).  Where they are only known symbolically (staged inputs)
+indices are clamped into range, as JAX does; updates through out-of-range
+indices are dropped.  ``x.at[key]`` takes JAX's ``mode=`` to choose otherwise.
 """
 from __future__ import annotations
 
@@ -16,119 +30,462 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, cast, with_article
-from arrayx.transforms.core import Primitive, _TRACE, _wrap
+from arrayx.transforms.core import ConcretizationError, Primitive, _TRACE, _wrap
 
 __all__ = ["take", "take_along_axis"]
 
-getitem_p = Primitive("getitem")
-at_update_p = Primitive("at_update")
+slice_p = Primitive("slice")
+slice_update_p = Primitive("slice_update")
+gather_p = Primitive("gather")
+scatter_p = Primitive("scatter")
+dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+boolean_mask_p = Primitive("boolean_mask")
+take_along_axis_p = Primitive("take_along_axis")
 
+#: the updates of ``x.at[key]``; those that are not scatter kinds are written with them
 AT_OPS = ("set", "add", "subtract", "multiply", "divide", "power", "min", "max")
+SCATTER_KINDS = ("set", "add", "multiply", "min", "max")
+GATHER_MODES = (None, "promise_in_bounds", "clip", "fill")
+SCATTER_MODES = (None, "promise_in_bounds", "clip", "drop", "fill")
 
 
-def encode_key(fname: str, x: Array, key) -> tuple[tuple, list]:
-    """(hashable key, index arrays) for ``x[key]``; validates against x's shape."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    entries = []
-    arrays: list = []
-    ndim = x.ndim
-    consumed = 0
-    ellipsis = False
-    for k in key:
-        if k is None:
-            entries.append(("n",))
-        elif k is Ellipsis:
-            if ellipsis:
-                raise IndexError(f"{fname}: an index can only have a single ellipsis ('...')")
-            ellipsis = True
-            entries.append(("e",))
-        elif isinstance(k, slice):
-            entries.append(("s", _index_or_none(fname, k.start), _index_or_none(fname, k.stop),
-                            _index_or_none(fname, k.step)))
-            if k.step == 0:
-                raise ValueError(f"{fname}: slice step cannot be zero")
-            consumed += 1
-        elif isinstance(k, (bool, np.bool_)):
-            entries.append(("b", bool(k)))
-        elif isinstance(k, Array):
-            if k.dtype == _dtypes.bool:
-                consumed += k.ndim
-            elif k.dtype.kind in "iu":
-                consumed += 1
-            else:
-                raise IndexError(f"{fname}: index arrays must be integer or boolean, got {k.dtype}")
-            entries.append(("a", len(arrays)))
-            arrays.append(k)
-        elif isinstance(k, (list, np.ndarray)):
-            from arrayx.api.creation import asarray
-
-            a = asarray(k, device=x.device)
-            return encode_key(fname, x, tuple(a if kk is k else kk for kk in key))
-        else:
-            try:
-                i = operator.index(k)
-            except TypeError:
-                raise IndexError(
-                    f"{fname}: invalid index {k!r} of type {type(k).__name__}; use ints, slices, "
-                    f"None, ..., or integer/boolean arrays"
-                ) from None
-            axis = consumed if not ellipsis else None
-            if axis is not None and axis < ndim:
-                n = x.shape[axis]
-                if n is not None and not -n <= i < n:
-                    raise IndexError(f"{fname}: index {i} is out of bounds for axis {axis} with size {n}")
-            entries.append(("i", i))
-            consumed += 1
-    if consumed > ndim:
-        raise IndexError(f"{fname}: too many indices for an array with {ndim} dimension(s) (key {key!r})")
-    if ellipsis and consumed < ndim:
-        pass
-    elif not ellipsis:
-        pass
-    # integer indices after an ellipsis are bounds-checked by the executor
-    return tuple(entries), arrays
+# The primitives' contracts (each executor's table implements them; NumPy-like buffers share
+# the implementations of ``arrayx.executors._indexing``):
+#   slice(x, key)                         x[key], key a static basic key (ints, None, (start, stop, step))
+#   slice_update(x, v, key)               a copy of x with x[key] = v (v broadcasts to x[key])
+#   gather(x, *idx, axes)                 x[k], k[axes[j]] = idx[j] and full slices elsewhere; the
+#                                         idx share one shape, values in [-n, n)
+#   scatter(x, u, *idx, axes, kind, mode, unique_indices)
+#                                         a copy of x with x[k] <kind>= u, repeats accumulating; u has
+#                                         gather's result shape; mode "drop" skips updates at indices
+#                                         outside [-n, n), "promise_in_bounds" has none
+#   dynamic_slice(x, *starts, sizes)      x[s:s + size] per axis, each start clamped to [0, n - size]
+#   dynamic_update_slice(x, u, *starts)   a copy of x with that window (u's shape) replaced by u
+#   boolean_mask(x, mask, axis)           x[(slice(None),) * axis + (mask,)]
+#   take_along_axis(x, indices, axis)     the standard's, indices in [-n, n)
 
 
-def _index_or_none(fname, v):
+def _consecutive(axes) -> bool:
+    return axes[-1] - axes[0] == len(axes) - 1
+
+
+def gather_shape(x_shape: tuple, index_shape: tuple, axes: tuple) -> tuple:
+    """``gather``'s result shape: NumPy's rule for index arrays at ``axes`` (sorted)."""
+    rest = [d for a, d in enumerate(x_shape) if a not in axes]
+    if _consecutive(axes):
+        return tuple(rest[:axes[0]]) + tuple(index_shape) + tuple(rest[axes[0]:])
+    return tuple(index_shape) + tuple(rest)
+
+
+def basic_shape(x_shape: tuple, key: tuple) -> tuple:
+    """``slice``'s result shape for a static basic key (ints, None, (start, stop, step))."""
+    out = []
+    axis = 0
+    for e in key:
+        if e is None:
+            out.append(1)
+            continue
+        n = x_shape[axis]
+        axis += 1
+        if e.__class__ is tuple:
+            out.append(None if n is None else len(range(*slice(*e).indices(n))))
+    return tuple(out) + tuple(x_shape[axis:])
+
+
+# -- parsing a key ----------------------------------------------------------------------------------
+
+
+def _concrete(a):
+    """The concrete Array behind ``a`` (an Array or a tracer with a known value), else None."""
+    if a.__class__ is Array:
+        return a
+    try:
+        return a._concrete("indexing")
+    except ConcretizationError:
+        return None
+
+
+class _Key:
+    """A key for ``x`` resolved against x's shape.
+
+    ``static`` is the basic key applied first (ints and (start, stop, step); full slices
+    where an index array, a mask or a dynamic slice acts).  The other parts act on its
+    result ``y``:
+
+    - ``arrays``: [(axis of y, integer index Array)], axes increasing (``x_axes``: x's axes);
+    - ``mask``: (axis of y, boolean Array) or None;
+    - ``dynamic``: [(axis of y, start, size)] for slices with symbolic starts;
+    - ``new_axes``: dimensions that None / True / False entries add, and ``false_axes``
+      those of them that are empty (False);
+    - ``index_at``: where NumPy puts the index arrays' dimensions.
+
+    Positions in ``new_axes``, ``false_axes`` and ``index_at`` count the dimensions of
+    ``x[key]`` without the index arrays' dimensions.
+    """
+
+    __slots__ = ("static", "arrays", "x_axes", "mask", "dynamic", "new_axes", "false_axes", "index_at")
+
+    def needs_static(self) -> bool:
+        return any(e != (None, None, None) for e in self.static)
+
+    def layout(self, rest: int, m: int) -> tuple:
+        """(permutation from gather's layout to NumPy's, where the new axes go in it), for
+        ``rest`` other dimensions and ``m`` index dimensions."""
+        ys = [a for a, _ in self.arrays]
+        natural = (ys[0] if _consecutive(ys) else 0) if ys else 0
+        at = self.index_at if ys else 0
+        before = at - sum(1 for d in self.new_axes if d < at)  # other dims ahead of the index dims
+
+        def gather_pos(j):
+            return j if j < natural else j + m
+
+        perm = [gather_pos(j) for j in range(before)] + list(range(natural, natural + m)) + \
+            [gather_pos(j) for j in range(before, rest)]
+        new = tuple(d if d < at else d + m for d in self.new_axes)
+        return tuple(perm), new
+
+
+def _entry_kind(fname, k):
+    if k is None:
+        return "none"
+    if k is Ellipsis:
+        return "ellipsis"
+    if isinstance(k, slice):
+        return "slice"
+    if isinstance(k, (bool, np.bool_)):
+        return "bool"
+    if isinstance(k, Array):
+        if k.dtype == _dtypes.bool:
+            return "mask"
+        if k.dtype.kind in "iu":
+            return "array"
+        raise IndexError(f"{fname}: index arrays must be integer or boolean, got {k.dtype}")
+    return "int"
+
+
+def _as_index_int(fname, k):
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise IndexError(
+            f"{fname}: invalid index {k!r} of type {type(k).__name__}; use ints, slices, "
+            f"None, ..., or integer/boolean arrays"
+        ) from None
+
+
+def _slice_bound(fname, v):
+    """A slice bound as an int, None, or a symbolic 0-d integer array."""
     if v is None:
         return None
+    if isinstance(v, Array):
+        c = _concrete(v)
+        if c is None:
+            if v.ndim != 0 or v.dtype.kind not in "iu":
+                raise IndexError(f"{fname}: slice bounds must be ints, got an array of shape {v.shape} and dtype {v.dtype}")
+            return v
+        v = c
     try:
         return operator.index(v)
     except TypeError:
         raise IndexError(f"{fname}: slice bounds must be ints or None, got {v!r}") from None
 
 
-def decode_key(key: tuple, arrays) -> tuple:
-    """The executor-level key (slices, ints, arrays) for an encoded key."""
-    out = []
-    for e in key:
-        tag = e[0]
-        if tag == "i":
-            out.append(e[1])
-        elif tag == "s":
-            out.append(slice(e[1], e[2], e[3]))
-        elif tag == "n":
-            out.append(None)
-        elif tag == "e":
-            out.append(Ellipsis)
-        elif tag == "b":
-            out.append(e[1])
+def parse_key(fname: str, x: Array, key) -> _Key:
+    """Resolve ``key`` against x's shape (validating it), see :class:`_Key`."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(isinstance(k, (list, np.ndarray)) for k in key):
+        from arrayx.api.creation import asarray
+
+        key = tuple(asarray(k, device=x.device) if isinstance(k, (list, np.ndarray)) else k for k in key)
+    kinds = [_entry_kind(fname, k) for k in key]
+    if kinds.count("ellipsis") > 1:
+        raise IndexError(f"{fname}: an index can only have a single ellipsis ('...')")
+    consumed = sum(key[i].ndim if t == "mask" else t in ("int", "slice", "array") for i, t in enumerate(kinds))
+    ndim = x.ndim
+    if consumed > ndim:
+        raise IndexError(f"{fname}: too many indices for an array with {ndim} dimension(s) (key {key!r})")
+    if "ellipsis" in kinds:
+        at = kinds.index("ellipsis")
+        fill = ndim - consumed
+        key = key[:at] + (slice(None),) * fill + key[at + 1:]
+        kinds = kinds[:at] + ["slice"] * fill + kinds[at + 1:]
+
+    # an eager boolean index mixed with integer arrays is its nonzero() (NumPy's rule)
+    if "mask" in kinds and ("array" in kinds or kinds.count("mask") > 1):
+        key, kinds = _masks_as_arrays(fname, key, kinds)
+
+    shape = x.shape
+    k = _Key()
+    static, arrays, dynamic, new_axes, false_axes, x_axes = [], [], [], [], [], []
+    k.mask = None
+    axis = 0  # axis of x
+    ydim = 0  # dimension of y (the result of the static part, without None entries)
+    out_dim = 0  # dimension of x[key]
+    advanced_pos, first_lead = [], None
+    has_arrays = "array" in kinds
+    for pos, (e, t) in enumerate(zip(key, kinds)):
+        if t == "none" or t == "bool":
+            if t == "bool" and not e:
+                false_axes.append(out_dim)
+            new_axes.append(out_dim)
+            out_dim += 1
+            continue
+        if t == "int":
+            i = _as_index_int(fname, e)
+            n = shape[axis]
+            if n is not None and not -n <= i < n:
+                raise IndexError(f"{fname}: index {i} is out of bounds for axis {axis} with size {n}")
+            static.append(i)
+            if has_arrays:
+                advanced_pos.append(pos)
+                if first_lead is None:
+                    first_lead = out_dim
+            axis += 1
+        elif t == "slice":
+            start, stop, step = (_slice_bound(fname, v) for v in (e.start, e.stop, e.step))
+            if step == 0:
+                raise ValueError(f"{fname}: slice step cannot be zero")
+            if isinstance(start, Array) or isinstance(stop, Array) or isinstance(step, Array):
+                dynamic.append((ydim, *_dynamic_bounds(fname, start, stop, step, shape[axis])))
+                static.append((None, None, None))
+            else:
+                static.append((start, stop, step))
+            axis += 1
+            ydim += 1
+            out_dim += 1
+        elif t == "array":
+            arrays.append((ydim, e))
+            x_axes.append(axis)
+            advanced_pos.append(pos)
+            if first_lead is None:
+                first_lead = out_dim
+            static.append((None, None, None))
+            axis += 1
+            ydim += 1
+        else:  # mask
+            if k.mask is not None:
+                raise IndexError(f"{fname}: only one boolean index array is supported (got several)")
+            covered = shape[axis:axis + e.ndim]
+            if any(m is not None and n is not None and m not in (n, 0) for m, n in zip(e.shape, covered)):
+                raise IndexError(
+                    f"{fname}: boolean index of shape {e.shape} does not match the indexed axes "
+                    f"{tuple(covered)} (axis {axis} on)"
+                )
+            k.mask = (ydim, e)
+            static.extend([(None, None, None)] * e.ndim)
+            axis += e.ndim
+            ydim += e.ndim
+            out_dim += 1
+    k.static = tuple(static)
+    k.arrays = arrays
+    k.x_axes = tuple(x_axes)
+    k.dynamic = dynamic
+    k.new_axes = tuple(new_axes)
+    k.false_axes = tuple(false_axes)
+    # NumPy puts the index arrays' dimensions where the first advanced entry is when the advanced
+    # entries (index arrays, and ints among them) are adjacent in the key, else in front
+    adjacent = bool(advanced_pos) and advanced_pos[-1] - advanced_pos[0] == len(advanced_pos) - 1
+    k.index_at = first_lead if adjacent else 0
+    return k
+
+
+def _masks_as_arrays(fname, key, kinds):
+    from arrayx.api.searching import nonzero
+
+    new_key, new_kinds = [], []
+    for e, t in zip(key, kinds):
+        if t == "mask":
+            if _concrete(e) is None:
+                raise IndexError(
+                    f"{fname}: a traced boolean index mixed with other index arrays has a data-dependent "
+                    f"size; index with arrayx.nonzero(mask, size=...) results or use arrayx.where"
+                )
+            parts = nonzero(_concrete(e)) if e.ndim else ()
+            if e.ndim == 0:
+                raise IndexError(f"{fname}: a 0-d boolean index mixed with index arrays is not supported")
+            new_key.extend(parts)
+            new_kinds.extend(["array"] * len(parts))
         else:
-            out.append(arrays[e[1]])
-    return tuple(out)
+            new_key.append(e)
+            new_kinds.append(t)
+    return tuple(new_key), new_kinds
 
 
-def _getitem_any(buf, *index_bufs, key):
-    return buf[decode_key(key, index_bufs)]
+def _dynamic_bounds(fname, start, stop, step, n):
+    """(start, size) of a slice with a symbolic bound: ``x[i:i + size]`` with a static size."""
+    if step not in (None, 1):
+        raise IndexError(f"{fname}: a slice with a traced bound must have step 1, got {step!r}")
+    if n is None:
+        raise IndexError(f"{fname}: a slice with a traced bound needs an axis of known size")
+    if start is None:
+        start = 0
+    if isinstance(stop, int) and not isinstance(start, Array):
+        raise IndexError(f"{fname}: slice bounds must be ints or None, got {stop!r}")
+    size = _static_offset(start, stop) if isinstance(stop, Array) else None
+    if size is None or not 0 <= size <= n:
+        raise IndexError(
+            f"{fname}: a slice with a traced start needs a stop of start + a static size "
+            f"(x[i:i + 2]); a traced size gives a data-dependent shape. Write the window as "
+            f"arrayx's dynamic_slice(x, start, size): x[i:i + size] with a Python int size"
+        )
+    return start, size
 
 
-getitem_p.impls["*"] = _getitem_any
+def _static_offset(start, stop):
+    """``k`` when the symbolic ``stop`` was computed as ``start + k`` (k a Python int), else None.
+
+    Reads the equation that produced ``stop`` in the staging trace that owns it.
+    """
+    state = getattr(stop, "_buf", None)
+    var = getattr(state, "var", None)
+    trace = getattr(state, "trace", None)
+    if var is None or not hasattr(trace, "equations"):
+        return None
+    start_var = getattr(getattr(start, "_buf", None), "var", None)
+    for eqn in reversed(trace.equations):
+        if var in getattr(eqn, "outputs", ()):
+            break
+    else:
+        return None
+    if eqn.prim.name not in ("add", "subtract") or len(eqn.inputs) != 2:
+        return None
+    a, b = eqn.inputs
+    if isinstance(start, int) and eqn.prim.name == "add":  # stop = k + i with a static start
+        return None
+    if a is not start_var:
+        if eqn.prim.name == "add" and b is start_var:
+            a, b = b, a
+        else:
+            return None
+    value = getattr(b, "value", None)  # a Literal
+    if value is None:
+        return None
+    try:
+        k = operator.index(value.item() if hasattr(value, "item") else value)
+    except TypeError:
+        return None
+    return k if eqn.prim.name == "add" else -k
 
 
-def getitem(x: Array, key) -> Array:
+# -- index arrays: bounds and modes ----------------------------------------------------------------
+
+
+def _check_in_bounds(fname: str, index: Array, n, axis: int) -> None:
+    """IndexError naming the index and the size when a known index is outside [-n, n)."""
+    if n is None or index.size == 0:
+        return
+    lo, hi = index._ex.index_range(index._buf)
+    bad = hi if hi >= n else lo if lo < -n else None
+    if bad is not None:
+        raise IndexError(
+            f"{fname}: index {bad} is out of bounds for axis {axis} with size {n}; pass mode='clip' "
+            f"or mode='fill' to x.at[...] to choose another behaviour"
+        )
+
+
+def _normalised(i: Array, n: int) -> Array:
+    from arrayx.api.searching import where
+
+    if i.dtype.kind == "u":
+        return i
+    return where(i < 0, i + n, i)
+
+
+def _clipped(i: Array, n: int) -> Array:
+    from arrayx.api.elementwise import clip
+
+    return clip(_normalised(i, n), 0, max(n - 1, 0))
+
+
+def _in_range(indices, ns) -> Array | None:
+    valid = None
+    for i, n in zip(indices, ns):
+        ok = (i >= -n) & (i < n) if i.dtype.kind != "u" else i < n
+        valid = ok if valid is None else valid & ok
+    return valid
+
+
+def _prepare_indices(fname: str, y: Array, arrays, mode: str | None, *, scatter: bool, x_axes=None) -> tuple:
+    """(broadcast index arrays, executor mode, validity mask or None) for ``mode``.
+
+    None (the default) checks known indices (IndexError) and clamps (gather) or drops
+    (scatter) symbolic ones, as JAX does under jit.
+    """
+    from arrayx.api.manipulation import broadcast_arrays
+
+    axes = tuple(a for a, _ in arrays)
+    idx = [i for _, i in arrays]
+    if len(idx) > 1:
+        idx = list(broadcast_arrays(*idx))
+    ns = [y.shape[a] for a in axes]
+    if mode is None:
+        known = [_concrete(i) for i in idx]
+        if all(c is not None for c in known):
+            for c, n, a in zip(known, ns, x_axes or axes):
+                _check_in_bounds(fname, c, n, a)
+            return idx, "promise_in_bounds", None
+        mode = "drop" if scatter else "clip"
+    if mode == "promise_in_bounds":
+        return idx, mode, None
+    if mode == "clip":
+        return [_clipped(i, n) for i, n in zip(idx, ns)], "promise_in_bounds", None
+    # fill (gather) / drop, fill (scatter)
+    if scatter:
+        return idx, "drop", None
+    from arrayx.api.searching import where
+
+    valid = _in_range(idx, ns)
+    return [where(valid, i, 0) for i in idx], "promise_in_bounds", valid
+
+
+def _default_fill(dtype):
+    if dtype.kind in "fc":
+        return float("nan")
+    if dtype.kind == "i":
+        return int(np.iinfo(dtype).min)
+    if dtype.kind == "u":
+        return int(np.iinfo(dtype).max)
+    return True
+
+
+def _broadcast_valid(valid: Array, out_shape: tuple, lead: int) -> Array:
+    """The validity mask of the index dimensions (at ``lead``) broadcast against gather's result."""
+    from arrayx.api.manipulation import reshape
+
+    shape = (1,) * lead + tuple(valid.shape) + (1,) * (len(out_shape) - lead - valid.ndim)
+    return reshape(valid, shape)
+
+
+def gather_checked(fname, y, arrays, mode=None, fill_value=None, x_axes=None) -> Array:
+    """``gather`` of ``y`` at the index arrays [(axis, Array)], in ``mode`` (see the module doc);
+    ``x_axes`` name the axes in errors."""
+    idx, emode, valid = _prepare_indices(fname, y, arrays, mode, scatter=False, x_axes=x_axes)
+    axes = tuple(a for a, _ in arrays)
+    out = gather_p.bind(y, *idx, axes=axes)
+    if valid is not None:
+        from arrayx.api.searching import where
+
+        fill = _default_fill(y.dtype) if fill_value is None else fill_value
+        lead = axes[0] if _consecutive(axes) else 0
+        out = where(_broadcast_valid(valid, out.shape, lead), out, _fill_operand(fname, y, fill))
+    return out
+
+
+def _fill_operand(fname, y, fill):
+    """A fill value for ``mode="fill"`` as a scalar of y's dtype (an array is cast)."""
+    if isinstance(fill, Array):
+        return cast(fill, y.dtype)
+    return y.dtype.type(fill)
+
+
+# -- getitem -------------------------------------------------------------------------------------
+
+
+def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
     """``x[key]`` (basic and advanced indexing as the standard describes it)."""
-    if x.__class__ is Array and _TRACE.get() is None and not x._ex.unknown_shapes:
+    if x.__class__ is Array and mode is None and _TRACE.get() is None and not x._ex.unknown_shapes:
         # eager fast path for keys of ints and slices (bounds checked here: JAX would clamp)
         entries = key if key.__class__ is tuple else (key,)
         buf = x._buf
@@ -145,8 +502,60 @@ def getitem(x: Array, key) -> Array:
                 ex = x._ex
                 out = buf[key]
                 return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
-    enc, arrays = encode_key("__getitem__", x, key)
-    return getitem_p.bind(x, *arrays, key=enc)
+    fname = "__getitem__" if mode is None and fill_value is None else "at[...].get"
+    if mode not in GATHER_MODES:
+        raise ValueError(f"at[...].get: unknown mode {mode!r}; choose from {GATHER_MODES[1:]}")
+    k = parse_key(fname, x, key)
+    return _apply_key(fname, x, k, mode, fill_value)
+
+
+def _apply_key(fname, x, k: _Key, mode, fill_value):
+    from arrayx.api.manipulation import expand_dims, permute_dims
+
+    y = slice_p.bind(x, key=k.static) if k.needs_static() else x
+    if k.dynamic:
+        y = _dynamic_slice(y, k.dynamic)
+    m = 0
+    if k.mask is not None:
+        axis, mask = k.mask
+        y = boolean_mask_p.bind(y, mask, axis=axis)
+    elif k.arrays:
+        y = gather_checked(fname, y, k.arrays, mode, fill_value, k.x_axes)
+        m = _index_ndim(k)
+    if k.arrays or k.new_axes:
+        perm, new = k.layout(y.ndim - m, m)
+        if perm != tuple(range(y.ndim)):
+            y = permute_dims(y, perm)
+        for d in new:
+            y = expand_dims(y, axis=d)
+        if k.false_axes:
+            empty = {d if d < k.index_at or not k.arrays else d + m for d in k.false_axes}
+            y = slice_p.bind(y, key=tuple((0, 0, None) if d in empty else (None, None, None) for d in range(y.ndim)))
+    return y
+
+
+def _dynamic_slice(y, dynamic):
+    starts, sizes = _dynamic_window_args(y, dynamic)
+    return dynamic_slice_p.bind(y, *starts, sizes=sizes)
+
+
+def _dynamic_window_args(y, dynamic):
+    starts = [0] * y.ndim
+    sizes = list(y.shape)
+    for axis, start, size in dynamic:
+        starts[axis] = _normalised_start(start, y.shape[axis])
+        sizes[axis] = size
+    return starts, tuple(sizes)
+
+
+def _normalised_start(start, n):
+    """A negative start counts from the end once, then dynamic_slice clamps (JAX's rule)."""
+    if isinstance(start, Array):
+        return _normalised(start, n)
+    return start + n if start < 0 else start
+
+
+# -- updates ------------------------------------------------------------------------------------
 
 
 def _value_operand(fname: str, x: Array, value):
@@ -175,54 +584,233 @@ def setitem(x: Array, key, value) -> None:
     if _TRACE.get() is None and x._ex.mutable and type(x) is Array and (
         not isinstance(checked, Array) or type(checked) is Array
     ):
-        enc, arrays = encode_key("__setitem__", x, key)
-        k = decode_key(enc, [a._buf for a in arrays])
+        native = _native_eager_key("__setitem__", x, key)
         buf = x._buf
-        if getattr(buf, "flags", None) is None or buf.flags.writeable:
-            buf[k] = checked._buf if isinstance(checked, Array) else checked
+        if native is not None and (getattr(buf, "flags", None) is None or buf.flags.writeable):
+            buf[native] = checked._buf if isinstance(checked, Array) else checked
             return
         # a read-only view (broadcast_to, linalg.diagonal, from_dlpack of an immutable
         # buffer): update functionally instead of failing
     x._become(at_update(x, key, value, "set"))  # the original value: at_update checks it again
 
 
-def _at_update_numpy_like(buf, value, *index_bufs, key, op):
-    k = decode_key(key, index_bufs)
-    out = buf.copy()
-    if op == "set":
-        out[k] = value
-        return out
-    mod = type(buf).__module__.split(".")[0]
-    lib = np if mod == "numpy" else __import__(mod)
-    ufunc = {"add": lib.add, "subtract": lib.subtract, "multiply": lib.multiply, "divide": lib.divide,
-             "power": lib.power, "min": lib.minimum, "max": lib.maximum}[op]
-    if any(not isinstance(i, (int, slice, type(None), type(Ellipsis), bool)) for i in k):
-        ufunc.at(out, k, value)  # unbuffered: repeated indices accumulate
-    else:
-        out[k] = ufunc(out[k], value)
-    return out
+def _native_eager_key(fname, x, key):
+    """The executor's own key for an eager in-place write (index arrays bounds-checked), or None."""
+    k = parse_key(fname, x, key)
+    for (_, i), axis in zip(k.arrays, k.x_axes):
+        c = _concrete(i)
+        if c is None:
+            return None
+        _check_in_bounds(fname, c, x.shape[axis], axis)
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for e in key:
+        if isinstance(e, Array):
+            if e.__class__ is not Array:
+                return None
+            out.append(e._buf)
+        elif isinstance(e, (list, np.ndarray)):
+            return None  # converted by the functional path
+        else:
+            out.append(e)
+    return tuple(out)
 
 
-at_update_p.impls["*"] = _at_update_numpy_like
+def _unique_known(indices) -> bool:
+    """Whether known index arrays address no element twice."""
+    from arrayx.api.manipulation import stack
+
+    known = [_concrete(i) for i in indices]
+    if any(c is None for c in known):
+        return False
+    rows = np.asarray(stack(known, axis=-1)) if len(known) > 1 else np.asarray(known[0])[..., None]
+    rows = rows.reshape(-1, rows.shape[-1])
+    return len(np.unique(rows, axis=0)) == len(rows)
 
 
-def at_update(x: Array, key, values, op: str) -> Array:
-    """A copy of x with ``x[key] op= values`` applied (repeated indices accumulate)."""
+def at_update(x: Array, key, values, op: str, mode: str | None = None, *,
+              indices_are_sorted: bool = False, unique_indices: bool = False) -> Array:
+    """A copy of x with ``x[key] op= values`` applied (repeated indices accumulate).
+
+    ``mode`` is JAX's: None (IndexError for known out-of-range indices, updates dropped
+    for symbolic ones), "promise_in_bounds", "clip", "drop" or "fill" (= "drop").
+    ``indices_are_sorted`` is accepted for JAX compatibility; ``unique_indices=True``
+    promises no repeats (derivatives of ``multiply`` need it when repeats are possible).
+    """
     if op not in AT_OPS:
         raise ValueError(f"at[...]: unknown update {op!r}; choose from {AT_OPS}")
-    values = _value_operand(f"at[...].{op}", x, values)
-    enc, arrays = encode_key(f"at[...].{op}", x, key)
-    return at_update_p.bind(x, values, *arrays, key=enc, op=op)
+    fname = f"at[...].{op}"
+    if mode not in SCATTER_MODES:
+        raise ValueError(f"{fname}: unknown mode {mode!r}; choose from {SCATTER_MODES[1:]}")
+    values = _value_operand(fname, x, values)
+    k = parse_key(fname, x, key)
+    if op == "subtract":
+        return _update(fname, x, k, _negate(values), "add", mode, unique_indices)
+    if op in ("divide", "power"):
+        # as in JAX: x / prod(values) (x ** prod(values)) over repeated indices
+        from arrayx.api.creation import ones_like
+
+        factors = _update(fname, ones_like(x), k, values, "multiply", mode, unique_indices)
+        from arrayx.api import elementwise as ew
+
+        return ew.divide(x, factors) if op == "divide" else ew.pow(x, factors)
+    return _update(fname, x, k, values, op, mode, unique_indices)
 
 
-take_p = Primitive("take")
-take_along_axis_p = Primitive("take_along_axis")
+def _negate(v):
+    return -v
+
+
+_ELEMENTWISE = {"add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}
+
+
+def _combine(kind, old, new):
+    from arrayx.api import elementwise as ew
+
+    if kind == "set":
+        return new
+    return getattr(ew, _ELEMENTWISE[kind])(old, new)
+
+
+def _update(fname, x, k: _Key, values, kind, mode, unique_indices) -> Array:
+    if k.false_axes:  # a False entry: nothing is indexed
+        from arrayx.api.creation import asarray
+
+        return asarray(x, copy=True)
+    v = _gather_layout_values(fname, x, k, values)
+    static = k.needs_static()
+    if not (k.arrays or k.mask is not None or k.dynamic) and kind == "set":
+        return slice_update_p.bind(x, v, key=k.static)  # v: an array of the region's shape, or a scalar
+    y = slice_p.bind(x, key=k.static) if static else x
+    if k.arrays:
+        idx, emode, _ = _prepare_indices(fname, y, k.arrays, mode, scatter=True, x_axes=k.x_axes)
+        axes = tuple(a for a, _ in k.arrays)
+        v = _full_like_region(v, gather_shape(y.shape, idx[0].shape, axes), y)
+        y = scatter_p.bind(y, v, *idx, axes=axes, kind=kind, mode=emode, unique_indices=bool(unique_indices))
+    elif k.mask is not None:
+        y = _mask_update(fname, y, k.mask, v, kind)
+    elif k.dynamic:
+        starts, sizes = _dynamic_window_args(y, k.dynamic)
+        window = dynamic_slice_p.bind(y, *starts, sizes=sizes)
+        y = dynamic_update_slice_p.bind(y, _full_like_region(_combine(kind, window, v), sizes, y), *starts)
+    else:
+        y = _full_like_region(_combine(kind, y, v), y.shape, y)
+        if not static:
+            return y
+    return slice_update_p.bind(x, y, key=k.static) if static else y
+
+
+def _gather_layout_values(fname, x, k: _Key, values):
+    """``values`` broadcast to the shape of ``x[key]``, then laid out as gather's result (the
+    index dimensions where gather puts them, no new axes), or a scalar as it is."""
+    from arrayx.api.manipulation import broadcast_to, permute_dims, reshape
+
+    if not isinstance(values, Array):
+        return values
+    shape = _indexed_shape(x, k)
+    if any(d is None for d in shape):
+        return values  # a data-dependent region (a mask on Dask): the executor broadcasts
+    try:
+        v = broadcast_to(values, shape)
+    except ValueError:
+        raise ValueError(
+            f"{fname}: values of shape {values.shape} cannot be broadcast to the indexed region's "
+            f"shape {shape}"
+        ) from None
+    if not (k.arrays or k.new_axes):
+        return v
+    m = _index_ndim(k)
+    perm, new = k.layout(len(shape) - len(k.new_axes) - m, m)
+    if new:
+        v = reshape(v, tuple(d for i, d in enumerate(shape) if i not in new))
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return permute_dims(v, inverse) if inverse != tuple(range(v.ndim)) else v
+
+
+def _index_ndim(k: _Key) -> int:
+    from arrayx.api._checks import broadcast_shapes_for
+
+    return len(broadcast_shapes_for("indexing", *(i.shape for _, i in k.arrays))) if k.arrays else 0
+
+
+def _indexed_shape(x, k: _Key) -> tuple:
+    """The shape of ``x[key]`` (None where a mask makes it data-dependent)."""
+    shape = list(basic_shape(x.shape, k.static))
+    for axis, _, size in k.dynamic:
+        shape[axis] = size
+    m = 0
+    if k.mask is not None:
+        axis, mask = k.mask
+        shape[axis:axis + mask.ndim] = [None]
+    elif k.arrays:
+        from arrayx.api._checks import broadcast_shapes_for
+
+        bshape = broadcast_shapes_for("indexing", *(i.shape for _, i in k.arrays))
+        m = len(bshape)
+        shape = list(gather_shape(tuple(shape), bshape, tuple(a for a, _ in k.arrays)))
+    if k.arrays or k.new_axes:
+        perm, new = k.layout(len(shape) - m, m)
+        shape = [shape[p] for p in perm]
+        for d in new:
+            shape.insert(d, 1)
+    return tuple(shape)
+
+
+def _full_like_region(v, shape, like):
+    """``v`` as an array of ``shape`` with ``like``'s dtype and device (a scalar is filled in)."""
+    from arrayx.api.creation import full
+    from arrayx.api.manipulation import broadcast_to
+
+    shape = tuple(shape)
+    if isinstance(v, Array):
+        return v if v.shape == shape or any(d is None for d in shape) else broadcast_to(v, shape)
+    return full(shape, v.item() if isinstance(v, np.generic) else v, dtype=like.dtype, device=like.device)
+
+
+def _mask_update(fname, y, mask_entry, v, kind):
+    """``y[mask] <kind>= v``: a select where v does not vary along the masked elements, else a
+    scatter at ``nonzero(mask)`` (eager masks only)."""
+    from arrayx.api.manipulation import reshape
+    from arrayx.api.searching import where
+
+    axis, mask = mask_entry
+    m = mask.ndim
+    rest = tuple(y.shape[axis + m:])
+    r = len(rest)
+    count_dim = v.shape[v.ndim - r - 1] if isinstance(v, Array) and v.ndim > r else 1
+    if count_dim == 1:
+        # the same values for every selected element: a select (lazy, and fine for traced masks)
+        if isinstance(v, Array) and v.ndim > r:
+            v = reshape(v, v.shape[:v.ndim - r - 1] + (1,) * m + rest)
+        mb = reshape(mask, (1,) * axis + tuple(mask.shape) + (1,) * r)
+        return where(mb, _combine(kind, y, v), y)
+    known = _concrete(mask)
+    if known is None:
+        raise IndexError(
+            f"{fname}: storing an array of values through a traced boolean index needs its number of "
+            f"True elements; use arrayx.where(mask, values, x) with values of x's shape"
+        )
+    from arrayx.api.searching import nonzero
+
+    idx = nonzero(known)
+    arrays = [(axis + j, i) for j, i in enumerate(idx)]
+    shape = gather_shape(y.shape, idx[0].shape, tuple(a for a, _ in arrays))
+    from arrayx.api.manipulation import broadcast_to
+
+    v = broadcast_to(v, shape)
+    return scatter_p.bind(y, v, *idx, axes=tuple(a for a, _ in arrays), kind=kind, mode="promise_in_bounds",
+                          unique_indices=True)
+
+
+# -- take, take_along_axis -------------------------------------------------------------------------
 
 
 def take(x, indices, /, *, axis: int | None = None) -> Array:
     """Elements of x at the 1-D integer ``indices`` along ``axis`` (optional when x is 1-D).
 
-    Negative indices count from the end; out-of-bounds behaviour is the executor's.
+    Negative indices count from the end; an index outside [-n, n) raises IndexError (a
+    symbolic one under staging is clamped, as in JAX).
     """
     from arrayx.api._checks import normalize_axis
 
@@ -239,11 +827,13 @@ def take(x, indices, /, *, axis: int | None = None) -> Array:
             raise ValueError(f"take: axis is required for a {x.ndim}-D array (shape {x.shape})")
         axis = 0
     axis = normalize_axis("take", axis, x.ndim)
-    return take_p.bind(x, indices, axis=axis)
+    return gather_checked("take", x, [(axis, indices)])
 
 
 def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
-    """Values of x at ``indices`` along ``axis``; elsewhere x and indices broadcast together."""
+    """Values of x at ``indices`` along ``axis``; elsewhere x and indices broadcast together.
+
+    Out-of-range indices raise IndexError (symbolic ones under staging are clamped)."""
     from arrayx.api._checks import broadcast_shapes_for, normalize_axis
 
     array_arg("take_along_axis", x)
@@ -261,6 +851,12 @@ def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
     xs, js = list(x.shape), list(indices.shape)
     xs[axis] = js[axis] = 1
     batch = broadcast_shapes_for("take_along_axis", tuple(xs), tuple(js))
+    n = x.shape[axis]
+    known = _concrete(indices)
+    if known is not None:
+        _check_in_bounds("take_along_axis", known, n, axis)
+    elif n is not None:
+        indices = _clipped(indices, n)
     if _TRACE.get() is not None:  # the primitive sees operands broadcast outside ``axis``
         from arrayx.api.manipulation import broadcast_to
 

@@ -23,8 +23,9 @@ import numpy as np
 
 __all__ = [
     "Device", "Executor", "register_executor", "get", "executors", "registered",
-    "set_executor", "get_executor", "use_executor", "resolve_device",
+    "set_executor", "get_executor", "use_executor", "resolve_device"
 ]
+
 
 
 class Device:
@@ -167,6 +168,13 @@ class Executor:
                     )
         self.impls[prim] = fn
         return fn
+
+    def index_range(self, buf) -> tuple[int, int]:
+        """(min, max) of a non-empty integer buffer as Python ints, for bounds checks; only the
+        two numbers reach the host."""
+        xp = self.xp
+        both = self.to_host(xp.stack([xp.min(buf), xp.max(buf)]))
+        return int(both[0]), int(both[1])
 
     def coerce(self, out):
         """Turn a non-buffer result (e.g. a NumPy scalar) into this executor's buffer type."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key
 from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
 from arrayx.executors.base import Device, Executor, get
 
@@ -32,44 +33,29 @@ _KDL_CPU, _KDL_CUDA = 1, 2
 cupy = None  # the cupy module, set by CupyExecutor._load (CuPy is imported only when the executor is used)
 
 
-def _at_update(buf, value, *index_bufs, key, op):
-    """``buf`` with ``buf[key] op= value`` applied to a copy (repeated indices accumulate)."""
-    from arrayx.api.indexing import decode_key
-
-    k = decode_key(key, index_bufs)
-    out = buf.copy()
-    if op == "set":
-        out[k] = value
-        return out
-    advanced = any(isinstance(e, cupy.ndarray) and e.dtype.kind in "iu" and e.ndim > 0 for e in k)
-    if not advanced:
-        out[k] = _UFUNCS[op](out[k], value)
+def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
+    """scatter on a copy: CuPy's scatter kernels for add/min/max, NumPy's ufunc.at on the host
+    for multiply (CuPy has no scatter kernel for it)."""
+    if mode == "drop":
+        index_bufs, u = drop_out_of_range(x.shape, u, index_bufs, axes)
+    out = x.copy()
+    key = gather_key(index_bufs, axes)
+    if kind == "set":
+        out[key] = u
         return out
     import cupyx
 
-    if op in ("add", "subtract"):
-        cupyx.scatter_add(out, k, value if op == "add" else -cupy.asarray(value))
-    elif op in ("min", "max"):
-        (cupyx.scatter_min if op == "min" else cupyx.scatter_max)(out, k, value)
-    else:  # multiply, divide, power: no scatter kernel for these in CuPy, so NumPy's ufunc.at on the host
+    if kind == "add":
+        cupyx.scatter_add(out, key, u)
+    elif kind in ("min", "max"):
+        (cupyx.scatter_min if kind == "min" else cupyx.scatter_max)(out, key, u)
+    else:
         host = cupy.asnumpy(out)
-        hk = tuple(cupy.asnumpy(e) if isinstance(e, cupy.ndarray) else e for e in k)
-        hv = cupy.asnumpy(value) if isinstance(value, cupy.ndarray) else value
-        getattr(np, _UFUNC_NAMES[op]).at(host, hk, hv)
+        hk = tuple(cupy.asnumpy(e) if isinstance(e, cupy.ndarray) else e for e in key)
+        hv = cupy.asnumpy(u) if isinstance(u, cupy.ndarray) else u
+        np.multiply.at(host, hk, hv)
         out = cupy.asarray(host)
     return out
-
-
-_UFUNC_NAMES = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-                "power": "power", "min": "minimum", "max": "maximum"}
-
-
-class _Ufuncs:
-    def __getitem__(self, op):
-        return getattr(cupy, _UFUNC_NAMES[op])
-
-
-_UFUNCS = _Ufuncs()
 
 
 def _linalg_nan_where_failed(name):
@@ -89,7 +75,8 @@ class CupyExecutor(Executor):
     mutable = True
     #: primitive name -> implementation, where ``getattr(xp, name)`` is not what the standard says
     overrides: dict = {
-        "at_update": _at_update,
+        **_INDEXING,
+        "scatter": _scatter,
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
     }
 

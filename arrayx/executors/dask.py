@@ -54,6 +54,7 @@ import warnings
 
 import numpy as np
 
+from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, native_basic_key
 from arrayx.executors import _linalg as _linalg_rule
 from arrayx.executors.base import Device, Executor
 
@@ -248,10 +249,15 @@ def _host_index(k):
     return _compute(k) if isinstance(k, da.Array) else k
 
 
-def _getitem(buf, *index_bufs, key):
-    from arrayx.api.indexing import decode_key
+def _gather(buf, *index_bufs, axes):
+    for i in index_bufs:
+        if isinstance(i, da.Array):
+            _resolve(i)  # Dask gathers only with indices of known chunk sizes
+    return _index(buf, gather_key(index_bufs, axes))
 
-    return _index(buf, decode_key(key, index_bufs))
+
+def _boolean_mask(buf, mask, *, axis):
+    return _index(buf, (slice(None),) * axis + (mask,))
 
 
 def _index(buf, k: tuple):
@@ -334,56 +340,37 @@ def _dims_before(k: tuple, pos: int, ndim: int) -> int:
     return n
 
 
-_UPDATE = {
-    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
-    "divide": operator.truediv, "power": operator.pow,
-    "min": lambda a, b: da.minimum(a, b), "max": lambda a, b: da.maximum(a, b),
-}
-_NUMPY_UPDATE = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "power": np.power, "min": np.minimum, "max": np.maximum,
-}
+_NUMPY_UPDATE = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
-def _at_update(buf, value, *index_bufs, key, op):
-    """``buf`` with ``buf[key] op= value`` applied, lazily where Dask can express it."""
-    from arrayx.api.indexing import decode_key
-
-    k = decode_key(key, index_bufs)
-    advanced = [e for e in k if _is_int_index(e) and e.ndim > 0]
-    if not advanced:
-        masks = [e for e in k if hasattr(e, "dtype") and e.dtype == np.bool_]
-        if op != "set" and len(masks) == 1 and len(k) == 1 and masks[0].shape == buf.shape:
-            return da.where(masks[0], _UPDATE[op](buf, value), buf)  # x[mask] op= v
-        if op == "set" or not masks:
-            out = buf.copy()
-            try:
-                out[k] = value if op == "set" else _UPDATE[op](buf[k], value)
-                return out
-            except (NotImplementedError, ValueError, IndexError, TypeError):
-                pass  # a key Dask's __setitem__ cannot take: below, on the host
-    elif op == "set" and len(advanced) == 1 and advanced[0].ndim == 1 and isinstance(value, (np.generic, int, float)):
+def _scatter(buf, u, *index_bufs, axes, kind, mode, unique_indices=False):
+    """scatter, lazily where Dask can express it: a set through one 1-D index array in range."""
+    k = gather_key(index_bufs, axes)
+    if kind == "set" and mode != "drop" and len(index_bufs) == 1 and index_bufs[0].ndim == 1:
         out = buf.copy()
         try:
-            out[k] = value
+            out[k] = u
             return out
         except (NotImplementedError, ValueError, IndexError, TypeError):
-            pass
-    # accumulating updates through index arrays (repeated indices add up): NumPy's unbuffered ufunc.at
+            pass  # a key Dask's __setitem__ cannot take: below, on the host
+    # accumulating updates (repeated indices add up): NumPy's unbuffered ufunc.at on the host
     host = np.array(_compute(buf), copy=True)
-    hk = tuple(_host_index(e) for e in k)
-    hv = _compute(value) if isinstance(value, da.Array) else value
-    if op == "set":
-        host[hk] = hv
+    hk = [_host_index(e) for e in index_bufs]
+    hv = _compute(u) if isinstance(u, da.Array) else u
+    if mode == "drop":
+        hk, hv = drop_out_of_range(host.shape, hv, hk, axes)
+    key = gather_key(hk, axes)
+    if kind == "set":
+        host[key] = hv
     else:
-        _NUMPY_UPDATE[op].at(host, hk, hv)
+        _NUMPY_UPDATE[kind].at(host, key, hv)
     return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks, name=False)
 
 
-def _take(x, indices, *, axis):
-    _resolve(x)  # Dask gathers only with known chunk sizes (e.g. not from unique's values as such)
-    _resolve(indices)
-    return _compat.take(x, indices, axis=axis)
+def _slice_update(buf, v, *, key):
+    out = buf.copy()
+    out[native_basic_key(key)] = v
+    return out
 
 
 def _take_along_axis(x, indices, *, axis):
@@ -712,9 +699,11 @@ class DaskExecutor(Executor):
     overrides: dict = {
         "sort": _sort,
         "argsort": _argsort,
-        "getitem": _getitem,
-        "at_update": _at_update,
-        "take": _take,
+        **_INDEXING,
+        "gather": _gather,
+        "boolean_mask": _boolean_mask,
+        "scatter": _scatter,
+        "slice_update": _slice_update,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
         "reshape": _reshape,

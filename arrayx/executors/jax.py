@@ -20,7 +20,7 @@ Select it with ``arrayx.use_executor("jax")``, ``device="jax"`` (or
 Immutability
     ``jax.Array`` buffers cannot be written.  ``x[k] = v`` and ``x += y`` on an
     arrayx array still work: arrayx computes the updated value functionally
-    (``buf.at[k].set(v)``, see ``_at_update``) and rebinds the wrapper, so other
+    (``buf.at[k].set(v)``, see ``_scatter``) and rebinds the wrapper, so other
     arrayx arrays that shared the old buffer are unchanged (``mutable = False``).
 
 One compiled call per op
@@ -42,7 +42,8 @@ does not follow C99 Annex G at infinities.  ``any``/``all`` of complex look at
 both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
 ``cholesky`` mark failing matrices NaN as LAPACK decides (executors/_linalg.py).
 Still JAX's own: subnormals flush to zero on CPU (README, the known deviation;
-benchmarks/bench_jax_subnormals.py) and out-of-bounds integer index arrays.
+benchmarks/bench_jax_subnormals.py). Out-of-range indices are checked above the
+executors, the same on each.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ import os
 
 import numpy as np
 
+from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
 from arrayx.executors.base import Device, Executor
 
@@ -57,19 +59,28 @@ _INDEX = np.dtype("int64")
 
 jnp = None  # jax.numpy, set by JaxExecutor._load (JAX is imported only when the executor is used)
 
-# ``x.at[k].<op>(v)`` method for each arrayx update op (``arrayx.api.indexing.AT_OPS``)
-_AT_METHODS = {
-    "set": "set", "add": "add", "subtract": "subtract", "multiply": "multiply",
-    "divide": "divide", "power": "power", "min": "min", "max": "max",
-}
+def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
+    """scatter through ``x.at[k]`` (kind is the method's name); "drop" is JAX's own mode."""
+    ref = x.at[gather_key(index_bufs, axes)]
+    return getattr(ref, kind)(u, mode="drop" if mode == "drop" else "promise_in_bounds",
+                              unique_indices=unique_indices)
 
 
-def _at_update(buf, value, *index_bufs, key, op):
-    """``buf`` with ``buf[key] op= value`` applied functionally (repeated indices accumulate)."""
-    from arrayx.api.indexing import decode_key
+def _slice_update(x, v, *, key):
+    return x.at[native_basic_key(key)].set(v)
 
-    ref = buf.at[decode_key(key, index_bufs)]
-    return getattr(ref, _AT_METHODS[op])(value)
+
+def _starts(starts):
+    # the primitive clamps a negative start to 0; lax would count it from the end first
+    return [jnp.maximum(jnp.asarray(s, dtype=_INDEX), 0) for s in starts]
+
+
+def _dynamic_slice(x, *starts, sizes):
+    return _jax.lax.dynamic_slice(x, _starts(starts), sizes)  # lax clamps the window into range
+
+
+def _dynamic_update_slice(x, u, *starts):
+    return _jax.lax.dynamic_update_slice(x, u, _starts(starts))
 
 
 def _searchsorted(x1, x2, *, side="left", sorter=None):
@@ -157,7 +168,7 @@ class _DLPackExport:
 # change from call to call (an index, a fill value, a shift), which would compile once per value.
 _EAGER_ONLY = frozenset({
     "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
-    "getitem", "at_update", "full_like", "roll",
+    "slice", "slice_update", "boolean_mask", "full_like", "roll",
 })
 
 
@@ -290,7 +301,11 @@ class JaxExecutor(Executor):
     jit_ops = os.environ.get("ARRAYX_JAX_JIT_OPS", "1") != "0"
     #: primitive name -> implementation, where ``getattr(jax.numpy, name)`` is not what the standard says
     overrides: dict = {
-        "at_update": _at_update,
+        **_INDEXING,  # gather, slice, boolean_mask: jax.Array indexes as NumPy does (in-range indices)
+        "scatter": _scatter,
+        "slice_update": _slice_update,
+        "dynamic_slice": _dynamic_slice,
+        "dynamic_update_slice": _dynamic_update_slice,
         "searchsorted": _searchsorted,
         "floor_divide": _floor_divide,
         "remainder": _remainder,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from arrayx.executors import _linalg
+from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING
 from arrayx.executors.base import Device, Executor
 
 
@@ -106,6 +107,7 @@ class NumpyExecutor(Executor):
         "permute_dims": np.permute_dims,
         # singular / non-positive-definite matrices give NaN, not LinAlgError (executors/_linalg.py)
         **{name: _linalg.nan_on_failure(name) for name in _linalg.FAILING},
+        **_INDEXING,
     }
 
     def _load(self):
@@ -120,6 +122,9 @@ class NumpyExecutor(Executor):
         # generated straight-line Python over this executor's table; buffers are never reused, so
         # donation has nothing to give back
         return self.lower(graph)
+
+    def index_range(self, buf) -> tuple[int, int]:
+        return int(buf.min()), int(buf.max())
 
     def asarray(self, obj, dtype=None, copy=None, device=None):
         if copy is False:

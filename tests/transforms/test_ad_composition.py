@@ -357,7 +357,7 @@ def test_reverse_mode_through_everything_at_once(executor):
     (eqn,) = graph.equations  # the checkpoint survives staging, its body is a closed sub-graph
     assert eqn.prim.name == "checkpoint"
     body = {e.prim.name for e in eqn.params["fun"].equations}
-    assert {"sin", "at_update", "stop_gradient", "custom_vjp_call"} <= body
+    assert {"sin", "slice_update", "stop_gradient", "custom_vjp_call"} <= body
 
 
 def test_jacobians_and_hessian_match_jax():

@@ -91,7 +91,7 @@ def test_staged_inplace_update_is_recorded():
 
     g = ax.make_graph(f)(ax.ones(3))
     names = [e.prim.name for e in g.equations]
-    assert names == ["at_update", "add"]
+    assert names == ["slice_update", "add"]
     np.testing.assert_allclose(np.asarray(g(ax.asarray([5.0, 6.0, 7.0]))[0]), [2.0, 7.0, 8.0])
 
 

@@ -1,115 +1,236 @@
-"""Rules for indexing (``arrayx/api/indexing.py``): getitem, at_update (which also serves
-the functionalised ``x[key] = v`` and ``x op= v``), take and take_along_axis.
+"""Rules for the indexing primitives (``arrayx/api/indexing.py``): slice, slice_update, gather,
+scatter, dynamic_slice, dynamic_update_slice, boolean_mask and take_along_axis.
 
-Index arrays are integer (or boolean) operands: never differentiated.  Gathers
-transpose to scatter-adds onto zeros; ``at[key].set`` is linear in (x, values)
-jointly; the other updates are written as ``set`` of the updated elements, whose
-tangent comes from the matching elementwise rule.  With repeated indices ``set``
-keeps one write (which one is the executor's choice), so its derivative is only
-meaningful without repeats (as in JAX).
+Index arrays and starts are integer operands: never differentiated.  Each read transposes
+to the matching write into zeros (gather <-> scatter-add, slice <-> slice_update,
+dynamic_slice <-> dynamic_update_slice, boolean_mask <-> scatter-add at its nonzero()).
+Scatter's kinds: add and set are linear in (x, updates) jointly; multiply is linear in x,
+and differentiable in the updates where no index repeats (JAX's rule: pass
+``unique_indices=True`` when that is not known from the values); min and max share the
+tangent evenly between the elements that reach the extremum (as JAX does).  With repeated
+indices ``set`` keeps one write (the executor's); its derivative follows that write.
 """
 from __future__ import annotations
 
 import numpy as np
 
 import arrayx as ax
-from arrayx.api import elementwise as ew
 from arrayx.api import indexing as ix
-from arrayx.transforms.rules._define import deflinear, is_undefined, unbroadcast, zeros_for
+from arrayx.executors._indexing import index_dims_at
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.core import ConcretizationError
+from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
 
 
-
-# -- getitem ------------------------------------------------------------------------------------------
-
-
-def _getitem_transpose(ct, x, *index_arrays, key):
-    zeros = zeros_for(x.aval, ct)
-    return (ix.at_update_p.bind(zeros, ct, *index_arrays, key=key, op="add"),) + (None,) * len(index_arrays)
+_sds = ShapeDtypeStruct._trusted
 
 
-deflinear(ix.getitem_p, _getitem_transpose)
+# -- abstract evaluation --------------------------------------------------------------------------
+
+defabstract(ix.slice_p, lambda x, *, key: _sds(ix.basic_shape(tuple(x.shape), key), x.dtype))
+defabstract(ix.slice_update_p, lambda x, v, *, key: _sds(tuple(x.shape), x.dtype))
+defabstract(ix.gather_p, lambda x, *idx, axes: _sds(ix.gather_shape(tuple(x.shape), tuple(idx[0].shape), axes), x.dtype))
+defabstract(ix.scatter_p, lambda x, u, *idx, **params: _sds(tuple(x.shape), x.dtype))
+defabstract(ix.dynamic_slice_p, lambda x, *starts, sizes: _sds(tuple(sizes), x.dtype))
+defabstract(ix.dynamic_update_slice_p, lambda x, u, *starts: _sds(tuple(x.shape), x.dtype))
+defabstract(ix.take_along_axis_p, lambda x, indices, *, axis: _sds(tuple(indices.shape), x.dtype))
 
 
-# -- at_update ------------------------------------------------------------------------------------------
+def _boolean_mask_abstract(x, mask, *, axis):
+    known = ix._concrete(mask)
+    if known is None:
+        raise ConcretizationError(
+            "x[mask]: a boolean index whose values are only known symbolically gives a data-dependent "
+            "size, which staging cannot represent; use arrayx.where(mask, x, 0) (a result of x's shape), "
+            "or index outside the staged function"
+        )
+    count = int(np.count_nonzero(np.asarray(known)))
+    shape = tuple(x.shape)
+    return _sds(shape[:axis] + (count,) + shape[axis + mask.ndim:], x.dtype)
 
-_ELEMENTWISE_OF = {
-    "multiply": ew.multiply_p, "divide": ew.divide_p, "power": ew.pow_p,
-    "min": ew.minimum_p, "max": ew.maximum_p,
-}
+
+defabstract(ix.boolean_mask_p, _boolean_mask_abstract)
 
 
-def _zero_scalar(x):
-    return np.zeros((), dtype=x.dtype)[()]
+# -- reads and their transposes ------------------------------------------------------------------------
 
 
-def _at_update_jvp(primals, tangents, *, key, op):
-    x, v, *index_arrays = primals
-    tx, tv = tangents[0], tangents[1]
-    out = ix.at_update_p.bind(x, v, *index_arrays, key=key, op=op)
+def _slice_transpose(ct, x, *, key):
+    return (ix.slice_update_p.bind(zeros_for(x.aval, ct), ct, key=key),)
+
+
+deflinear(ix.slice_p, _slice_transpose)
+
+
+def _slice_update_transpose(ct, x, v, *, key):
+    ct_x = ct_v = None
+    if is_undefined(x):  # the overwritten region does not reach the output
+        ct_x = ix.slice_update_p.bind(ct, np.zeros((), ct.dtype)[()], key=key)
+    if is_undefined(v):
+        ct_v = unbroadcast(ix.slice_p.bind(ct, key=key), tuple(v.shape))
+    return ct_x, ct_v
+
+
+def _slice_update_jvp(primals, tangents, *, key):
+    (x, v), (tx, tv) = primals, tangents
+    out = ix.slice_update_p.bind(x, v, key=key)
     if tx is None and tv is None:
         return out, None
-    base = tx if tx is not None else ax.zeros_like(x)
-    if op in ("set", "add", "subtract"):  # linear in (x, v)
-        value = tv if tv is not None else _zero_scalar(x)
-        return out, ix.at_update_p.bind(base, value, *index_arrays, key=key, op=op)
-    # out[key] = f(x[key], v): its tangent comes from f's rule, the rest of out is x
-    prim = _ELEMENTWISE_OF[op]
-    xk = ix.getitem_p.bind(x, *index_arrays, key=key)
-    txk = None if tx is None else ix.getitem_p.bind(tx, *index_arrays, key=key)
-    vk, tvk = v, tv
-    if hasattr(v, "shape") and tuple(v.shape) != tuple(xk.shape):
-        vk = ax.broadcast_to(v, xk.shape)
-        tvk = None if tv is None else ax.broadcast_to(tv, xk.shape)
-    _, t_new = prim.jvp([xk, vk], [txk, tvk])
-    if t_new is None:
-        t_new = _zero_scalar(x)
-    return out, ix.at_update_p.bind(base, t_new, *index_arrays, key=key, op="set")
+    if tv is None:  # v may be a scalar: its zero tangent is a scalar too
+        tv = ax.zeros_like(v) if isinstance(v, ax.Array) else np.zeros((), x.dtype)[()]
+    return out, ix.slice_update_p.bind(ax.zeros_like(x) if tx is None else tx, tv, key=key)
 
 
-def _at_update_transpose(ct, x, v, *index_arrays, key, op):
-    if op not in ("set", "add", "subtract"):
-        raise ValueError(f"at_update: the {op!r} update is not linear")
-    ct_x = ct_v = None
-    if is_undefined(x):
-        if op == "set":  # overwritten elements do not reach the output
-            ct_x = ix.at_update_p.bind(ct, _zero_scalar(ct), *index_arrays, key=key, op="set")
-        else:
-            ct_x = ct
-    if is_undefined(v):
-        ct_v = unbroadcast(ix.getitem_p.bind(ct, *index_arrays, key=key), v.shape)
-        if op == "subtract":
-            ct_v = -ct_v
-    return (ct_x, ct_v) + (None,) * len(index_arrays)
+ix.slice_update_p.jvp = _slice_update_jvp
+ix.slice_update_p.transpose = _slice_update_transpose
 
 
-ix.at_update_p.jvp = _at_update_jvp
-ix.at_update_p.transpose = _at_update_transpose
-
-
-# -- take, take_along_axis ---------------------------------------------------------------------------------
-
-
-def _take_transpose(ct, x, indices, *, axis):
-    key = (("s", None, None, None),) * axis + (("a", 0),)
+def _gather_transpose(ct, x, *idx, axes):
     zeros = zeros_for(x.aval, ct)
-    return (ix.at_update_p.bind(zeros, ct, indices, key=key, op="add"), None)
+    out = ix.scatter_p.bind(zeros, ct, *idx, axes=axes, kind="add", mode="promise_in_bounds", unique_indices=False)
+    return (out,) + (None,) * len(idx)
 
 
-deflinear(ix.take_p, _take_transpose)
+deflinear(ix.gather_p, _gather_transpose)
+
+
+def _dynamic_slice_transpose(ct, x, *starts, sizes):
+    return (ix.dynamic_update_slice_p.bind(zeros_for(x.aval, ct), ct, *starts),) + (None,) * len(starts)
+
+
+deflinear(ix.dynamic_slice_p, _dynamic_slice_transpose)
+
+
+def _dynamic_update_slice_transpose(ct, x, u, *starts):
+    ct_x = ct_u = None
+    if is_undefined(x):
+        ct_x = ix.dynamic_update_slice_p.bind(ct, zeros_for(_aval(u), ct), *starts)
+    if is_undefined(u):
+        ct_u = ix.dynamic_slice_p.bind(ct, *starts, sizes=tuple(u.shape))
+    return (ct_x, ct_u) + (None,) * len(starts)
+
+
+deflinear(ix.dynamic_update_slice_p, _dynamic_update_slice_transpose, linear_argnums=(0, 1))
+
+
+def _boolean_mask_transpose(ct, x, mask, *, axis):
+    idx = ax.nonzero(mask)  # the mask is a known constant here
+    axes = tuple(range(axis, axis + len(idx)))
+    zeros = zeros_for(x.aval, ct)
+    return ix.scatter_p.bind(zeros, ct, *idx, axes=axes, kind="add", mode="promise_in_bounds", unique_indices=True), None
+
+
+deflinear(ix.boolean_mask_p, _boolean_mask_transpose)
 
 
 def _take_along_axis_transpose(ct, x, indices, *, axis):
     ndim = len(x.shape)
-    key = []
+    idx = []
     for d in range(ndim):
         if d == axis:
-            key.append(indices)
+            idx.append(indices)
         else:
             shape = [1] * ndim
-            shape[d] = x.shape[d]
-            key.append(ax.reshape(ax.arange(x.shape[d], device=ct.device), tuple(shape)))
+            shape[d] = indices.shape[d]
+            idx.append(ax.reshape(ax.arange(indices.shape[d], device=ct.device), tuple(shape)))
+    idx = ax.broadcast_arrays(*idx)
     zeros = zeros_for(x.aval, ct)
-    return (ix.at_update(zeros, tuple(key), ct, "add"), None)
+    out = ix.scatter_p.bind(zeros, ct, *idx, axes=tuple(range(ndim)), kind="add", mode="promise_in_bounds",
+                            unique_indices=False)
+    return out, None
 
 
 deflinear(ix.take_along_axis_p, _take_along_axis_transpose)
+
+
+# -- scatter ---------------------------------------------------------------------------------------
+
+
+def _aval(v):
+    return v.aval if is_undefined(v) else ShapeDtypeStruct._trusted(tuple(v.shape), v.dtype)
+
+
+def _scatter(x, u, idx, kind, axes, mode, unique_indices=False):
+    return ix.scatter_p.bind(x, u, *idx, axes=axes, kind=kind, mode=mode, unique_indices=unique_indices)
+
+
+def _gather_or_zero(y, idx, axes, mode, like_ndim):
+    """``gather(y)`` at the indices, 0 where scatter's mode "drop" skipped them."""
+    if mode != "drop":
+        return ix.gather_p.bind(y, *idx, axes=axes)
+    valid = ix._in_range(idx, [y.shape[a] for a in axes])
+    safe = [ax.where(valid, i, 0) for i in idx]
+    out = ix.gather_p.bind(y, *safe, axes=axes)
+    return ax.where(ix._broadcast_valid(valid, out.shape, index_dims_at(axes)), out, 0)
+
+
+def _winners(x, u, idx, axes, mode, device):
+    """Which updates a ``set`` with repeated indices kept (True in u's index dimensions)."""
+    shape = tuple(idx[0].shape)
+    ids = ax.reshape(ax.arange(int(np.prod(shape, dtype=np.int64)), device=device), shape)
+    target = tuple(x.shape[a] for a in axes)
+    k_axes = tuple(range(len(axes)))
+    written = _scatter(ax.full(target, -1, dtype=ids.dtype, device=device), ids, idx, "set", k_axes, mode)
+    won = _gather_or_zero(written, idx, k_axes, mode, len(shape)) == ids
+    return ix._broadcast_valid(won, tuple(u.shape), index_dims_at(axes))
+
+
+def _scatter_jvp(primals, tangents, *, axes, kind, mode, unique_indices):
+    x, u, *idx = primals
+    tx, tu = tangents[0], tangents[1]
+    out = _scatter(x, u, idx, kind, axes, mode, unique_indices)
+    if tx is None and tu is None:
+        return out, None
+    if kind in ("set", "add"):  # linear in (x, u) jointly
+        t = _scatter(ax.zeros_like(x) if tx is None else tx, ax.zeros_like(u) if tu is None else tu,
+                     idx, kind, axes, mode, unique_indices)
+        return out, t
+    if kind == "multiply":
+        t = None if tx is None else _scatter(tx, u, idx, "multiply", axes, mode, unique_indices)
+        if tu is not None:
+            if not (unique_indices or ix._unique_known(idx)):
+                raise NotImplementedError(
+                    "at[...].multiply: the derivative with respect to the values needs indices that do "
+                    "not repeat; pass unique_indices=True when they are unique (as in JAX)"
+                )
+            c = _scatter(ax.zeros_like(x), _gather_or_zero(x, idx, axes, mode, u.ndim) * tu, idx, "add",
+                         axes, mode, True)
+            t = c if t is None else t + c
+        return out, t
+    # min / max: the tangent of the elements reaching the extremum, shared evenly between ties
+    tie_x = ax.astype(x == out, x.dtype)
+    reached = _gather_or_zero(out, idx, axes, mode, u.ndim)
+    tie_u = u == reached
+    if mode == "drop":
+        valid = ix._in_range(idx, [x.shape[a] for a in axes])
+        tie_u = tie_u & ix._broadcast_valid(valid, tuple(u.shape), index_dims_at(axes))
+    tie_u = ax.astype(tie_u, u.dtype)
+    count = tie_x + _scatter(ax.zeros_like(x), tie_u, idx, "add", axes, mode)
+    t = None
+    if tx is not None:
+        t = tx * tie_x
+    if tu is not None:
+        c = _scatter(ax.zeros_like(x), tu * tie_u, idx, "add", axes, mode)
+        t = c if t is None else t + c
+    return out, t / count
+
+
+def _scatter_transpose(ct, x, u, *idx, axes, kind, mode, unique_indices):
+    ux, uu = is_undefined(x), is_undefined(u)
+    none = (None,) * len(idx)
+    if kind == "multiply" and not uu:  # linear in x for known factors
+        return (_scatter(ct, u, idx, "multiply", axes, mode, unique_indices), None) + none
+    if kind not in ("add", "set"):
+        raise ValueError(f"scatter: the {kind!r} kind is not linear in its updates")
+    ct_x = ct_u = None
+    if ux:
+        ct_x = ct if kind == "add" else _scatter(ct, zeros_for(_aval(u), ct), idx, "set", axes, mode, unique_indices)
+    if uu:
+        ct_u = _gather_or_zero(ct, idx, axes, mode, len(u.shape))
+        if kind == "set" and not unique_indices:
+            ct_u = ax.where(_winners(x, u, idx, axes, mode, ct.device), ct_u, 0)
+    return (ct_x, ct_u) + none
+
+
+ix.scatter_p.jvp = _scatter_jvp
+ix.scatter_p.transpose = _scatter_transpose

@@ -1,0 +1,243 @@
+"""Out-of-range indices (NumPy's IndexError, eagerly, on every executor) and ``x.at[key]`` with
+JAX's modes, compared with ``jax.numpy``'s own ``.at`` values and ``jax.grad`` derivatives."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from tests.conftest import assert_same
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+A = np.arange(1.0, 25.0).reshape(2, 3, 4)
+V = np.array([3.0, -1.0, 4.0, 1.5, 5.0])
+
+
+# -- out-of-range indices raise, naming the index and the size ------------------------------------
+
+OUT_OF_RANGE = [
+    (lambda x: x[xp.asarray([0, 10])], "index 10 is out of bounds for axis 0 with size 5"),
+    (lambda x: x[xp.asarray([-6, 1])], "index -6 is out of bounds for axis 0 with size 5"),
+    (lambda x: x[xp.asarray(7)], "index 7 is out of bounds for axis 0 with size 5"),
+    (lambda x: xp.take(x, xp.asarray([10])), "take: index 10 is out of bounds for axis 0 with size 5"),
+    (lambda x: xp.take_along_axis(x, xp.asarray([1, 5])), "take_along_axis: index 5 is out of bounds for axis 0 with size 5"),
+    (lambda x: x.at[xp.asarray([5])].get(), "index 5 is out of bounds"),
+    (lambda x: x.at[xp.asarray([5])].add(1.0), "at\\[...\\].add: index 5 is out of bounds for axis 0 with size 5"),
+    (lambda x: x.at[xp.asarray([-9])].set(1.0), "index -9 is out of bounds"),
+    (lambda x: x.at[7].set(1.0), "index 7 is out of bounds for axis 0 with size 5"),
+]
+
+
+@pytest.mark.parametrize("call, match", OUT_OF_RANGE, ids=range(len(OUT_OF_RANGE)))
+def test_out_of_range_indices_raise(executor, call, match):
+    x = xp.asarray(V)
+    with pytest.raises(IndexError, match=match):
+        call(x)
+
+
+def test_out_of_range_in_more_dimensions_and_setitem(executor):
+    x = xp.asarray(A)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3"):
+        x[:, xp.asarray([0, 3])]
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 2 with size 4"):
+        x[xp.asarray([0]), 1, xp.asarray([4])]
+    with pytest.raises(IndexError, match="take: index -5 is out of bounds for axis 2 with size 4"):
+        xp.take(x, xp.asarray([-5]), axis=2)
+    with pytest.raises(IndexError, match="__setitem__: index 9 is out of bounds for axis 0 with size 2"):
+        x[xp.asarray([9])] = 0.0
+    assert_same(x, A)  # nothing was written
+    # in range, negatives included: NumPy's values
+    assert_same(x[xp.asarray([-1, 0]), :, xp.asarray([-4, 3])], A[[-1, 0], :, [-4, 3]])
+    assert_same(xp.take_along_axis(x, xp.asarray(np.full((2, 3, 1), -1)), axis=2), A[..., -1:])
+
+
+def test_out_of_range_under_grad_raises_too(executor):
+    x = xp.asarray(V)
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        xp.grad(lambda x: xp.sum(x[xp.asarray([1, 5])]))(x)
+
+
+# -- .at[key] with modes, against jax.numpy -----------------------------------------------------
+
+IDX = np.array([-6, -5, -1, 0, 4, 5, 7])  # on 5 elements: two out of range low, two high
+KEYS_1D = {
+    "out of range": IDX,
+    "in range, negatives, repeats": np.array([-1, 0, 2, 0, -5]),
+}
+KEYS_ND = {
+    "array then slice": lambda k: (k, slice(1, None)),
+    "slice then array": lambda k: (slice(None), k),
+    "int, slice, array (index dims first)": lambda k: (0, slice(None), k),
+    "two arrays": lambda k: (k, slice(None), k[::-1]),
+    "ellipsis and array": lambda k: (Ellipsis, k),
+}
+
+
+def _jax_at(a, key, op, *args, **kwargs):
+    ja = jnp.asarray(a)
+    jkey = tuple(jnp.asarray(k) if isinstance(k, np.ndarray) else k for k in key) if isinstance(key, tuple) \
+        else jnp.asarray(key)
+    return np.asarray(getattr(ja.at[jkey], op)(*args, **kwargs))
+
+
+def _ax_key(key):
+    if isinstance(key, tuple):
+        return tuple(xp.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    return xp.asarray(key)
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill"])
+@pytest.mark.parametrize("name", list(KEYS_1D))
+def test_at_get_modes_match_jax(executor, mode, name):
+    key = KEYS_1D[name]
+    for a in (V, np.arange(5, dtype=np.int32) * 3, np.arange(5, dtype=np.uint8)):
+        got = xp.asarray(a).at[_ax_key(key)].get(mode=mode)
+        assert_same(got, _jax_at(a, key, "get", mode=mode))
+    got = xp.asarray(V).at[_ax_key(key)].get(mode="fill", fill_value=-7.0)
+    assert_same(got, _jax_at(V, key, "get", mode="fill", fill_value=-7.0))
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill"])
+@pytest.mark.parametrize("name", list(KEYS_ND))
+def test_at_get_modes_in_more_dimensions_match_jax(executor, mode, name):
+    for k in (np.array([1, -3, 2, 3, -4]), np.array([[0, 2], [-1, 1]])):
+        key = KEYS_ND[name](k)
+        got = xp.asarray(A).at[_ax_key(key)].get(mode=mode, fill_value=-1.0 if mode == "fill" else None)
+        assert_same(got, _jax_at(A, key, "get", mode=mode, fill_value=-1.0 if mode == "fill" else None))
+
+
+UPDATES = ["set", "add", "multiply", "min", "max"]
+
+
+@pytest.mark.parametrize("mode", [None, "clip", "drop", "fill", "promise_in_bounds"])
+@pytest.mark.parametrize("op", UPDATES)
+@pytest.mark.parametrize("name", list(KEYS_1D))
+def test_at_updates_match_jax(executor, op, mode, name):
+    key = KEYS_1D[name]
+    out_of_range = (key < -5).any() or (key >= 5).any()
+    if op == "set":  # which of repeated writes wins is unspecified: use distinct positions
+        key = np.unique(np.where(key < 0, key + 5, key)) if not out_of_range else np.array([-6, -1, 0, 5, 7])
+    if out_of_range and mode in (None, "promise_in_bounds"):
+        if mode is None:
+            with pytest.raises(IndexError, match="out of bounds"):
+                getattr(xp.asarray(V).at[_ax_key(key)], op)(2.0, mode=mode)
+        return
+    values = np.linspace(-2.0, 3.0, len(key))
+    x = xp.asarray(V)
+    got = getattr(x.at[_ax_key(key)], op)(xp.asarray(values), mode=mode, indices_are_sorted=False,
+                                          unique_indices=False)
+    assert_same(got, _jax_at(V, key, op, jnp.asarray(values), mode=mode))
+    got = getattr(x.at[_ax_key(key)], op)(2.5, mode=mode)  # a scalar broadcasts
+    assert_same(got, _jax_at(V, key, op, 2.5, mode=mode))
+    assert_same(x, V)  # functional
+
+
+@pytest.mark.parametrize("mode", ["clip", "drop"])
+@pytest.mark.parametrize("op", ["set", "add", "max"])
+@pytest.mark.parametrize("name", list(KEYS_ND))
+def test_at_updates_in_more_dimensions_match_jax(executor, op, mode, name):
+    k = np.array([1, -3, 2, 3, -4]) if op != "set" else np.array([1, -4, 3])
+    key = KEYS_ND[name](k)
+    region = np.asarray(jnp.asarray(A).at[tuple(jnp.asarray(e) if isinstance(e, np.ndarray) else e for e in key)]
+                        .get(mode="clip"))
+    values = np.arange(region.size, dtype=np.float64).reshape(region.shape) - 4.0
+    got = getattr(xp.asarray(A).at[_ax_key(key)], op)(xp.asarray(values), mode=mode)
+    assert_same(got, _jax_at(A, key, op, jnp.asarray(values), mode=mode))
+
+
+def test_at_subtract_divide_power_with_repeats_match_jax(executor):
+    key = np.array([0, 2, 0, -1])
+    values = np.array([2.0, 0.5, 4.0, 3.0])
+    for op in ("subtract", "divide", "power"):
+        got = getattr(xp.asarray(V).at[xp.asarray(key)], op)(xp.asarray(values))
+        assert_same(got, _jax_at(V, key, op, jnp.asarray(values)))
+
+
+def test_at_mode_errors():
+    x = xp.asarray(V)
+    with pytest.raises(ValueError, match="at\\[...\\].get: unknown mode 'wrap'"):
+        x.at[xp.asarray([0])].get(mode="wrap")
+    with pytest.raises(ValueError, match="at\\[...\\].add: unknown mode 'wrap'"):
+        x.at[xp.asarray([0])].add(1.0, mode="wrap")
+
+
+# -- derivatives, against jax.grad ------------------------------------------------------------------
+
+W = np.arange(1.0, 6.0)
+
+
+def _grads_ax(op, key, mode, u, unique=False):
+    w = xp.asarray(W)
+
+    def f(x, u):
+        return xp.sum(getattr(x.at[_ax_key(key)], op)(u, mode=mode, unique_indices=unique) * w)
+
+    return xp.grad(f, argnums=(0, 1))(xp.asarray(V), xp.asarray(u))
+
+
+def _grads_jax(op, key, mode, u, unique=False):
+    def f(x, u):
+        return jnp.sum(getattr(x.at[jnp.asarray(key)], op)(u, mode=mode, unique_indices=unique) * jnp.asarray(W))
+
+    return jax.grad(f, argnums=(0, 1))(jnp.asarray(V), jnp.asarray(u))
+
+
+GRAD_CASES = [
+    ("set", np.array([0, 3, -1]), None, False),
+    ("set", np.array([0, 3, 0]), None, False),           # a repeated write: the kept one gets the gradient
+    ("set", np.array([-6, 1, 5]), "drop", False),
+    ("set", np.array([-6, 1, 9]), "clip", False),
+    ("add", np.array([0, 3, 0]), None, False),
+    ("add", np.array([7, 3, -1]), "drop", False),
+    ("add", np.array([7, 3, -8]), "clip", False),
+    ("multiply", np.array([4, 1, 2]), None, True),
+    ("multiply", np.array([4, 1, 9]), "drop", True),
+    ("min", np.array([0, 0, 1]), None, False),           # ties between x and two updates
+    ("max", np.array([2, 4, 2]), None, False),
+    ("max", np.array([2, 7, 2]), "drop", False),
+]
+
+
+@pytest.mark.parametrize("op, key, mode, unique", GRAD_CASES, ids=range(len(GRAD_CASES)))
+def test_at_update_grads_match_jax(executor, op, key, mode, unique):
+    u = np.array([3.0, 1.5, 3.0]) if op in ("min", "max") else np.array([0.5, -2.0, 4.0])
+    if op == "min":
+        u = np.array([3.0, 3.0, 0.5])  # x[0] = 3: a three-way tie at index 0
+    gx, gu = _grads_ax(op, key, mode, u, unique)
+    jx, ju = _grads_jax(op, key, mode, u, unique)
+    assert_same(gx, np.asarray(jx))
+    assert_same(gu, np.asarray(ju))
+
+
+def test_multiply_grad_needs_unique_indices(executor):
+    with pytest.raises(NotImplementedError, match="unique_indices=True"):
+        _grads_ax("multiply", np.array([0, 0, 1]), None, np.array([1.0, 2.0, 3.0]))
+    # unique values without the promise: known indices are checked
+    gx, gu = _grads_ax("multiply", np.array([0, 2, 1]), None, np.array([1.0, 2.0, 3.0]))
+    jx, ju = _grads_jax("multiply", np.array([0, 2, 1]), None, np.array([1.0, 2.0, 3.0]), True)
+    assert_same(gx, np.asarray(jx))
+    assert_same(gu, np.asarray(ju))
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill"])
+def test_at_get_grads_match_jax(executor, mode):
+    key = np.array([-6, 0, 4, 4, 9])
+    w = np.arange(1.0, 6.0)
+    g = xp.grad(lambda x: xp.sum(x.at[xp.asarray(key)].get(mode=mode, fill_value=0.0) * xp.asarray(w)))(xp.asarray(V))
+    j = jax.grad(lambda x: jnp.sum(x.at[jnp.asarray(key)].get(mode=mode, fill_value=0.0) * w))(jnp.asarray(V))
+    assert_same(g, np.asarray(j))
+
+
+def test_indexing_mixes_grads_match_jax(executor):
+    def f(m):
+        def g(a):
+            return m.sum(a[0, :, m.asarray([1, 3, 1])] * 2.0) + m.sum(a[m.asarray([1, 0]), 1:] ** 2) \
+                + m.sum(a[None, ..., m.asarray([-1])] * a[:, None, 2, m.asarray([0])])
+        return g
+
+    g = xp.grad(f(xp))(xp.asarray(A))
+    j = jax.grad(f(jnp))(jnp.asarray(A))
+    assert_same(g, np.asarray(j))
