@@ -486,10 +486,12 @@ def _fill_operand(fname, y, fill):
 def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
     """``x[key]`` (basic and advanced indexing as the standard describes it)."""
     if x.__class__ is Array and mode is None and _TRACE.get() is None and not x._ex.unknown_shapes:
-        # eager fast path for keys of ints and slices (bounds checked here: JAX would clamp)
+        # eager fast path: ints and slices (bounds checked here: JAX would clamp) straight to the
+        # executor's own indexing, which has NumPy's rules; integer arrays through _eager_native_key
         entries = key if key.__class__ is tuple else (key,)
         buf = x._buf
         shape = buf.shape
+        native = None
         if len(entries) <= len(shape):
             for i, e in enumerate(entries):
                 c = e.__class__
@@ -497,16 +499,53 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
                     if not -shape[i] <= e < shape[i]:
                         break
                 elif c is not slice or e.step == 0:
+                    native = _eager_native_key("__getitem__", x, key)
                     break
             else:
-                ex = x._ex
-                out = buf[key]
-                return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+                native = key
+        if native is not None:
+            ex = x._ex
+            try:
+                out = buf[native]
+            except IndexError as e:  # an out-of-range index array (checks_index_bounds)
+                raise IndexError(f"__getitem__: {e}") from None
+            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
     fname = "__getitem__" if mode is None and fill_value is None else "at[...].get"
     if mode not in GATHER_MODES:
         raise ValueError(f"at[...].get: unknown mode {mode!r}; choose from {GATHER_MODES[1:]}")
     k = parse_key(fname, x, key)
     return _apply_key(fname, x, k, mode, fill_value)
+
+
+def _eager_native_key(fname, x: Array, key):
+    """For an eager key of ints, slices of ints and concrete integer arrays of x's executor, the
+    key for the executor's own indexing, bounds checked (JAX would clamp, CuPy wrap); else None."""
+    entries = key if key.__class__ is tuple else (key,)
+    shape = x._buf.shape
+    if len(entries) > len(shape):
+        return None
+    native = None
+    checked = x._ex.checks_index_bounds
+    for axis, e in enumerate(entries):
+        c = e.__class__
+        if c is int:
+            n = shape[axis]
+            if not -n <= e < n:
+                return None  # parse_key raises the error
+        elif c is slice:
+            if e.step == 0:
+                return None
+        elif c is Array and e._ex is x._ex and e.dtype.kind in "iu":
+            if not checked and e._buf.size:
+                _check_in_bounds(fname, e, shape[axis], axis)
+            if native is None:
+                native = list(entries)
+            native[axis] = e._buf
+        else:
+            return None
+    if native is None:
+        return key
+    return tuple(native)
 
 
 def _apply_key(fname, x, k: _Key, mode, fill_value):
@@ -584,14 +623,19 @@ def setitem(x: Array, key, value) -> None:
     if _TRACE.get() is None and x._ex.mutable and type(x) is Array and (
         not isinstance(checked, Array) or type(checked) is Array
     ):
-        native = _native_eager_key("__setitem__", x, key)
+        native = _eager_native_key("__setitem__", x, key)
+        if native is None:
+            native = _native_eager_key("__setitem__", x, key)
         buf = x._buf
         if native is not None and (getattr(buf, "flags", None) is None or buf.flags.writeable):
-            buf[native] = checked._buf if isinstance(checked, Array) else checked
+            try:
+                buf[native] = checked._buf if isinstance(checked, Array) else checked
+            except IndexError as e:  # an out-of-range index array (checks_index_bounds)
+                raise IndexError(f"__setitem__: {e}") from None
             return
         # a read-only view (broadcast_to, linalg.diagonal, from_dlpack of an immutable
         # buffer): update functionally instead of failing
-    x._become(at_update(x, key, value, "set"))  # the original value: at_update checks it again
+    x._become(_at_update("__setitem__", x, key, value, "set"))  # the original value: checked again
 
 
 def _native_eager_key(fname, x, key):
@@ -638,9 +682,12 @@ def at_update(x: Array, key, values, op: str, mode: str | None = None, *,
     ``indices_are_sorted`` is accepted for JAX compatibility; ``unique_indices=True``
     promises no repeats (derivatives of ``multiply`` need it when repeats are possible).
     """
+    return _at_update(f"at[...].{op}", x, key, values, op, mode, unique_indices)
+
+
+def _at_update(fname, x, key, values, op, mode=None, unique_indices=False) -> Array:
     if op not in AT_OPS:
         raise ValueError(f"at[...]: unknown update {op!r}; choose from {AT_OPS}")
-    fname = f"at[...].{op}"
     if mode not in SCATTER_MODES:
         raise ValueError(f"{fname}: unknown mode {mode!r}; choose from {SCATTER_MODES[1:]}")
     values = _value_operand(fname, x, values)

@@ -89,6 +89,9 @@ class Executor:
     mutable: bool = True
     #: buffers may have unknown (NaN) dimensions, e.g. Dask after boolean masks
     unknown_shapes: bool = False
+    #: the buffers' own integer-array indexing raises IndexError (naming index and size) out of
+    #: range, so eager indexing need not check first (NumPy); JAX clamps, CuPy wraps
+    checks_index_bounds: bool = False
 
     def __init__(self) -> None:
         self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)

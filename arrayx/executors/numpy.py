@@ -94,6 +94,7 @@ def _tensordot(x1, x2, *, axes=2):
 class NumpyExecutor(Executor):
     name = "numpy"
     array_type = np.ndarray
+    checks_index_bounds = True  # NumPy's IndexError: "index 10 is out of bounds for axis 0 with size 3"
     overrides: dict = {
         "expm1": _expm1,
         "tanh": _tanh,
