@@ -43,9 +43,9 @@ dynamic_update_slice_p = Primitive("dynamic_update_slice")
 boolean_mask_p = Primitive("boolean_mask")
 take_along_axis_p = Primitive("take_along_axis")
 
-#: the updates of ``x.at[key]``; those that are not scatter kinds are written with them
+#: the updates of ``x.at[key]``: scatter's kinds set/add/multiply/min/max, and subtract
+#: (add of -v), divide and power (of the product of the values, as JAX does) written with them
 AT_OPS = ("set", "add", "subtract", "multiply", "divide", "power", "min", "max")
-SCATTER_KINDS = ("set", "add", "multiply", "min", "max")
 GATHER_MODES = (None, "promise_in_bounds", "clip", "fill")
 SCATTER_MODES = (None, "promise_in_bounds", "clip", "drop", "fill")
 

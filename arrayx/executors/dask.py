@@ -47,7 +47,6 @@ Unknown shapes
 """
 from __future__ import annotations
 
-import operator
 import os
 import types
 import warnings

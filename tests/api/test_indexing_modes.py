@@ -241,3 +241,28 @@ def test_indexing_mixes_grads_match_jax(executor):
     g = xp.grad(f(xp))(xp.asarray(A))
     j = jax.grad(f(jnp))(jnp.asarray(A))
     assert_same(g, np.asarray(j))
+
+
+def test_dask_bounds_check_computes_only_the_index_min_and_max():
+    pytest.importorskip("dask")
+    from dask.callbacks import Callback
+
+    if not xp.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    with xp.use_executor("dask"):
+        x = xp.exp(xp.arange(1000.0))  # a graph that must not run for the check
+        i = xp.asarray([3, 999, -1]) + 0
+        x_keys = set(x._buf.__dask_graph__())
+        graphs = []
+
+        class Record(Callback):
+            def _start(self, dsk):
+                graphs.append(set(dsk))
+
+        with Record():
+            y = x[i]
+            with pytest.raises(IndexError, match="index 1000 is out of bounds for axis 0 with size 1000"):
+                x[i + 1]
+        assert len(graphs) == 2 and not any(g & x_keys for g in graphs)
+        assert type(y._buf).__module__.startswith("dask")  # the gather itself stays lazy
+        assert_same(y, np.exp(np.arange(1000.0))[[3, 999, -1]])
