@@ -29,7 +29,9 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, cast, with_article
+from arrayx.api._checks import (
+    array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
+)
 from arrayx.transforms.core import ConcretizationError, Primitive, _TRACE, _wrap
 
 __all__ = ["take", "take_along_axis"]
@@ -124,10 +126,14 @@ class _Key:
     ``x[key]`` without the index arrays' dimensions.
     """
 
-    __slots__ = ("static", "arrays", "x_axes", "mask", "dynamic", "new_axes", "false_axes", "index_at")
+    __slots__ = ("static", "arrays", "x_axes", "mask", "dynamic", "new_axes", "false_axes", "index_at",
+                 "_needs_static")
 
     def needs_static(self) -> bool:
-        return any(e != (None, None, None) for e in self.static)
+        """Whether ``static`` does anything (else y is x)."""
+        if self._needs_static is None:
+            self._needs_static = any(e != (None, None, None) for e in self.static)
+        return self._needs_static
 
     def layout(self, rest: int, m: int) -> tuple:
         """(permutation from gather's layout to NumPy's, where the new axes go in it), for
@@ -193,6 +199,16 @@ def _slice_bound(fname, v):
 
 def parse_key(fname: str, x: Array, key) -> _Key:
     """Resolve ``key`` against x's shape (validating it), see :class:`_Key`."""
+    if isinstance(key, Array) and key.dtype.kind in "iu" and x.ndim:  # x[idx], x.at[idx]: the common case
+        k = _Key()
+        k.static = ((None, None, None),)
+        k.arrays = [(0, key)]
+        k.x_axes = (0,)
+        k.mask = None
+        k.dynamic = k.new_axes = k.false_axes = ()
+        k.index_at = 0
+        k._needs_static = False
+        return k
     if not isinstance(key, tuple):
         key = (key,)
     if any(isinstance(k, (list, np.ndarray)) for k in key):
@@ -218,6 +234,7 @@ def parse_key(fname: str, x: Array, key) -> _Key:
 
     shape = x.shape
     k = _Key()
+    k._needs_static = None
     static, arrays, dynamic, new_axes, false_axes, x_axes = [], [], [], [], [], []
     k.mask = None
     axis = 0  # axis of x
@@ -408,36 +425,52 @@ def _in_range(indices, ns) -> Array | None:
 
 
 def _prepare_indices(fname: str, y: Array, arrays, mode: str | None, *, scatter: bool, x_axes=None) -> tuple:
-    """(broadcast index arrays, executor mode, validity mask or None) for ``mode``.
+    """(broadcast index arrays, executor mode, validity mask or None, native check) for ``mode``.
 
     None (the default) checks known indices (IndexError) and clamps (gather) or drops
-    (scatter) symbolic ones, as JAX does under jit.
+    (scatter) symbolic ones, as JAX does under jit.  Eagerly, on an executor whose own
+    indexing raises for out-of-range indices, the check is left to it (``native check``:
+    the caller names the function in its error).
     """
-    from arrayx.api.manipulation import broadcast_arrays
+    if len(arrays) == 1:
+        axes = (arrays[0][0],)
+        idx = [arrays[0][1]]
+    else:
+        from arrayx.api.manipulation import broadcast_arrays
 
-    axes = tuple(a for a, _ in arrays)
-    idx = [i for _, i in arrays]
-    if len(idx) > 1:
-        idx = list(broadcast_arrays(*idx))
-    ns = [y.shape[a] for a in axes]
+        axes = tuple(a for a, _ in arrays)
+        idx = list(broadcast_arrays(*(i for _, i in arrays)))
     if mode is None:
-        known = [_concrete(i) for i in idx]
+        known = [i if i.__class__ is Array else _concrete(i) for i in idx]
         if all(c is not None for c in known):
-            for c, n, a in zip(known, ns, x_axes or axes):
-                _check_in_bounds(fname, c, n, a)
-            return idx, "promise_in_bounds", None
+            if _TRACE.get() is None and y._ex.checks_index_bounds:
+                return idx, "promise_in_bounds", None, True
+            for c, a, xa in zip(known, axes, x_axes or axes):
+                _check_in_bounds(fname, c, y.shape[a], xa)
+            return idx, "promise_in_bounds", None, False
         mode = "drop" if scatter else "clip"
     if mode == "promise_in_bounds":
-        return idx, mode, None
+        return idx, mode, None, False
+    ns = [y.shape[a] for a in axes]
     if mode == "clip":
-        return [_clipped(i, n) for i, n in zip(idx, ns)], "promise_in_bounds", None
+        return [_clipped(i, n) for i, n in zip(idx, ns)], "promise_in_bounds", None, False
     # fill (gather) / drop, fill (scatter)
     if scatter:
-        return idx, "drop", None
+        return idx, "drop", None, False
     from arrayx.api.searching import where
 
     valid = _in_range(idx, ns)
-    return [where(valid, i, 0) for i in idx], "promise_in_bounds", valid
+    return [where(valid, i, 0) for i in idx], "promise_in_bounds", valid, False
+
+
+def _bind_checked(fname, prim, native_check, *args, **params):
+    """``prim.bind``; an IndexError of the executor's own bounds check names ``fname``."""
+    if not native_check:
+        return prim.bind(*args, **params)
+    try:
+        return prim.bind(*args, **params)
+    except IndexError as e:
+        raise IndexError(f"{fname}: {e}") from None
 
 
 def _default_fill(dtype):
@@ -461,9 +494,9 @@ def _broadcast_valid(valid: Array, out_shape: tuple, lead: int) -> Array:
 def gather_checked(fname, y, arrays, mode=None, fill_value=None, x_axes=None) -> Array:
     """``gather`` of ``y`` at the index arrays [(axis, Array)], in ``mode`` (see the module doc);
     ``x_axes`` name the axes in errors."""
-    idx, emode, valid = _prepare_indices(fname, y, arrays, mode, scatter=False, x_axes=x_axes)
+    idx, emode, valid, native = _prepare_indices(fname, y, arrays, mode, scatter=False, x_axes=x_axes)
     axes = tuple(a for a, _ in arrays)
-    out = gather_p.bind(y, *idx, axes=axes)
+    out = _bind_checked(fname, gather_p, native, y, *idx, axes=axes)
     if valid is not None:
         from arrayx.api.searching import where
 
@@ -491,7 +524,6 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
         entries = key if key.__class__ is tuple else (key,)
         buf = x._buf
         shape = buf.shape
-        native = None
         if len(entries) <= len(shape):
             for i, e in enumerate(entries):
                 c = e.__class__
@@ -500,16 +532,13 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
                         break
                 elif c is not slice or e.step == 0:
                     native = _eager_native_key("__getitem__", x, key)
+                    if native is not None:
+                        return _native_getitem(x, native)
                     break
             else:
-                native = key
-        if native is not None:
-            ex = x._ex
-            try:
-                out = buf[native]
-            except IndexError as e:  # an out-of-range index array (checks_index_bounds)
-                raise IndexError(f"__getitem__: {e}") from None
-            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+                ex = x._ex
+                out = buf[key]
+                return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
     fname = "__getitem__" if mode is None and fill_value is None else "at[...].get"
     if mode not in GATHER_MODES:
         raise ValueError(f"at[...].get: unknown mode {mode!r}; choose from {GATHER_MODES[1:]}")
@@ -517,16 +546,28 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
     return _apply_key(fname, x, k, mode, fill_value)
 
 
+def _native_getitem(x: Array, native) -> Array:
+    ex = x._ex
+    try:
+        out = x._buf[native]
+    except IndexError as e:  # an out-of-range index array (checks_index_bounds)
+        raise IndexError(f"__getitem__: {e}") from None
+    return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+
+
 def _eager_native_key(fname, x: Array, key):
-    """For an eager key of ints, slices of ints and concrete integer arrays of x's executor, the
-    key for the executor's own indexing, bounds checked (JAX would clamp, CuPy wrap); else None."""
+    """For an eager key of ints, slices of ints, and concrete integer or boolean arrays of x's
+    executor, the key for the executor's own indexing (NumPy's rules), index arrays bounds
+    checked unless the executor checks them itself (JAX would clamp, CuPy wrap); else None."""
     entries = key if key.__class__ is tuple else (key,)
     shape = x._buf.shape
-    if len(entries) > len(shape):
-        return None
+    ndim = len(shape)
     native = None
     checked = x._ex.checks_index_bounds
-    for axis, e in enumerate(entries):
+    axis = 0
+    for pos, e in enumerate(entries):
+        if axis >= ndim:
+            return None
         c = e.__class__
         if c is int:
             n = shape[axis]
@@ -535,14 +576,22 @@ def _eager_native_key(fname, x: Array, key):
         elif c is slice:
             if e.step == 0:
                 return None
-        elif c is Array and e._ex is x._ex and e.dtype.kind in "iu":
-            if not checked and e._buf.size:
+        elif c is Array and e._ex is x._ex:
+            kind = e.dtype.kind
+            if kind == "b":
+                if e.ndim == 0 or e.shape != shape[axis:axis + e.ndim]:
+                    return None  # parse_key explains (or handles 0-d masks)
+                axis += e.ndim - 1
+            elif kind not in "iu":
+                return None
+            elif not checked and e._buf.size:
                 _check_in_bounds(fname, e, shape[axis], axis)
             if native is None:
                 native = list(entries)
-            native[axis] = e._buf
+            native[pos] = e._buf
         else:
             return None
+        axis += 1
     if native is None:
         return key
     return tuple(native)
@@ -608,8 +657,6 @@ def _value_operand(fname: str, x: Array, value):
             value = cast(value, x.dtype)
         return value
     if isinstance(value, (bool, int, float, complex)):
-        from arrayx.api._checks import scalar_operand
-
         dt = _dtypes.scalar_result_dtype(x.dtype, value)
         if dt != x.dtype:
             raise TypeError(f"{fname}: cannot store the Python {type(value).__name__} {value!r} into {with_article(x.dtype)} array")
@@ -731,10 +778,12 @@ def _update(fname, x, k: _Key, values, kind, mode, unique_indices) -> Array:
         return slice_update_p.bind(x, v, key=k.static)  # v: an array of the region's shape, or a scalar
     y = slice_p.bind(x, key=k.static) if static else x
     if k.arrays:
-        idx, emode, _ = _prepare_indices(fname, y, k.arrays, mode, scatter=True, x_axes=k.x_axes)
+        idx, emode, _, native = _prepare_indices(fname, y, k.arrays, mode, scatter=True, x_axes=k.x_axes)
         axes = tuple(a for a, _ in k.arrays)
-        v = _full_like_region(v, gather_shape(y.shape, idx[0].shape, axes), y)
-        y = scatter_p.bind(y, v, *idx, axes=axes, kind=kind, mode=emode, unique_indices=bool(unique_indices))
+        if isinstance(v, Array):  # a scalar stays one: every executor broadcasts it
+            v = _full_like_region(v, gather_shape(y.shape, idx[0].shape, axes), y)
+        y = _bind_checked(fname, scatter_p, native, y, v, *idx, axes=axes, kind=kind, mode=emode,
+                          unique_indices=bool(unique_indices))
     elif k.mask is not None:
         y = _mask_update(fname, y, k.mask, v, kind)
     elif k.dynamic:
@@ -776,8 +825,6 @@ def _gather_layout_values(fname, x, k: _Key, values):
 
 
 def _index_ndim(k: _Key) -> int:
-    from arrayx.api._checks import broadcast_shapes_for
-
     return len(broadcast_shapes_for("indexing", *(i.shape for _, i in k.arrays))) if k.arrays else 0
 
 
@@ -791,8 +838,6 @@ def _indexed_shape(x, k: _Key) -> tuple:
         axis, mask = k.mask
         shape[axis:axis + mask.ndim] = [None]
     elif k.arrays:
-        from arrayx.api._checks import broadcast_shapes_for
-
         bshape = broadcast_shapes_for("indexing", *(i.shape for _, i in k.arrays))
         m = len(bshape)
         shape = list(gather_shape(tuple(shape), bshape, tuple(a for a, _ in k.arrays)))
@@ -859,8 +904,6 @@ def take(x, indices, /, *, axis: int | None = None) -> Array:
     Negative indices count from the end; an index outside [-n, n) raises IndexError (a
     symbolic one under staging is clamped, as in JAX).
     """
-    from arrayx.api._checks import normalize_axis
-
     array_arg("take", x)
     array_arg("take", indices, "indices")
     if indices.dtype.kind not in "iu":
@@ -881,8 +924,6 @@ def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
     """Values of x at ``indices`` along ``axis``; elsewhere x and indices broadcast together.
 
     Out-of-range indices raise IndexError (symbolic ones under staging are clamped)."""
-    from arrayx.api._checks import broadcast_shapes_for, normalize_axis
-
     array_arg("take_along_axis", x)
     array_arg("take_along_axis", indices, "indices")
     if indices.dtype.kind not in "iu":

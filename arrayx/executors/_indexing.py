@@ -21,6 +21,8 @@ def native_basic_key(key: tuple) -> tuple:
 def gather_key(index_bufs, axes: tuple) -> tuple:
     """The key of ``gather``/``scatter``: index array ``j`` at axis ``axes[j]`` (increasing),
     full slices elsewhere; NumPy's advanced-indexing rule then gives the primitives' layout."""
+    if len(axes) == 1:
+        return (slice(None),) * axes[0] + (index_bufs[0],)
     key = [slice(None)] * (axes[-1] + 1)
     for i, a in zip(index_bufs, axes):
         key[a] = i
@@ -43,6 +45,8 @@ def drop_out_of_range(shape: tuple, u, index_bufs, axes: tuple):
         valid = ok if valid is None else valid & ok
     if valid is None or bool(valid.all()):
         return index_bufs, u
+    if not getattr(u, "ndim", 0):  # a scalar update: the same value everywhere
+        return [i[valid] for i in index_bufs], u
     lead = index_dims_at(axes)
     return [i[valid] for i in index_bufs], u[(slice(None),) * lead + (valid,)]
 

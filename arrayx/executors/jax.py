@@ -168,7 +168,7 @@ class _DLPackExport:
 # change from call to call (an index, a fill value, a shift), which would compile once per value.
 _EAGER_ONLY = frozenset({
     "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
-    "slice", "slice_update", "boolean_mask", "full_like", "roll",
+    "boolean_mask", "full_like", "roll",
 })
 
 

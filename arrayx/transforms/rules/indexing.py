@@ -18,7 +18,6 @@ import arrayx as ax
 from arrayx.api import indexing as ix
 from arrayx.executors._indexing import index_dims_at
 from arrayx.transforms._tracer import ShapeDtypeStruct
-from arrayx.transforms.core import ConcretizationError
 from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
 
 
@@ -36,20 +35,8 @@ defabstract(ix.dynamic_update_slice_p, lambda x, u, *starts: _sds(tuple(x.shape)
 defabstract(ix.take_along_axis_p, lambda x, indices, *, axis: _sds(tuple(indices.shape), x.dtype))
 
 
-def _boolean_mask_abstract(x, mask, *, axis):
-    known = ix._concrete(mask)
-    if known is None:
-        raise ConcretizationError(
-            "x[mask]: a boolean index whose values are only known symbolically gives a data-dependent "
-            "size, which staging cannot represent; use arrayx.where(mask, x, 0) (a result of x's shape), "
-            "or index outside the staged function"
-        )
-    count = int(np.count_nonzero(np.asarray(known)))
-    shape = tuple(x.shape)
-    return _sds(shape[:axis] + (count,) + shape[axis + mask.ndim:], x.dtype)
-
-
-defabstract(ix.boolean_mask_p, _boolean_mask_abstract)
+# boolean_mask's result size depends on the mask's values: like nonzero and unique_*, it is
+# staged with the generic fallback (exact for a known mask) until the core marks such sizes.
 
 
 # -- reads and their transposes ------------------------------------------------------------------------
@@ -181,9 +168,9 @@ def _scatter_jvp(primals, tangents, *, axes, kind, mode, unique_indices):
     out = _scatter(x, u, idx, kind, axes, mode, unique_indices)
     if tx is None and tu is None:
         return out, None
-    if kind in ("set", "add"):  # linear in (x, u) jointly
-        t = _scatter(ax.zeros_like(x) if tx is None else tx, ax.zeros_like(u) if tu is None else tu,
-                     idx, kind, axes, mode, unique_indices)
+    if kind in ("set", "add"):  # linear in (x, u) jointly; u may be a scalar
+        tu0 = (ax.zeros_like(u) if isinstance(u, ax.Array) else np.zeros((), x.dtype)[()]) if tu is None else tu
+        t = _scatter(ax.zeros_like(x) if tx is None else tx, tu0, idx, kind, axes, mode, unique_indices)
         return out, t
     if kind == "multiply":
         t = None if tx is None else _scatter(tx, u, idx, "multiply", axes, mode, unique_indices)
@@ -203,8 +190,8 @@ def _scatter_jvp(primals, tangents, *, axes, kind, mode, unique_indices):
     tie_u = u == reached
     if mode == "drop":
         valid = ix._in_range(idx, [x.shape[a] for a in axes])
-        tie_u = tie_u & ix._broadcast_valid(valid, tuple(u.shape), index_dims_at(axes))
-    tie_u = ax.astype(tie_u, u.dtype)
+        tie_u = tie_u & ix._broadcast_valid(valid, tuple(reached.shape), index_dims_at(axes))
+    tie_u = ax.astype(tie_u, x.dtype)
     count = tie_x + _scatter(ax.zeros_like(x), tie_u, idx, "add", axes, mode)
     t = None
     if tx is not None:
