@@ -53,8 +53,8 @@ import warnings
 
 import numpy as np
 
-from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, native_basic_key
 from arrayx.executors import _linalg as _linalg_rule
+from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, native_basic_key
 from arrayx.executors.base import Device, Executor
 
 __all__ = [
@@ -649,11 +649,12 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
 _EMPTY_NATIVE = frozenset({"concat", "stack"})
 #: primitive -> which operands must keep their values (bounds checks, counts); the rest are stand-ins
 _EMPTY_KEEP_VALUES = {
-    "getitem": slice(1, None), "at_update": slice(2, None),
-    "take": slice(1, 2), "take_along_axis": slice(1, 2), "repeat": slice(1, 2),
+    "gather": slice(1, None), "scatter": slice(2, None), "boolean_mask": slice(1, 2),
+    "dynamic_slice": slice(1, None), "dynamic_update_slice": slice(2, None),
+    "take_along_axis": slice(1, 2), "repeat": slice(1, 2),
 }
 #: primitive -> the operand whose emptiness makes the result value-free (default: any operand)
-_EMPTY_DECIDES = {"at_update": 0}
+_EMPTY_DECIDES = {"scatter": 0, "slice_update": 0, "dynamic_update_slice": 0}
 
 
 def _stand_in(buf):
