@@ -190,7 +190,10 @@ class _ArrayMethods:
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d array")
-        return self.shape[0]
+        n = self.shape[0]
+        if n is None:
+            raise self._ex.unknown_size_error("len()")
+        return n
 
     def __iter__(self):
         if self.ndim == 0:

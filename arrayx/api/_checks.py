@@ -87,6 +87,9 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                 if _TRACE.get() is not None:
                     from arrayx.api.manipulation import broadcast_to
 
+                    if None in shape:  # a data-dependent size (Dask's lazy policy) cannot be broadcast to
+                        raise (x1 if None in s1 else x2)._ex.unknown_size_error(fname)
+
                     if s1 != shape:
                         x1 = broadcast_to(x1, shape)
                     if s2 != shape:

@@ -221,6 +221,10 @@ class Executor:
         """Shape with unknown dimensions as None (only called when ``unknown_shapes``)."""
         return tuple(None if d != d else int(d) for d in buf.shape)
 
+    def unknown_size_error(self, fname: str) -> TypeError:
+        """The error for ``fname`` needing a size this executor reports as None (unknown_shapes only)."""
+        return TypeError(f"{fname}: the array's size depends on its values and is not known on the {self.name!r} executor")
+
     def to_device(self, buf, device: Device):
         """Move a buffer between devices of this executor."""
         return buf

@@ -23,7 +23,9 @@ Chunks
 Implicit computes (each runs the graph of the array involved)
     ``bool(x)``, ``int(x)``, ``float(x)``, ``complex(x)``, ``x.__index__()``,
     ``repr(x)``/``print(x)``, ``numpy.asarray(x)``/``x.__array__()``,
-    ``x.__dlpack__()`` and ``from_dlpack``/``to_device`` onto another executor
+    ``x.__dlpack__()`` and ``from_dlpack``/``to_device`` onto another executor,
+    ``reshape``, ``sort``/``argsort`` and gathers (``take``, integer-array
+    indexing) of an array whose shape depends on its data (its sizes are computed),
     (DLPack is served from the computed host array), ``x[k] = v`` with updates
     Dask cannot express lazily (an accumulating ``x.at[idx].add`` with integer
     index arrays), integer-array indexing that Dask cannot express lazily
@@ -36,14 +38,19 @@ Implicit computes (each runs the graph of the array involved)
 Unknown shapes
     Boolean-mask indexing, ``nonzero`` and the ``unique_*`` functions give
     arrays whose length Dask does not know without computing.  By default
-    (policy ``"lazy"``) such dimensions are reported as ``None``, as the
-    standard allows (``x.shape == (None,)``, ``x.size is None``).
-    ``resolve_shapes(x)`` computes them for one array (in place, once);
-    ``set_unknown_shapes("compute")`` (or ``ARRAYX_DASK_UNKNOWN_SHAPES=compute``)
-    makes every shape read resolve them automatically.  ``capabilities()``
+    (policy ``"compute"``) the array stays lazy until something reads its
+    shape (``x.shape``, ``x.size``, ``len(x)``, or an operation that needs the
+    size, such as ``ones_like`` or broadcasting against it); that read computes
+    the unknown sizes once, in place.  Clients such as scikit-learn and SciPy
+    compare ``x.shape[0]`` with ints, so they need the sizes; a pipeline that
+    never reads them (``xp.sum(x[x > 0] ** 2)``) computes nothing until its
+    value is asked for.  Policy ``"lazy"`` (``set_unknown_shapes("lazy")`` or
+    ``ARRAYX_DASK_UNKNOWN_SHAPES=lazy``) reports such dimensions as ``None``,
+    as the standard allows (``x.shape == (None,)``, ``x.size is None``), and
+    ``resolve_shapes(x)`` computes them for one array.  ``capabilities()``
     reports "boolean indexing" and "data-dependent shapes" as True only under
-    the ``"compute"`` policy (the standard asks for False while such shapes are
-    unknown); the operations themselves work under both policies.
+    ``"compute"`` (the standard asks for False while such shapes read None);
+    the operations themselves work under both policies.
 """
 from __future__ import annotations
 
@@ -70,7 +77,7 @@ _SHAPE_POLICIES = ("lazy", "compute")
 _scheduler = None  # None: Dask's default; a scheduler name; or a distributed Client
 _client = None  # the Client connect() made (closed by disconnect())
 _chunks = "auto"
-_shape_policy = os.environ.get("ARRAYX_DASK_UNKNOWN_SHAPES", "lazy")
+_shape_policy = os.environ.get("ARRAYX_DASK_UNKNOWN_SHAPES", "compute")
 
 
 def set_scheduler(scheduler) -> None:
@@ -513,6 +520,7 @@ _FFT = {name: _fft(name) for name in
 
 
 def _reshape(x, *, shape, copy=None):
+    _resolve(x)  # Dask reshapes only arrays whose chunk sizes are known
     try:
         return _compat.reshape(x, shape, copy=copy)
     except NotImplementedError:  # Dask only merges or splits whole chunks: give it one chunk to reshape
@@ -788,6 +796,14 @@ class DaskExecutor(Executor):
         if _shape_policy == "compute":
             _resolve(buf)
         return tuple(None if d != d else int(d) for d in buf.shape)
+
+    def unknown_size_error(self, fname: str) -> TypeError:
+        return TypeError(
+            f"{fname}: this Dask array's size depends on its values (after a boolean mask, nonzero or "
+            f"unique) and the unknown-shape policy is {_shape_policy!r}; call "
+            f"arrayx.executors.dask.resolve_shapes(x) first, or "
+            f"arrayx.executors.dask.set_unknown_shapes('compute') to compute sizes when they are read"
+        )
 
     def coerce(self, out):
         return da.from_array(np.asarray(out), chunks=_chunks, name=False)

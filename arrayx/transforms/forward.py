@@ -82,7 +82,7 @@ class JVPTrace(Trace):
     def box(self, primal, tangent):
         if tangent is None:
             return primal
-        if CHECK_RULES and (tangent.shape != primal.shape or tangent.dtype != primal.dtype):
+        if CHECK_RULES and (not _shapes_agree(tangent.shape, primal.shape) or tangent.dtype != primal.dtype):
             raise _tangent_mismatch(primal, tangent)
         return JVPTracer._make(JVPState(self, primal, tangent))
 
@@ -131,12 +131,17 @@ class JVPTrace(Trace):
         if CHECK_RULES:
             tb, ob = tout._buf, out._buf  # compare the buffers' shapes first: no property calls
             if (tb.shape != ob.shape or tb.dtype != ob.dtype) and (
-                    tout.shape != out.shape or tout.dtype != out.dtype):  # (unknown dims compare here)
+                    not _shapes_agree(tout.shape, out.shape) or tout.dtype != out.dtype):  # (unknown dims compare here)
                 raise ValueError(f"{prim.name}: the jvp rule is wrong: {_tangent_mismatch(out, tout)}")
         return JVPTracer._make(JVPState(self, out, tout))
 
     #: call-like primitives apply their jvp rule like any other (the rule may inline the body)
     process_call = process_primitive
+
+
+def _shapes_agree(a: tuple, b: tuple) -> bool:
+    """Equal shapes, where an unknown (None: data-dependent, on Dask) dimension agrees with any size."""
+    return a == b or (len(a) == len(b) and all(m == n or m is None or n is None for m, n in zip(a, b)))
 
 
 def _tangent_mismatch(primal, tangent):

@@ -95,6 +95,7 @@ def test_implicit_computes_are_the_documented_ones():
 
 
 def test_unknown_shapes_are_reported_as_none_and_resolvable():
+    xd.set_unknown_shapes("lazy")
     x = xp.asarray([3.0, -1.0, 2.0, 5.0, -4.0])
     m = x[x > 0]
     assert m.shape == (None,) and m.size is None
@@ -271,3 +272,43 @@ def test_import_does_not_import_dask():
     code = "import sys, arrayx; assert 'dask' not in sys.modules, 'dask imported eagerly'; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_data_dependent_sizes_are_computed_when_read_and_not_before():
+    """The default policy: lazy until a shape is read, then computed once, in place."""
+    assert xd._shape_policy == "compute"
+    x = xp.asarray(np.array([3.0, -1.0, 2.0, 5.0, -4.0]))
+    with ComputeCounter() as c:
+        m = x[x > 0]
+        s = xp.sum(xp.sin(m) ** 2 + 1.0)  # nothing here needs the size
+        assert c.count == 0
+        assert m.shape == (3,) and c.count == 1  # reading it computes it
+        assert len(m) == 3 and m.size == 3 and c.count == 1  # once
+    assert float(s) == pytest.approx(float(np.sum(np.sin([3.0, 2.0, 5.0]) ** 2 + 1.0)))
+    u = xp.unique_values(xp.asarray([4, 1, 4, 2]))
+    assert u.shape[0] > 2 and u.shape == (3,)  # what clients do with it
+
+
+@pytest.mark.parametrize("policy", ["compute", "lazy"])
+def test_masked_arrays_under_grad_len_and_reshape(policy):
+    """Issue 10 point 6: they work (compute), or fail with one error naming resolve_shapes (lazy)."""
+    xd.set_unknown_shapes(policy)
+    x = xp.asarray([1.0, -2.0, 3.0])
+    r = xp.reshape(x[x > 0], (1, -1))  # reshape resolves the sizes it needs under either policy
+    assert_same(r, np.array([[1.0, 3.0]]))
+    if policy == "compute":
+        assert_same(xp.grad(lambda x: xp.sum(x[x > 0] ** 2))(x), np.array([2.0, 0.0, 6.0]))
+        assert len(x[x > 0]) == 2
+        return
+    with pytest.raises(TypeError, match=r"arrayx\.executors\.dask\.resolve_shapes"):
+        len(x[x > 0])
+    with pytest.raises(TypeError, match=r"arrayx\.executors\.dask\.resolve_shapes"):
+        xp.grad(lambda x: xp.sum(x[x > 0] ** 2))(x)
+    m = x[x > 0]
+    assert len(xd.resolve_shapes(m)) == 2
+
+
+def test_masked_update_with_an_array_of_values():
+    x = xp.asarray([1.0, -2.0, 3.0, -4.0])
+    assert_same(x.at[x < 0].add(xp.asarray([10.0, 20.0])), np.array([1.0, 8.0, 3.0, 16.0]))
+    assert_same(x.at[x < 0].multiply(2.0), np.array([1.0, -4.0, 3.0, -8.0]))
