@@ -202,7 +202,9 @@ class _ArrayMethods:
 
     def __repr__(self) -> str:
         try:
-            body = np.array2string(np.asarray(self._ex.to_host(self._buf)), separator=", ", prefix="Array(")
+            host, summary = _printed_part(self)
+            body = np.array2string(host, separator=", ", prefix="Array(",
+                                   **({"threshold": 0} if summary else {}))
         except Exception as e:  # pragma: no cover - defensive: repr must not raise
             body = f"<{type(e).__name__}: {e}>"
         return f"Array({body}, dtype={self.dtype}, device={self.device.executor}:{self.device.label})"
@@ -541,3 +543,24 @@ from arrayx.api import indexing as _indexing  # noqa: E402
 from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
 from arrayx.transforms import core as _core  # noqa: E402
+
+
+def _printed_part(x: Array) -> tuple:
+    """``(host array, summarised)``: what ``repr`` prints of ``x``, moving only that to the host.
+
+    Above NumPy's print threshold only ``edgeitems`` at each end of each long axis are shown; those,
+    plus one middle element that keeps the axis long enough to be elided, are sliced out on the
+    executor first (a lazy Dask array computes only the blocks they touch).  NumPy formats a
+    summarised array from its edges alone, so the text is the same as for the whole array.
+    """
+    opts = np.get_printoptions()
+    size, edge = x.size, opts["edgeitems"]
+    if size is None or size <= opts["threshold"]:
+        return np.asarray(x._ex.to_host(x._buf)), False
+    buf = x._buf
+    for axis, n in enumerate(buf.shape):
+        if n > 2 * edge + 1:
+            lead = (slice(None),) * axis
+            buf = x._ex.xp.concat([buf[lead + (slice(0, edge),)], buf[lead + (slice(n // 2, n // 2 + 1),)],
+                                   buf[lead + (slice(n - edge, n),)]], axis=axis)
+    return np.asarray(x._ex.to_host(buf)), True

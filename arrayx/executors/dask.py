@@ -10,7 +10,10 @@ Where it runs
     explicitly with ``set_scheduler("threads" | "sync" | "processes")``, or run on
     a cluster with ``connect("tcp://host:8786")`` (or ``connect(LocalCluster())``,
     or ``ARRAYX_DASK_SCHEDULER=tcp://...`` in the environment, which connects
-    when the executor first loads).  ``disconnect()`` returns to the default.
+    when the executor first loads, waiting at most ``ARRAYX_DASK_CONNECT_TIMEOUT``
+    seconds, default 5; an address that does not answer makes the executor
+    unavailable with an error naming the variable and the address).
+    ``disconnect()`` returns to the default.
 
 Chunks
     Arrays made from host data and by creation functions (``zeros``, ``ones``,
@@ -72,6 +75,7 @@ __all__ = [
 _INDEX = np.dtype("int64")
 _SCHEDULER_NAMES = ("threads", "sync", "synchronous", "processes", "single-threaded")
 _SHAPE_POLICIES = ("lazy", "compute")
+_ENV_CONNECT_TIMEOUT_S = 5  # a scheduler on a reachable network answers in well under a second
 
 # -- configuration (module state: one Dask executor per process) -------------------------
 _scheduler = None  # None: Dask's default; a scheduler name; or a distributed Client
@@ -740,10 +744,24 @@ class DaskExecutor(Executor):
         address = os.environ.get("ARRAYX_DASK_SCHEDULER")
         if address:
             if "://" in address:
-                connect(address)
+                self._connect_from_environment(address)
             else:
                 set_scheduler(address)
         return _xp
+
+    def _connect_from_environment(self, address: str) -> None:
+        timeout = float(os.environ.get("ARRAYX_DASK_CONNECT_TIMEOUT", _ENV_CONNECT_TIMEOUT_S))
+        try:
+            connect(address, timeout=timeout)
+        except (OSError, TimeoutError) as e:  # the executor is unavailable: say why and what to change
+            self.install_hint = (
+                "Start that scheduler, correct ARRAYX_DASK_SCHEDULER, or unset it to compute on this machine "
+                "(ARRAYX_DASK_CONNECT_TIMEOUT sets the wait in seconds)."
+            )
+            raise ConnectionError(
+                f"ARRAYX_DASK_SCHEDULER={address!r}: no Dask scheduler answered at {address} within "
+                f"{timeout:g} s ({type(e).__name__}: {e})"
+            ) from e
 
     def compile(self, graph, donate_argnums: tuple = ()):
         # the graph replayed op by op on dask arrays is one lazy dask graph: nothing is computed

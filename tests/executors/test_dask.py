@@ -312,3 +312,58 @@ def test_masked_update_with_an_array_of_values():
     x = xp.asarray([1.0, -2.0, 3.0, -4.0])
     assert_same(x.at[x < 0].add(xp.asarray([10.0, 20.0])), np.array([1.0, 8.0, 3.0, 16.0]))
     assert_same(x.at[x < 0].multiply(2.0), np.array([1.0, -4.0, 3.0, -8.0]))
+
+
+class TaskCounter:
+    """Counts the tasks Dask runs and the bytes of their results."""
+
+    def __enter__(self):
+        from dask.callbacks import Callback
+
+        counter = self
+        self.tasks, self.nbytes = 0, 0
+
+        class _Count(Callback):
+            def _posttask(self, key, result, dsk, state, worker_id):
+                counter.tasks += 1
+                counter.nbytes += getattr(result, "nbytes", 0)
+
+        self._cb = _Count()
+        self._cb.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._cb.__exit__(*exc)
+
+
+def test_repr_of_a_large_lazy_array_computes_only_what_it_shows():
+    xd.set_chunks(2**22)
+    x = xp.arange(2**28, dtype=xp.float64) * 2.0  # 2 GiB if computed, in 64 chunks
+    with TaskCounter() as c:
+        text = repr(x)
+    assert text == ("Array([0.00000000e+00, 2.00000000e+00, 4.00000000e+00, ..., 5.36870906e+08,\n"
+                    "       5.36870908e+08, 5.36870910e+08], dtype=float64, device=dask:cpu)")
+    assert c.tasks < 16 and c.nbytes < 2**10  # three edge blocks of 64, a few elements moved
+    xd.set_chunks(100)
+    m = xp.reshape(xp.arange(10**6), (1000, 1000)) / 7  # 100 x 100 blocks: the corners touch 9
+    with TaskCounter() as c:
+        text = repr(m)
+    assert c.tasks < 60
+    with xp.use_executor("numpy"):  # the same text as the whole array gives
+        assert text.replace("dask:cpu", "numpy:cpu") == repr(xp.reshape(xp.arange(10**6), (1000, 1000)) / 7)
+
+
+def test_a_bad_scheduler_address_fails_fast_naming_the_variable():
+    code = (
+        "import arrayx\n"
+        "try:\n"
+        "    arrayx.asarray([1, 2], device='dask')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    env = dict(os.environ, ARRAYX_DASK_SCHEDULER="tcp://127.0.0.1:1", ARRAYX_DASK_CONNECT_TIMEOUT="1",
+               PYTHONPATH=os.getcwd())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    msg = out.stdout
+    assert "ARRAYX_DASK_SCHEDULER='tcp://127.0.0.1:1'" in msg and "within 1 s" in msg, out.stderr
+    assert "Install Dask" not in msg and "unset it" in msg

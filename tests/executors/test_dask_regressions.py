@@ -166,3 +166,15 @@ def test_arg_reductions_over_all_axes_return_the_first_occurrence(executor, fn):
     out = assert_matches_numpy(fn, xp.asarray(a))
     assert int(out) == int(np.argmax(a) if fn is xp.argmax else np.argmin(a))
     assert assert_matches_numpy(lambda x: fn(x, keepdims=True), xp.asarray(a)).shape == (1, 1, 1)
+
+
+# -- repr of arrays NumPy summarises: only the edges move, the text is NumPy's ----------------
+
+@pytest.mark.parametrize("a", [
+    np.arange(2000.0).reshape(40, 50) / 7, np.arange(1001), np.linspace(0, 1, 3000).reshape(3, 1000),
+    np.arange(5000) % 3 == 0, np.arange(2 * 7 * 200).reshape(2, 7, 200).astype(np.int8),
+], ids=["2d-float", "1d-int", "short-axis", "bool", "3d-int8"])
+def test_repr_of_summarised_arrays_is_numpys(executor, a):
+    text = repr(xp.asarray(a))
+    assert text == "Array(" + np.array2string(a, separator=", ", prefix="Array(") + (
+        f", dtype={a.dtype}, device={xp.asarray(a).device.executor}:{xp.asarray(a).device.label})")
