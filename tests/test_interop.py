@@ -21,10 +21,7 @@ _results: dict[str, dict] = {}
 
 # Executors whose arrays a check cannot take, with the reason (the test is an xfail that
 # turns into a failure once the check passes, so this table stays true).
-KNOWN_LIMITS = {
-    ("dask", "lda"): "scikit-learn's unique_labels compares unique(y).shape[0] with 2, and on Dask "
-                     "that length is unknown (None) until computed",
-}
+KNOWN_LIMITS: dict = {}  # (Dask's LDA works since data-dependent sizes are computed when read)
 
 
 def _run_worker(executor: str) -> dict:

@@ -1,0 +1,96 @@
+"""scikit-learn, SciPy and array-api-extra driven through arrayx arrays on every executor, each call
+compared with the same call on the NumPy executor (the calls: tests/clients.py).
+
+The calls run in one subprocess per executor (SciPy reads ``SCIPY_ARRAY_API`` at import, and this
+process may have imported SciPy without it).  ``CLIENT_SIDE`` lists what fails on the NumPy executor
+too, with the reason in the client, ``EXECUTOR_SIDE`` what one executor still fails; a listed call
+that starts working fails the test, so both tables stay true.  Reproduce one executor's outcomes with ``python -m tests.clients dask``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from arrayx.executors import base
+from tests.clients import CALLS
+
+for _lib in ("sklearn", "scipy", "array_api_extra"):
+    pytest.importorskip(_lib)
+
+_UFUNC = "the client applies a NumPy ufunc to the array (arrayx sets __array_ufunc__ = None)"
+#: call id -> why the client fails whatever the executor (also on the NumPy executor)
+CLIENT_SIDE = {
+    "sklearn:LDA(eigen).predict": f"scipy.linalg.eigh inside; {_UFUNC}",
+    "sklearn:LDA(eigen).predict_proba": f"scipy.linalg.eigh inside; {_UFUNC}",
+    "sklearn:LDA(eigen).decision_function": f"scipy.linalg.eigh inside; {_UFUNC}",
+    "sklearn:LDA(eigen).score": f"scipy.linalg.eigh inside; {_UFUNC}",
+    "sklearn:LDA(eigen,shrinkage).predict": f"scipy.linalg.eigh inside; {_UFUNC}",
+    "sklearn:Ridge(cholesky).predict": "scikit-learn's array-API Ridge supports solver='svd' only",
+    "sklearn:Ridge(lbfgs).predict": "scikit-learn's array-API Ridge supports solver='svd' only",
+    "sklearn:GaussianMixture.predict": "init_params='kmeans' is refused under array_api_dispatch",
+    "sklearn:metrics.matthews_corrcoef": "mixes arrayx with its own array_api_compat.numpy arrays",
+    "sklearn:metrics.roc_auc_score": "calls xp.diff(x, 1) positionally (the standard's n is keyword-only)",
+    "sklearn:metrics.roc_curve": "calls xp.diff(x, 1) positionally (the standard's n is keyword-only)",
+    "sklearn:metrics.top_k_accuracy_score": "calls the non-standard method x.any()",
+    "sklearn:pairwise.nan_euclidean_distances": _UFUNC,
+    "scipy:special.log_expit": _UFUNC,
+    "scipy:special.expm1": _UFUNC,
+    "scipy:special.log1p": _UFUNC,
+    "scipy:special.erfcinv": _UFUNC,
+    "scipy:special.beta": _UFUNC,
+    "scipy:signal.argrelmax": "calls the non-standard method x.take()",
+}
+
+
+#: (executor, call id) -> why that executor fails a call the NumPy executor passes (fixed elsewhere)
+EXECUTOR_SIDE = {
+    ("jax", "sklearn:preprocessing.scale"): "numpy.asarray(x) hands out XLA's read-only buffer and the "
+                                            "client writes into it (issue 10 point 8, the jax executor's)",
+    ("jax", "scipy:signal.sosfilt"): "numpy.asarray(x) hands out XLA's read-only buffer (issue 10 point 8)",
+    ("jax", "scipy:signal.sosfiltfilt"): "numpy.asarray(x) hands out XLA's read-only buffer (issue 10 point 8)",
+}
+
+
+def outcomes(executor: str) -> dict:
+    """Call id -> outcome for every call on ``executor``, from one subprocess."""
+    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("ARRAYX_EXECUTOR", None)
+    out = subprocess.run([sys.executable, "-m", "tests.clients", executor], capture_output=True, text=True,
+                         env=env, timeout=2400)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_client_calls_match_numpy(executor):
+    """Every call gives the NumPy executor's result; the listed failures still fail, as listed.
+
+    One test per executor (not per call): the calls of one executor share one subprocess.
+    """
+    got = outcomes(executor)
+    assert set(got) == {c.id for c in CALLS}
+    wrong = []
+    for cid, outcome in got.items():
+        if cid in CLIENT_SIDE:
+            if not outcome.startswith("client:"):
+                wrong.append(f"{cid}: listed in CLIENT_SIDE ({CLIENT_SIDE[cid]}) but gave {outcome!r}")
+        elif (executor, cid) in EXECUTOR_SIDE:
+            if outcome == "ok":
+                wrong.append(f"{cid}: works on {executor!r} now; remove it from EXECUTOR_SIDE")
+        elif outcome != "ok":
+            wrong.append(f"{cid}: {outcome}")
+    ok = sum(v == "ok" for v in got.values())
+    assert not wrong, f"{len(wrong)} of {len(got)} client calls on {executor!r} went wrong ({ok} ok):\n" + "\n".join(wrong)
+    assert ok == len(got) - len(CLIENT_SIDE) - sum(e == executor for e, _ in EXECUTOR_SIDE)
+
+
+def test_the_harness_is_real():
+    """Enough calls, every library represented, and the known failures are calls of the table."""
+    ids = {c.id for c in CALLS}
+    assert len(ids) == len(CALLS) >= 300
+    assert {i.split(":")[0] for i in ids} == {"sklearn", "scipy", "xpx"}
+    assert set(CLIENT_SIDE) <= ids and {cid for _, cid in EXECUTOR_SIDE} <= ids
+    assert {e for e, _ in EXECUTOR_SIDE} <= set(base.registered())
