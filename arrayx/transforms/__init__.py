@@ -1,4 +1,4 @@
-"""Transforms: grad, jvp, vjp, linearize, Jacobians, custom derivatives, checkpoint, staging.
+"""Transforms: grad, jvp, vjp, linearize, Jacobians, custom derivatives, checkpoint, staging, vmap.
 
 The machinery lives in ``core`` (primitives, bind, traces, tracers), ``staging`` and
 ``graph`` (the Graph IR, ``make_graph``, ``eval_shape``), ``forward`` (forward mode:
@@ -18,7 +18,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
-    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "debug_nans", "debug_infs",
+    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "debug_nans", "debug_infs", "vmap",
 ]
 
 # public name -> module that defines it
@@ -31,16 +31,14 @@ _WHERE = {
     "ShapeDtypeStruct": "_tracer", "jit": "jitting", "disable_jit": "jitting",
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
     "scan": "control_flow", "map": "control_flow", "debug_nans": "nan_checks", "debug_infs": "nan_checks",
+    "vmap": "batching",
 }
 
 
 # public name -> what to use until it exists: ``arrayx.<name>`` raises NotYetImplemented
 # (a NotImplementedError and an AttributeError, so hasattr() feature checks stay False);
 # drop the entry when the transform lands in _WHERE
-_NOT_YET = {
-    "vmap": "batch by hand (arrayx.stack([f(x[i]) for i in range(n)])) or use arrayx.map(f, xs), "
-            "which maps sequentially",
-}
+_NOT_YET: dict = {}
 
 
 class NotYetImplemented(AttributeError, NotImplementedError):

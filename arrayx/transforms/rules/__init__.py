@@ -54,4 +54,6 @@ def coverage() -> dict:
     )
     no_abstract = sorted(n for n, p in primitives.items() if p.abstract_eval is None)
     linear = sorted(n for n, p in primitives.items() if p.transpose is not None)
-    return {"jvp": missing_jvp, "transpose": missing_t, "abstract_eval": no_abstract, "linear": linear}
+    batch_loop = sorted(n for n, p in primitives.items() if p.batch is None and not p.call_like)
+    return {"jvp": missing_jvp, "transpose": missing_t, "abstract_eval": no_abstract, "linear": linear,
+            "batch_loop": batch_loop}

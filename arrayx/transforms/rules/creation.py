@@ -16,3 +16,11 @@ defabstract(cr.full_like_p, lambda x, *, fill_value, dtype: ShapeDtypeStruct(x.s
 
 deflinear(cr.tril_p, lambda ct, x, *, k: (cr.tril_p.bind(ct, k=k),))
 deflinear(cr.triu_p, lambda ct, x, *, k: (cr.triu_p.bind(ct, k=k),))
+
+
+# -- batching ------------------------------------------------------------------------------------
+
+from arrayx.transforms.rules._batch import defleading, defvectorized  # noqa: E402
+
+defvectorized(cr.full_like_p)
+defleading(cr.tril_p, cr.triu_p)

@@ -30,3 +30,10 @@ def _astype_transpose(ct, x, *, dtype):
 
 dt.astype_p.jvp = _astype_jvp
 dt.astype_p.transpose = _astype_transpose
+
+
+# -- batching ------------------------------------------------------------------------------------
+
+from arrayx.transforms.rules._batch import defvectorized  # noqa: E402
+
+defvectorized(dt.astype_p)

@@ -325,3 +325,10 @@ def _clip_hi(t, out, x, lo, hi):
 
 
 defjvp(ew.clip_p, _clip_x, _clip_lo, _clip_hi)
+
+
+# -- batching: every elementwise primitive maps its operands elementwise -----------------------
+
+from arrayx.transforms.rules._batch import defvectorized  # noqa: E402
+
+defvectorized(*(getattr(ew, f"{_name}_p") for _name in list(ew.UNARY) + list(ew.BINARY) + ["divide", "clip"]))

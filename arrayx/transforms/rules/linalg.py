@@ -178,7 +178,7 @@ def _matmul_lhs(ct, x1, x2):
             return ax.matmul(x2, ct)
         r = ax.matmul(x2, ax.expand_dims(ct, axis=-1))[..., 0]
         return unbroadcast(r, x1.shape)
-    return ax.matmul(ct, _mT(x2))
+    return unbroadcast(ax.matmul(ct, _mT(x2)), x1.shape)  # stacks broadcast: sum them back
 
 
 def _matmul_rhs(ct, x1, x2):
@@ -191,7 +191,7 @@ def _matmul_rhs(ct, x1, x2):
             return ax.matmul(ct, x1)
         r = ax.matmul(_mT(x1), ax.expand_dims(ct, axis=-1))[..., 0]
         return unbroadcast(r, x2.shape)
-    return ax.matmul(_mT(x1), ct)
+    return unbroadcast(ax.matmul(_mT(x1), ct), x2.shape)
 
 
 defbilinear(la.matmul_p, _matmul_lhs, _matmul_rhs)
@@ -553,3 +553,82 @@ def _keepdims_shape(shape, axis):
 
 
 la.vector_norm_p.jvp = _vector_norm_jvp
+
+
+# -- batching: matrix functions map over leading axes; products take the batch natively --------
+
+from arrayx.transforms.rules._batch import (  # noqa: E402
+    BATCH_RULES, defleading, full_batch, size_of, to_front,
+)
+
+defleading(la.matrix_transpose_p, la.cholesky_p, la.det_p, la.diagonal_p, la.eig_p, la.eigh_p, la.eigvals_p,
+           la.eigvalsh_p, la.inv_p, la.qr_p, la.slogdet_p, la.svd_p, la.svdvals_p, la.trace_p)
+
+
+def _matmul_batch(vals, dims):
+    (x1, x2), (d1, d2) = vals, dims
+    r1 = x1.ndim - (d1 is not None)
+    r2 = x2.ndim - (d2 is not None)
+    if d1 is not None:
+        x1 = to_front(x1, d1)
+    if d2 is not None:
+        x2 = to_front(x2, d2)
+    if r1 == 1:
+        x1 = ax.expand_dims(x1, axis=-2)  # a vector is one row ...
+    if r2 == 1:
+        x2 = ax.expand_dims(x2, axis=-1)  # ... or one column, removed afterwards
+    # the batch axis must stay left of the other operand's stack axes: pad batched operands
+    # with size-1 axes after it; unbatched operands broadcast from the left as they are
+    rank = max(x.ndim + (d is None) for x, d in ((x1, d1), (x2, d2)))
+    if d1 is not None and x1.ndim < rank:
+        x1 = ax.reshape(x1, (x1.shape[0],) + (1,) * (rank - x1.ndim) + tuple(x1.shape[1:]))
+    if d2 is not None and x2.ndim < rank:
+        x2 = ax.reshape(x2, (x2.shape[0],) + (1,) * (rank - x2.ndim) + tuple(x2.shape[1:]))
+    out = la.matmul_p.bind(x1, x2)
+    if r2 == 1:
+        out = ax.squeeze(out, axis=-1)
+    if r1 == 1:
+        out = ax.squeeze(out, axis=-1 if r2 == 1 else -2)
+    return out, 0
+
+
+def _tensordot_batch(vals, dims, *, axes):
+    (x1, x2), (d1, d2) = vals, dims
+    a1, a2 = axes
+    if d2 is None:
+        x1 = to_front(x1, d1)
+        return la.tensordot_p.bind(x1, x2, axes=(tuple(a + 1 for a in a1), a2)), 0
+    if d1 is None:
+        x2 = to_front(x2, d2)
+        return la.tensordot_p.bind(x1, x2, axes=(a1, tuple(a + 1 for a in a2))), x1.ndim - len(a1)
+    # both batched: (B, free1, K) @ (B, K, free2), a batched matmul
+    x1, x2 = to_front(x1, d1), to_front(x2, d2)
+    size = x1.shape[0]
+    f1 = [i for i in range(1, x1.ndim) if i - 1 not in a1]
+    f2 = [i for i in range(1, x2.ndim) if i - 1 not in a2]
+    k = 1
+    for a in a1:
+        k *= x1.shape[a + 1]
+    free1 = tuple(x1.shape[i] for i in f1)
+    free2 = tuple(x2.shape[i] for i in f2)
+    m1 = ax.reshape(ax.permute_dims(x1, (0, *f1, *(a + 1 for a in a1))), (size, -1, k))
+    m2 = ax.reshape(ax.permute_dims(x2, (0, *(a + 1 for a in a2), *f2)), (size, k, -1))
+    return ax.reshape(la.matmul_p.bind(m1, m2), (size,) + free1 + free2), 0
+
+
+def _vecdot_batch(vals, dims, *, axis):
+    size = size_of(vals, dims)
+    shapes = [v.shape if d is None else v.shape[:d] + v.shape[d + 1:] for v, d in zip(vals, dims)]
+    shape = broadcast_shapes_for("vecdot", *shapes)
+    x1, x2 = (full_batch(v, d, size, shape) for v, d in zip(vals, dims))
+    return la.vecdot_p.bind(x1, x2, axis=axis), 0
+
+
+for _prim, _rule in ((la.matmul_p, _matmul_batch), (la.tensordot_p, _tensordot_batch),
+                     (la.vecdot_p, _vecdot_batch)):
+    _prim.batch = _rule
+    BATCH_RULES[_prim.name] = "native"
+
+from arrayx.transforms.rules._batch import defaxes  # noqa: E402
+
+defaxes(la.vector_norm_p, "axis")

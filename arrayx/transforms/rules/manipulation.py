@@ -188,3 +188,80 @@ def _tile_transpose(ct, x, *, repetitions):
 
 
 deflinear(mp.tile_p, _tile_transpose)
+
+
+# -- batching: the batch axis goes first and the axis/shape params skip it ---------------------
+
+from arrayx.transforms.rules._batch import (  # noqa: E402
+    BATCH_RULES, defaxes, defvectorized, full_batch, size_of, to_front,
+)
+
+for _prim in (mp.flip_p, mp.squeeze_p, mp.unstack_p):
+    defaxes(_prim, "axis")
+defaxes(mp.roll_p, "axis", none_means="flat")
+
+
+def _expand_dims_batch(vals, dims, *, axis):
+    return mp.expand_dims_p.bind(to_front(vals[0], dims[0]), axis=tuple(a + 1 for a in axis)), 0
+
+
+def _reshape_batch(vals, dims, *, shape, copy):
+    x = to_front(vals[0], dims[0])
+    return mp.reshape_p.bind(x, shape=(x.shape[0],) + tuple(shape), copy=copy), 0
+
+
+def _permute_dims_batch(vals, dims, *, axes):
+    return mp.permute_dims_p.bind(to_front(vals[0], dims[0]), axes=(0,) + tuple(a + 1 for a in axes)), 0
+
+
+def _moveaxis_batch(vals, dims, *, source, destination):
+    x = to_front(vals[0], dims[0])
+    n = x.ndim - 1
+    return mp.moveaxis_p.bind(x, source=tuple(s % n + 1 for s in source),
+                              destination=tuple(d % n + 1 for d in destination)), 0
+
+
+def _broadcast_to_batch(vals, dims, *, shape):
+    return full_batch(vals[0], dims[0], size_of(vals, dims), shape), 0
+
+
+def _join_batch(prim):
+    def rule(vals, dims, *, axis):
+        size = size_of(vals, dims)
+        args = [to_front(v, d) if d is not None else
+                mp.broadcast_to(mp.expand_dims(v, axis=0), (size,) + tuple(v.shape)) for v, d in zip(vals, dims)]
+        return prim.bind(*args, axis=axis + 1), 0
+
+    rule.__name__ = f"{prim.name}_batch"
+    return rule
+
+
+def _tile_batch(vals, dims, *, repetitions):
+    x = to_front(vals[0], dims[0])
+    n = x.ndim - 1
+    reps = tuple(repetitions)
+    reps = (1,) * (n - len(reps)) + reps if len(reps) < n else reps
+    if len(reps) > n:  # tile adds leading axes: make them after the batch axis first
+        x = mp.reshape(x, (x.shape[0],) + (1,) * (len(reps) - n) + tuple(x.shape[1:]))
+    return mp.tile_p.bind(x, repetitions=(1,) + reps), 0
+
+
+for _prim, _rule in ((mp.expand_dims_p, _expand_dims_batch), (mp.reshape_p, _reshape_batch),
+                     (mp.permute_dims_p, _permute_dims_batch), (mp.moveaxis_p, _moveaxis_batch),
+                     (mp.broadcast_to_p, _broadcast_to_batch), (mp.concat_p, _join_batch(mp.concat_p)),
+                     (mp.stack_p, _join_batch(mp.stack_p)), (mp.tile_p, _tile_batch)):
+    _prim.batch = _rule
+    BATCH_RULES[_prim.name] = "native"
+
+
+def _broadcast_arrays_batch(vals, dims):
+    from arrayx.api._checks import broadcast_shapes_for
+
+    size = size_of(vals, dims)
+    shape = broadcast_shapes_for("broadcast_arrays", *(
+        v.shape if d is None else v.shape[:d] + v.shape[d + 1:] for v, d in zip(vals, dims)))
+    return tuple(full_batch(v, d, size, shape) for v, d in zip(vals, dims)), 0
+
+
+mp.broadcast_arrays_p.batch = _broadcast_arrays_batch
+BATCH_RULES["broadcast_arrays"] = "native"

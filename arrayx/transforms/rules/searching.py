@@ -43,3 +43,13 @@ def _where_transpose(ct, condition, x1, x2):
 
 se.where_p.jvp = _where_jvp
 se.where_p.transpose = _where_transpose
+
+
+# -- batching ------------------------------------------------------------------------------------
+
+from arrayx.transforms.rules._batch import defaxes, defvectorized  # noqa: E402
+
+defaxes(se.argmax_p, "axis", none_means="flat")
+defaxes(se.argmin_p, "axis", none_means="flat")
+defaxes(se.count_nonzero_p, "axis")
+defvectorized(se.where_p)

@@ -20,3 +20,11 @@ def _sort_jvp(primals, tangents, *, axis, descending, stable):
 
 
 so.sort_p.jvp = _sort_jvp
+
+
+# -- batching ------------------------------------------------------------------------------------
+
+from arrayx.transforms.rules._batch import defaxes  # noqa: E402
+
+defaxes(so.sort_p, "axis")
+defaxes(so.argsort_p, "axis")

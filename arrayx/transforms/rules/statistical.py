@@ -228,3 +228,12 @@ def _std_jvp(primals, tangents, *, axis, correction, keepdims):
 
 st.var_p.jvp = _var_jvp
 st.std_p.jvp = _std_jvp
+
+
+# -- batching: reductions and scans shift their axes past the batch axis -----------------------
+
+from arrayx.transforms.rules._batch import defaxes  # noqa: E402
+
+for _prim in (st.sum_p, st.prod_p, st.mean_p, st.max_p, st.min_p, st.std_p, st.var_p,
+              st.cumulative_sum_p, st.cumulative_prod_p):
+    defaxes(_prim, "axis")

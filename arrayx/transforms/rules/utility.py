@@ -23,3 +23,12 @@ def _diff_transpose(ct, x, *, axis, n):
 
 
 deflinear(ut.diff_p, _diff_transpose)
+
+
+# -- batching ------------------------------------------------------------------------------------
+
+from arrayx.transforms.rules._batch import defaxes  # noqa: E402
+
+defaxes(ut.all_p, "axis")
+defaxes(ut.any_p, "axis")
+defaxes(ut.diff_p, "axis")

@@ -1,0 +1,262 @@
+"""Automatic batching: the batching trace and ``vmap``.
+
+A :class:`BatchTracer` holds a value with one extra axis, ``dim`` (the batch axis,
+always an int: values that are not batched are never boxed).  The trace applies each
+primitive's ``batch`` rule, ``rule(args, dims, **params) -> (out, out_dim)`` where
+``dims[i]`` is the batch axis of operand i or ``None`` when it is not batched; rules
+run with the parent trace installed, so their arrayx operations are traced one level
+down (nested vmap, vmap of grad, grad of vmap).  Primitives without a rule use a
+loop over the batch and a stack (counted: ``arrayx.transforms.rules.coverage()``).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from arrayx import pytree
+from arrayx.api._array import Array
+from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
+from arrayx.transforms._tracer import Tracer, TracerState
+
+__all__ = ["BatchTrace", "BatchTracer", "vmap"]
+
+
+class BatchState(TracerState):
+    __slots__ = ("val", "dim")
+
+    def __init__(self, trace, val, dim: int):
+        self.trace = trace
+        self.val = val
+        self.dim = dim
+        shape = tuple(val.shape)
+        self.shape = shape[:dim] + shape[dim + 1:]
+        self.dtype = val.dtype
+
+
+class BatchTracer(Tracer):
+    """One member of a batch, inside ``vmap``: the batched value and its batch axis."""
+
+    __slots__ = ()
+
+    def _inner(self):
+        return self._buf.val
+
+    def _concrete(self, what: str):
+        self._check_alive(what)
+        from arrayx.transforms.core import ConcretizationError
+
+        raise ConcretizationError(
+            f"{what}: the value is batched by vmap (it differs between batch members), so it has no single "
+            f"Python value; use arrayx.where / arrayx.cond / arrayx.while_loop instead of Python control flow"
+        )
+
+
+def moveaxis_to(x, src: int | None, dst: int, size: int):
+    """``x`` with its batch axis ``src`` at ``dst`` (broadcast along a new axis when src is None)."""
+    from arrayx.api.manipulation import broadcast_to, expand_dims, moveaxis
+
+    if src is None:
+        x = expand_dims(x, axis=dst)
+        shape = list(x.shape)
+        shape[dst] = size
+        return broadcast_to(x, tuple(shape))
+    if src == dst:
+        return x
+    return moveaxis(x, src, dst)
+
+
+class BatchTrace(Trace):
+    """Applies batch rules to primitives that have one of this trace's tracers as an operand."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, parent, size: int, transform: str = "vmap"):
+        super().__init__(parent, transform)
+        self.size = size
+
+    def box(self, val, dim):
+        if dim is None:
+            return val
+        return BatchTracer._make(BatchState(self, val, dim))
+
+    def unbox(self, x):
+        if x.__class__ is BatchTracer and x._buf.trace is self:
+            return x._buf.val, x._buf.dim
+        return x, None
+
+    def process_primitive(self, prim, args, params):
+        vals = []
+        dims = []
+        own = False
+        for a in args:
+            if a.__class__ is BatchTracer and a._buf.trace is self:
+                vals.append(a._buf.val)
+                dims.append(a._buf.dim)
+                own = True
+            else:
+                vals.append(a)
+                dims.append(None)
+        if not own:
+            return bind_with(self.parent, prim, args, params)
+        rule = prim.batch or _loop_rule(prim, self.size)
+        token = _TRACE.set(self.parent)
+        try:
+            out, odim = rule(vals, dims, **params)
+        finally:
+            _TRACE.reset(token)
+        if prim.multiple_results:
+            if not isinstance(odim, (tuple, list)):
+                odim = [odim] * len(out)
+            return tuple(self.box(o, d) for o, d in zip(out, odim))
+        return self.box(out, odim)
+
+    def process_call(self, prim, args, params):
+        if not any(a.__class__ is BatchTracer and a._buf.trace is self for a in args):
+            return bind_with(self.parent, prim, args, params)
+        # the sub-computation runs on the batch members here (its primitives batched one by one)
+        fun = params.get("fun") or params.get("graph")
+        if fun is None or prim.name not in _INLINED_CALLS:
+            raise NotImplementedError(
+                f"vmap: batching the call-like primitive {prim.name!r} is not implemented yet"
+            )
+        return tuple(fun(*args))
+
+
+# call-like primitives whose sub-computation vmap evaluates on the batch trace itself
+_INLINED_CALLS = {"custom_jvp_call", "custom_vjp_call", "checkpoint", "call"}
+
+
+def _loop_rule(prim, size):
+    """Fallback: bind ``prim`` on each batch member and stack the results along axis 0."""
+    from arrayx.api.manipulation import stack, unstack
+
+    def rule(vals, dims, **params):
+        split = [None if d is None else unstack(v, axis=d) for v, d in zip(vals, dims)]
+        outs = []
+        for i in range(size):
+            member = [v if s is None else s[i] for v, s in zip(vals, split)]
+            outs.append(prim.bind(*member, **params))
+        first = outs[0] if prim.multiple_results else (outs[0],)
+        for o in outs[1:]:
+            for a, b in zip(first, o if prim.multiple_results else (o,)):
+                if tuple(a.shape) != tuple(b.shape):
+                    raise ValueError(
+                        f"vmap: {prim.name} gives results of different shapes for different batch members "
+                        f"({tuple(a.shape)} and {tuple(b.shape)}): its result's shape depends on the values, "
+                        f"which vmap cannot batch; use a fixed-size formulation (e.g. arrayx.where with a mask)"
+                    )
+        if prim.multiple_results:
+            return tuple(stack([o[k] for o in outs], axis=0) for k in range(len(outs[0]))), 0
+        return stack(outs, axis=0), 0
+
+    return rule
+
+
+# -- vmap -----------------------------------------------------------------------------------------
+
+
+def _is_none(x):
+    return x is None
+
+
+def _check_axis(name: str, axis, ndim: int, path: str) -> int | None:
+    if axis is None:
+        return None
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError(f"vmap: {name} must hold ints or None, got {axis!r} at {path}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(
+            f"vmap: {name} {axis} at {path} is out of range for a value of {ndim} dimension(s)"
+            + ("" if name == "in_axes" else " (with its batch axis)")
+        )
+    return axis % ndim
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None, axis_name=None,
+         spmd_axis_name=None) -> Callable:
+    """``fun`` mapped over an axis of its arguments, computed batched (not by a loop).
+
+    ``in_axes`` is an int, None or a pytree prefix of the positional arguments (a tuple
+    with one entry per argument) saying which axis of each leaf is mapped (None: not
+    mapped, the same value for every batch member; negative axes count from the end);
+    keyword arguments are mapped along axis 0.  ``out_axes`` places the batch axis of
+    each output leaf (a prefix of the output).  ``axis_size`` gives the batch size
+    when no argument is mapped.
+
+    >>> import arrayx as ax
+    >>> ax.vmap(lambda x, y: x @ y, in_axes=(0, None))(ax.ones((3, 2)), ax.ones(2)).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    if axis_name is not None or spmd_axis_name is not None:
+        raise NotImplementedError("vmap: axis_name/spmd_axis_name (collectives) are not implemented")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    def batched(*args, **kwargs):
+        from arrayx.transforms.forward import as_array_leaf
+
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                f"vmap: in_axes has {len(in_axes)} entries but the function got {len(args)} positional "
+                f"argument(s); give one entry per argument (None for an unmapped one)"
+            )
+        leaves, tree = pytree.flatten((args, kwargs))
+        axes_prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
+                       {k: 0 for k in kwargs})
+        axes = pytree.broadcast_prefix(axes_prefix, (args, kwargs), is_leaf=_is_none,
+                                       prefix_name="in_axes", full_name="the arguments", who="vmap")
+        paths = [pytree.keystr(p) for p, _ in pytree.leaves_with_path((args, kwargs))]
+        leaves = [as_array_leaf("vmap", x) if a is not None else x for x, a in zip(leaves, axes)]
+        size = axis_size
+        sizes = []
+        dims = []
+        for x, a, path in zip(leaves, axes, paths):
+            if a is None:
+                dims.append(None)
+                continue
+            d = _check_axis("in_axes", a, x.ndim, path)
+            dims.append(d)
+            sizes.append((path, x.shape[d]))
+        found = {n for _, n in sizes}
+        if axis_size is not None:
+            found.add(axis_size)
+        if len(found) > 1:
+            listed = ", ".join(f"{p}: {n}" for p, n in sizes)
+            raise ValueError(
+                f"vmap: the mapped axes have inconsistent sizes ({listed}"
+                + (f"; axis_size={axis_size}" if axis_size is not None else "") + ")"
+            )
+        if not found:
+            raise ValueError("vmap: no argument is mapped (every in_axes entry is None); pass axis_size")
+        size = found.pop()
+        trace = BatchTrace(current_trace(), size)
+        ins = [trace.box(x, d) for x, d in zip(leaves, dims)]
+        a2, k2 = pytree.unflatten(tree, ins)
+        token = _TRACE.set(trace)
+        try:
+            out = fun(*a2, **k2)
+        finally:
+            _TRACE.reset(token)
+            trace.alive = False
+        out_leaves, out_tree = pytree.flatten(out)
+        oaxes = pytree.broadcast_prefix(out_axes, out, is_leaf=_is_none, prefix_name="out_axes",
+                                        full_name="the output", who="vmap")
+        opaths = [pytree.keystr(p) for p, _ in pytree.leaves_with_path(out)]
+        res = []
+        for o, a, path in zip(out_leaves, oaxes, opaths):
+            o = as_array_leaf("vmap", o)
+            val, d = trace.unbox(o)
+            if a is None:
+                if d is not None:
+                    raise ValueError(
+                        f"vmap: out_axes is None at {path} but that output is batched (it depends on a mapped "
+                        f"argument); give an axis"
+                    )
+                res.append(val)
+                continue
+            a = _check_axis("out_axes", a, val.ndim + (d is None), path)
+            res.append(moveaxis_to(val, d, a, size))
+        return pytree.unflatten(out_tree, res)
+
+    batched.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
+    batched.__wrapped__ = fun
+    return batched
