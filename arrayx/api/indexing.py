@@ -883,6 +883,8 @@ def _mask_update(fname, y, mask_entry, v, kind):
             f"{fname}: storing an array of values through a traced boolean index needs its number of "
             f"True elements; use arrayx.where(mask, values, x) with values of x's shape"
         )
+    if m == 0 and count_dim == 0 and not bool(known):
+        return y  # a 0-d False mask selects nothing: an empty update leaves y as it is
     from arrayx.api.searching import nonzero
 
     idx = nonzero(known)

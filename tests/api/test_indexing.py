@@ -199,3 +199,12 @@ def test_setitem_on_read_only_views_updates_functionally(executor):
     b = xp.broadcast_to(xp.asarray([1.0, 2.0]), (2, 2))
     b[0, 0] = 5.0
     assert_same(b, np.array([[5.0, 2.0], [1.0, 2.0]]))
+
+
+def test_zero_d_false_mask_with_an_empty_update_leaves_the_array(executor: str) -> None:
+    # array-api-extra's apply_where does x.at[mask].set(f(x[mask])) on 0-d arrays (scipy.stats.pearsonr)
+    for flag, want in ((False, 2.0), (True, 7.0)):
+        x = xp.asarray(2.0)
+        mask = xp.asarray(flag)
+        x[mask] = x[mask] + 5.0
+        assert_same(x, np.asarray(want))
