@@ -234,10 +234,14 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None, axi
         token = _TRACE.set(trace)
         try:
             out = fun(*a2, **k2)
+        except BaseException:
+            trace.finish()  # arrays rebound by in-place code get their old values back
+            raise
         finally:
             _TRACE.reset(token)
-            trace.alive = False
         out_leaves, out_tree = pytree.flatten(out)
+        out_leaves = trace.finish(out_leaves)
+        out = pytree.unflatten(out_tree, out_leaves)
         oaxes = pytree.broadcast_prefix(out_axes, out, is_leaf=_is_none, prefix_name="out_axes",
                                         full_name="the output", who="vmap")
         opaths = [pytree.keystr(p) for p, _ in pytree.leaves_with_path(out)]

@@ -156,6 +156,18 @@ class Trace:
             x._ex = ex
         return outs
 
+    def run(self, fun, args):
+        """``fun(*args)`` (flat leaves in, a list of leaves out) with this trace current; the trace
+        is finished afterwards, also when ``fun`` raises."""
+        outs = None
+        token = _TRACE.set(self)
+        try:
+            outs = fun(*args)
+        finally:
+            _TRACE.reset(token)
+            outs = self.finish(outs)
+        return outs
+
     def process_primitive(self, prim: "Primitive", args: tuple, params: dict):
         raise NotImplementedError(f"{type(self).__name__} does not define process_primitive")
 

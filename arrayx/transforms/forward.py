@@ -215,13 +215,7 @@ def jvp_flat(fun: Callable, primals: list, tangents: list, transform: str = "jvp
     whose parent is ``parent`` (default: the current trace)."""
     trace = JVPTrace(current_trace() if parent is None else parent, transform)
     ins = [trace.box(p, t) for p, t in zip(primals, tangents)]
-    outs = None
-    token = _TRACE.set(trace)
-    try:
-        outs = fun(*ins)
-    finally:
-        _TRACE.reset(token)
-        outs = trace.finish(outs)
+    outs = trace.run(fun, ins)
     pairs = [trace.unbox(o) for o in outs]
     return [p for p, _ in pairs], [t for _, t in pairs], trace
 

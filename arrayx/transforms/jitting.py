@@ -119,13 +119,7 @@ def _stage_flat(fun: Callable, avals, transform: str) -> Graph:
     """The Graph of ``fun`` (flat arrays in, flat list out) on ``avals``, staged with no parent."""
     trace = StagingTrace(None, get_executor().default_device(), transform)
     ins = [trace.new_input(a) for a in avals]
-    outs = None
-    token = _TRACE.set(trace)
-    try:
-        outs = fun(*ins)
-    finally:
-        _TRACE.reset(token)
-        outs = trace.finish(outs)
+    outs = trace.run(fun, ins)
     return trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
 
 

@@ -153,13 +153,7 @@ def close_function(fun: Callable, avals, parent, transform: str):
     trace = StagingTrace(parent, parent.device if parent is not None and hasattr(parent, "device")
                          else _default_device(), transform)
     ins = [trace.new_input(a) for a in avals]
-    outs = None
-    token = _TRACE.set(trace)
-    try:
-        outs = fun(*ins)
-    finally:
-        _TRACE.reset(token)
-        outs = trace.finish(outs)
+    outs = trace.run(fun, ins)
     graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
     closed = Graph((*graph.constvars, *graph.inputs), (), (), graph.equations, graph.outputs)
     return closed, list(graph.consts)

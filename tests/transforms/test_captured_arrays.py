@@ -43,6 +43,7 @@ TRANSFORMS = {
     "grad of grad": (lambda f, t: ax.grad(ax.grad(f))(t), 10.0),
     "jit": (lambda f, t: ax.jit(f)(t), 5 * 1.5**2 + 16),
     "grad of jit": (lambda f, t: ax.grad(ax.jit(f))(t), 10 * 1.5),
+    "vmap": (lambda f, t: ax.vmap(f)(ax.stack([t, t]))[1], 5 * 1.5**2 + 16),
 }
 # Not yet: checkpoint evaluates its body's primal eagerly (no trace), where in-place code writes
 # into captured buffers for real, so the recomputation in the backward pass sees those writes.
