@@ -425,9 +425,13 @@ class JaxExecutor(Executor):
 
     def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
         native = None if device is None else self._native(device, "asarray")
+        if copy is None and isinstance(obj, np.ndarray) and obj.flags.writeable:
+            copy = True  # XLA may alias an aligned host buffer, which mutable executors write into
         return self.xp.asarray(obj, dtype=dtype, copy=copy, device=native)
 
     def from_dlpack(self, obj, copy=None):
+        if copy is None:
+            copy = True  # a zero-copy import would alias a producer that may write in place later
         try:
             return self.xp.from_dlpack(obj, copy=copy)
         except BufferError:
