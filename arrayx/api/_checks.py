@@ -11,6 +11,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE
+from arrayx.transforms._tracer import is_weak
 
 _PY_SCALARS = (bool, int, float, complex)
 _PROMOTION = _dtypes.PROMOTION
@@ -73,9 +74,10 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
         if isinstance(x2, Array):
             d2 = x2.dtype
             if d1 != d2:
-                if d1 not in allowed or d2 not in allowed:
+                dt = _PROMOTION.get((d1, d2)) if _TRACE.get() is None else _traced_result_dtype(x1, x2)
+                if dt is None or dt not in allowed or (d1 not in allowed or d2 not in allowed) and not (
+                        is_weak(x1) or is_weak(x2)):
                     raise TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
-                dt = _PROMOTION[d1, d2]
                 x1 = cast(x1, dt)
                 x2 = cast(x2, dt)
             elif d1 not in allowed:
@@ -116,6 +118,21 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
         f"{fname}: at least one argument must be an arrayx array, got {type(x1).__name__} "
         f"and {type(x2).__name__}; convert with arrayx.asarray(...)"
     )
+
+
+# a Python scalar of each dtype kind, for the promotion of a weakly typed (traced scalar) operand
+_SCALAR_OF_KIND = {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}
+
+
+def _traced_result_dtype(x1, x2):
+    """Promotion under a transform: a weakly typed operand (a traced Python scalar) promotes
+    as the Python scalar would eagerly, so staged and eager results have one dtype."""
+    w1, w2 = is_weak(x1), is_weak(x2)
+    if w1 and not w2:
+        return _dtypes.scalar_result_dtype(x2.dtype, _SCALAR_OF_KIND[x1.dtype.kind])
+    if w2 and not w1:
+        return _dtypes.scalar_result_dtype(x1.dtype, _SCALAR_OF_KIND[x2.dtype.kind])
+    return _PROMOTION.get((x1.dtype, x2.dtype))
 
 
 def _from_numpy(value, like: Array) -> Array:
@@ -211,11 +228,18 @@ def check_size(fname: str, shape: tuple, dtype, executor=None) -> None:
         )
 
 
-def normalize_axis(fname: str, axis, ndim: int, name: str = "axis") -> int:
+def int_arg(fname: str, value, name: str) -> int:
+    """An integer argument (an int or anything with ``__index__``, not a bool) as an int."""
+    if isinstance(value, bool):
+        raise TypeError(f"{fname}: {name} must be an int, got a bool")
     try:
-        a = operator.index(axis)
+        return operator.index(value)
     except TypeError:
-        raise TypeError(f"{fname}: {name} must be an int, got {type(axis).__name__}") from None
+        raise TypeError(f"{fname}: {name} must be an int, got {type(value).__name__}") from None
+
+
+def normalize_axis(fname: str, axis, ndim: int, name: str = "axis") -> int:
+    a = int_arg(fname, axis, name)
     if not -ndim <= a < ndim:
         raise IndexError(f"{fname}: {name}={axis} is out of bounds for an array with {ndim} dimension(s)")
     return a % ndim if ndim else 0

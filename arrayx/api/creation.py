@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import builtins
 import math
-import operator
 from typing import Sequence
 
 import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, check_dtype, check_size, shape_arg, with_article
+from arrayx.api._checks import array_arg, check_dtype, check_size, int_arg, shape_arg, with_article
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -267,10 +266,25 @@ triu_p = Primitive("triu")
 def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
     """An array shaped like x, filled with ``fill_value``."""
     array_arg("full_like", x)
+    if isinstance(fill_value, Array):  # a traced scalar: make_graph/jit of full_like(x, s)
+        return _full_like_traced(x, fill_value, dtype, device)
     fill_value, dt = _fill_dtype("full_like", fill_value, x.dtype if dtype is None else dtype)
     if x.dtype.kind in "biu" and dtype is None and isinstance(fill_value, float):
         raise TypeError(f"full_like: cannot fill {with_article(x.dtype)} array with the float {fill_value!r}; pass dtype")
     out = full_like_p.bind(x, fill_value=fill_value, dtype=dt)
+    return out if device is None else out.to_device(device)
+
+
+def _full_like_traced(x, fill_value, dtype, device):
+    from arrayx.api.data_types import astype
+    from arrayx.api.manipulation import broadcast_to
+
+    if fill_value.ndim != 0:
+        raise ValueError(f"full_like: fill_value must be a scalar, got an array of shape {fill_value.shape}")
+    dt = x.dtype if dtype is None else _dtypes.as_dtype(dtype, "full_like")
+    if dtype is None and x.dtype.kind in "biu" and fill_value.dtype.kind in "fc":
+        raise TypeError(f"full_like: cannot fill {with_article(x.dtype)} array with a float value; pass dtype")
+    out = broadcast_to(astype(fill_value, dt), tuple(x.shape))
     return out if device is None else out.to_device(device)
 
 
@@ -296,7 +310,7 @@ def tril(x, /, *, k: int = 0) -> Array:
     array_arg("tril", x)
     if x.ndim < 2:
         raise ValueError(f"tril: x must have at least 2 dimensions, got shape {x.shape}")
-    return tril_p.bind(x, k=operator.index(k))
+    return tril_p.bind(x, k=int_arg("tril", k, "k"))
 
 
 def triu(x, /, *, k: int = 0) -> Array:
@@ -304,7 +318,7 @@ def triu(x, /, *, k: int = 0) -> Array:
     array_arg("triu", x)
     if x.ndim < 2:
         raise ValueError(f"triu: x must have at least 2 dimensions, got shape {x.shape}")
-    return triu_p.bind(x, k=operator.index(k))
+    return triu_p.bind(x, k=int_arg("triu", k, "k"))
 
 
 def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:

@@ -12,23 +12,16 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import cast, promote_binary, scalar_operand, with_article
-from arrayx.transforms.core import _TRACE, ConcretizationError, Primitive, _wrap
+from arrayx.transforms.core import _TRACE, ConcretizationError, Primitive, run_eager1, run_eager2
 
 _CAT = _dtypes.CATEGORIES
 
 
 def _unary(fname: str, prim: Primitive, x, category: str):
-    # Eager fast path (no transform active, a concrete array of an allowed dtype):
-    # call the executor's function directly.  Everything else goes through bind.
-    if x.__class__ is Array and _TRACE.get() is None:
-        buf = x._buf
-        if buf.dtype in _CAT[category]:
-            ex = x._ex
-            fn = ex.impls.get(prim) or ex.resolve(prim)
-            out = fn(buf)
-            if out.__class__ is not ex.array_type:
-                out = ex.coerce(out)
-            return _wrap(out, ex)
+    # Eager fast path (no transform active, a concrete array of an allowed dtype): the
+    # executor's function on the buffer.  Everything else goes through bind.
+    if x.__class__ is Array and x._buf.dtype in _CAT[category] and _TRACE.get() is None:
+        return run_eager1(prim, x._ex, x._buf)
     if not isinstance(x, Array):
         raise TypeError(f"{fname}: x must be an arrayx array, got {type(x).__name__}")
     if x.dtype not in _CAT[category]:
@@ -37,30 +30,20 @@ def _unary(fname: str, prim: Primitive, x, category: str):
 
 
 def _binary(fname: str, prim: Primitive, x1, x2, category: str):
-    # Eager fast path: two concrete arrays of one executor, same dtype and shape.
-    if x1.__class__ is Array and x2.__class__ is Array and _TRACE.get() is None:
-        b1 = x1._buf
-        b2 = x2._buf
-        ex = x1._ex
-        if (x2._ex is ex and b1.dtype == b2.dtype and b1.shape == b2.shape
-                and b1.dtype in _CAT[category]):
-            fn = ex.impls.get(prim) or ex.resolve(prim)
-            out = fn(b1, b2)
-            if out.__class__ is not ex.array_type:
-                out = ex.coerce(out)
-            return _wrap(out, ex)
-    elif x1.__class__ is Array and (x2.__class__ is float or x2.__class__ is int) and _TRACE.get() is None:
-        # array (op) Python scalar on a floating array: the scalar takes the array's dtype
+    if _TRACE.get() is None and x1.__class__ is Array:
         b1 = x1._buf
         dt = b1.dtype
-        if dt.kind in "fc" and dt in _CAT[category]:
+        if x2.__class__ is Array:
+            # eager fast path: two concrete arrays of one executor, same dtype and shape
+            b2 = x2._buf
             ex = x1._ex
-            fn = ex.impls.get(prim) or ex.resolve(prim)
-            out = fn(b1, dt.type(x2))
-            if out.__class__ is not ex.array_type:
-                out = ex.coerce(out)
-            return _wrap(out, ex)
+            if x2._ex is ex and dt == b2.dtype and b1.shape == b2.shape and dt in _CAT[category]:
+                return run_eager2(prim, ex, b1, b2)
+        elif (x2.__class__ is float or x2.__class__ is int) and dt.kind in "fc" and dt in _CAT[category]:
+            # array (op) Python scalar on a floating array: the scalar takes the array's dtype
+            return run_eager2(prim, x1._ex, b1, dt.type(x2))
     return prim.bind(*promote_binary(fname, x1, x2, category))
+
 
 # name -> dtype category the function accepts
 UNARY: dict[str, str] = {

@@ -13,13 +13,12 @@ the executor chosen by ``device=`` or the selection rules.
 from __future__ import annotations
 
 import numbers
-import operator
 
 import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, cast, normalize_axis
+from arrayx.api._checks import array_arg, cast, int_arg, normalize_axis
 from arrayx.transforms.core import Primitive
 
 __all__ = [
@@ -75,12 +74,7 @@ def _norm(fname: str, norm) -> str:
 
 
 def _length(fname: str, n, name: str = "n") -> int:
-    if isinstance(n, bool):
-        raise TypeError(f"{fname}: {name} must be an int, got a bool")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"{fname}: {name} must be an int or None, got {type(n).__name__}") from None
+    n = int_arg(fname, n, name)
     if n < 1:
         raise ValueError(f"{fname}: {name} must be a positive number of points, got {n}")
     return n

@@ -30,9 +30,10 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import (
-    array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
+    _SCALAR_OF_KIND, array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
 )
 from arrayx.transforms.core import ConcretizationError, Primitive, _TRACE, _wrap
+from arrayx.transforms._tracer import is_weak
 
 __all__ = ["take", "take_along_axis"]
 
@@ -649,7 +650,11 @@ def _normalised_start(start, n):
 def _value_operand(fname: str, x: Array, value):
     if isinstance(value, Array):
         if value.dtype != x.dtype:
-            if _dtypes.PROMOTION[value.dtype, x.dtype] != x.dtype:
+            # a weakly typed value (a traced Python scalar) is stored as the scalar would be
+            weak = is_weak(value) and value.ndim == 0
+            ok = (_dtypes.scalar_result_dtype(x.dtype, _SCALAR_OF_KIND[value.dtype.kind]) if weak
+                  else _dtypes.PROMOTION[value.dtype, x.dtype])
+            if ok != x.dtype:
                 raise TypeError(
                     f"{fname}: cannot store {value.dtype} values into {with_article(x.dtype)} array without "
                     f"losing information; cast with astype first"

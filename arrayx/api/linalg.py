@@ -28,9 +28,9 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axes, with_article
+from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, int_arg, normalize_axes, with_article
 from arrayx.api import elementwise as _ew
-from arrayx.transforms.core import _TRACE, Primitive
+from arrayx.transforms.core import _TRACE, Primitive, run_eager2
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 
@@ -116,10 +116,7 @@ def _broadcast_batch(x: Array, batch: tuple, core: int) -> Array:
 
 def _negative_axis(fname: str, axis, ndims: tuple) -> int:
     """``axis`` of operands with ``ndims`` dimensions as a negative int (the standard counts from the end)."""
-    try:
-        a = operator.index(axis)
-    except TypeError:
-        raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}") from None
+    a = int_arg(fname, axis, "axis")
     n = builtins.min(ndims)
     if a >= 0 and builtins.all(d == ndims[0] for d in ndims):
         a -= ndims[0]
@@ -141,6 +138,13 @@ vecdot_p = Primitive("vecdot")
 
 def matmul(x1, x2, /) -> Array:
     """Matrix product ``x1 @ x2`` (1-D operands are vectors, batch dimensions broadcast)."""
+    if x1.__class__ is Array and x2.__class__ is Array and _TRACE.get() is None:
+        # eager fast path: two matrices of one executor and dtype whose inner dimensions agree
+        b1, b2 = x1._buf, x2._buf
+        s1, s2 = b1.shape, b2.shape
+        if (len(s1) == 2 and len(s2) == 2 and s1[1] == s2[0] and x1._ex is x2._ex
+                and b1.dtype == b2.dtype and b1.dtype in _CAT["numeric"]):
+            return run_eager2(matmul_p, x1._ex, b1, b2)
     x1, x2 = _promote_pair("matmul", x1, x2, "numeric")
     s1, s2 = x1.shape, x2.shape
     if not s1 or not s2:
@@ -290,7 +294,7 @@ def det(x, /) -> Array:
 def diagonal(x, /, *, offset: int = 0) -> Array:
     """The ``offset``-th diagonals of the last two dimensions, as the last dimension."""
     x = _matrix_arg("diagonal", x, "all")
-    return diagonal_p.bind(x, offset=_int_arg("diagonal", offset, "offset"))
+    return diagonal_p.bind(x, offset=int_arg("diagonal", offset, "offset"))
 
 
 def eig(x, /) -> EigResult:
@@ -362,7 +366,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
 def matrix_power(x, n, /) -> Array:
     """``x`` to the integer power ``n`` (the identity for 0, powers of ``inv(x)`` for n < 0)."""
     x = _matrix_arg("matrix_power", x, "floating-point", square=True)
-    n = _int_arg("matrix_power", n, "n")
+    n = int_arg("matrix_power", n, "n")
     if n == 0:
         from arrayx.api.creation import ones_like, tril, triu
 
@@ -477,7 +481,7 @@ def svdvals(x, /) -> Array:
 def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
     """Sums along the ``offset``-th diagonals of the last two dimensions."""
     x = _matrix_arg("trace", x, "numeric")
-    offset = _int_arg("trace", offset, "offset")
+    offset = int_arg("trace", offset, "offset")
     if dtype is None:
         # small integers accumulate in the default integer (of their signedness)
         if x.dtype in _CAT["signed integer"]:
@@ -507,12 +511,3 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     ord = int(ord) if isinstance(ord, numbers.Integral) else float(ord)  # plain Python params
     out = vector_norm_p.bind(x, axis=axis, keepdims=builtins.bool(keepdims), ord=ord)
     return cast(out, _dtypes.REAL_OF.get(x.dtype, x.dtype))
-
-
-def _int_arg(fname: str, value, name: str) -> int:
-    if isinstance(value, builtins.bool):
-        raise TypeError(f"{fname}: {name} must be an int, got a bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{fname}: {name} must be an int, got {type(value).__name__}") from None

@@ -17,7 +17,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes
 from arrayx.executors import base as _exec
-from arrayx.transforms.core import Primitive
+from arrayx.transforms.core import _TRACE, Primitive, run_eager
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip",
@@ -260,6 +260,19 @@ def squeeze(x, /, axis) -> Array:
 
 def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     """x with a new shape of the same size (one entry may be -1); ``copy`` as in ``asarray``."""
+    if x.__class__ is Array and shape.__class__ is tuple and copy is None and _TRACE.get() is None:
+        # eager fast path: a shape of non-negative ints with the array's size
+        buf = x._buf
+        size = 1
+        for d in shape:
+            if d.__class__ is not int or d < 0:
+                break
+            size *= d
+        else:
+            if size == buf.size and not x._ex.unknown_shapes:
+                if shape == buf.shape:
+                    return x
+                return run_eager(reshape_p, x._ex, (buf,), {"shape": shape, "copy": None})
     array_arg("reshape", x)
     shape = _shape_tuple("reshape", shape)
     if copy is not None and copy is not True and copy is not False:

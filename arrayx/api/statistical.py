@@ -15,7 +15,7 @@ import math
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, normalize_axes, normalize_axis, with_article
-from arrayx.transforms.core import _TRACE, Primitive, _wrap
+from arrayx.transforms.core import _TRACE, Primitive, run_eager
 
 __all__ = [
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
@@ -84,11 +84,8 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:  # noq
         buf = x._buf
         dt = buf.dtype
         if dt.kind in "fc" and (axis is None or axis.__class__ is int):
-            ex = x._ex
             axes = None if axis is None else (normalize_axis("sum", axis, buf.ndim),)
-            fn = ex.impls.get(sum_p) or ex.resolve(sum_p)
-            out = fn(buf, axis=axes, dtype=dt, keepdims=bool(keepdims))
-            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+            return run_eager(sum_p, x._ex, (buf,), {"axis": axes, "dtype": dt, "keepdims": bool(keepdims)})
     _check_summable("sum", x)
     axes = normalize_axes("sum", axis, x.ndim)
     return sum_p.bind(x, axis=axes, dtype=accumulation_dtype("sum", x, dtype), keepdims=bool(keepdims))

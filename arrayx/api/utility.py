@@ -7,11 +7,10 @@ before binding, so its primitive only takes ``axis`` and ``n``.
 from __future__ import annotations
 
 import builtins
-import operator
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, normalize_axes, normalize_axis
+from arrayx.api._checks import array_arg, int_arg, normalize_axes, normalize_axis
 from arrayx.transforms.core import Primitive
 
 __all__ = ["all", "any", "diff"]
@@ -41,12 +40,7 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Arra
     if x.ndim == 0:
         raise ValueError("diff: x must have at least one dimension, got a 0-d array")
     axis = normalize_axis("diff", axis, x.ndim)
-    if isinstance(n, bool):
-        raise TypeError("diff: n must be an int, got a bool")
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"diff: n must be an int, got {type(n).__name__}") from None
+    n = int_arg("diff", n, "n")
     if n < 0:
         raise ValueError(f"diff: n must be non-negative, got {n}")
     if prepend is not None or append is not None:

@@ -169,7 +169,11 @@ class Executor:
                         f"{prim.name} is not implemented by the {self.name!r} executor "
                         f"(its namespace has no {prim.impl_name!r})"
                     )
-        self.impls[prim] = fn
+        self.impls[prim] = fn = self.finish_impl(prim, fn)
+        return fn
+
+    def finish_impl(self, prim, fn) -> Callable:
+        """The callable eager bind caches for ``prim`` (an executor may wrap ``fn``, e.g. in ``jax.jit``)."""
         return fn
 
     def index_range(self, buf) -> tuple[int, int]:

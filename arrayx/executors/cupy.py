@@ -104,13 +104,6 @@ class CupyExecutor(Executor):
         self._devices = [Device(self.name, f"cuda:{i}", i) for i in range(cp.cuda.runtime.getDeviceCount())]
         return xp
 
-    def resolve(self, prim):
-        # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
-        if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
-            self.impls[prim] = fn = self.overrides[prim.name]
-            return fn
-        return super().resolve(prim)
-
     # -- devices ------------------------------------------------------------------------
     def memory_limit(self):
         return None  # GPU memory: CuPy's OutOfMemoryError names the size

@@ -768,17 +768,11 @@ class DaskExecutor(Executor):
         # until the user asks (control flow that needs a value, e.g. while_loop's predicate, computes it)
         return self.lower(graph)
 
-    def resolve(self, prim):
-        # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
-        if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
-            fn = self.overrides[prim.name]
-        else:
-            fn = super().resolve(prim)
+    def finish_impl(self, prim, fn):
         from arrayx.transforms._tracer import CallPrimitive
 
         if prim.name not in _EMPTY_NATIVE and not isinstance(prim, CallPrimitive):
-            fn = _empty_on_host(prim, fn)
-        self.impls[prim] = fn
+            return _empty_on_host(prim, fn)
         return fn
 
     def memory_limit(self):

@@ -349,16 +349,8 @@ class JaxExecutor(Executor):
         self._by_native = {d.native: d for d in self._devices}
         return jnp
 
-    def resolve(self, prim):
-        # this executor's overrides beat a primitive's generic ``impls["*"]`` (written for NumPy-like buffers)
-        if self.name not in prim.impls and self.overrides.get(prim.name) is not None:
-            fn = self.overrides[prim.name]
-        else:
-            fn = super().resolve(prim)
-        if prim.name not in _EAGER_ONLY and self.jit_ops:
-            fn = _Jitted(fn)
-        self.impls[prim] = fn
-        return fn
+    def finish_impl(self, prim, fn):
+        return _Jitted(fn) if prim.name not in _EAGER_ONLY and self.jit_ops else fn
 
     # -- jit ----------------------------------------------------------------------------------
     def raw_impl(self, prim):

@@ -91,6 +91,32 @@ def _tensordot(x1, x2, *, axes=2):
     return npx.tensordot(x1, x2, axes=axes) + 0  # a sum starts from +0, as in sum/matmul (np.dot keeps -0)
 
 
+def _reshape(x, shape, copy=None):
+    return x.reshape(shape) if copy is None else np.reshape(x, shape, copy=copy)
+
+
+def _sum(x, axis=None, dtype=None, keepdims=False):
+    return np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def _prod(x, axis=None, dtype=None, keepdims=False):
+    return np.multiply.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def _complex_of(x):
+    return np.result_type(x.dtype, np.complex64)
+
+
+def _eig(x):
+    w, v = np.linalg.eig(x)
+    dt = _complex_of(x)
+    return w.astype(dt, copy=False), v.astype(dt, copy=False)
+
+
+def _eigvals(x):
+    return np.linalg.eigvals(x).astype(_complex_of(x), copy=False)
+
+
 class NumpyExecutor(Executor):
     name = "numpy"
     array_type = np.ndarray
@@ -109,6 +135,14 @@ class NumpyExecutor(Executor):
         # singular / non-positive-definite matrices give NaN, not LinAlgError (executors/_linalg.py)
         **{name: _linalg.nan_on_failure(name) for name in _linalg.FAILING},
         **_INDEXING,
+        # the methods/ufunc reductions, without the Python layers of np.reshape / np.sum
+        # (arrayx always passes the resolved dtype, so no dtype logic is skipped)
+        "reshape": _reshape,
+        "sum": _sum,
+        "prod": _prod,
+        # eig/eigvals results are complex whatever the spectrum (staging relies on the dtype)
+        "eig": _eig,
+        "eigvals": _eigvals,
     }
 
     def _load(self):

@@ -16,7 +16,7 @@ import numpy as np
 
 from arrayx.executors.base import resolve_device
 from arrayx.transforms.core import (
-    _TRACE, Array, ConcretizationError, Primitive, UnexpectedTracerError, eval_eager,
+    _TRACE, Array, ConcretizationError, DataDependentShapeError, Primitive, UnexpectedTracerError, eval_eager,
 )
 
 
@@ -26,25 +26,30 @@ _object_new = object.__new__
 
 
 class ShapeDtypeStruct:
-    """The abstract value of an array: its shape and dtype (``arrayx.eval_shape`` returns these).
+    """The abstract value of an array: its shape, dtype and weak type (``arrayx.eval_shape`` returns these).
+
+    ``weak_type`` marks a value that stands for a Python scalar (as in JAX): in arithmetic
+    with an array it takes the array's dtype, exactly as the Python scalar would eagerly.
 
     >>> import arrayx as ax
     >>> ax.ShapeDtypeStruct((2, 3), ax.float32)
     ShapeDtypeStruct(shape=(2, 3), dtype=float32)
     """
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, weak_type: bool = False):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
 
     @classmethod
-    def _trusted(cls, shape: tuple, dtype) -> "ShapeDtypeStruct":
+    def _trusted(cls, shape: tuple, dtype, weak_type: bool = False) -> "ShapeDtypeStruct":
         """Fast constructor for rules: ``shape`` is a tuple of ints, ``dtype`` a NumPy dtype."""
         self = _object_new(cls)
         self.shape = shape
         self.dtype = dtype
+        self.weak_type = weak_type
         return self
 
     @property
@@ -60,17 +65,27 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other):
         if isinstance(other, ShapeDtypeStruct):
-            return self.shape == other.shape and self.dtype == other.dtype
+            return (self.shape == other.shape and self.dtype == other.dtype
+                    and self.weak_type == other.weak_type)
         return NotImplemented
 
     def __hash__(self):
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self) -> str:
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def str_short(self) -> str:
-        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+        weak = "~" if self.weak_type else ""
+        return f"{weak}{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+def is_weak(x) -> bool:
+    """Whether ``x`` stands for a Python scalar: a Python scalar itself, or a weakly typed traced value."""
+    if x.__class__ in (bool, int, float, complex):
+        return True
+    return x.__class__ is not Array and getattr(getattr(x, "_buf", None), "weak_type", False)
 
 
 _SHORT = {"bool": "bool", "float16": "f16", "float32": "f32", "float64": "f64", "complex64": "c64",
@@ -108,7 +123,7 @@ class UndefinedPrimal:
 
 def aval_of(x) -> ShapeDtypeStruct:
     """The abstract value of an Array (concrete or traced)."""
-    return ShapeDtypeStruct._trusted(tuple(x.shape), x.dtype)
+    return ShapeDtypeStruct._trusted(tuple(x.shape), x.dtype, is_weak(x))
 
 
 # -- tracers ------------------------------------------------------------------------------
@@ -284,6 +299,25 @@ def concretization_error(what: str, tracer) -> ConcretizationError:
     )
 
 
+def known_values(x, prim: Primitive) -> np.ndarray:
+    """The values of operand ``x`` on the host, for the abstract rule of a data-dependent ``prim``.
+
+    Raises :class:`DataDependentShapeError` (naming ``prim`` and its alternative) when ``x``
+    is only known symbolically, e.g. an input of a function being staged.
+    """
+    if isinstance(x, Tracer):
+        try:
+            x = x._concrete(prim.name)
+        except ConcretizationError:
+            trace = x._buf.trace
+            raise DataDependentShapeError(
+                f"{prim.name}: the size of its result depends on the values of an operand that "
+                f"{trace.transform} only knows by shape and dtype ({x.dtype}{list(x.shape)}); "
+                f"{prim.data_dependent or 'compute it eagerly'}"
+            ) from None
+    return np.asarray(x._ex.to_host(x._buf))
+
+
 # -- binding on an explicit trace -------------------------------------------------------------
 
 
@@ -343,69 +377,18 @@ def _call_abstract_eval(*args, fun, **params):
 
 # -- abstract evaluation --------------------------------------------------------------------
 
-_abstract_cache: dict = {}
-
 
 def abstract_eval(prim: Primitive, args, params: dict):
-    """Shape and dtype of ``prim``'s result(s) for these operands, without computing it.
+    """Shape and dtype of ``prim``'s result(s) for these operands, without computing anything.
 
-    Uses ``prim.abstract_eval(*args, **params)`` when the primitive has one (it reads
-    ``.shape``/``.dtype`` of array operands); otherwise runs the NumPy executor's
-    implementation on zero-stride dummies of the operands' shapes and dtypes and caches
-    the answer by shapes, dtypes and params.  Concrete boolean operands (masks, whose
-    values decide the result's shape) are used as they are, and not cached.
+    Every primitive has an executor-free rule (``prim.abstract_eval``; call-like primitives
+    get theirs by tracing their function); ``arrayx.transforms.rules.coverage()`` lists any
+    that lacks one.
     """
     rule = prim.abstract_eval
-    if rule is not None:
-        return rule(*args, **params)
-    key_parts = []
-    cacheable = True
-    for a in args:
-        if isinstance(a, Array):
-            if a.dtype == np.bool_ and not isinstance(a, Tracer):
-                cacheable = False
-            key_parts.append((a.shape, a.dtype))
-        else:
-            key_parts.append(a)
-    key = None
-    if cacheable:
-        try:
-            key = (prim, tuple(key_parts), tuple(sorted(params.items())))
-            hit = _abstract_cache.get(key)
-        except TypeError:  # unhashable operand or param: compute every time
-            key = hit = None
-        if hit is not None:
-            return hit
-    out = _abstract_eval_on_dummies(prim, args, params)
-    if key is not None:
-        _abstract_cache[key] = out
-    return out
-
-
-def _dummy(a):
-    if a.dtype == np.bool_ and not isinstance(a, Tracer):
-        return np.asarray(a._ex.to_host(a._buf))
-    if any(d is None for d in a.shape):
-        raise ValueError(f"cannot stage an operand of unknown shape {a.shape}")
-    fill = 1 if a.dtype.kind in "fc" else 0  # zeros keep integer indices in bounds
-    return np.broadcast_to(np.asarray(fill, dtype=a.dtype), a.shape)
-
-
-def _abstract_eval_on_dummies(prim: Primitive, args, params: dict):
-    from arrayx.executors import base as _exec
-
-    npx = _exec.get("numpy")
-    bufs = [_dummy(a) if isinstance(a, Array) else a for a in args]
-    fn = npx.impls.get(prim) or npx.resolve(prim)
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*bufs, **params)
-    except Exception as e:
-        raise TypeError(
-            f"{prim.name}: abstract evaluation (running the NumPy implementation on dummy operands of "
-            f"shapes {[getattr(a, 'shape', a) for a in args]}) failed with {type(e).__name__}: {e}. "
-            f"Register an abstract_eval rule for {prim.name!r} (arrayx.transforms.rules.defabstract)"
-        ) from e
-    if prim.multiple_results:
-        return tuple(ShapeDtypeStruct(np.shape(o), np.asarray(o).dtype) for o in out)
-    return ShapeDtypeStruct(np.shape(out), np.asarray(out).dtype)
+    if rule is None:
+        raise NotImplementedError(
+            f"{prim.name}: no abstract evaluation rule, so it cannot be staged; register one with "
+            f"arrayx.transforms.rules.defabstract({prim.name}_p, rule)"
+        )
+    return rule(*args, **params)

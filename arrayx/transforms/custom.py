@@ -127,10 +127,6 @@ def _merge(nondiff_argnums, nondiff, diff):
     return out
 
 
-def _zeros_like(x):
-    return zeros_like(x)
-
-
 def _lower_fun(ex, params):
     # under jit the rules were applied before lowering: the executor runs the function itself
     from arrayx.executors._lowering import lower_fun_param
@@ -146,7 +142,7 @@ custom_jvp_call_p = CallPrimitive("custom_jvp_call")
 def _custom_jvp_call_jvp(primals, tangents, *, fun, jvp, store, num_consts=0):
     # values the staged function captured (num_consts leading operands) are constants of the rule
     primals, tangents = primals[num_consts:], tangents[num_consts:]
-    tangents = [_zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
+    tangents = [zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
     outs, touts = jvp(primals, tangents)
     return tuple(outs), tuple(touts)
 
@@ -193,7 +189,7 @@ class custom_jvp:
                 c = fn(t, out, *primals)
                 tout = c if tout is None else pytree.map(lambda a, b: a + b, tout, c)
             if tout is None:
-                tout = pytree.map(_zeros_like, out)
+                tout = pytree.map(zeros_like, out)
             return out, tout
 
         self.jvp = jvp

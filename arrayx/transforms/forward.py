@@ -203,10 +203,6 @@ class FlatFun:
         return [as_array_leaf(self.fname, o) for o in out_leaves]
 
 
-def _zeros_like(x):
-    return zeros_like(x)
-
-
 # -- jvp -------------------------------------------------------------------------------------------
 
 
@@ -257,7 +253,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
         tans.append(t)
     flat = FlatFun(fun, p_tree, has_aux, "jvp")
     outs, touts, trace = jvp_flat(flat, p_leaves, tans, "jvp")
-    touts = [_zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
+    touts = [zeros_like(o) if t is None else t for o, t in zip(outs, touts)]
     out = pytree.unflatten(flat.out_tree, outs)
     tout = pytree.unflatten(flat.out_tree, touts)
     if has_aux:
@@ -331,7 +327,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
                     )
                 ins.append(t)
         outs = graph(*ins)
-        outs = [_zeros_like(p) if t is None else t for p, t in zip(lin.out_primals, outs)]
+        outs = [zeros_like(p) if t is None else t for p, t in zip(lin.out_primals, outs)]
         return pytree.unflatten(out_tree, outs)
 
     out = pytree.unflatten(out_tree, lin.out_primals)

@@ -25,7 +25,7 @@ __all__ = ["StagingTrace", "StagingTracer", "make_graph", "eval_shape", "ShapeDt
 
 
 class StagingState(TracerState):
-    __slots__ = ("var",)
+    __slots__ = ("var", "weak_type")
 
     def __init__(self, trace, var: Var):
         self.trace = trace
@@ -33,6 +33,7 @@ class StagingState(TracerState):
         aval = var.aval
         self.shape = aval.shape
         self.dtype = aval.dtype
+        self.weak_type = aval.weak_type
 
 
 class StagingTracer(Tracer):
@@ -97,8 +98,7 @@ class StagingTrace(Trace):
 
     def record(self, prim, args, params):
         """Append one equation for ``prim`` and return tracers of its outputs."""
-        rule = prim.abstract_eval
-        out_aval = rule(*args, **params) if rule is not None else abstract_eval(prim, args, params)
+        out_aval = abstract_eval(prim, args, params)
         inputs = []
         for a in args:
             if a.__class__ is StagingTracer and a._buf.trace is self:
@@ -182,8 +182,8 @@ def _abstractify(x):
         return aval_of(x)
     if hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy arrays, jax.ShapeDtypeStruct, ...
         return ShapeDtypeStruct(x.shape, x.dtype)
-    if isinstance(x, (bool, int, float, complex)):
-        return ShapeDtypeStruct((), _dtypes.scalar_dtype(x))
+    if isinstance(x, (bool, int, float, complex)):  # weakly typed, as the scalar is eagerly
+        return ShapeDtypeStruct((), _dtypes.scalar_dtype(x), weak_type=True)
     raise TypeError(
         f"expected arrays, ShapeDtypeStructs or Python scalars as (non-static) arguments, got {type(x).__name__}"
     )

@@ -87,10 +87,6 @@ _MISSING = object()
 # -- vjp ------------------------------------------------------------------------------------------
 
 
-def _zeros_of(p):
-    return zeros_like(p)
-
-
 def _pullback(fname, lin, in_leaves, in_tree, out_tree, cts, *, instantiate=True):
     """Cotangent leaves of the inputs (zeros for inputs without tangents when ``instantiate``)."""
     ct_leaves, ct_tree = pytree.flatten(cts)
@@ -113,7 +109,7 @@ def _pullback(fname, lin, in_leaves, in_tree, out_tree, cts, *, instantiate=True
     for p, has in zip(in_leaves, lin.has_tangent):
         c = next(cts_in) if has else None
         if c is None and instantiate:
-            c = _zeros_of(p)
+            c = zeros_like(p)
         out.append(c)
     return out
 
@@ -226,7 +222,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
         cts = []
         for p, has in zip(leaves, lin.has_tangent):
             c = next(cts_in) if has else None
-            cts.append(_zeros_of(p) if c is None else c)
+            cts.append(zeros_like(p) if c is None else c)
         g = pytree.unflatten(in_tree, cts)
         if isinstance(argnums, int):
             g = g[0]
@@ -335,7 +331,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         outs = lin.out_primals
         rows = []  # rows[k][i]: cotangent of input i for output basis vector k
         for cts in _std_basis(outs):
-            cts = [c if c is not None else _zeros_of(o) for c, o in zip(cts, outs)]
+            cts = [c if c is not None else zeros_like(o) for c, o in zip(cts, outs)]
             rows.append(_pullback("jacrev", lin, leaves, in_tree, flat.out_tree,
                                   pytree.unflatten(flat.out_tree, cts)))
         jac = _assemble(rows, outs, leaves, in_tree, argnums, outputs_first=True)
@@ -370,7 +366,7 @@ def _assemble(vectors, outs, ins, in_tree, argnums, *, outputs_first: bool):
                 if not parts:
                     block = zeros(shape, dtype=dtype, device=x.device)
                 else:
-                    parts = [p if p is not None else _zeros_of(x) for p in parts]
+                    parts = [p if p is not None else zeros_like(x) for p in parts]
                     block = reshape(stack(parts), shape)
             else:
                 ks = range(in_offsets[i_idx], in_offsets[i_idx + 1])
@@ -378,7 +374,7 @@ def _assemble(vectors, outs, ins, in_tree, argnums, *, outputs_first: bool):
                 if not parts:
                     block = zeros(shape, dtype=dtype, device=x.device)
                 else:
-                    parts = [p if p is not None else _zeros_of(o) for p in parts]
+                    parts = [p if p is not None else zeros_like(o) for p in parts]
                     stacked = stack(parts, axis=-1) if o.ndim else stack(parts)
                     block = reshape(stacked, shape)
             blocks.append(block)

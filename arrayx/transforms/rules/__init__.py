@@ -19,7 +19,7 @@ Rules are arrayx code (so they can be differentiated again); the tests in
 """
 from __future__ import annotations
 
-from arrayx.transforms.core import primitives
+from arrayx.transforms.core import CallPrimitive, primitives
 from arrayx.transforms.rules._define import (  # noqa: F401
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
     py, unbroadcast, zeros_for,
@@ -52,8 +52,12 @@ def coverage() -> dict:
         n for n, p in primitives.items()
         if p.transpose is None and getattr(p.jvp, "__name__", "").endswith(("_linear", "_bilinear"))
     )
-    no_abstract = sorted(n for n, p in primitives.items() if p.abstract_eval is None)
+    # call-like primitives (custom rules, checkpoint) take the abstract value of their function
+    no_abstract = sorted(
+        n for n, p in primitives.items() if p.abstract_eval is None and not isinstance(p, CallPrimitive)
+    )
+    data_dependent = sorted(n for n, p in primitives.items() if p.data_dependent is not None)
     linear = sorted(n for n, p in primitives.items() if p.transpose is not None)
     batch_loop = sorted(n for n, p in primitives.items() if p.batch is None and not p.call_like)
     return {"jvp": missing_jvp, "transpose": missing_t, "abstract_eval": no_abstract, "linear": linear,
-            "batch_loop": batch_loop}
+            "batch_loop": batch_loop, "data_dependent": data_dependent}

@@ -32,12 +32,12 @@ import numpy as np
 from arrayx.api.creation import zeros, zeros_like
 from arrayx.api.manipulation import broadcast_to, reshape
 from arrayx.api.statistical import sum as _sum
-from arrayx.transforms.core import Primitive
-from arrayx.transforms._tracer import UndefinedPrimal
+from arrayx.transforms.core import Primitive, primitives
+from arrayx.transforms._tracer import UndefinedPrimal, known_values
 
 __all__ = [
     "defjvp", "defjvp_coef", "defjvp_zero", "deflinear", "defbilinear", "defbroadcasting",
-    "defabstract", "py", "unbroadcast", "zeros_for", "is_undefined",
+    "defabstract", "count_known_values", "py", "unbroadcast", "zeros_for", "is_undefined",
 ]
 
 _BROADCASTING: set = set()
@@ -192,6 +192,17 @@ def defbroadcasting(*prims: Primitive) -> None:
     _BROADCASTING.update(prims)
 
 
-def defabstract(prim: Primitive, rule: Callable) -> None:
-    """Register ``rule(*args, **params) -> ShapeDtypeStruct | tuple`` as ``prim``'s abstract eval."""
+def defabstract(prim: Primitive, rule: Callable, *, data_dependent: str | None = None) -> None:
+    """Register ``rule(*args, **params) -> ShapeDtypeStruct | tuple`` as ``prim``'s abstract eval.
+
+    ``data_dependent`` marks a primitive whose result size depends on operand values; it
+    is the alternative the error names when those values are traced (the rule reads them
+    with :func:`count_known_values`).
+    """
     prim.abstract_eval = rule
+    prim.data_dependent = data_dependent
+
+
+def count_known_values(x, prim_name: str):
+    """Host values of ``x`` for a data-dependent rule (DataDependentShapeError when traced)."""
+    return known_values(x, primitives[prim_name])

@@ -17,6 +17,9 @@ defabstract(cr.full_like_p, lambda x, *, fill_value, dtype: ShapeDtypeStruct(x.s
 deflinear(cr.tril_p, lambda ct, x, *, k: (cr.tril_p.bind(ct, k=k),))
 deflinear(cr.triu_p, lambda ct, x, *, k: (cr.triu_p.bind(ct, k=k),))
 
+defabstract(cr.tril_p, lambda x, *, k: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+defabstract(cr.triu_p, lambda x, *, k: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+
 
 # -- batching ------------------------------------------------------------------------------------
 

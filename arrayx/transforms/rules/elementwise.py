@@ -15,7 +15,7 @@ from arrayx.api import _dtypes
 from arrayx.api import elementwise as ew
 from arrayx.api._array import Array
 from arrayx.api._checks import broadcast_shapes_for
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms._tracer import ShapeDtypeStruct, is_weak
 from arrayx.transforms.rules._define import (
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
 )
@@ -55,14 +55,15 @@ def _elementwise_abstract(name):
 
     def rule(*args, **params):
         shape = dtype = None
+        weak = True  # weakly typed when every array operand is (scalar literals are)
         for a in args:
             if isinstance(a, Array):
+                weak = weak and is_weak(a)
                 if shape is None:
                     shape, dtype = a.shape, a.dtype
                 elif a.shape != shape:  # operands broadcast implicitly (clip bounds)
                     shape = broadcast_shapes_for(name, *(b.shape for b in args if isinstance(b, Array)))
-                    break
-        return _trusted(tuple(shape), result_dtype(dtype))
+        return _trusted(tuple(shape), result_dtype(dtype), weak)
 
     rule.__name__ = f"{name}_abstract"
     return rule

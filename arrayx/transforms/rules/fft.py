@@ -16,8 +16,10 @@ from __future__ import annotations
 import math
 
 import arrayx as ax
+from arrayx.api import _dtypes
 from arrayx.api import fft as ff
-from arrayx.transforms.rules._define import deflinear
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.rules._define import defabstract, deflinear
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -130,3 +132,57 @@ deflinear(ff.irfftn_p, _irfftn_transpose)
 
 deflinear(ff.fftshift_p, lambda ct, x, *, axes: (ff.ifftshift_p.bind(ct, axes=axes),))
 deflinear(ff.ifftshift_p, lambda ct, x, *, axes: (ff.fftshift_p.bind(ct, axes=axes),))
+
+# -- abstract evaluation ---------------------------------------------------------------------------------
+
+
+def _complex_of(dtype):
+    return _dtypes.COMPLEX_OF.get(dtype, dtype)
+
+
+def _real_of(dtype):
+    return _dtypes.REAL_OF.get(dtype, dtype)
+
+
+def _resized(x, axes, lengths):
+    shape = list(x.shape)
+    for a, n in zip(axes, lengths):
+        shape[a] = n
+    return tuple(shape)
+
+
+def _one_dim_abstract(out_length, out_dtype):
+    def rule(x, *, n, axis, norm):
+        return ShapeDtypeStruct(_resized(x, (axis,), (out_length(n),)), out_dtype(x.dtype))
+    return rule
+
+
+def _n_dim_abstract(half_last, out_dtype):
+    def rule(x, *, s, axes, norm):
+        lengths = list(s)
+        if half_last and lengths:
+            lengths[-1] = lengths[-1] // 2 + 1
+        return ShapeDtypeStruct(_resized(x, axes, lengths), out_dtype(x.dtype))
+    return rule
+
+
+def _same_length(n):
+    return n
+
+
+def _half_length(n):
+    return n // 2 + 1
+
+
+defabstract(ff.fft_p, _one_dim_abstract(_same_length, _complex_of))
+defabstract(ff.ifft_p, _one_dim_abstract(_same_length, _complex_of))
+defabstract(ff.rfft_p, _one_dim_abstract(_half_length, _complex_of))
+defabstract(ff.irfft_p, _one_dim_abstract(_same_length, _real_of))
+defabstract(ff.hfft_p, _one_dim_abstract(_same_length, _real_of))
+defabstract(ff.ihfft_p, _one_dim_abstract(_half_length, _complex_of))
+defabstract(ff.fftn_p, _n_dim_abstract(False, _complex_of))
+defabstract(ff.ifftn_p, _n_dim_abstract(False, _complex_of))
+defabstract(ff.rfftn_p, _n_dim_abstract(True, _complex_of))
+defabstract(ff.irfftn_p, _n_dim_abstract(False, _real_of))
+defabstract(ff.fftshift_p, lambda x, *, axes: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+defabstract(ff.ifftshift_p, lambda x, *, axes: ShapeDtypeStruct(tuple(x.shape), x.dtype))

@@ -18,7 +18,9 @@ import arrayx as ax
 from arrayx.api import indexing as ix
 from arrayx.executors._indexing import index_dims_at
 from arrayx.transforms._tracer import ShapeDtypeStruct
-from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
+from arrayx.transforms.rules._define import (
+    count_known_values, defabstract, deflinear, is_undefined, unbroadcast, zeros_for,
+)
 
 
 _sds = ShapeDtypeStruct._trusted
@@ -35,8 +37,16 @@ defabstract(ix.dynamic_update_slice_p, lambda x, u, *starts: _sds(tuple(x.shape)
 defabstract(ix.take_along_axis_p, lambda x, indices, *, axis: _sds(tuple(indices.shape), x.dtype))
 
 
-# boolean_mask's result size depends on the mask's values: like nonzero and unique_*, it is
-# staged with the generic fallback (exact for a known mask) until the core marks such sizes.
+def _boolean_mask_abstract(x, mask, *, axis):
+    # the mask's dimensions collapse into one, as long as its number of True values
+    n = int(count_known_values(mask, "boolean_mask").sum())
+    shape = tuple(x.shape)
+    return _sds(shape[:axis] + (n,) + shape[axis + mask.ndim:], x.dtype)
+
+
+defabstract(ix.boolean_mask_p, _boolean_mask_abstract,
+            data_dependent="index with a boolean mask eagerly (outside make_graph/jit), or keep the shape "
+                           "with where(mask, x, 0)")
 
 
 # -- reads and their transposes ------------------------------------------------------------------------

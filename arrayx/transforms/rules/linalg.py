@@ -87,6 +87,10 @@ def _real_dtype(dtype):
     return _dtypes.REAL_OF.get(dtype, dtype)
 
 
+def _complex_dtype(dtype):
+    return _dtypes.COMPLEX_OF.get(dtype, dtype)
+
+
 def _same(x, *_, **__):
     return ShapeDtypeStruct(x.shape, x.dtype)
 
@@ -553,6 +557,11 @@ def _keepdims_shape(shape, axis):
 
 
 la.vector_norm_p.jvp = _vector_norm_jvp
+
+# eig/eigvals: complex results (the primitive's contract; see the executors' "eig" entries)
+defabstract(la.eig_p, lambda x: (ShapeDtypeStruct(tuple(x.shape[:-1]), _complex_dtype(x.dtype)),
+                                 ShapeDtypeStruct(tuple(x.shape), _complex_dtype(x.dtype))))
+defabstract(la.eigvals_p, lambda x: ShapeDtypeStruct(tuple(x.shape[:-1]), _complex_dtype(x.dtype)))
 
 
 # -- batching: matrix functions map over leading axes; products take the batch natively --------

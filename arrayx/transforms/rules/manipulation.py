@@ -5,7 +5,10 @@ Every manipulation is linear; the transposes undo the data movement
 """
 from __future__ import annotations
 
+import math
+
 import arrayx as ax
+from arrayx.api._checks import broadcast_shapes_for
 from arrayx.api.indexing import at_update
 from arrayx.api import manipulation as mp
 from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer
@@ -188,6 +191,57 @@ def _tile_transpose(ct, x, *, repetitions):
 
 
 deflinear(mp.tile_p, _tile_transpose)
+
+# -- abstract evaluation of the rest ------------------------------------------------------------------
+
+
+def _broadcast_arrays_abstract(*xs):
+    shape = broadcast_shapes_for("broadcast_arrays", *(x.shape for x in xs))
+    return tuple(ShapeDtypeStruct(shape, x.dtype) for x in xs)
+
+
+def _concat_abstract(*xs, axis):
+    if axis is None:
+        return ShapeDtypeStruct((sum(math.prod(x.shape) for x in xs),), xs[0].dtype)
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return ShapeDtypeStruct(tuple(shape), xs[0].dtype)
+
+
+def _stack_abstract(*xs, axis):
+    shape = list(xs[0].shape)
+    shape.insert(axis, len(xs))
+    return ShapeDtypeStruct(tuple(shape), xs[0].dtype)
+
+
+def _unstack_abstract(x, *, axis):
+    shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+    return tuple(ShapeDtypeStruct(shape, x.dtype) for _ in range(x.shape[axis]))
+
+
+def _moveaxis_abstract(x, *, source, destination):
+    order = [i for i in range(x.ndim) if i not in source]
+    for dst, src in sorted(zip(destination, source)):
+        order.insert(dst, src)
+    return ShapeDtypeStruct(tuple(x.shape[i] for i in order), x.dtype)
+
+
+def _tile_abstract(x, *, repetitions):
+    reps = tuple(repetitions)
+    n = max(len(reps), x.ndim)
+    shape = (1,) * (n - x.ndim) + tuple(x.shape)
+    reps = (1,) * (n - len(reps)) + reps
+    return ShapeDtypeStruct(tuple(d * r for d, r in zip(shape, reps)), x.dtype)
+
+
+defabstract(mp.broadcast_arrays_p, _broadcast_arrays_abstract)
+defabstract(mp.concat_p, _concat_abstract)
+defabstract(mp.stack_p, _stack_abstract)
+defabstract(mp.unstack_p, _unstack_abstract)
+defabstract(mp.flip_p, lambda x, *, axis: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+defabstract(mp.roll_p, lambda x, *, shift, axis: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+defabstract(mp.moveaxis_p, _moveaxis_abstract)
+defabstract(mp.tile_p, _tile_abstract)
 
 
 # -- batching: the batch axis goes first and the axis/shape params skip it ---------------------

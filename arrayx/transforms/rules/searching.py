@@ -6,9 +6,11 @@ constant), and its operands are already broadcast to one shape under transforms.
 """
 from __future__ import annotations
 
+from arrayx.api import _dtypes
 from arrayx.api import searching as se
 from arrayx.transforms._tracer import ShapeDtypeStruct
-from arrayx.transforms.rules._define import defabstract, defjvp_zero, is_undefined
+from arrayx.transforms.rules._define import count_known_values, defabstract, defjvp_zero, is_undefined
+from arrayx.transforms.rules.statistical import reduced_shape
 
 defjvp_zero(se.argmax_p, se.argmin_p, se.count_nonzero_p, se.nonzero_p, se.searchsorted_p)
 
@@ -43,6 +45,30 @@ def _where_transpose(ct, condition, x1, x2):
 
 se.where_p.jvp = _where_jvp
 se.where_p.transpose = _where_transpose
+
+# -- abstract evaluation ----------------------------------------------------------------------------
+
+
+def _arg_reduce_abstract(x, *, axis, keepdims):
+    axes = None if axis is None else (axis,)
+    return ShapeDtypeStruct(reduced_shape(x.shape, axes, keepdims), _dtypes.DEFAULT_INDEX)
+
+
+def _nonzero_abstract(x):
+    # one index array per dimension, as long as the number of non-zero elements
+    n = int(count_known_values(x, "nonzero").astype(bool).sum())
+    return tuple(ShapeDtypeStruct((n,), _dtypes.DEFAULT_INDEX) for _ in x.shape)
+
+
+defabstract(se.argmax_p, _arg_reduce_abstract)
+defabstract(se.argmin_p, _arg_reduce_abstract)
+defabstract(se.count_nonzero_p, lambda x, *, axis, keepdims: ShapeDtypeStruct(
+    reduced_shape(x.shape, axis, keepdims), _dtypes.DEFAULT_INDEX))
+defabstract(se.nonzero_p, _nonzero_abstract,
+            data_dependent="call nonzero eagerly (outside make_graph/jit), or keep a fixed shape with "
+                           "where(x != 0, ...) (a size= argument is not offered yet)")
+defabstract(se.searchsorted_p, lambda x1, x2, *, side: ShapeDtypeStruct(
+    tuple(getattr(x2, "shape", ())), _dtypes.DEFAULT_INDEX))
 
 
 # -- batching ------------------------------------------------------------------------------------

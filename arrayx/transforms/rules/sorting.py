@@ -6,8 +6,10 @@ permutation (``argsort`` with the same parameters), so ties keep the stable orde
 from __future__ import annotations
 
 import arrayx as ax
+from arrayx.api import _dtypes
 from arrayx.api import sorting as so
-from arrayx.transforms.rules._define import defjvp_zero
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.rules._define import defabstract, defjvp_zero
 
 defjvp_zero(so.argsort_p)
 
@@ -20,6 +22,10 @@ def _sort_jvp(primals, tangents, *, axis, descending, stable):
 
 
 so.sort_p.jvp = _sort_jvp
+
+defabstract(so.sort_p, lambda x, *, axis, descending, stable: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+defabstract(so.argsort_p, lambda x, *, axis, descending, stable: ShapeDtypeStruct(
+    tuple(x.shape), _dtypes.DEFAULT_INDEX))
 
 
 # -- batching ------------------------------------------------------------------------------------

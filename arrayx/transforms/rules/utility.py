@@ -7,8 +7,11 @@ ends), applied n times.
 from __future__ import annotations
 
 import arrayx as ax
+from arrayx.api import _dtypes
 from arrayx.api import utility as ut
-from arrayx.transforms.rules._define import defjvp_zero, deflinear
+from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.transforms.rules._define import defabstract, defjvp_zero, deflinear
+from arrayx.transforms.rules.statistical import reduced_shape
 
 defjvp_zero(ut.all_p, ut.any_p)
 
@@ -23,6 +26,16 @@ def _diff_transpose(ct, x, *, axis, n):
 
 
 deflinear(ut.diff_p, _diff_transpose)
+
+def _diff_abstract(x, *, axis, n):
+    shape = list(x.shape)
+    shape[axis] = max(shape[axis] - n, 0)
+    return ShapeDtypeStruct(tuple(shape), x.dtype)
+
+
+defabstract(ut.all_p, lambda x, *, axis, keepdims: ShapeDtypeStruct(reduced_shape(x.shape, axis, keepdims), _dtypes.bool))
+defabstract(ut.any_p, lambda x, *, axis, keepdims: ShapeDtypeStruct(reduced_shape(x.shape, axis, keepdims), _dtypes.bool))
+defabstract(ut.diff_p, _diff_abstract)
 
 
 # -- batching ------------------------------------------------------------------------------------
