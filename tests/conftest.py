@@ -10,6 +10,9 @@ import pytest
 
 import arrayx
 from arrayx.executors import base as _base
+from arrayx.transforms import staging as _staging
+
+_staging.CHECK_GRAPHS = True  # every graph the tests stage is type-checked (transforms/graph.typecheck)
 
 ALL_EXECUTORS = _base.registered()
 

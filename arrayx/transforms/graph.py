@@ -28,7 +28,7 @@ import numpy as np
 from arrayx.transforms.core import Primitive
 from arrayx.transforms._tracer import ShapeDtypeStruct, short_dtype
 
-__all__ = ["Var", "Literal", "Equation", "Graph", "eval_graph"]
+__all__ = ["Var", "Literal", "Equation", "Graph", "GraphTypeError", "dce", "eval_graph", "typecheck"]
 
 
 class Var:
@@ -65,10 +65,11 @@ class Equation(NamedTuple):
 class Graph:
     """A staged function: inputs, captured constants, equations and outputs (see the module doc)."""
 
-    __slots__ = ("inputs", "constvars", "consts", "equations", "outputs", "derived")
+    __slots__ = ("inputs", "constvars", "consts", "equations", "outputs", "derived", "device")
 
-    def __init__(self, inputs, constvars, consts, equations, outputs):
+    def __init__(self, inputs, constvars, consts, equations, outputs, device=None):
         self.derived: dict = {}  # what transforms and executors made of this graph (jvp, compiled, ...)
+        self.device = device  # the Device the staged inputs lived on (None: not known)
         self.inputs = tuple(inputs)
         self.constvars = tuple(constvars)
         self.consts = tuple(consts)
@@ -104,6 +105,77 @@ def _atom_aval(o):
         return None
     v = o.value if isinstance(o, Literal) else o
     return ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype)
+
+
+# -- passes ---------------------------------------------------------------------------------------
+
+
+def dce(graph: Graph) -> Graph:
+    """``graph`` without the equations (and constants) no output depends on.
+
+    Primitives with effects (``prim.effectful``, e.g. debug callbacks) are always kept.
+    """
+    live = {o for o in graph.outputs if o.__class__ is Var}
+    kept = []
+    for eqn in reversed(graph.equations):
+        if getattr(eqn.prim, "effectful", False) or any(v in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(a for a in eqn.inputs if a.__class__ is Var)  # sub-graphs are closed
+    kept.reverse()
+    consts = [(v, c) for v, c in zip(graph.constvars, graph.consts) if v in live]
+    return Graph(graph.inputs, [v for v, _ in consts], [c for _, c in consts], kept, graph.outputs,
+                 device=graph.device)
+
+
+class GraphTypeError(TypeError):
+    """A graph is malformed: a var used before its definition, defined twice, or an equation whose
+    recorded output types differ from its primitive's abstract evaluation."""
+
+
+def typecheck(graph: Graph, make_operand) -> None:
+    """Check ``graph``: every var defined once before use, every equation's outputs typed as its
+    primitive's abstract-eval rule says (shape, dtype, weak type); sub-graphs recursively.
+
+    ``make_operand(aval)`` builds a stand-in operand for the rules (staging supplies tracers of
+    a scratch trace); constants are passed as they are (rules of data-dependent ops read them).
+    """
+    from arrayx.transforms._tracer import abstract_eval
+
+    env: dict = {}
+
+    def define(v, value, where):
+        if v in env:
+            raise GraphTypeError(f"{where}: {v!r} is defined twice")
+        env[v] = value
+
+    def read(a, where):
+        if a.__class__ is Var:
+            if a not in env:
+                raise GraphTypeError(f"{where}: {a!r} is used before it is defined")
+            return env[a]
+        return a.value
+
+    for v in graph.inputs:
+        define(v, make_operand(v.aval), "graph input")
+    for v, c in zip(graph.constvars, graph.consts):
+        define(v, c, "graph constant")
+    for i, eqn in enumerate(graph.equations):
+        where = f"equation {i} ({eqn.prim.name})"
+        ins = [read(a, where) for a in eqn.inputs]
+        for p in eqn.params.values():
+            if isinstance(p, Graph):
+                typecheck(p, make_operand)
+        want = abstract_eval(eqn.prim, ins, eqn.params)
+        want = tuple(want) if eqn.prim.multiple_results else (want,)
+        got = tuple(v.aval for v in eqn.outputs)
+        if len(want) != len(got) or any(
+                (w.shape, w.dtype, w.weak_type) != (g.shape, g.dtype, g.weak_type) for w, g in zip(want, got)):
+            raise GraphTypeError(f"{where}: outputs are typed {got}, its abstract evaluation gives {want}")
+        for v in eqn.outputs:
+            define(v, make_operand(v.aval), where)
+    for o in graph.outputs:
+        if o is not None:
+            read(o, "graph output")
 
 
 def eval_graph(graph: Graph, args) -> list:

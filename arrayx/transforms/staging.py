@@ -9,6 +9,7 @@ and under ``make_graph`` constant subexpressions are folded.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from arrayx import pytree
@@ -19,7 +20,7 @@ from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
 from arrayx.transforms._tracer import (
     ShapeDtypeStruct, Tracer, TracerState, abstract_eval, aval_of, concretization_error,
 )
-from arrayx.transforms.graph import Equation, Graph, Literal, Var
+from arrayx.transforms.graph import Equation, Graph, Literal, Var, typecheck
 
 __all__ = ["StagingTrace", "StagingTracer", "make_graph", "eval_shape", "ShapeDtypeStruct"]
 
@@ -138,8 +139,24 @@ class StagingTrace(Trace):
                 outs.append(None)
             else:
                 outs.append(self.atom(o))
-        return Graph(inputs, [v for v, _ in self.const_values], [c for _, c in self.const_values],
-                     self.equations, outs)
+        graph = Graph(inputs, [v for v, _ in self.const_values], [c for _, c in self.const_values],
+                      self.equations, outs, device=self.device)
+        if CHECK_GRAPHS:
+            check_graph(graph)
+        return graph
+
+
+#: type-check every graph staging builds (the test suite turns this on: ARRAYX_CHECK_GRAPHS=1)
+CHECK_GRAPHS = os.environ.get("ARRAYX_CHECK_GRAPHS", "") not in ("", "0")
+
+
+def check_graph(graph: Graph) -> None:
+    """Run the type-check pass (``graph.typecheck``) with tracers of a scratch trace as operands."""
+    scratch = StagingTrace(None, graph.device, "typecheck")
+    try:
+        typecheck(graph, scratch.new_input)
+    finally:
+        scratch.alive = False
 
 
 def close_function(fun: Callable, avals, parent, transform: str):
@@ -189,6 +206,11 @@ def _abstractify(x):
     )
 
 
+def _is_input(x) -> bool:
+    return isinstance(x, (Array, ShapeDtypeStruct, bool, int, float, complex)) or (
+        hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
 def _static_split(fname, args, static_argnums):
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     n = len(args)
@@ -203,17 +225,18 @@ def stage(fun: Callable, args: tuple, kwargs: dict, *, static_argnums=(), transf
     """Stage ``fun(*args, **kwargs)``: (Graph, output tree, list of input leaves)."""
     static = _static_split(transform, args, static_argnums)
     dyn = [a for i, a in enumerate(args) if i not in static]
-    leaves, in_tree = pytree.flatten(dyn)
+    # keyword arguments are inputs too (array and scalar leaves; others, e.g. strings, stay static)
+    leaves, in_tree = pytree.flatten((dyn, kwargs))
     device = _device_of_leaves(leaves)
     trace = StagingTrace(current_trace(), device, transform)
-    in_tracers = [trace.new_input(_abstractify(x)) for x in leaves]
-    dyn_tracers = pytree.unflatten(in_tree, in_tracers)
+    in_leaves = [trace.new_input(_abstractify(x)) if _is_input(x) else x for x in leaves]
+    dyn_tracers, kw_tracers = pytree.unflatten(in_tree, in_leaves)
     it = iter(dyn_tracers)
     full = [a if i in static else next(it) for i, a in enumerate(args)]
     out_leaves = out_tree = None
     token = _TRACE.set(trace)
     try:
-        out_leaves, out_tree = pytree.flatten(fun(*full, **kwargs))
+        out_leaves, out_tree = pytree.flatten(fun(*full, **kw_tracers))
     finally:
         _TRACE.reset(token)
         out_leaves = trace.finish(out_leaves)

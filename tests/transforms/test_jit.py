@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.transforms.core import ConcretizationError
+from arrayx.transforms.core import ConcretizationError, DataDependentShapeError
 from tests.conftest import assert_same
 from tests.transforms._functions import CASES, make_inputs
 
@@ -29,8 +29,8 @@ def test_jit_equals_the_function_for_every_case(case, executor):
         want = f(*xs)
     except (NotImplementedError, TypeError) as e:
         pytest.skip(f"{executor} cannot run {case.name}: {e}")
-    if executor == "jax" and case.name == "getitem_mask":  # a data-dependent shape: XLA refuses it
-        with pytest.raises(NotImplementedError, match=r"jit on the 'jax' executor: boolean_mask .*where.*size="):
+    if case.name == "getitem_mask":  # a data-dependent shape: staging refuses it on every executor (issue 11)
+        with pytest.raises(DataDependentShapeError, match=r"^boolean_mask: the size of its result depends .*where\("):
             ax.jit(f)(*xs)
         return
     got = ax.jit(f)(*xs)
