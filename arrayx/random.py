@@ -140,19 +140,18 @@ def _bits_range(key: Array, bit_width: int, start: int, count: int) -> Array:
     return xp.astype(y1 ^ y2, _UINT_OF_BITS[bit_width])
 
 
-# Eagerly on the NumPy and Numba executors, a draw is computed in slices of _CHUNK elements:
+# Eagerly on executors that run on host memory (``Executor.eager_on_host``: NumPy, Numba), a draw is computed in slices of _CHUNK elements:
 # the ~150 whole-array passes then stay in cache (3-6x faster for 1e7 values).  Element i
 # depends only on counter i, so the values are the same; under a transform the draw is one
 # slice.  (JAX, CuPy and Dask prefer whole arrays: per-call dispatch or graph size dominate.)
 _CHUNK = 1 << 16
-_CHUNKED_EXECUTORS = frozenset({"numpy", "numba"})
 
 
 def _draw(key: Array, shape: tuple, values) -> Array:
     """``values(start, count)`` (1-D, elementwise in the counter) evaluated over ``shape``."""
     size = math.prod(shape)
     if (size > _CHUNK and _PARTITIONABLE.get() and current_trace() is None
-            and key._ex.name in _CHUNKED_EXECUTORS):
+            and key._ex.eager_on_host):
         flat = xp.concat([values(start, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)])
     else:
         flat = values(0, size)

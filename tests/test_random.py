@@ -697,7 +697,7 @@ def test_sliced_eager_draws_equal_whole_array_draws(monkeypatch, name, call):
     k = xr.key(12)
     monkeypatch.setattr(xr, "_CHUNK", 7)  # 45 values in 7 slices
     sliced = call(k)
-    monkeypatch.setattr(xr, "_CHUNKED_EXECUTORS", frozenset())
+    monkeypatch.setattr(type(k._ex), "eager_on_host", False)  # whole-array draws
     same(sliced, call(k))
 
 

@@ -92,6 +92,9 @@ class Executor:
     #: the buffers' own integer-array indexing raises IndexError (naming index and size) out of
     #: range, so eager indexing need not check first (NumPy); JAX clamps, CuPy wraps
     checks_index_bounds: bool = False
+    #: eager ops run in this process on host memory at little cost per call (random draws are
+    #: then computed in cache-sized slices); False where dispatch or graph size dominates
+    eager_on_host: bool = False
 
     def __init__(self) -> None:
         self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)
@@ -147,6 +150,14 @@ class Executor:
         functions before they call the executor; None where there is no such limit to check."""
         total = host_memory_bytes()
         return None if total is None else (total, "this machine's memory and swap")
+
+    def supports(self, prim_name: str) -> bool:
+        """Whether ``prim_name`` runs here: False where this executor's table says None (unsupported)."""
+        return prim_name not in self.overrides or self.overrides[prim_name] is not None
+
+    def unsupported(self) -> list:
+        """The primitives this executor's table marks unsupported (entries that are None)."""
+        return sorted(name for name, fn in self.overrides.items() if fn is None)
 
     # -- running primitives -------------------------------------------------
     def resolve(self, prim) -> Callable:

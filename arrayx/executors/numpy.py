@@ -121,6 +121,7 @@ class NumpyExecutor(Executor):
     name = "numpy"
     array_type = np.ndarray
     checks_index_bounds = True  # NumPy's IndexError: "index 10 is out of bounds for axis 0 with size 3"
+    eager_on_host = True
     overrides: dict = {
         "expm1": _expm1,
         "tanh": _tanh,
