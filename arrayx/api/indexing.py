@@ -522,8 +522,12 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
     if x.__class__ is Array and mode is None and _TRACE.get() is None and not x._ex.unknown_shapes:
         # eager fast path: ints and slices (bounds checked here: JAX would clamp) straight to the
         # executor's own indexing, which has NumPy's rules; integer arrays through _eager_native_key
-        entries = key if key.__class__ is tuple else (key,)
         buf = x._buf
+        if key.__class__ is slice and key.step != 0 and buf.ndim:  # the commonest key: one slice
+            ex = x._ex
+            out = buf[key]
+            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+        entries = key if key.__class__ is tuple else (key,)
         shape = buf.shape
         if len(entries) <= len(shape):
             for i, e in enumerate(entries):
