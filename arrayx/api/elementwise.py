@@ -34,11 +34,16 @@ def _binary(fname: str, prim: Primitive, x1, x2, category: str):
         b1 = x1._buf
         dt = b1.dtype
         if x2.__class__ is Array:
-            # eager fast path: two concrete arrays of one executor, same dtype and shape
+            # eager fast path: two concrete arrays of one executor and dtype.  The executor
+            # broadcasts; when it refuses, the checked path below raises the error that names
+            # the function and the shapes (ops have no side effects, so trying first is safe)
             b2 = x2._buf
             ex = x1._ex
-            if x2._ex is ex and dt == b2.dtype and b1.shape == b2.shape and dt in _CAT[category]:
-                return run_eager2(prim, ex, b1, b2)
+            if x2._ex is ex and dt == b2.dtype and dt in _CAT[category]:
+                try:
+                    return run_eager2(prim, ex, b1, b2)
+                except (ValueError, TypeError):
+                    pass
         elif (x2.__class__ is float or x2.__class__ is int) and dt.kind in "fc" and dt in _CAT[category]:
             # array (op) Python scalar on a floating array: the scalar takes the array's dtype
             return run_eager2(prim, x1._ex, b1, dt.type(x2))

@@ -139,12 +139,15 @@ vecdot_p = Primitive("vecdot")
 def matmul(x1, x2, /) -> Array:
     """Matrix product ``x1 @ x2`` (1-D operands are vectors, batch dimensions broadcast)."""
     if x1.__class__ is Array and x2.__class__ is Array and _TRACE.get() is None:
-        # eager fast path: two matrices of one executor and dtype whose inner dimensions agree
+        # eager fast path: two arrays of one executor and dtype; when the executor refuses the
+        # shapes, the checked path below raises the error naming them (no side effects to undo)
         b1, b2 = x1._buf, x2._buf
-        s1, s2 = b1.shape, b2.shape
-        if (len(s1) == 2 and len(s2) == 2 and s1[1] == s2[0] and x1._ex is x2._ex
-                and b1.dtype == b2.dtype and b1.dtype in _CAT["numeric"]):
-            return run_eager2(matmul_p, x1._ex, b1, b2)
+        dt = b1.dtype
+        if x1._ex is x2._ex and dt == b2.dtype and dt in _CAT["numeric"]:
+            try:
+                return run_eager2(matmul_p, x1._ex, b1, b2)
+            except (ValueError, TypeError):
+                pass
     x1, x2 = _promote_pair("matmul", x1, x2, "numeric")
     s1, s2 = x1.shape, x2.shape
     if not s1 or not s2:
