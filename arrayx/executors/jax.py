@@ -141,6 +141,23 @@ def _complex_special(name):
     return impl
 
 
+def _on_host(obj) -> bool:
+    try:
+        return obj.__dlpack_device__()[0] == 1  # kDLCPU
+    except Exception:  # noqa: BLE001 - a legacy capsule or a refusing producer: let JAX decide
+        return False
+
+
+def _private_copy(jnp, host: np.ndarray):
+    """A JAX array over a host copy nobody else holds.
+
+    ``jnp.from_dlpack(..., copy=True)`` of a CPU buffer was seen aliasing the producer's memory
+    (about one move in seven, by alignment), so a later in-place write by a mutable executor showed
+    through; copying on the host first leaves JAX nothing shared to alias.
+    """
+    return jnp.asarray(np.array(host, copy=True))
+
+
 class _DLPackExport:
     """A jax.Array's DLPack export that also serves consumers asking for ``max_version`` < (0, 5).
 
@@ -424,6 +441,8 @@ class JaxExecutor(Executor):
     def from_dlpack(self, obj, copy=None):
         if copy is None:
             copy = True  # a zero-copy import would alias a producer that may write in place later
+        if copy and _on_host(obj):
+            return _private_copy(self.xp, np.from_dlpack(obj))
         try:
             return self.xp.from_dlpack(obj, copy=copy)
         except BufferError:
@@ -445,8 +464,8 @@ class JaxExecutor(Executor):
             try:
                 exported = source.dlpack_buffer(buf)
                 kind, _ = exported.__dlpack_device__()
-                if kind in (1, 2):  # kDLCPU, kDLCUDA: devices JAX can import from
+                if kind == 2:  # kDLCUDA; host buffers take the private copy below
                     return self.xp.from_dlpack(exported, copy=True)
             except Exception:  # noqa: BLE001 - any DLPack refusal falls back to the host copy
                 pass
-        return self.xp.array(source.to_host(buf), copy=True)
+        return _private_copy(self.xp, source.to_host(buf))
