@@ -60,18 +60,7 @@ from arrayx import fft, linalg  # noqa: E402,F401
 from arrayx import pytree  # noqa: E402,F401
 from arrayx import debug  # noqa: E402,F401  (debug.print / debug.callback)
 from arrayx.transforms import *  # noqa: E402,F401,F403  (grad, jvp, vjp, vmap, jit, ...)
-from arrayx import transforms as _transforms  # noqa: E402
-
-
-def __getattr__(name: str):
-    if name in _transforms._NOT_YET:  # a transform being built: say so, and what to use meanwhile
-        raise _transforms.not_yet(name)
-    raise AttributeError(f"module 'arrayx' has no attribute {name!r}")
-
-import importlib.util as _ilu  # noqa: E402
-
-if _ilu.find_spec("arrayx.random") is not None:  # being written; the namespace imports without it
-    from arrayx import random  # noqa: E402,F401
+from arrayx import random  # noqa: E402,F401
 
 from arrayx.transforms import nan_checks as _nan_checks  # noqa: E402
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Sequence
 
 import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, check_dtype, check_size, int_arg, shape_arg, with_article
+from arrayx.api._checks import array_arg, check_size, int_arg, shape_arg, with_article
 from arrayx.executors import base as _exec
 from arrayx.transforms.core import Primitive
 
@@ -136,28 +135,68 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     return _place(ex, ex.from_dlpack(x, copy=copy), dev)
 
 
-def _creation(fname, device, build, shape: tuple, dtype):
+# -- functions without array inputs (nullary primitives: they stage as ops, not constants) ------
+#
+# Their params name the Device the result lives on (resolved when the function is called, as
+# eagerly), so eager bind and a staged graph agree; ``_build`` makes the buffer on a given
+# executor, which jit's lowering calls for the executor it compiles for.
+
+full_p = Primitive("full")  # zeros, ones, empty, full
+arange_p = Primitive("arange")
+eye_p = Primitive("eye")
+linspace_p = Primitive("linspace")
+
+_BUILDERS = {
+    "full": lambda xp, *, shape, fill_value, dtype: (
+        xp.empty(shape, dtype=dtype) if fill_value is None else xp.full(shape, fill_value, dtype=dtype)),
+    "arange": lambda xp, *, start, stop, step, dtype, shape: (
+        xp.arange(start, stop, step, dtype=dtype) if dtype.kind in "iu" else _float_arange(xp, start, stop, step, dtype)),
+    "eye": lambda xp, *, shape, k, dtype: xp.eye(shape[0], shape[1], k=k, dtype=dtype),
+    "linspace": lambda xp, *, start, stop, endpoint, dtype, shape: xp.asarray(_host_linspace(start, stop, shape[0], endpoint, dtype)),
+}
+
+
+def _build(ex, prim, params: dict):
+    """``prim``'s buffer made by executor ``ex`` and placed on ``params["device"]``."""
+    device = params["device"]
+    rest = {k: v for k, v in params.items() if k != "device"}
+    buf = _BUILDERS[prim.name](ex.xp, **rest)
+    if device.executor != ex.name:  # staged for another executor's device: jit copies constants over
+        return ex.from_foreign(_build(_exec.get(device.executor), prim, params), _exec.get(device.executor))
+    return buf if device == ex.default_device() else ex.to_device(buf, device)
+
+
+def _define_nullary(prim):
+    prim.impls["*"] = lambda _p=prim, **params: _build(_exec.get(params["device"].executor), _p, params)
+    prim.lowerings["*"] = lambda ex, params, _p=prim: (lambda: _build(ex, _p, params))
+
+
+for _prim in (full_p, arange_p, eye_p, linspace_p):
+    _define_nullary(_prim)
+
+
+def _creation(fname, prim, device, shape: tuple, dtype, **params):
     ex, dev = _exec.resolve_device(device, fname)
     check_size(fname, shape, dtype, ex)  # before the executor: XLA aborts the process on overflow
-    return _place(ex, build(ex.xp), dev)
+    return prim.bind(shape=shape, dtype=dtype, device=ex.default_device() if dev is None else dev, **params)
 
 
 def zeros(shape, *, dtype=None, device=None) -> Array:
     """An array of zeros."""
     shape, dt = shape_arg("zeros", shape), _dtype_arg("zeros", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("zeros", device, lambda xp: xp.zeros(shape, dtype=dt), shape, dt)
+    return _creation("zeros", full_p, device, shape, dt, fill_value=False if dt == _dtypes.bool else 0)
 
 
 def ones(shape, *, dtype=None, device=None) -> Array:
     """An array of ones."""
     shape, dt = shape_arg("ones", shape), _dtype_arg("ones", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("ones", device, lambda xp: xp.ones(shape, dtype=dt), shape, dt)
+    return _creation("ones", full_p, device, shape, dt, fill_value=True if dt == _dtypes.bool else 1)
 
 
 def empty(shape, *, dtype=None, device=None) -> Array:
     """An uninitialised array (zeros on executors that cannot leave memory uninitialised)."""
     shape, dt = shape_arg("empty", shape), _dtype_arg("empty", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("empty", device, lambda xp: xp.empty(shape, dtype=dt), shape, dt)
+    return _creation("empty", full_p, device, shape, dt, fill_value=None)
 
 
 def _fill_dtype(fname, fill_value, dtype):
@@ -182,7 +221,7 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """An array filled with ``fill_value`` (dtype inferred from the Python scalar)."""
     shape = shape_arg("full", shape)
     fill_value, dt = _fill_dtype("full", fill_value, dtype)
-    return _creation("full", device, lambda xp: xp.full(shape, fill_value, dtype=dt), shape, dt)
+    return _creation("full", full_p, device, shape, dt, fill_value=fill_value)
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
@@ -202,14 +241,14 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         raise TypeError(f"arange: float arguments with integer dtype {dt}; pass ints or a float dtype")
     if dt.kind in "iu":
         size = (max(0, -((start - stop) // step)),)  # ceil((stop - start) / step), exact for any size
-        return _creation("arange", device, lambda xp: xp.arange(start, stop, step, dtype=dt), size, dt)
+        return _creation("arange", arange_p, device, size, dt, start=start, stop=stop, step=step)
     if dt.kind not in "f":
         raise TypeError(f"arange: dtype must be real (integer or float), got {dt}")
     span = (stop - start) / step  # NumPy's length is ceil(span)
     if not math.isfinite(span):
         raise ValueError(f"arange: [{start}, {stop}) in steps of {step} has infinitely many values; pass finite bounds")
     size = (max(0, math.ceil(span)),)
-    return _creation("arange", device, lambda xp: _float_arange(xp, start, stop, step, dt), size, dt)
+    return _creation("arange", arange_p, device, size, dt, start=start, stop=stop, step=step)
 
 
 _HOST_ARANGE_MAX = 4096  # float aranges up to this length are built on the host and copied
@@ -239,7 +278,7 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array
     n_rows = shape_arg("eye", n_rows)[0]
     n_cols = n_rows if n_cols is None else shape_arg("eye", n_cols)[0]
     dt = _dtype_arg("eye", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("eye", device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt), (n_rows, n_cols), dt)
+    return _creation("eye", eye_p, device, (n_rows, n_cols), dt, k=int_arg("eye", k, "k"))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> Array:
@@ -252,8 +291,13 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = T
         if dt.kind not in "fc":
             raise TypeError(f"linspace: dtype must be floating-point, got {dt}")
     check_size("linspace", (num,), dt, _exec.get("numpy"))  # the values are computed on the host first
+    return _creation("linspace", linspace_p, device, (num,), dt, start=start, stop=stop, endpoint=bool(endpoint))
+
+
+def _host_linspace(start, stop, num, endpoint, dt):
+    """NumPy's values (computed in double or complex double on the host), then cast: the same bits everywhere."""
     host = np.linspace(start, stop, num, endpoint=endpoint, dtype=_dtypes.COMPLEX_OF.get(dt, dt) if dt.kind == "c" else np.float64)
-    return _creation("linspace", device, lambda xp: xp.asarray(host.astype(dt)), (num,), dt)
+    return host.astype(dt)
 
 
 # -- functions of arrays (bind primitives) ------------------------------------

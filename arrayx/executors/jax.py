@@ -332,6 +332,7 @@ class JaxExecutor(Executor):
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
         "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
+        "convert_element_type": lambda buf, *, dtype, weak_type: buf.astype(dtype),  # as astype
         **{name: _complex_special(name) for name in _COMPLEX_SPECIAL},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
     }

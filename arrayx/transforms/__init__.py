@@ -35,29 +35,12 @@ _WHERE = {
 }
 
 
-# public name -> what to use until it exists: ``arrayx.<name>`` raises NotYetImplemented
-# (a NotImplementedError and an AttributeError, so hasattr() feature checks stay False);
-# drop the entry when the transform lands in _WHERE
-_NOT_YET: dict = {}
-
-
-class NotYetImplemented(AttributeError, NotImplementedError):
-    """A transform of the design that is not built yet."""
-
-
-def not_yet(name: str) -> NotYetImplemented:
-    return NotYetImplemented(f"arrayx.{name} is not implemented yet (it is being built); meanwhile "
-                             f"{_NOT_YET[name]}")
-
-
 def _load_rules() -> None:
     importlib.import_module("arrayx.transforms.rules")
 
 
 def __getattr__(name: str):
     module = _WHERE.get(name)
-    if module is None and name in _NOT_YET:
-        raise not_yet(name)
     if module is None:
         raise AttributeError(f"module 'arrayx.transforms' has no attribute {name!r}")
     _load_rules()

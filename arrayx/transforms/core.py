@@ -270,8 +270,18 @@ def eval_eager(prim: Primitive, args: tuple, params: dict):
         else:
             append(a)
     if ex is None:
-        raise TypeError(f"{prim.name}: no array operand to choose an executor from")
+        ex = _executor_of_params(prim, params)
     return run_eager(prim, ex, bufs, params)
+
+
+def _executor_of_params(prim: Primitive, params: dict):
+    """The executor of a primitive without array operands (creation functions): its ``device`` param's."""
+    device = params.get("device")
+    if device is None:
+        raise TypeError(f"{prim.name}: no array operand and no device to choose an executor from")
+    from arrayx.executors.base import get  # the executor layer sits beside the core, loaded lazily
+
+    return get(device.executor)
 
 
 def run_eager(prim: Primitive, ex, bufs, params: dict):

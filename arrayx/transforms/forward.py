@@ -278,7 +278,7 @@ class Linearized:
 
 def linearize_flat(fun: Callable, primals: list, transform: str = "linearize") -> Linearized:
     """Run ``fun`` with primals computed now and tangents staged into a linear Graph."""
-    staging = StagingTrace(current_trace(), _device_of_leaves(primals), transform)
+    staging = StagingTrace(current_trace(), _device_of_leaves(primals), transform, stage_nullary=False)
     tan_in = [staging.new_input(aval_of(p)) if is_differentiable(p) else None for p in primals]
     try:
         out_primals, out_tangents, trace = jvp_flat(fun, primals, tan_in, transform, parent=staging)

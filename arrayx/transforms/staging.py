@@ -53,10 +53,13 @@ class StagingTracer(Tracer):
 class StagingTrace(Trace):
     """Records equations over its own tracers; hands everything else to its parent."""
 
-    __slots__ = ("equations", "const_vars", "const_values", "device", "inputs")
+    __slots__ = ("equations", "const_vars", "const_values", "device", "inputs", "stage_nullary")
 
-    def __init__(self, parent, device, transform: str = "make_graph"):
+    def __init__(self, parent, device, transform: str = "make_graph", *, stage_nullary: bool = True):
         super().__init__(parent, transform)
+        # creation functions (no operands) are recorded, except under linearize, whose staging
+        # trace keeps everything primal known (it only records the tangent computation)
+        self.stage_nullary = stage_nullary
         self.equations: list = []
         self.const_vars: dict = {}  # id(array) -> Var
         self.const_values: list = []
@@ -72,8 +75,9 @@ class StagingTrace(Trace):
         for a in args:
             if a.__class__ is StagingTracer and a._buf.trace is self:
                 break
-        else:  # nothing of ours: compute it now, one level down
-            return bind_with(self.parent, prim, args, params)
+        else:  # nothing of ours: compute it now, one level down (creation functions, which have
+            if args or not self.stage_nullary:  # no operands, are recorded: ops, not constants)
+                return bind_with(self.parent, prim, args, params)
         return self.record(prim, args, params)
 
     def process_call(self, prim, args, params):

@@ -25,8 +25,8 @@ from arrayx.transforms.rules._define import (  # noqa: F401
     py, unbroadcast, zeros_for,
 )
 from arrayx.transforms.rules import (  # noqa: F401,E402  (each module registers its rules)
-    creation, data_types, elementwise, fft, indexing, linalg, manipulation, searching, sets, sorting,
-    statistical, utility,
+    creation, data_types, elementwise, fft, indexing, internal, linalg, manipulation, searching, sets,
+    sorting, statistical, utility,
 )
 
 __all__ = [

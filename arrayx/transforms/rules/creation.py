@@ -17,6 +17,13 @@ defabstract(cr.full_like_p, lambda x, *, fill_value, dtype: ShapeDtypeStruct(x.s
 deflinear(cr.tril_p, lambda ct, x, *, k: (cr.tril_p.bind(ct, k=k),))
 deflinear(cr.triu_p, lambda ct, x, *, k: (cr.triu_p.bind(ct, k=k),))
 
+# creation functions without array inputs: a result of the shape and dtype asked for, no operand
+# to differentiate or batch (their batch rule is never reached: traces only see operands)
+for _prim in (cr.full_p, cr.arange_p, cr.eye_p, cr.linspace_p):
+    defabstract(_prim, lambda *, shape, dtype, device, **_: ShapeDtypeStruct(tuple(shape), dtype))
+    defjvp_zero(_prim)
+    _prim.batch = lambda vals, dims, _p=_prim, **params: (_p.bind(**params), None)
+
 defabstract(cr.tril_p, lambda x, *, k: ShapeDtypeStruct(tuple(x.shape), x.dtype))
 defabstract(cr.triu_p, lambda x, *, k: ShapeDtypeStruct(tuple(x.shape), x.dtype))
 
