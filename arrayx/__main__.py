@@ -1,114 +1,216 @@
-"""``python -m arrayx``: the executors found here, and a small workload on each.
+"""``python -m arrayx``: the executors found here, and the same small training job on each.
 
-For every registered executor it prints its devices (or why it is unavailable),
-runs the same workload (elementwise, reductions, linear algebra, sorting,
-indexing, a gradient and random numbers), times it, and checks the results
-against the NumPy executor (random numbers bit for bit).
+    python -m arrayx [--executor numpy,jax] [--size 2048] [--steps 20] [--json [PATH]]
+
+First the registered executors and their devices (or why one is unavailable), then on every
+available executor (or those given) three jobs written once against arrayx, in float32:
+
+``train``        logistic regression, ``--steps`` gradient-descent steps, each one call of
+                 ``jit(step)`` where ``step`` applies ``grad(loss)``
+``per-example``  the gradient of every example's loss at once: ``jit(vmap(grad(loss_one)))``
+``scan``         minibatch SGD over the data as one ``jit(scan(...))`` call
+
+For each job: the first call (compile time, tracing and compilation included), the time per
+call after that (median), the speed against the NumPy executor (its time / this one's) and the
+largest absolute difference from the NumPy executor's results, which must stay <= ``TOLERANCE``.
+Exit status 1 when a job fails or disagrees.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
 import time
 
 import numpy as np
 
+#: largest absolute difference from the NumPy executor's float32 results that counts as agreement
+TOLERANCE = 1e-5
+FEATURES = 16
+LEARNING_RATE = 0.5
+BATCH = 512
+#: timed calls after the first one stop once they have taken this long (at least one is timed)
+TIME_BUDGET_S = 1.0
 
-def workload(xp, key_seed: int = 0) -> dict:
-    """A small mixed computation written once against the standard namespace."""
-    rng = np.random.default_rng(key_seed)
-    a = xp.asarray(rng.standard_normal((256, 128)))
-    b = xp.asarray(rng.standard_normal((128, 64)))
-    w = xp.asarray(rng.standard_normal((64,)))
-    h = xp.tanh(a @ b)                                   # matmul + elementwise
-    logits = h * w
-    m = xp.max(logits, axis=1, keepdims=True)
-    p = xp.exp(logits - m)
-    p = p / xp.sum(p, axis=1, keepdims=True)              # softmax
-    out = {
-        "softmax_colsum": xp.sum(p, axis=0),
-        "var": xp.var(h, axis=0, correction=1),
-        "sorted": xp.sort(h[:, 0]),
-        "argmax": xp.argmax(logits, axis=1),
-        "cumsum": xp.cumulative_sum(w),
-        "where": xp.where(h > 0, h, 0.0),
-        "take": xp.take(w, xp.asarray([3, 1, 4, 1, 5])),
+
+def problem(size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A separable-ish binary classification problem: ``size`` examples of ``FEATURES`` features."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((size, FEATURES)).astype(np.float32)
+    w_true = rng.standard_normal(FEATURES).astype(np.float32)
+    y = (x @ w_true + 0.3 * rng.standard_normal(size) > 0).astype(np.float32)
+    return x, y
+
+
+def jobs(xp):
+    """The three jobs as ``name -> (make_args(x, y), jitted function)``, written once against ``xp``."""
+
+    def loss(params, x, y):
+        w, b = params
+        z = x @ w + b
+        return xp.mean(xp.logaddexp(0.0, z) - y * z)  # the logistic loss, stable for large |z|
+
+    def step(params, x, y):
+        gw, gb = xp.grad(loss)(params, x, y)
+        w, b = params
+        return w - LEARNING_RATE * gw, b - LEARNING_RATE * gb
+
+    def loss_one(params, x1, y1):
+        w, b = params
+        z = xp.vecdot(x1, w) + b
+        return xp.logaddexp(0.0, z) - y1 * z
+
+    per_example = xp.vmap(xp.grad(loss_one), in_axes=(None, 0, 0))
+
+    def sgd_scan(params, xb, yb):
+        def body(p, batch):
+            bx, by = batch
+            return step(p, bx, by), loss(p, bx, by)
+        return xp.scan(body, params, (xb, yb))
+
+    def zeros():
+        return xp.zeros(FEATURES, dtype=xp.float32), xp.asarray(0.0, dtype=xp.float32)
+
+    def batches(x, y):
+        k = x.shape[0] // BATCH
+        return xp.reshape(x[: k * BATCH], (k, BATCH, FEATURES)), xp.reshape(y[: k * BATCH], (k, BATCH))
+
+    return {
+        "train": (lambda x, y: (zeros(), x, y), xp.jit(step)),
+        "per-example": (lambda x, y: (zeros(), x, y), xp.jit(per_example)),
+        "scan": (lambda x, y: (zeros(), *batches(x, y)), xp.jit(sgd_scan)),
     }
-    if hasattr(xp, "linalg") and hasattr(xp.linalg, "solve"):
-        g = xp.matmul(xp.matrix_transpose(b), b) + xp.eye(64)
-        out["solve"] = xp.linalg.solve(g, w)
-    if hasattr(xp, "grad"):
-        def loss(v):
-            return xp.sum(xp.tanh(a @ b) @ v) ** 2 / 100.0
 
-        out["grad"] = xp.grad(loss)(w)
-    if hasattr(xp, "random"):  # the same bits on every executor (compared exactly)
-        out["random.uniform"] = xp.random.uniform(xp.random.key(key_seed), (1000,))
+
+def _host(tree) -> list[np.ndarray]:
+    if isinstance(tree, (tuple, list)):
+        return [a for t in tree for a in _host(t)]
+    return [np.asarray(tree)]
+
+
+def _block(tree) -> None:
+    _host(tree)  # reading the values waits for lazy (Dask) and asynchronous (JAX) executors
+
+
+def run_executor(name: str, size: int, steps: int) -> dict:
+    """Every job on executor ``name``: timings and the final results (host arrays)."""
+    import arrayx as xp
+
+    x_host, y_host = problem(size)
+    out = {}
+    with xp.use_executor(name):
+        x, y = xp.asarray(x_host), xp.asarray(y_host)
+        for job, (make_args, fn) in jobs(xp).items():
+            args = make_args(x, y)
+            t0 = time.perf_counter()
+            result = fn(*args)
+            _block(result)
+            first = time.perf_counter() - t0
+            times = []
+            if job == "train":  # the training loop itself: each step feeds the next
+                params = result
+                for _ in range(steps - 1):
+                    t0 = time.perf_counter()
+                    params = fn(params, x, y)
+                    _block(params)
+                    times.append(time.perf_counter() - t0)
+                result = params
+            else:
+                while not times or (sum(times) < TIME_BUDGET_S and len(times) < steps):
+                    t0 = time.perf_counter()
+                    _block(fn(*args))
+                    times.append(time.perf_counter() - t0)
+            per_call = statistics.median(times)
+            out[job] = {"first_call_s": first, "compile_s": max(first - per_call, 0.0), "per_call_s": per_call,
+                        "results": _host(result)}
     return out
 
 
-def _host(v) -> np.ndarray:
-    return np.asarray(v)
+def describe_executors() -> list[dict]:
+    from arrayx.executors import base
+
+    found = []
+    for name in base.registered():
+        ex = base.get(name)
+        if ex.available():
+            found.append({"executor": name, "available": True, "devices": [str(d) for d in ex.devices()]})
+        else:
+            found.append({"executor": name, "available": False, "reason": ex.unavailable_reason})
+    return found
 
 
 def main(argv=None) -> int:
     import arrayx
-    from arrayx.executors import base
 
     parser = argparse.ArgumentParser(prog="python -m arrayx", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timed repetitions per executor")
+    parser.add_argument("--executor", default=None, help="comma-separated executors (default: every available one)")
+    parser.add_argument("--size", type=int, default=4096, help="examples in the problem (default 4096)")
+    parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
+    parser.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                        help="write the results as JSON to PATH (or stdout with no PATH) instead of the table")
     args = parser.parse_args(argv)
+    if args.size < BATCH:
+        parser.error(f"--size must be at least {BATCH} (one minibatch of the scan job), got {args.size}")
+    if args.steps < 2:
+        parser.error(f"--steps must be at least 2 (the first call compiles), got {args.steps}")
 
-    print(f"arrayx {arrayx.__version__}  (array API standard {arrayx.__array_api_version__})")
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}")
-    print()
-    print("executors:")
-    names = base.registered()
-    for name in names:
-        ex = base.get(name)
-        if ex.available():
-            print(f"  {name:<6} available    devices: {', '.join(str(d) for d in ex.devices())}")
-        else:
-            print(f"  {name:<6} unavailable  {ex.unavailable_reason}")
-    print()
+    found = describe_executors()
+    available = [f["executor"] for f in found if f["available"]]
+    chosen = args.executor.split(",") if args.executor else available
+    for name in chosen:
+        if name not in available:
+            known = {f["executor"]: f for f in found}
+            why = known[name]["reason"] if name in known else f"not registered (registered: {', '.join(known)})"
+            parser.error(f"executor {name!r} cannot run here: {why}")
+    if "numpy" not in chosen:
+        chosen = ["numpy"] + chosen  # the reference every other executor is compared with
 
-    with arrayx.use_executor("numpy"):
-        reference = {k: _host(v) for k, v in workload(arrayx).items()}
+    text = args.json is None
+    say = print if text else (lambda *a, **k: None)
+    say(f"arrayx {arrayx.__version__}  (array API standard {arrayx.__array_api_version__}), "
+        f"python {sys.version.split()[0]}, numpy {np.__version__}\n")
+    say("executors:")
+    for f in found:
+        say(f"  {f['executor']:<6} " + (f"available    devices: {', '.join(f['devices'])}" if f["available"]
+                                       else f"unavailable  {f['reason']}"))
+    say(f"\nlogistic regression on {args.size} x {FEATURES} float32 examples: train = {args.steps} steps of "
+        f"jit(grad), per-example = jit(vmap(grad)), scan = jit(scan) of SGD over {args.size // BATCH} minibatches")
+    say(f"{'executor':<8} {'job':<12} {'compile':>10} {'per call':>11} {'vs numpy':>9} {'max |diff|':>11}")
 
-    print(f"workload: {', '.join(reference)}")
-    print(f"{'executor':<8} {'first call':>12} {'best of ' + str(args.repeat):>12} {'vs numpy':>9}  agreement")
-    numpy_best = None
+    report = {"executors": found, "size": args.size, "steps": args.steps, "features": FEATURES,
+              "tolerance": TOLERANCE, "results": {}}
+    reference = None
     failures = 0
-    for name in names:
-        ex = base.get(name)
-        if not ex.available():
+    for name in chosen:
+        try:
+            res = run_executor(name, args.size, args.steps)
+        except Exception as e:  # report it and go on with the other executors
+            say(f"{name:<8} failed: {type(e).__name__}: {e}")
+            report["results"][name] = {"error": f"{type(e).__name__}: {e}"}
+            failures += 1
             continue
-        with arrayx.use_executor(name):
-            t0 = time.perf_counter()
-            try:
-                result = {k: _host(v) for k, v in workload(arrayx).items()}
-            except Exception as e:  # report and go on with the other executors
-                print(f"{name:<8} failed: {type(e).__name__}: {e}")
-                failures += 1
-                continue
-            first = time.perf_counter() - t0
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                {k: _host(v) for k, v in workload(arrayx).items()}
-                times.append(time.perf_counter() - t0)
-        best = min(times)
-        numpy_best = best if name == "numpy" else numpy_best
-        bad = []
-        for k, want in reference.items():
-            got = result[k]
-            tol = 1e-9 if want.dtype.kind in "fc" and not k.startswith("random.") else 0
-            if got.shape != want.shape or got.dtype != want.dtype or not np.allclose(got, want, rtol=tol, atol=tol):
-                bad.append(k)
-        agreement = "all equal to numpy" if not bad else f"DIFFERS in {', '.join(bad)}"
-        failures += bool(bad)
-        ratio = f"{best / numpy_best:8.2f}x" if numpy_best else "       -"
-        print(f"{name:<8} {first * 1e3:>10.1f}ms {best * 1e3:>10.2f}ms {ratio}  {agreement}")
+        reference = reference or res
+        report["results"][name] = {}
+        for job, r in res.items():
+            diff = max(float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)), initial=0.0))
+                       for g, w in zip(r["results"], reference[job]["results"]))
+            speed = reference[job]["per_call_s"] / r["per_call_s"]
+            ok = diff <= TOLERANCE
+            failures += not ok
+            report["results"][name][job] = {k: r[k] for k in ("first_call_s", "compile_s", "per_call_s")} | {
+                "speed_vs_numpy": speed, "max_abs_diff": diff, "agrees": ok}
+            say(f"{name:<8} {job:<12} {r['compile_s'] * 1e3:>8.1f}ms {r['per_call_s'] * 1e3:>9.3f}ms "
+                f"{speed:>8.3g}x {diff:>11.2e}{'' if ok else '  DIFFERS (> %.0e)' % TOLERANCE}")
+    say(f"\n{'every executor agrees with numpy' if not failures else f'{failures} failures'} "
+        f"(max |diff| <= {TOLERANCE:.0e}; speed = numpy's time per call / the executor's)")
+    if args.json is not None:
+        body = json.dumps(report, indent=1)
+        if args.json == "-":
+            print(body)
+        else:
+            with open(args.json, "w") as fh:
+                fh.write(body + "\n")
     return 1 if failures else 0
 
 

@@ -1,0 +1,255 @@
+"""``python -m conformance``: does a result depend on the executor?  The whole report in one command.
+
+    python -m conformance [--quick] [--executors numpy,jax] [--functions sin,linalg.inv,random.*]
+                          [--transforms eager,jit,vmap,grad] [--max-examples N] [--output DIR]
+                          [--array-api-tests PATH] [--seed N] [--no-progress]
+
+runs the parity matrix (``matrix.py``: every function of the standard, the operators, linalg, fft
+and the PRNG, each eagerly and under ``jit``, ``vmap`` and ``grad``, on every available executor,
+compared with the NumPy executor on hypothesis-drawn inputs), reads each executor's capabilities
+from its tables (``capabilities.py``), optionally runs the official data-apis/array-api-tests from
+a local checkout per executor (``official.py``) and folds its counts in, then prints a summary
+table and writes ``DIR/conformance.json`` and a self-contained ``DIR/conformance.html`` (a
+filterable, colour-coded function x executor x transform matrix; a red cell opens its failing
+inputs and both results).  ``--quick`` draws one example per function and transform (under ten
+minutes on two cores).  Exit status 1 when a cell is DIFFERS, ERROR or GAP! (an unlisted gap).
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).parent
+DEFAULT_OUTPUT = HERE / "results"
+SCHEMA_VERSION = 1
+QUICK_EXAMPLES = 1
+DEFAULT_EXAMPLES = 10
+#: statuses that fail the run (the exit status and CI)
+FAILING = ("DIFFERS", "ERROR", "GAP!")
+
+
+def _progress(total: int, enabled: bool):
+    """A progress callback ``advance(label)`` and a ``close()``: rich, else tqdm, else one line per row."""
+    if not enabled:
+        return (lambda label: None), (lambda: None)
+    try:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       transient=False)
+        task = bar.add_task("conformance", total=total)
+        bar.start()
+        return (lambda label: bar.update(task, advance=1, description=label[:28])), bar.stop
+    except ImportError:
+        pass
+    try:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="row")
+        return (lambda label: (bar.set_description(label[:28]), bar.update(1))), bar.close
+    except ImportError:
+        count = [0]
+
+        def line(label):
+            count[0] += 1
+            print(f"[{count[0]}/{total}] {label}", flush=True)
+        return line, (lambda: None)
+
+
+def select(names: list[str], patterns: str | None) -> list[str]:
+    """The names matching any comma-separated pattern (``sin``, ``linalg.*``); ValueError for a pattern matching none."""
+    if not patterns:
+        return names
+    out, unknown = [], []
+    for pat in patterns.split(","):
+        hits = [n for n in names if fnmatch.fnmatchcase(n, pat) or n.split("[")[0] == pat]
+        (out.extend(h for h in hits if h not in out) if hits else unknown.append(pat))
+    if unknown:
+        raise ValueError(f"--functions: no row named {unknown}; rows are the differential table's names "
+                         f"and random.* (e.g. sin, linalg.inv, array.__add__, random.uniform)")
+    return out
+
+
+def summarise(rows: list[dict], executors: list[str], transforms: tuple) -> dict:
+    """``{transform: {executor: {status: count}}}`` and the totals of examples and disagreements."""
+    from conformance import matrix as M
+
+    per = {t: {ex: {s: 0 for s in M.SEVERITY} for ex in executors} for t in transforms}
+    examples = pairs = disagreements = failing = 0
+    for r in rows:
+        for t in transforms:
+            for ex in executors:
+                c = r["cells"][t][ex]
+                per[t][ex][c["status"]] += 1
+                if ex != M.REFERENCE:
+                    pairs += c["examples"]
+                    disagreements += c["disagreements"]
+                failing += c["status"] in FAILING
+            examples += r["cells"][t][M.REFERENCE]["examples"] if M.REFERENCE in executors else 0
+    return {"by_transform": per, "examples": examples, "example_executor_pairs": pairs,
+            "disagreements": disagreements, "failing_cells": failing}
+
+
+def run_official(suite: str, executors: list[str], max_examples: int) -> dict:
+    """The official array-api-tests per executor (``python -m conformance.official``), their counts."""
+    out = {}
+    for ex in executors:
+        cmd = [sys.executable, "-m", "conformance.official", "--suite", suite, "--executor", ex,
+               "--max-examples", str(max_examples)]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=HERE.parent, capture_output=True, text=True)
+        result = HERE / "results" / f"official-{ex}.json"
+        entry = {"command": " ".join(cmd[1:]), "exit_status": proc.returncode,
+                 "seconds": round(time.perf_counter() - start, 1)}
+        if result.exists() and result.stat().st_mtime >= time.time() - entry["seconds"] - 5:
+            data = json.loads(result.read_text())
+            entry.update({k: data[k] for k in ("counts", "passed", "failed_or_xfailed", "new_failures", "xpassed")})
+        else:
+            entry["error"] = (proc.stdout + proc.stderr).strip()[-1500:] or "no result file"
+        out[ex] = entry
+    return out
+
+
+def render_summary(data: dict) -> str:
+    """The terminal summary: one line per transform x executor, then the failing cells."""
+    from conformance import matrix as M
+
+    exs, ts = data["executors"], data["transforms"]
+    shown = [s for s in M.SEVERITY if any(data["summary"]["by_transform"][t][e][s] for t in ts for e in exs)]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"parity with the NumPy executor: {len(data['rows'])} functions", show_lines=False)
+        table.add_column("transform")
+        table.add_column("executor")
+        for s in shown:
+            table.add_column(s, justify="right", style=_RICH_STYLE.get(s, ""))
+        for t in ts:
+            for e in exs:
+                table.add_row(t, e, *(str(data["summary"]["by_transform"][t][e][s] or "") for s in shown))
+        import io
+
+        console = Console(file=io.StringIO(), record=True, width=120)
+        console.print(table)
+        text = console.export_text()
+    except ImportError:
+        head = f"{'transform':<10}{'executor':<9}" + "".join(f"{s:>10}" for s in shown)
+        lines = [head] + [f"{t:<10}{e:<9}" + "".join(f"{data['summary']['by_transform'][t][e][s] or '':>10}" for s in shown)
+                          for t in ts for e in exs]
+        text = "\n".join(lines) + "\n"
+    lines = [text]
+    s = data["summary"]
+    lines.append(f"{s['examples']} examples, {s['example_executor_pairs']} example-executor pairs against NumPy, "
+                 f"{s['disagreements']} disagreements ({data['duration_s']} s)")
+    for r in data["rows"]:
+        for t in ts:
+            for e in exs:
+                c = r["cells"][t][e]
+                if c["status"] in FAILING + ("open",):
+                    first = c["failures"][0] if c["failures"] else {}
+                    lines.append(f"  {c['status']:<8} {r['function']} / {t} / {e}: {first.get('detail', '')[:160]}")
+                    if first.get("input"):
+                        lines.append(f"           input: {first['input'][:200]}")
+    if data.get("official"):
+        lines.append("official array-api-tests:")
+        for e, o in data["official"].items():
+            lines.append(f"  {e}: " + (f"{o['passed']} passed, {o['failed_or_xfailed']} failed or known, "
+                                        f"{len(o['new_failures'])} new failures" if "passed" in o else o["error"][:200]))
+    return "\n".join(lines)
+
+
+_RICH_STYLE = {"ok": "green", "deviation": "yellow", "gap": "yellow", "open": "magenta", "GAP!": "red",
+               "DIFFERS": "bold red", "ERROR": "bold red", "n/a": "dim"}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__.splitlines()[0])
+    p.add_argument("--executors", default=None, help="comma-separated names (default: every available executor)")
+    p.add_argument("--functions", default=None, help="comma-separated rows or patterns: sin,linalg.*,random.*")
+    p.add_argument("--transforms", default=None, help="comma-separated subset of eager,jit,vmap,grad (default: all)")
+    p.add_argument("--max-examples", type=int, default=None,
+                   help=f"examples per function and transform (default {DEFAULT_EXAMPLES}; --quick {QUICK_EXAMPLES})")
+    p.add_argument("--quick", action="store_true", help=f"{QUICK_EXAMPLES} example per function and transform")
+    p.add_argument("--output", default=str(DEFAULT_OUTPUT), help=f"folder for conformance.json/.html (default {DEFAULT_OUTPUT})")
+    p.add_argument("--array-api-tests", default=None, metavar="PATH",
+                   help="a local data-apis/array-api-tests checkout: run it per executor and fold in its counts")
+    p.add_argument("--official-max-examples", type=int, default=10, help="--max-examples of the official suite")
+    p.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: fixed per row, repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+
+    import arrayx
+    from arrayx.executors import base as _base
+    from conformance import capabilities, html, matrix
+
+    exs = args.executors.split(",") if args.executors else [n for n in _base.registered() if _base.get(n).available()]
+    for ex in exs:
+        if not _base.get(ex).available():  # ValueError for unknown names comes from get()
+            p.error(f"executor {ex!r} is not available here: {_base.get(ex).unavailable_reason}")
+    if matrix.REFERENCE not in exs:
+        exs = [matrix.REFERENCE] + exs
+    transforms = tuple(args.transforms.split(",")) if args.transforms else matrix.TRANSFORMS
+    bad = sorted(set(transforms) - set(matrix.TRANSFORMS))
+    if bad:
+        p.error(f"--transforms: unknown {bad}; choose from {','.join(matrix.TRANSFORMS)}")
+    table = {fn.name: fn for fn in matrix.entries()}
+    try:
+        names = select(list(table), args.functions)
+    except ValueError as e:
+        p.error(str(e))
+    n = args.max_examples or (QUICK_EXAMPLES if args.quick else DEFAULT_EXAMPLES)
+
+    start = time.perf_counter()
+    advance, close = _progress(len(names), not args.no_progress and sys.stderr.isatty())
+    open_table = matrix.open_issues()
+    rows = []
+    try:
+        for name in names:
+            rows.append(matrix.run_row(table[name], exs, transforms, n, args.seed, open_table))
+            advance(name)
+    finally:
+        close()
+    standard_names = sorted({r["standard_name"] for r in rows})
+    data = {
+        "schema": SCHEMA_VERSION,
+        "command": "python -m conformance " + " ".join(sys.argv[1:] if argv is None else argv),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "arrayx": arrayx.__version__, "machine": platform.platform(), "python": platform.python_version(),
+        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
+        "max_examples": n, "quick": args.quick, "seed": args.seed,
+        "executors": exs, "transforms": list(transforms),
+        "unavailable": {name: _base.get(name).unavailable_reason for name in _base.registered()
+                        if not _base.get(name).available()},
+        "rows": rows,
+        "capabilities": capabilities.table(exs, standard_names),
+        "deviations": _deviations_table(),
+    }
+    data["duration_s"] = round(time.perf_counter() - start, 1)
+    data["summary"] = summarise(rows, exs, transforms)
+    if args.array_api_tests:
+        data["official"] = run_official(args.array_api_tests, exs, args.official_max_examples)
+    out = pathlib.Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "conformance.json").write_text(json.dumps(data, indent=1) + "\n")
+    (out / "conformance.html").write_text(html.render(data))
+    print(render_summary(data))
+    print(f"\nwrote {out / 'conformance.json'} and {out / 'conformance.html'}")
+    return 1 if data["summary"]["failing_cells"] else 0
+
+
+def _deviations_table() -> list[dict]:
+    from conformance import deviations
+
+    return deviations.table()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
