@@ -87,5 +87,24 @@ def main() -> dict:
     return rows
 
 
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "eager dispatch: tiny ops (8 elements), arrayx on the numpy executor vs NumPy and array-api-strict"
+
+
+def workloads(quick: bool = False) -> dict:
+    from benchmarks._harness import installed
+
+    x, y, a = np.arange(1.0, 9.0), np.arange(9.0, 17.0), np.arange(16.0).reshape(4, 4) / 16
+    libs = {"numpy": (np, x, y, a), "arrayx[numpy]": (ax, ax.asarray(x), ax.asarray(y), ax.asarray(a))}
+    if installed("array_api_strict"):
+        import array_api_strict as strict
+
+        libs["array_api_strict"] = (strict, strict.asarray(x), strict.asarray(y), strict.asarray(a))
+    ops = {k: OPS[k] for k in GOAL_OPS} if quick else OPS
+    return {name: {lib: (lambda op=op, m=m, x=x, y=y, a=a: op(m, x, y, a)) for lib, (m, x, y, a) in libs.items()}
+            for name, op in ops.items()}
+
+
 if __name__ == "__main__":
     main()

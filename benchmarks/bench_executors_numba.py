@@ -247,5 +247,30 @@ def main(argv=None) -> int:
     return 0
 
 
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "reductions and transcendentals: the numba executor's kernels vs the numpy executor and NumPy"
+
+
+def workloads(quick: bool = False) -> dict:
+    n = 1 << 21 if quick else 1 << 24  # above the default thresholds of var/std (1 << 20) and exp/tanh
+    out = {}
+    for label, fn, host in (
+        (f"var float64 n=2^{n.bit_length() - 1}", xp.var, data(n)), (f"std float32 n=2^{n.bit_length() - 1}", xp.std, data(n, "float32")),
+        (f"sum float64 n=2^{n.bit_length() - 1}", xp.sum, data(n)), (f"max float64 n=2^{n.bit_length() - 1}", xp.max, data(n)),
+        (f"exp float32 n=2^{n.bit_length() - 1}", xp.exp, data(n, "float32")), (f"tanh float64 n=2^{n.bit_length() - 1}", xp.tanh, data(n)),
+    ):
+        row = {"numpy": lambda f=getattr(np, fn.__name__), h=host: f(h)}
+        with xp.use_executor("numpy"):
+            on_numpy = xp.asarray(host)
+        row["numpy executor"] = lambda f=fn, a=on_numpy: f(a)
+        if EX.available():
+            with xp.use_executor("numba"):
+                on_numba = xp.asarray(host)
+            row["arrayx[numba]"] = lambda f=fn, a=on_numba: f(a)
+        out[label] = row
+    return out
+
+
 if __name__ == "__main__":
     sys.exit(main())

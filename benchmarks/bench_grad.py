@@ -168,5 +168,23 @@ def main(argv=None) -> dict:
     return rows
 
 
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "eager reverse-mode gradients (no jit): arrayx.grad on the numpy executor vs autograd and jax.grad"
+
+
+def workloads(quick: bool = False) -> dict:
+    from benchmarks._harness import installed
+
+    data = _data(np.random.default_rng(0))
+    libs = {"arrayx[numpy]": bench_arrayx(data)}
+    if installed("autograd"):
+        libs["autograd"] = bench_autograd(data)
+    if installed("jax"):
+        libs["jax.grad"] = bench_jax(data)
+    order = [k for k in libs if not k.startswith("arrayx")] + ["arrayx[numpy]"]
+    return {f"{model} grad": {lib: libs[lib][model][1] for lib in order} for model in ("logistic", "mlp")}
+
+
 if __name__ == "__main__":
     main()

@@ -191,5 +191,53 @@ def main():
     print("wrote", out)
 
 
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "elementwise chains under jit (arrayx.jit per executor vs NumPy, numexpr, jax.jit) and compile latency"
+
+
+def workloads(quick: bool = False) -> dict:
+    from benchmarks._harness import block, installed
+
+    rng = np.random.default_rng(0)
+    out = {}
+    executors = [e for e in ("numpy", "numba", "jax") if ax.executors.get(e).available()]
+    for n in (10**5,) if quick else (10**6, 10**7):
+        xn = rng.standard_normal(n).astype(np.float32)
+        for name, f in (("selu", selu), ("chain6", chain6)):
+            row = {"numpy": lambda f=f, x=xn: f(np, x)}
+            if installed("numexpr") and name == "selu":
+                import numexpr
+
+                row["numexpr"] = lambda x=xn: numexpr.evaluate(
+                    "1.0507009873554805 * where(x > 0, x, 1.6732632423543772 * (exp(x) - 1.0))", local_dict={"x": x})
+            if installed("jax"):
+                import jax
+                import jax.numpy as jnp
+
+                xj, fj = jnp.asarray(xn), jax.jit(lambda x, f=f: f(jnp, x))
+                row["jax.jit"] = lambda fj=fj, xj=xj: fj(xj).block_until_ready()
+            for e in executors:
+                with ax.use_executor(e):
+                    xa = ax.asarray(xn)
+                fa = ax.jit(lambda x, f=f: f(ax, x))
+                row[f"arrayx[{e}] jit"] = lambda fa=fa, xa=xa: block(fa(xa))
+            out[f"{name} {n:.0e} float32"] = row
+    (lw, lx, ly), _ = _models(rng, np.float32)
+    row = {}
+    if installed("jax"):  # tracing + compiling a fresh function each call: what a new shape or function costs
+        import jax
+        import jax.numpy as jnp
+
+        jargs = _to((lw, lx, ly), jnp.asarray)
+        row["jax.jit(grad)"] = lambda: jax.jit(jax.grad(lambda *a: logreg_loss(jnp, *a)))(*jargs).block_until_ready()
+    for e in executors:
+        with ax.use_executor(e):
+            aargs = _to((lw, lx, ly), ax.asarray)
+        row[f"arrayx[{e}] jit(grad)"] = lambda aargs=aargs: block(ax.jit(ax.grad(lambda *a: logreg_loss(ax, *a)))(*aargs))
+    out["compile latency: logreg jit(grad)"] = row
+    return out
+
+
 if __name__ == "__main__":
     main()

@@ -214,5 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "pytree operations on a 1,000-leaf parameter tree: arrayx.pytree vs optree and jax.tree_util"
+
+
+def workloads(quick: bool = False) -> dict:
+    table = cases(make_tree())
+    names = ("flatten", "unflatten", "map") if quick else tuple(table)
+    return {k: {**{lib: fn for lib, fn in table[k].items() if lib != "arrayx"}, "arrayx": table[k]["arrayx"]}
+            for k in names if "arrayx" in table[k]}
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

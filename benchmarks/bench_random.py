@@ -119,5 +119,17 @@ def main() -> dict:
     return report
 
 
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "random draws (threefry, bit-exact with jax.random) vs numpy.random.Generator and jax.random"
+
+
+def workloads(quick: bool = False) -> dict:
+    table = cases(10**5 if quick else 10**6)
+    rows = {k: v for k, v in table.items() if not quick or k.endswith("float32")}
+    return {k: {**{lib: fn for lib, fn in v.items() if lib != "arrayx"}, "arrayx[numpy]": v["arrayx"]}
+            for k, v in rows.items()}
+
+
 if __name__ == "__main__":
     main()

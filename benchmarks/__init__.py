@@ -1,0 +1,1 @@
+"""Ratio benchmarks against peers; ``python -m benchmarks`` runs the registered ones (see ``__main__``)."""

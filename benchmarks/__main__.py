@@ -1,0 +1,221 @@
+"""``python -m benchmarks``: every registered ratio benchmark, its peers side by side, plots and a summary.
+
+    python -m benchmarks [--quick] [--only eager,jit] [--rounds N] [--tag gpu] [--list]
+
+**Registry convention** (how a bench file joins the runner): a ``benchmarks/bench_*.py`` module
+that defines
+
+    TITLE = "one line: what is compared"
+    def workloads(quick: bool) -> dict[str, dict[str, Callable[[], object]]]:
+        return {"selu 1e6 float32": {"arrayx[jax]": lambda: ..., "jax": lambda: ...}, ...}
+
+is run by this runner (its name is the file's name without ``bench_``).  Each workload maps a
+label to a zero-argument callable that does the work once and waits for it (``block`` below:
+JAX is asynchronous and Dask lazy), both from
+``benchmarks/_harness.py``.  Labels starting with ``arrayx`` are arrayx; the others are
+peers; a peer that is not installed is simply left out by the module (``installed(name)``).  The
+callables are set up by ``workloads`` (data made, functions jitted); the runner calls each once
+to warm it up, calibrates how many calls make one timing, then times every label in
+``--rounds`` interleaved rounds (the order rotates per round, so load on a shared machine hits
+all alike) and keeps the best round.  Files without ``workloads`` stay runnable alone and are
+listed as standalone.  Each file also keeps its own ``python benchmarks/bench_X.py`` command.
+
+Writes, under ``benchmarks/results/`` (``--tag`` adds a suffix, e.g. GPU runs: ``--tag gpu``):
+``runner[-tag].json`` (every time and ratio), ``plots/<bench>[-tag].png`` (per workload, bars of
+each label's speed relative to the first peer, whose line is 1) and ``summary[-tag].md``.
+A ratio is peer time / arrayx time: above 1 arrayx is faster.  The closing note prints the
+headline ratios (geometric mean per arrayx label and peer) and the paths of the plots.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import pathlib
+import platform
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # this checkout's arrayx, not an installed copy
+HERE = ROOT / "benchmarks"
+RESULTS = HERE / "results"
+
+from benchmarks._harness import block, installed  # noqa: E402,F401  (what bench files use too)
+
+
+def discover() -> tuple[dict, list]:
+    """``({name: module}, [standalone file names])`` of the bench files, sorted by name."""
+    registered, standalone = {}, []
+    for path in sorted(HERE.glob("bench_*.py")):
+        mod = importlib.import_module(f"benchmarks.{path.stem}")
+        if callable(getattr(mod, "workloads", None)):
+            registered[path.stem[len("bench_"):]] = mod
+        else:
+            standalone.append(path.name)
+    return registered, standalone
+
+
+def _calibrate(fn, target_s: float) -> int:
+    """Calls per timing so that one timing lasts about ``target_s`` (at least one call)."""
+    t0 = time.perf_counter()
+    fn()
+    once = time.perf_counter() - t0
+    return max(1, min(10_000, int(target_s / max(once, 1e-7))))
+
+
+def time_workload(fns: dict, rounds: int, target_s: float) -> dict:
+    """Best seconds per call of each label, over ``rounds`` interleaved rounds."""
+    for fn in fns.values():
+        fn()  # warm up: compile, fill caches
+    numbers = {k: _calibrate(fn, target_s) for k, fn in fns.items()}
+    best = {k: math.inf for k in fns}
+    labels = list(fns)
+    for r in range(rounds):
+        for k in labels[r % len(labels):] + labels[: r % len(labels)]:
+            fn, n = fns[k], numbers[k]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) / n)
+    return best
+
+
+def ratios(times: dict) -> dict:
+    """``{"arrayx label vs peer": peer time / arrayx time}`` for every arrayx label and peer."""
+    ours = [k for k in times if k.startswith("arrayx")]
+    peers = [k for k in times if not k.startswith("arrayx")]
+    return {f"{a} vs {p}": times[p] / times[a] for a in ours for p in peers if times[a] > 0}
+
+
+def headline(bench: dict) -> dict:
+    """Geometric mean of each ratio over the bench's workloads."""
+    by_pair: dict[str, list] = {}
+    for w in bench["workloads"].values():
+        for pair, r in w["ratios"].items():
+            by_pair.setdefault(pair, []).append(r)
+    return {pair: math.exp(sum(math.log(r) for r in rs) / len(rs)) for pair, rs in by_pair.items()}
+
+
+def plot(name: str, bench: dict, path: pathlib.Path) -> None:
+    """Bars per workload: each label's speed relative to the workload's first peer (the line at 1)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = list(bench["workloads"])
+    labels = sorted({k for w in bench["workloads"].values() for k in w["times_s"]},
+                    key=lambda k: (k.startswith("arrayx"), k))
+    width = 0.8 / max(1, len(labels))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(workloads) + 2), 4.2))
+    for i, label in enumerate(labels):
+        xs, ys = [], []
+        for j, w in enumerate(workloads):
+            times = bench["workloads"][w]["times_s"]
+            peers = [k for k in times if not k.startswith("arrayx")]
+            ref = times[peers[0]] if peers else times[next(iter(times))]
+            if label in times:
+                xs.append(j + (i - (len(labels) - 1) / 2) * width)
+                ys.append(ref / times[label])
+        ax.bar(xs, ys, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="first peer = 1")
+    ax.set_xticks(range(len(workloads)), workloads, rotation=25, ha="right", fontsize=8)
+    ax.set_ylabel("speed relative to the first peer (higher is faster)")
+    ax.set_yscale("log")
+    ax.set_title(f"{name}: {bench['title']}", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def markdown(data: dict, folder: pathlib.Path = RESULTS) -> str:
+    lines = [f"# Benchmarks ({data['command']})", "", f"{data['machine']}, python {data['python']}, "
+             f"{data['created']}; ratio = peer time / arrayx time (above 1: arrayx is faster), best of "
+             f"{data['rounds']} interleaved rounds.", ""]
+    for name, b in data["benches"].items():
+        lines += [f"## {name}: {b['title']}", ""]
+        if b.get("error"):
+            lines += [f"failed: `{b['error']}`", ""]
+            continue
+        labels = sorted({k for w in b["workloads"].values() for k in w["times_s"]})
+        lines += ["| workload | " + " | ".join(f"{k} (us)" for k in labels) + " | ratios |",
+                  "|---" * (len(labels) + 2) + "|"]
+        for w, r in b["workloads"].items():
+            cells = [f"{r['times_s'][k] * 1e6:.3g}" if k in r["times_s"] else "" for k in labels]
+            rs = ", ".join(f"{p}: {v:.3g}" for p, v in r["ratios"].items())
+            lines.append(f"| {w} | " + " | ".join(cells) + f" | {rs} |")
+        lines += ["", "headline (geometric mean): " + ", ".join(f"{p} **{v:.3g}x**" for p, v in b["headline"].items()),
+                  "", f"![{name}]({pathlib.Path(b['plot']).relative_to(folder)})" if b.get("plot") else "", ""]
+    if data["standalone"]:
+        lines += ["Standalone benchmarks (not registered, run them alone): " + ", ".join(data["standalone"]), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="smaller workloads, 3 rounds of short timings")
+    p.add_argument("--only", default=None, help="comma-separated bench names (see --list)")
+    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 7; --quick 3)")
+    p.add_argument("--tag", default="", help="suffix of the output files (e.g. gpu)")
+    p.add_argument("--output", default=str(RESULTS), help=f"folder of the results (default {RESULTS})")
+    p.add_argument("--list", action="store_true", help="list the registered and standalone benches and exit")
+    args = p.parse_args(argv)
+    registered, standalone = discover()
+    if args.list:
+        for name, mod in registered.items():
+            print(f"{name:<16} {getattr(mod, 'TITLE', '')}")
+        print("standalone:", ", ".join(standalone))
+        return 0
+    names = args.only.split(",") if args.only else list(registered)
+    unknown = sorted(set(names) - set(registered))
+    if unknown:
+        p.error(f"--only: not registered: {unknown}; registered: {', '.join(registered)}")
+    rounds = args.rounds or (3 if args.quick else 7)
+    target = 0.01 if args.quick else 0.05
+    suffix = f"-{args.tag}" if args.tag else ""
+    data = {"command": "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": platform.platform(),
+            "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
+            "quick": args.quick, "rounds": rounds, "benches": {}, "standalone": standalone}
+    out = pathlib.Path(args.output)
+    start = time.perf_counter()
+    for name in names:
+        mod = registered[name]
+        bench = {"title": getattr(mod, "TITLE", name), "workloads": {}}
+        t0 = time.perf_counter()
+        try:
+            for w, fns in mod.workloads(args.quick).items():
+                times = time_workload(fns, rounds, target)
+                bench["workloads"][w] = {"times_s": times, "ratios": ratios(times)}
+                print(f"{name:<10} {w:<34} " + "  ".join(f"{k} {t * 1e6:.3g}us" for k, t in times.items()), flush=True)
+        except Exception as e:  # noqa: BLE001 - one broken bench must not lose the others' results
+            bench["error"] = f"{type(e).__name__}: {e}"
+            print(f"{name}: failed: {bench['error']}", flush=True)
+        bench["seconds"] = round(time.perf_counter() - t0, 1)
+        bench["headline"] = headline(bench)
+        if bench["workloads"]:
+            path = out / "plots" / f"{name}{suffix}.png"
+            plot(name, bench, path)
+            bench["plot"] = str(path)
+        data["benches"][name] = bench
+    data["duration_s"] = round(time.perf_counter() - start, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    out_json, out_md = out / f"runner{suffix}.json", out / f"summary{suffix}.md"
+    out_json.write_text(json.dumps(data, indent=1) + "\n")
+    out_md.write_text(markdown(data, out))
+    print(f"\nheadline ratios (peer time / arrayx time, geometric mean over workloads; {data['duration_s']} s):")
+    for name, b in data["benches"].items():
+        heads = ", ".join(f"{pair} {v:.3g}x" for pair, v in b["headline"].items()) or b.get("error", "no workloads")
+        print(f"  {name:<10} {heads}")
+    print(f"plots: {', '.join(b['plot'] for b in data['benches'].values() if b.get('plot'))}")
+    print(f"wrote {out_json} and {out_md}")
+    return 1 if any(b.get("error") for b in data["benches"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

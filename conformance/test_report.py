@@ -1,0 +1,216 @@
+"""``python -m conformance``: the matrix finds wrong results, the JSON keeps its schema, the HTML works in a browser."""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import arrayx
+from arrayx.executors import base as _base
+from arrayx.executors.numpy import NumpyExecutor
+from arrayx.transforms.core import primitives
+from conformance import __main__ as cli
+from conformance import capabilities, gaps, html, matrix
+from conformance.differential import functions as F
+
+HERE = pathlib.Path(__file__).parent
+SCHEMA = json.loads((HERE / "report.schema.json").read_text())
+
+
+def validate(value, schema: dict, path: str = "$") -> None:
+    """The subset of JSON Schema that report.schema.json uses (type, const, enum, required, properties,
+    additionalProperties, items, minItems, minimum): an AssertionError naming the path otherwise."""
+    types = {"object": dict, "array": list, "string": str, "number": (int, float), "integer": int, "boolean": bool}
+    if "type" in schema:
+        assert isinstance(value, types[schema["type"]]) and not (schema["type"] in ("integer", "number")
+                                                                   and isinstance(value, bool)), f"{path}: {value!r}"
+    if "const" in schema:
+        assert value == schema["const"], f"{path}: {value!r} != {schema['const']!r}"
+    if "enum" in schema:
+        assert value in schema["enum"], f"{path}: {value!r} not in {schema['enum']}"
+    if "minimum" in schema:
+        assert value >= schema["minimum"], f"{path}: {value!r}"
+    if isinstance(value, dict):
+        for key in schema.get("required", ()):
+            assert key in value, f"{path}: no {key!r}"
+        for key, v in value.items():
+            sub = schema.get("properties", {}).get(key, schema.get("additionalProperties"))
+            if isinstance(sub, dict):
+                validate(v, sub, f"{path}.{key}")
+    if isinstance(value, list):
+        assert len(value) >= schema.get("minItems", 0), path
+        for i, v in enumerate(value):
+            if "items" in schema:
+                validate(v, schema["items"], f"{path}[{i}]")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[dict, pathlib.Path]:
+    """One small real run of the command: two functions and one PRNG row, one example each."""
+    out = tmp_path_factory.mktemp("conformance")
+    status = cli.main(["--functions", "negative,linalg.det,random.bits", "--max-examples", "1", "--output", str(out),
+                       "--no-progress"])
+    data = json.loads((out / "conformance.json").read_text())
+    return data, out, status
+
+
+def test_the_json_follows_its_schema_and_counts_what_ran(report):
+    data, out, status = report
+    validate(data, SCHEMA)
+    with pytest.raises(AssertionError):  # the validator itself can fail
+        validate({**data, "schema": 2}, SCHEMA)
+    assert [r["function"] for r in data["rows"]] == ["negative", "linalg.det", "random.bits"]
+    available = [n for n in _base.registered() if _base.get(n).available()]
+    assert data["executors"] == available and set(data["unavailable"]) == set(_base.registered()) - set(available)
+    for row in data["rows"]:
+        assert set(row["cells"]) == set(matrix.TRANSFORMS)
+        for t, per in row["cells"].items():
+            assert set(per) == set(available)
+    eager = {r["function"]: r["cells"]["eager"] for r in data["rows"]}
+    assert all(c["examples"] == 1 and c["status"] in ("ok", "deviation") for c in eager["negative"].values())
+    assert data["rows"][2]["cells"]["grad"]["numpy"]["status"] == "n/a"  # random.bits has no float input
+    counted = sum(c["examples"] for r in data["rows"] for t in r["cells"].values() for e, c in t.items() if e != "numpy")
+    assert data["summary"]["example_executor_pairs"] == counted
+    assert status == (1 if data["summary"]["failing_cells"] else 0)
+    assert data["capabilities"]["numpy"]["functions"]["negative"]["kind"] == "native"
+
+
+def _breaking(executor: str, name: str, impl):
+    """Make primitive ``name`` run ``impl`` on ``executor`` (for the duration of a with block)."""
+    class Patch:
+        def __enter__(self):
+            prim = primitives[name]
+            self.prim, self.saved = prim, prim.impls.get(executor)
+            prim.impls[executor] = impl
+            _base.get(executor).impls.pop(prim, None)
+
+        def __exit__(self, *exc):
+            if self.saved is None:
+                self.prim.impls.pop(executor, None)
+            else:
+                self.prim.impls[executor] = self.saved
+            _base.get(executor).impls.pop(self.prim, None)
+    return Patch()
+
+
+def test_a_wrong_result_is_found_under_every_transform_with_both_results(executor):
+    if executor == matrix.REFERENCE:
+        pytest.skip("the reference itself")
+    xp = _base.get(executor).xp
+
+    def wrong(x):  # exp off by one, in the executor's own library: only the values are wrong (grad uses exp too)
+        return xp.exp(x) + 1
+
+    with _breaking(executor, "exp", wrong):
+        row = matrix.run_row(F.BY_NAME["exp"], ["numpy", executor], ("eager", "jit", "vmap", "grad"), 3)
+    for t in ("eager", "jit", "vmap", "grad"):
+        cell = row["cells"][t][executor]
+        assert cell["status"] == "DIFFERS", (t, cell)
+        f = cell["failures"][0]
+        assert f["input"].startswith("xp.exp(") and f["got"] and f["want"] and f["got"] != f["want"], f
+        assert row["cells"][t]["numpy"]["status"] == "ok"
+
+
+def test_not_implemented_is_a_gap_listed_or_not(executor, monkeypatch):
+    if executor == matrix.REFERENCE:
+        pytest.skip("the reference itself")
+
+    def missing(x):
+        raise NotImplementedError(f"negative is not supported by the {executor!r} executor")
+
+    with _breaking(executor, "negative", missing):
+        row = matrix.run_row(F.BY_NAME["negative"], ["numpy", executor], ("eager", "jit"), 1)
+        assert row["cells"]["eager"][executor]["status"] == "GAP!"
+        assert row["cells"]["jit"][executor]["status"] == "GAP!"
+        monkeypatch.setitem(gaps.GAPS, executor, {"negative": "a test gap"})
+        row = matrix.run_row(F.BY_NAME["negative"], ["numpy", executor], ("jit",), 1)
+        assert row["cells"]["jit"][executor]["status"] == "gap"
+
+
+def test_vmap_batches_a_flipped_copy_and_grad_needs_a_float_input():
+    from conformance.differential.strategies import Input
+
+    x = Input(np.arange(6.0).reshape(2, 3), "strided")
+    (a, _), (b, _) = matrix.batch_members(F.BY_NAME["sin"], (x,), {})
+    np.testing.assert_array_equal(b[0].values, x.values[::-1, ::-1])
+    assert b[0].layout == "strided" and matrix.batch_members(F.BY_NAME["sin"], (Input(np.asarray(2.0)),), {})[1][0][0].values.shape == ()
+    status, want = matrix.reference(F.BY_NAME["sin"], "vmap", (x,), {})
+    np.testing.assert_allclose(want[1], np.sin(np.stack([x.values, x.values[::-1, ::-1]])))
+    with pytest.raises(matrix.NotApplicable, match="depends on the values"):
+        matrix._stack_results([("array", np.zeros(2)), ("array", np.zeros(3))])  # members of different sizes
+    assert not matrix.applicable("grad")(((Input(np.asarray([1, 2])),), {}))
+    status, g = matrix.reference(F.BY_NAME["sin"], "grad", (x,), {})
+    w = np.resize([1.0, 1.5, 2.0], 6).reshape(2, 3)
+    np.testing.assert_allclose(g[1][0][1], w * np.cos(x.values))  # d/dx sum(w * sin x)
+
+
+def test_capabilities_are_read_from_the_tables():
+    class Partial(NumpyExecutor):
+        name = "partial"
+        overrides = {**NumpyExecutor.overrides, "sin": None, "cos": lambda x: x}
+
+    ex = Partial()
+    assert capabilities.path(ex, "sin")[0] == capabilities.UNSUPPORTED
+    kind, what = capabilities.path(ex, "cos")
+    assert kind == capabilities.ADAPTED and what.startswith(__name__) and what.endswith("Partial.<lambda>")
+    assert capabilities.path(ex, "tan") == (capabilities.NATIVE, "array_api_compat.numpy.tan")
+    assert capabilities.path(ex, "take")[0] == capabilities.COMPOSITE
+    numba = _base.get("numba")
+    if numba.available():
+        assert capabilities.path(numba, "sin")[0] == capabilities.NATIVE
+        kind, what = capabilities.path(numba, "sort")
+        assert kind == capabilities.OTHER and "numpy executor" in what
+
+
+def test_unknown_rows_and_transforms_are_refused():
+    for argv, words in ((["--functions", "nope"], "no row named ['nope']"), (["--transforms", "pmap"], "unknown ['pmap']")):
+        out = subprocess.run([sys.executable, "-m", "conformance", *argv], capture_output=True, text=True,
+                             cwd=HERE.parent, timeout=300)
+        assert out.returncode == 2 and words in out.stderr, out.stderr
+
+
+def _browser() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _dom(browser: str, page: pathlib.Path, fragment: str) -> str:
+    out = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          f"{page.as_uri()}#{fragment}"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "<html" in out.stdout, out.stderr[-2000:]
+    return out.stdout
+
+
+@pytest.mark.skipif(_browser() is None, reason="no headless browser (chromium) here: apt-get install chromium")
+def test_the_html_page_filters_and_opens_failing_cells_in_a_browser(report, tmp_path):
+    data, _, _ = report
+    data = json.loads(json.dumps(data))
+    bad = data["rows"][0]["cells"]["jit"][data["executors"][-1]]
+    bad.update(status="DIFFERS", disagreements=1, failures=[{
+        "status": "DIFFERS", "detail": "result: values differ <b>", "input": "xp.negative(Input(np.asarray([1.0])))",
+        "got": "float64[1] [1.]", "want": "float64[1] [-1.]"}])
+    page = tmp_path / "conformance.html"
+    page.write_text(html.render(data))
+    text = page.read_text()
+    assert "http" not in text.split("<script")[0].replace("https://json-schema", "")  # nothing fetched from outside
+    browser = _browser()
+    dom = _dom(browser, page, "")
+    assert dom.count('data-function="') == 3 and "3 of 3 functions shown" in dom
+    assert dom.count('class="cell s-DIFFERS has-failures"') == 1
+    cell = f"negative/jit/{data['executors'][-1]}"
+    dom = _dom(browser, page, f"status=failing&open={cell}")
+    assert dom.count('data-function="') == 1 and "1 of 3 functions shown" in dom
+    panel = dom[dom.index('id="panel"'):]
+    assert 'style="display: block;"' in panel[:80]
+    for text in ("xp.negative(Input(np.asarray([1.0])))", "float64[1] [1.]", "float64[1] [-1.]", "values differ &lt;b&gt;"):
+        assert text in panel, text
+    dom = _dom(browser, page, "q=random&t=eager,jit")
+    assert dom.count('data-function="') == 1 and 'data-function="random.bits"' in dom
+    assert dom.count('data-cell="random.bits/eager/') == len(data["executors"]) and "/vmap/" not in dom.split('id="panel"')[0]
