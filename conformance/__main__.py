@@ -36,10 +36,13 @@ FAILING = ("DIFFERS", "ERROR", "GAP!")
 
 
 def _progress(total: int, enabled: bool):
-    """A progress callback ``advance(label)`` and a ``close()``: rich, else tqdm, else one line per row."""
+    """A progress callback ``advance(label)`` and a ``close()``: rich, else tqdm, else (and when the output
+    is not a terminal) one line per row."""
     if not enabled:
         return (lambda label: None), (lambda: None)
     try:
+        if not sys.stderr.isatty():
+            raise ImportError("a log, not a terminal: plain lines")
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         bar = Progress(TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -52,6 +55,8 @@ def _progress(total: int, enabled: bool):
     try:
         from tqdm import tqdm
 
+        if not sys.stderr.isatty():
+            raise ImportError("a log, not a terminal: plain lines")
         bar = tqdm(total=total, unit="row")
         return (lambda label: (bar.set_description(label[:28]), bar.update(1))), bar.close
     except ImportError:
@@ -59,7 +64,7 @@ def _progress(total: int, enabled: bool):
 
         def line(label):
             count[0] += 1
-            print(f"[{count[0]}/{total}] {label}", flush=True)
+            print(f"[{count[0]}/{total}] {label} ({time.strftime('%H:%M:%S')})", file=sys.stderr, flush=True)
         return line, (lambda: None)
 
 
@@ -117,6 +122,20 @@ def run_official(suite: str, executors: list[str], max_examples: int) -> dict:
     return out
 
 
+def stored_official(executors: list[str]) -> dict:
+    """The last official-suite results kept under ``conformance/results/`` (without ``--array-api-tests``)."""
+    out = {}
+    for ex in executors:
+        path = HERE / "results" / f"official-{ex}.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+            out[ex] = {"command": data.get("command", ""), "exit_status": 0 if not data.get("new_failures") else 1,
+                       "seconds": data.get("duration_s", 0.0), "stored": str(path.relative_to(HERE.parent)),
+                       **{k: data[k] for k in ("counts", "passed", "failed_or_xfailed", "new_failures", "xpassed")
+                          if k in data}}
+    return out
+
+
 def render_summary(data: dict) -> str:
     """The terminal summary: one line per transform x executor, then the failing cells."""
     from conformance import matrix as M
@@ -159,10 +178,12 @@ def render_summary(data: dict) -> str:
                     if first.get("input"):
                         lines.append(f"           input: {first['input'][:200]}")
     if data.get("official"):
-        lines.append("official array-api-tests:")
+        lines.append("official array-api-tests" + (" (stored results; --array-api-tests PATH runs them):"
+                                                   if any("stored" in o for o in data["official"].values()) else ":"))
         for e, o in data["official"].items():
             lines.append(f"  {e}: " + (f"{o['passed']} passed, {o['failed_or_xfailed']} failed or known, "
-                                        f"{len(o['new_failures'])} new failures" if "passed" in o else o["error"][:200]))
+                                        f"{len(o['new_failures'])} new failures" if "passed" in o else o["error"][:200])
+                         + (f"  [{o['command']}]" if "stored" in o else ""))
     return "\n".join(lines)
 
 
@@ -208,7 +229,7 @@ def main(argv=None) -> int:
     n = args.max_examples or (QUICK_EXAMPLES if args.quick else DEFAULT_EXAMPLES)
 
     start = time.perf_counter()
-    advance, close = _progress(len(names), not args.no_progress and sys.stderr.isatty())
+    advance, close = _progress(len(names), not args.no_progress)
     open_table = matrix.open_issues()
     rows = []
     try:
@@ -236,6 +257,8 @@ def main(argv=None) -> int:
     data["summary"] = summarise(rows, exs, transforms)
     if args.array_api_tests:
         data["official"] = run_official(args.array_api_tests, exs, args.official_max_examples)
+    else:
+        data["official"] = stored_official(exs)
     out = pathlib.Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     (out / "conformance.json").write_text(json.dumps(data, indent=1) + "\n")

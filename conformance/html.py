@@ -168,7 +168,10 @@ def _official(data: dict) -> str:
         f"<tr><td>{html.escape(e)}</td><td>{o.get('passed', '')}</td><td>{o.get('failed_or_xfailed', '')}</td>"
         f"<td>{len(o.get('new_failures', [])) if 'passed' in o else html.escape(o.get('error', '')[:300])}</td></tr>"
         for e, o in off.items())
-    return ("<h2>Official array-api-tests</h2><table id='official'><tr><th>executor</th><th>passed</th>"
+    stored = any("stored" in o for o in off.values())
+    note = ("<p>Stored results of earlier runs (the command of each is in the JSON); "
+            "<code>--array-api-tests PATH</code> runs the suite now.</p>" if stored else "")
+    return ("<h2>Official array-api-tests</h2>" + note + "<table id='official'><tr><th>executor</th><th>passed</th>"
             f"<th>failed or known</th><th>new failures</th></tr>{rows}</table>")
 
 

@@ -78,6 +78,9 @@ def test_the_json_follows_its_schema_and_counts_what_ran(report):
     assert data["summary"]["example_executor_pairs"] == counted
     assert status == (1 if data["summary"]["failing_cells"] else 0)
     assert data["capabilities"]["numpy"]["functions"]["negative"]["kind"] == "native"
+    for ex, official in data["official"].items():  # stored official-suite results are folded in when present
+        stored = json.loads((HERE / "results" / f"official-{ex}.json").read_text())
+        assert official["passed"] == stored["passed"] and official["stored"].endswith(f"official-{ex}.json")
 
 
 def _breaking(executor: str, name: str, impl):

@@ -1,0 +1,45 @@
+"""The quick conformance pass of CI: ``python -m conformance``'s matrix for jit, vmap and grad, one example each.
+
+Every row of the matrix (the differential table and the PRNG rows) runs under ``jit``, ``vmap``
+and ``grad`` on every available executor, each compared with the same transform on the NumPy
+executor (``matrix.run_row``); the PRNG rows run eagerly too (the differential table's eager
+calls are ``test_differential.py``'s).  A cell that is DIFFERS, ERROR or an unlisted gap fails,
+with its first failing input and both results.  ``ARRAYX_CONFORMANCE_EXAMPLES`` changes the
+number of examples per row and transform (default 1).
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from arrayx.executors import base as _base
+from conformance import __main__ as cli
+from conformance import matrix
+
+EXAMPLES = int(os.environ.get("ARRAYX_CONFORMANCE_EXAMPLES", "1"))
+TRANSFORMS = ("jit", "vmap", "grad")
+
+#: (row, transform, executor) -> what is wrong and who is fixing it: expected failures until fixed
+#: (a fixed one shows as XPASS and its line goes)
+KNOWN: dict[tuple[str, str, str], str] = {}
+
+
+@pytest.mark.parametrize("fn", matrix.entries(), ids=[f.name for f in matrix.entries()])
+def test_transforms_agree_with_numpy(fn, request) -> None:
+    executors = [n for n in _base.registered() if _base.get(n).available()]
+    transforms = TRANSFORMS + (("eager",) if fn.name in matrix.RANDOM else ())
+    known = {(t, e): why for (row, t, e), why in KNOWN.items() if row == fn.name}
+    if known:
+        request.applymarker(pytest.mark.xfail(reason="; ".join(known.values()), strict=False))
+    row = matrix.run_row(fn, executors, transforms, EXAMPLES)
+    bad = []
+    for t in transforms:
+        for e in executors:
+            cell = row["cells"][t][e]
+            if cell["status"] in cli.FAILING:
+                first = cell["failures"][0] if cell["failures"] else {}
+                bad.append(f"{fn.name} / {t} / {e}: {cell['status']}: {first.get('detail', '')}\n"
+                           f"    input: {first.get('input', '')}\n    got:   {first.get('got', '')}\n"
+                           f"    NumPy: {first.get('want', '')}")
+    assert not bad, "\n".join(bad)
