@@ -14,8 +14,9 @@ NumPy executor (the differential suite's comparison, ``runner.compare``):
            input (weights 1, 1.5, 2, 1, ...: a plain sum would hide permutations)
 
 A cell is ``ok`` (every example agrees), ``deviation`` (every disagreement is a known deviation of
-``deviations.py``: for a transform, one whose example's eager value on that executor is such a
-deviation and whose transformed result is the executor's own eager answer), ``open`` (a
+``deviations.py``: under a transform, its ``TRANSFORM_RECHECKS`` entry holds, e.g. NumPy's
+transformed result for the inputs with subnormals flushed; for a deviation without one, the
+example's eager value is that deviation and the transformed result is the executor's own eager answer), ``open`` (a
 disagreement ``test_differential.OPEN`` lists as being fixed), ``DIFFERS``, ``ERROR`` (an exception
 NumPy does not raise), ``gap`` (NotImplementedError: listed in gaps.py) / ``GAP!`` (not listed),
 or ``n/a`` (the transform does not apply: no array input for vmap, no float input or output for
@@ -92,9 +93,14 @@ _RANDOM_TOLERANCE = {"random.truncated_normal": "elementwise"}  # README: trunca
 RANDOM_TABLE = [F.Fn(name, "random", "any", "mixed", (), _RANDOM_TOLERANCE.get(name, "exact")) for name in RANDOM]
 
 
-def entries() -> list[F.Fn]:
-    """Every row of the matrix: the differential table, then the PRNG entries."""
-    return list(F.TABLE) + RANDOM_TABLE
+#: the PRNG rows of ``--quick``: key derivation and the draws the others are built on (eager JAX
+#: compiles each of threefry's many ops once, so each PRNG row costs seconds there)
+QUICK_RANDOM = ("random.split", "random.fold_in", "random.bits", "random.uniform", "random.normal")
+
+
+def entries(quick: bool = False) -> list[F.Fn]:
+    """Every row of the matrix: the differential table, then the PRNG entries (``QUICK_RANDOM`` if quick)."""
+    return list(F.TABLE) + [fn for fn in RANDOM_TABLE if not quick or fn.name in QUICK_RANDOM]
 
 
 def examples(fn: F.Fn):
@@ -397,14 +403,36 @@ def _safe_call(fn, args, kwargs, executor):
         return e
 
 
+def _as_if_subnormals_were_zero(fn: F.Fn, transform: str, args, kwargs, executor: str, got) -> bool:
+    """The transform's result is NumPy's for the inputs with subnormals flushed to zero (both results flushed)."""
+    flush = _deviations._flush
+    try:
+        status, want = reference(fn, transform, flush(args), flush(kwargs))
+        if status != "ok":
+            return False
+        runner.compare(_tolerance(fn, transform), flush(got), flush(want), runner._finite_scale(args, want))
+    except Exception:  # noqa: BLE001 - anything else is not this deviation
+        return False
+    return True
+
+
+#: deviation id -> its recheck under a transform ``(fn, transform, args, kwargs, executor, got) -> bool``;
+#: a deviation without one explains a transform's disagreement only through the executor's own eager answer
+TRANSFORM_RECHECKS = {"jax-flushes-subnormals": _as_if_subnormals_were_zero}
+
+
 def _explained(fn: F.Fn, transform: str, args, kwargs, executor: str, got) -> str | None:
-    """A transform's disagreement is a known deviation when the example's eager value on this executor
-    is one and the transformed result equals that executor's own (untransformed) answer."""
+    """The deviation that explains a transform's disagreement: its transform recheck holds, or else the
+    example's eager value on this executor is that deviation and the transformed result equals the
+    executor's own (untransformed) answer."""
+    name = F.standard_name(fn)
+    for dev in _deviations.DEVIATIONS:
+        if executor in dev.executors and ("*" in dev.functions or name in dev.functions) \
+                and dev.id in TRANSFORM_RECHECKS and TRANSFORM_RECHECKS[dev.id](fn, transform, args, kwargs, executor, got):
+            return dev.id
     dev = _eager_deviation(fn, args, kwargs, executor)
-    if dev is None:
+    if dev is None or transform == "grad":  # a gradient has no eager counterpart to compare with
         return None
-    if transform == "grad":
-        return dev  # no eager counterpart to compare the gradient with: inherited from the values
     try:
         if transform == "vmap":
             own = _stack_results([_arrays_only_materialised(runner.call(fn, *m, executor))

@@ -152,6 +152,20 @@ def test_vmap_batches_a_flipped_copy_and_grad_needs_a_float_input():
     np.testing.assert_allclose(g[1][0][1], w * np.cos(x.values))  # d/dx sum(w * sin x)
 
 
+def test_a_transform_disagreement_from_flushed_subnormals_is_the_jax_deviation():
+    if not _base.get("jax").available():
+        pytest.skip("jax is not installed")
+    from conformance.differential.strategies import Input
+
+    fn = F.BY_NAME["maximum"]  # jax reads 5e-324 as 0: a tie with -0.0, whose gradient is shared
+    args = (Input(np.asarray([[5e-324, -1.0, 6.0]])), -0.0)
+    ref = matrix.reference(fn, "grad", args, {})
+    found = matrix.check(fn, "grad", args, {}, "jax", ref, None)
+    assert (found.status, found.deviation, found.got) == ("deviation", "jax-flushes-subnormals", "tuple(float64[1, 3] [[0.5 0.  2. ]])")
+    args = (Input(np.asarray([[1e-300, -1.0, 6.0]])), -0.0)  # no subnormal: the same values, nothing to explain
+    assert matrix.check(fn, "grad", args, {}, "jax", matrix.reference(fn, "grad", args, {}), None).status == "ok"
+
+
 def test_capabilities_are_read_from_the_tables():
     class Partial(NumpyExecutor):
         name = "partial"

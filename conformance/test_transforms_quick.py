@@ -2,8 +2,8 @@
 
 Every row of the matrix (the differential table and the PRNG rows) runs under ``jit``, ``vmap``
 and ``grad`` on every available executor, each compared with the same transform on the NumPy
-executor (``matrix.run_row``); the PRNG rows run eagerly too (the differential table's eager
-calls are ``test_differential.py``'s).  A cell that is DIFFERS, ERROR or an unlisted gap fails,
+executor (``matrix.run_row``); eager calls are ``test_differential.py``'s and, for the PRNG,
+``tests/test_random.py``'s.  A cell that is DIFFERS, ERROR or an unlisted gap fails,
 with its first failing input and both results.  ``ARRAYX_CONFORMANCE_EXAMPLES`` changes the
 number of examples per row and transform (default 1).
 """
@@ -28,7 +28,7 @@ KNOWN: dict[tuple[str, str, str], str] = {}
 @pytest.mark.parametrize("fn", matrix.entries(), ids=[f.name for f in matrix.entries()])
 def test_transforms_agree_with_numpy(fn, request) -> None:
     executors = [n for n in _base.registered() if _base.get(n).available()]
-    transforms = TRANSFORMS + (("eager",) if fn.name in matrix.RANDOM else ())
+    transforms = TRANSFORMS
     known = {(t, e): why for (row, t, e), why in KNOWN.items() if row == fn.name}
     if known:
         request.applymarker(pytest.mark.xfail(reason="; ".join(known.values()), strict=False))
