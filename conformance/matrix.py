@@ -41,7 +41,7 @@ from conformance import deviations as _deviations
 from conformance import gaps as _gaps
 from conformance.differential import functions as F
 from conformance.differential import runner
-from conformance.differential.strategies import Input, build
+from conformance.differential.strategies import CATEGORIES, Input, build
 from conformance.report import materialise
 
 TRANSFORMS = ("eager", "jit", "vmap", "grad")
@@ -466,6 +466,19 @@ def applicable(transform: str):
 
 
 _NEEDS = {"vmap": "an array input", "grad": "a real floating input"}
+#: signatures of the differential table that draw no array argument (shapes, dtypes, scalars only)
+_NO_ARRAY_SIGNATURES = frozenset({"creation", "arange", "linspace", "eye", "freq", "dtype_pair", "finfo", "iinfo",
+                                  "isdtype", "none", "broadcast_shapes"})
+
+
+def never_applies(fn: F.Fn, transform: str) -> str | None:
+    """Why ``transform`` can apply to no example of ``fn`` (known from its table entry), else None;
+    saves drawing examples that would all be rejected."""
+    if transform in ("vmap", "grad") and fn.signature in _NO_ARRAY_SIGNATURES:
+        return f"no example of {fn.name} has an array input"
+    if transform == "grad" and (fn.name in RANDOM or not {"float32", "float64"} & set(CATEGORIES[fn.dtypes])):
+        return f"no example of {fn.name} has a real floating input (its domain: {fn.dtypes})"
+    return None
 
 
 def run_row(fn: F.Fn, executors: list[str], transforms: tuple, max_examples: int, seed: int | None = None,
@@ -512,6 +525,11 @@ def run_row(fn: F.Fn, executors: list[str], transforms: tuple, max_examples: int
         return _seed(zlib.crc32(f"{fn.name}:{t}".encode()) ^ (seed or 0))(probe)  # repeatable, distinct per row
 
     for t in transforms:
+        reason = never_applies(fn, t)
+        if reason:
+            for ex in executors:
+                cells[t][ex]["note"] = reason
+            continue
         try:
             probe_for(t)()
         except Unsatisfiable:

@@ -2,7 +2,7 @@
 
 Every row of the matrix (the differential table and the PRNG rows) runs under ``jit``, ``vmap``
 and ``grad`` on every available executor, each compared with the same transform on the NumPy
-executor (``matrix.run_row``); eager calls are ``test_differential.py``'s and, for the PRNG,
+executor (``matrix.run_row``; the PRNG rows of ``matrix.QUICK_RANDOM``); eager calls are ``test_differential.py``'s and, for the PRNG,
 ``tests/test_random.py``'s.  A cell that is DIFFERS, ERROR or an unlisted gap fails,
 with its first failing input and both results.  ``ARRAYX_CONFORMANCE_EXAMPLES`` changes the
 number of examples per row and transform (default 1).
@@ -25,7 +25,7 @@ TRANSFORMS = ("jit", "vmap", "grad")
 KNOWN: dict[tuple[str, str, str], str] = {}
 
 
-@pytest.mark.parametrize("fn", matrix.entries(), ids=[f.name for f in matrix.entries()])
+@pytest.mark.parametrize("fn", matrix.entries(quick=True), ids=[f.name for f in matrix.entries(quick=True)])
 def test_transforms_agree_with_numpy(fn, request) -> None:
     executors = [n for n in _base.registered() if _base.get(n).available()]
     transforms = TRANSFORMS
