@@ -51,8 +51,20 @@ def _parent_executor(ex) -> str | None:
     return None
 
 
+def _operator_function(member: str) -> str | None:
+    """The function an array operator runs: ``__add__`` and ``__iadd__`` -> ``add``."""
+    from conformance.differential import functions as F
+
+    table = {**F.OPERATORS, **F.UNARY_OPERATORS, "__matmul__": "matmul"}
+    return table.get(member) or table.get(f"__{member[3:]}") if member.startswith("__i") else table.get(member)
+
+
 def path(ex, func: str) -> tuple[str, str]:
     """``(kind, what)`` for standard function ``func`` on executor ``ex`` (kinds: module docstring)."""
+    served = _operator_function(func[len("array."):]) if func.startswith("array.") else None
+    if served:
+        kind, what = path(ex, served)
+        return kind, f"as {served}: {what}"
     prim = primitive_of(func)
     if prim is None:
         return COMPOSITE, "written in other arrayx operations"
