@@ -62,6 +62,17 @@ from arrayx import debug  # noqa: E402,F401  (debug.print / debug.callback)
 from arrayx.transforms import *  # noqa: E402,F401,F403  (grad, jvp, vjp, vmap, jit, ...)
 from arrayx import random  # noqa: E402,F401
 
+# submodules loaded on first access (they register primitives and rules when imported)
+_LAZY_SUBMODULES = ("nn", "lax")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"arrayx.{name}")
+    raise AttributeError(f"module 'arrayx' has no attribute {name!r}")
+
 from arrayx.transforms import nan_checks as _nan_checks  # noqa: E402
 
 _nan_checks.install_from_environment()  # ARRAYX_DEBUG_NANS / ARRAYX_DEBUG_INFS, last: nothing may reset it
