@@ -1,0 +1,366 @@
+"""``conv_general_dilated`` (JAX's signature) on one primitive, ``conv``, in the canonical layout.
+
+The public function turns ``dimension_numbers`` into transpositions (the standard's
+``permute_dims``, differentiable for free) and string padding into explicit pairs, so the
+primitive sees one layout only: lhs ``(N, C, *spatial)``, rhs ``(O, C / groups, *window)``,
+result ``(N, O, *out)``.  Its params are ``strides``, ``padding`` (a (low, high) pair per
+spatial axis, negative crops), ``lhs_dilation``, ``rhs_dilation`` and ``groups``.
+
+Each executor lowers it natively:
+
+- jax: ``jax.lax.conv_general_dilated`` (XLA's convolution);
+- numpy / numba / cupy: im2col in blocks of images (a strided window view copied into a
+  column matrix of at most ~16 MB) times the kernel matrix in one batched BLAS matmul per
+  block, written for any array module with ``as_strided`` (``_conv_columns``);
+- dask: the same per block of images (``blockwise``; the image axis keeps its chunks).
+
+The rules are convolutions again (the primitive is bilinear): the lhs cotangent is the
+cotangent convolved with the flipped kernel (lhs dilation = the strides), the rhs cotangent
+the input correlated with the cotangent (batch and feature axes swapped); groups are
+moved through reshapes.  Batching folds a batch axis into the images or the groups.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from arrayx.api._checks import array_arg
+from arrayx.transforms.core import Primitive
+from arrayx.transforms._tracer import ShapeDtypeStruct
+
+__all__ = ["conv_general_dilated", "conv", "conv_p", "ConvDimensionNumbers", "conv_dimension_numbers"]
+
+conv_p = Primitive("conv")
+
+_COLUMN_BYTES = 16 << 20  # im2col block size: columns of a few images stay in cache-friendly memory
+
+
+def _out_size(n, k, s, lo, hi, ld, rd) -> int:
+    dilated = (n - 1) * ld + 1 if n else 0
+    window = (k - 1) * rd + 1
+    span = dilated + lo + hi - window
+    return max(span // s + 1, 0) if span >= 0 else 0
+
+
+def conv_shape(lhs_shape, rhs_shape, strides, padding, lhs_dilation, rhs_dilation) -> tuple:
+    spatial = tuple(
+        _out_size(n, k, s, lo, hi, ld, rd)
+        for n, k, s, (lo, hi), ld, rd in zip(lhs_shape[2:], rhs_shape[2:], strides, padding, lhs_dilation,
+                                             rhs_dilation)
+    )
+    return (lhs_shape[0], rhs_shape[0]) + spatial
+
+
+def _conv_abstract(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    shape = conv_shape(tuple(lhs.shape), tuple(rhs.shape), strides, padding, lhs_dilation, rhs_dilation)
+    return ShapeDtypeStruct._trusted(shape, lhs.dtype, False)
+
+
+conv_p.abstract_eval = _conv_abstract
+
+
+# -- host implementation: blocked im2col + BLAS ----------------------------------------------------
+
+
+def _dilate(m, x, factors):
+    if all(f == 1 for f in factors):
+        return x
+    shape = x.shape[:2] + tuple((n - 1) * f + 1 if n else 0 for n, f in zip(x.shape[2:], factors))
+    out = m.zeros(shape, dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(None, None, f) for f in factors)] = x
+    return out
+
+
+def _pad(m, x, padding):
+    crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), n - max(-hi, 0))) for n, (lo, hi) in zip(x.shape[2:], padding))
+    x = x[(slice(None), slice(None)) + crop]  # negative padding removes elements
+    widths = ((0, 0), (0, 0)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in padding)
+    if any(w != (0, 0) for w in widths):
+        x = m.pad(x, widths)
+    return x
+
+
+def _conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups):
+    out_shape = conv_shape(lhs.shape, rhs.shape, strides, padding, lhs_dilation, rhs_dilation)
+    dtype = np.result_type(lhs.dtype, rhs.dtype)
+    if math.prod(out_shape) == 0 or math.prod(rhs.shape[1:]) == 0:
+        return m.zeros(out_shape, dtype=dtype)
+    x = m.ascontiguousarray(_pad(m, _dilate(m, lhs, lhs_dilation), padding))
+    n, c = x.shape[:2]
+    o = rhs.shape[0]
+    window = tuple(rhs.shape[2:])
+    spatial = out_shape[2:]
+    cg, og = c // groups, o // groups
+    st = x.strides
+    view = as_strided(
+        x, (n, c) + window + spatial,
+        st[:2] + tuple(st[2 + i] * d for i, d in enumerate(rhs_dilation)) + tuple(st[2 + i] * s for i, s in enumerate(strides)),
+    )
+    depth, positions = cg * math.prod(window), math.prod(spatial)
+    kernel = m.reshape(m.asarray(rhs, dtype=dtype), (groups, og, depth))
+    out = m.empty((n, groups, og, positions), dtype=dtype)
+    block = max(1, _COLUMN_BYTES // max(1, c * math.prod(window) * positions * x.itemsize))
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        columns = m.reshape(view[start:stop], (stop - start, groups, depth, positions))  # the im2col copy
+        m.matmul(kernel, columns, out=out[start:stop])
+    return m.reshape(out, out_shape)
+
+
+def _conv_numpy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    return _conv_columns(np, np.lib.stride_tricks.as_strided, lhs, rhs, strides, padding, lhs_dilation,
+                         rhs_dilation, groups)
+
+
+def _conv_cupy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    import cupy
+
+    return _conv_columns(cupy, cupy.lib.stride_tricks.as_strided, lhs, rhs, strides, padding, lhs_dilation,
+                         rhs_dilation, groups)
+
+
+def _conv_jax(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    import jax
+
+    return jax.lax.conv_general_dilated(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation,
+                                        feature_group_count=groups)
+
+
+def _conv_dask(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    import dask.array as da
+
+    d = lhs.ndim - 2
+    lhs = lhs.rechunk({i: -1 for i in range(1, lhs.ndim)})  # one task per block of images
+    rhs = rhs.rechunk(-1)
+    out_shape = conv_shape(lhs.shape, rhs.shape, strides, padding, lhs_dilation, rhs_dilation)
+    params = dict(strides=strides, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                  groups=groups)
+    a_in, k_in, a_out = [f"s{i}" for i in range(d)], [f"k{i}" for i in range(d)], [f"y{i}" for i in range(d)]
+    return da.blockwise(
+        lambda x, w: _conv_numpy(x, w, **params), ["n", "o"] + a_out, lhs, ["n", "c"] + a_in, rhs,
+        ["o", "i"] + k_in, new_axes={y: size for y, size in zip(a_out, out_shape[2:])}, concatenate=True,
+        dtype=np.result_type(lhs.dtype, rhs.dtype), meta=np.empty((0,) * (d + 2), dtype=lhs.dtype),
+    )
+
+
+conv_p.impls.update(numpy=_conv_numpy, numba=_conv_numpy, cupy=_conv_cupy, jax=_conv_jax, dask=_conv_dask)
+
+
+# -- the public function ------------------------------------------------------------------------------
+
+
+class ConvDimensionNumbers(tuple):
+    """(lhs_spec, rhs_spec, out_spec): for each operand the positions of (batch|out feature,
+    feature|in feature, *spatial), as JAX's ``ConvDimensionNumbers``."""
+
+    def __new__(cls, lhs_spec, rhs_spec, out_spec):
+        return super().__new__(cls, (tuple(lhs_spec), tuple(rhs_spec), tuple(out_spec)))
+
+    lhs_spec = property(lambda self: self[0])
+    rhs_spec = property(lambda self: self[1])
+    out_spec = property(lambda self: self[2])
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
+    """Positions of each operand's axes from None (NC..., OI..., NC...), a ConvDimensionNumbers, or
+    three strings such as ("NHWC", "HWIO", "NHWC"); spatial axes pair by their order in the rhs string."""
+    nd = len(lhs_shape)
+    if dimension_numbers is None:
+        canonical = tuple(range(nd))
+        return ConvDimensionNumbers(canonical, canonical, canonical)
+    if isinstance(dimension_numbers, ConvDimensionNumbers) or (
+            len(dimension_numbers) == 3 and not isinstance(dimension_numbers[0], str)):
+        return ConvDimensionNumbers(*dimension_numbers)
+    lhs_s, rhs_s, out_s = dimension_numbers
+    if not (len(lhs_s) == len(rhs_s) == len(out_s) == nd):
+        raise ValueError(f"conv_general_dilated: dimension_numbers {dimension_numbers} must have {nd} letters "
+                         f"each (the operands have {nd} dimensions)")
+    spatial = [ch for ch in rhs_s if ch not in "OI"]
+    try:
+        return ConvDimensionNumbers(
+            (lhs_s.index("N"), lhs_s.index("C")) + tuple(lhs_s.index(ch) for ch in spatial),
+            (rhs_s.index("O"), rhs_s.index("I")) + tuple(rhs_s.index(ch) for ch in spatial),
+            (out_s.index("N"), out_s.index("C")) + tuple(out_s.index(ch) for ch in spatial),
+        )
+    except ValueError:
+        raise ValueError(
+            f"conv_general_dilated: dimension_numbers {dimension_numbers} must be three strings with N and C "
+            f"(lhs, out), O and I (rhs) and the same spatial letters in each"
+        ) from None
+
+
+def padding_pairs(fname, padding, in_shape, window, strides) -> tuple:
+    """Explicit (low, high) pairs from "VALID", "SAME", "SAME_LOWER" or a sequence of pairs (JAX's rule)."""
+    if isinstance(padding, str):
+        kind = padding.upper()
+        if kind == "VALID":
+            return tuple((0, 0) for _ in in_shape)
+        if kind not in ("SAME", "SAME_LOWER"):
+            raise ValueError(f"{fname}: padding must be 'SAME', 'SAME_LOWER', 'VALID' or (low, high) pairs, got "
+                             f"{padding!r}")
+        pairs = []
+        for n, k, s in zip(in_shape, window, strides):
+            out = -(-n // s)
+            total = max((out - 1) * s + k - n, 0)
+            lo = total // 2 if kind == "SAME" else total - total // 2
+            pairs.append((lo, total - lo))
+        return tuple(pairs)
+    pairs = tuple(tuple(int(v) for v in p) for p in padding)
+    if len(pairs) != len(in_shape) or any(len(p) != 2 for p in pairs):
+        raise ValueError(f"{fname}: padding needs one (low, high) pair per spatial dimension ({len(in_shape)}), "
+                         f"got {padding!r}")
+    return pairs
+
+
+def _ints(fname, name, value, n, default=1) -> tuple:
+    if value is None:
+        return (default,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n or any(v < 1 for v in value):
+        raise ValueError(f"{fname}: {name} needs {n} positive integers (one per spatial dimension), got {value}")
+    return value
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count: int = 1, batch_group_count: int = 1,
+                         precision=None, preferred_element_type=None):
+    """N-d convolution (cross-correlation, as in deep learning) with JAX's signature.
+
+    ``padding``: "SAME", "SAME_LOWER", "VALID" or (low, high) per spatial axis (negative crops);
+    ``lhs_dilation`` inserts zeros between input elements (transposed convolution),
+    ``rhs_dilation`` between kernel taps (atrous); ``feature_group_count`` splits the features
+    into groups convolved separately.  ``precision`` is accepted and ignored (every executor
+    computes in the operands' dtype).
+    """
+    import arrayx as ax
+
+    fname = "conv_general_dilated"
+    array_arg(fname, lhs, "lhs")
+    array_arg(fname, rhs, "rhs")
+    if lhs.ndim != rhs.ndim or lhs.ndim < 3:
+        raise ValueError(f"{fname}: lhs and rhs need the same number (>= 3) of dimensions, got shapes "
+                         f"{lhs.shape} and {rhs.shape}")
+    if batch_group_count != 1:
+        raise NotImplementedError(f"{fname}: batch_group_count={batch_group_count} is not implemented on any "
+                                  f"executor (only 1)")
+    if preferred_element_type is not None:
+        raise NotImplementedError(f"{fname}: preferred_element_type is not implemented; cast the operands instead")
+    dt = ax.result_type(lhs, rhs)
+    if dt.kind not in "fiu":
+        raise TypeError(f"{fname}: operands must be real numbers, got {lhs.dtype} and {rhs.dtype}")
+    lhs, rhs = ax.astype(lhs, dt, copy=False), ax.astype(rhs, dt, copy=False)
+    dn = conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
+    x = _permuted(lhs, dn.lhs_spec)
+    w = _permuted(rhs, dn.rhs_spec)
+    d = x.ndim - 2
+    strides = _ints(fname, "window_strides", window_strides, d)
+    lhs_dilation = _ints(fname, "lhs_dilation", lhs_dilation, d)
+    rhs_dilation = _ints(fname, "rhs_dilation", rhs_dilation, d)
+    g = int(feature_group_count)
+    if g < 1 or x.shape[1] != w.shape[1] * g or w.shape[0] % g:
+        raise ValueError(
+            f"{fname}: lhs has {x.shape[1]} features and rhs {w.shape[1]} input features with "
+            f"{w.shape[0]} outputs; with feature_group_count={g} lhs features must be {w.shape[1]} x {g} "
+            f"and the outputs a multiple of {g}"
+        )
+    window = tuple((k - 1) * r + 1 for k, r in zip(w.shape[2:], rhs_dilation))
+    pads = padding_pairs(fname, padding, x.shape[2:], window, strides)
+    out = conv_p.bind(x, w, strides=strides, padding=pads, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                      groups=g)
+    inverse = tuple(np.argsort(dn.out_spec))
+    return _permuted(out, inverse)
+
+
+def _permuted(x, perm):
+    import arrayx as ax
+
+    perm = tuple(int(p) for p in perm)
+    return x if perm == tuple(range(x.ndim)) else ax.permute_dims(x, perm)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """``conv_general_dilated`` without dilation, in the NC.../OI... layout (``jax.lax.conv``)."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+# -- rules -----------------------------------------------------------------------------------------------
+
+
+def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    import arrayx as ax
+
+    o, cg = w.shape[:2]
+    window = tuple(w.shape[2:])
+    d = len(window)
+    kernel = ax.reshape(w, (groups, o // groups, cg) + window)
+    kernel = ax.permute_dims(kernel, (0, 2, 1) + tuple(range(3, 3 + d)))
+    kernel = ax.flip(ax.reshape(kernel, (groups * cg, o // groups) + window), axis=tuple(range(2, 2 + d)))
+    pads = []
+    for n, k, s, (lo, hi), ld, rd, m in zip(x.shape[2:], window, strides, padding, lhs_dilation, rhs_dilation,
+                                            ct.shape[2:]):
+        dilated, k_eff = (n - 1) * ld + 1, (k - 1) * rd + 1
+        pads.append((k_eff - 1 - lo, dilated + lo - (m - 1) * s - 1))
+    dx = conv_p.bind(ct, kernel, strides=(1,) * d, padding=tuple(pads), lhs_dilation=strides,
+                     rhs_dilation=rhs_dilation, groups=groups)
+    if any(ld != 1 for ld in lhs_dilation):
+        dx = dx[(slice(None), slice(None)) + tuple(slice(None, None, ld) for ld in lhs_dilation)]
+    return dx
+
+
+def _rhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+    import arrayx as ax
+
+    n, c = x.shape[:2]
+    d = x.ndim - 2
+    spatial = tuple(range(2, 2 + d))
+    cg = c // groups
+    xs = ax.reshape(x, (n, groups, cg) + tuple(x.shape[2:]))
+    xs = ax.reshape(ax.permute_dims(xs, (2, 1, 0) + tuple(s + 1 for s in spatial)), (cg, groups * n) + tuple(x.shape[2:]))
+    cts = ax.permute_dims(ct, (1, 0) + spatial)
+    pads = []
+    for size, k, s, (lo, hi), ld, rd, m in zip(x.shape[2:], w.shape[2:], strides, padding, lhs_dilation,
+                                               rhs_dilation, ct.shape[2:]):
+        padded = (size - 1) * ld + 1 + lo + hi
+        excess = padded - ((m - 1) * s + (k - 1) * rd + 1)
+        pads.append((lo, hi - excess))
+    dw = conv_p.bind(xs, cts, strides=rhs_dilation, padding=tuple(pads), lhs_dilation=lhs_dilation,
+                     rhs_dilation=strides, groups=groups)
+    return ax.permute_dims(dw, (1, 0) + spatial)
+
+
+def _conv_batch(vals, dims, **params):
+    import arrayx as ax
+    from arrayx.transforms.rules._batch import to_front
+
+    (x, w), (dx, dw) = vals, dims
+    groups = params["groups"]
+    if dw is None:  # images of the batch members are more images
+        x = to_front(x, dx)
+        b, n = x.shape[:2]
+        out = conv_p.bind(ax.reshape(x, (b * n,) + tuple(x.shape[2:])), w, **params)
+        return ax.reshape(out, (b, n) + tuple(out.shape[1:])), 0
+    w = to_front(w, dw)
+    b = w.shape[0]
+    if dx is None:
+        x = ax.broadcast_to(ax.expand_dims(x, axis=0), (b,) + tuple(x.shape))
+    else:
+        x = to_front(x, dx)
+    # both batched: each member is its own set of feature groups
+    n, c = x.shape[1:3]
+    xs = ax.reshape(ax.moveaxis(x, 0, 1), (n, b * c) + tuple(x.shape[3:]))
+    ws = ax.reshape(w, (b * w.shape[1],) + tuple(w.shape[2:]))
+    out = conv_p.bind(xs, ws, **{**params, "groups": groups * b})
+    return ax.reshape(out, (n, b, w.shape[1]) + tuple(out.shape[2:])), 1
+
+
+def _define_rules():
+    from arrayx.transforms.rules import defbilinear
+
+    defbilinear(conv_p, _lhs_transpose, _rhs_transpose)
+    conv_p.batch = _conv_batch
+
+
+_define_rules()
+
