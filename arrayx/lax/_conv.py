@@ -33,7 +33,7 @@ __all__ = ["conv_general_dilated", "conv", "conv_p", "ConvDimensionNumbers", "co
 
 conv_p = Primitive("conv")
 
-_COLUMN_BYTES = 16 << 20  # im2col block size: columns of a few images stay in cache-friendly memory
+_COLUMN_BYTES = 64 << 20  # im2col block: big enough for one efficient GEMM, small enough to bound memory
 
 
 def _out_size(n, k, s, lo, hi, ld, rd) -> int:
@@ -87,25 +87,56 @@ def _conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_d
     if math.prod(out_shape) == 0 or math.prod(rhs.shape[1:]) == 0:
         return m.zeros(out_shape, dtype=dtype)
     x = m.ascontiguousarray(_pad(m, _dilate(m, lhs, lhs_dilation), padding))
+    kernel = m.asarray(rhs, dtype=dtype)
+    if math.prod(out_shape[2:]) <= math.prod(rhs.shape[2:]):
+        return _by_output_position(m, x, kernel, out_shape, strides, rhs_dilation, groups)
+    return _by_columns(m, as_strided, x, kernel, out_shape, strides, rhs_dilation, groups)
+
+
+def _by_columns(m, as_strided, x, rhs, out_shape, strides, rhs_dilation, groups):
+    """im2col: for a block of images, every window's elements as the columns of one matrix
+    (group, feature x window, image x position), times the kernel matrix in one GEMM per group."""
     n, c = x.shape[:2]
     o = rhs.shape[0]
-    window = tuple(rhs.shape[2:])
-    spatial = out_shape[2:]
+    window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
+    d = len(window)
     cg, og = c // groups, o // groups
     st = x.strides
-    view = as_strided(
-        x, (n, c) + window + spatial,
-        st[:2] + tuple(st[2 + i] * d for i, d in enumerate(rhs_dilation)) + tuple(st[2 + i] * s for i, s in enumerate(strides)),
+    view = as_strided(  # (group, feature, *window, image, *position): no copy yet
+        x, (groups, cg) + window + (n,) + spatial,
+        (cg * st[1], st[1]) + tuple(st[2 + i] * r for i, r in enumerate(rhs_dilation)) + (st[0],)
+        + tuple(st[2 + i] * s for i, s in enumerate(strides)),
     )
     depth, positions = cg * math.prod(window), math.prod(spatial)
-    kernel = m.reshape(m.asarray(rhs, dtype=dtype), (groups, og, depth))
-    out = m.empty((n, groups, og, positions), dtype=dtype)
+    kernel = m.reshape(rhs, (groups, og, depth))
+    out = m.empty(out_shape, dtype=x.dtype)
     block = max(1, _COLUMN_BYTES // max(1, c * math.prod(window) * positions * x.itemsize))
+    image_axis = 2 + d
     for start in range(0, n, block):
         stop = min(n, start + block)
-        columns = m.reshape(view[start:stop], (stop - start, groups, depth, positions))  # the im2col copy
-        m.matmul(kernel, columns, out=out[start:stop])
-    return m.reshape(out, out_shape)
+        part = view[(slice(None),) * image_axis + (slice(start, stop),)]
+        columns = m.reshape(part, (groups, depth, (stop - start) * positions))  # the im2col copy
+        res = m.reshape(m.matmul(kernel, columns), (o, stop - start) + spatial)
+        out[start:stop] = m.moveaxis(res, 0, 1)
+    return out
+
+
+def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups):
+    """Few output positions and a large window (the kernel gradient): one GEMM per position and group
+    over (image, feature x window), whose operand is a plain strided slice of the input."""
+    n, c = x.shape[:2]
+    o = rhs.shape[0]
+    window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
+    cg, og = c // groups, o // groups
+    depth = cg * math.prod(window)
+    kernels = [m.ascontiguousarray(m.reshape(rhs[g * og:(g + 1) * og], (og, depth)).T) for g in range(groups)]
+    out = m.empty((n, o) + spatial, dtype=x.dtype)
+    for pos in np.ndindex(*spatial):
+        key = tuple(slice(p * s, p * s + (k - 1) * r + 1, r) for p, s, k, r in zip(pos, strides, window, rhs_dilation))
+        for g in range(groups):
+            patch = m.reshape(x[(slice(None), slice(g * cg, (g + 1) * cg)) + key], (n, depth))  # 2-D: BLAS
+            out[(slice(None), slice(g * og, (g + 1) * og)) + pos] = patch @ kernels[g]
+    return out
 
 
 def _conv_numpy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
@@ -291,6 +322,8 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
 def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
     import arrayx as ax
 
+    if math.prod(ct.shape) == 0:  # no output: nothing flows back (XLA refuses an empty window)
+        return ax.zeros(tuple(x.shape), dtype=ct.dtype, device=ct.device)
     o, cg = w.shape[:2]
     window = tuple(w.shape[2:])
     d = len(window)
@@ -312,6 +345,8 @@ def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, gr
 def _rhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
     import arrayx as ax
 
+    if math.prod(ct.shape) == 0:
+        return ax.zeros(tuple(w.shape), dtype=ct.dtype, device=ct.device)
     n, c = x.shape[:2]
     d = x.ndim - 2
     spatial = tuple(range(2, 2 + d))
