@@ -19,6 +19,7 @@ __all__ = [
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
     "cond", "switch", "while_loop", "fori_loop", "scan", "map", "debug_nans", "debug_infs", "vmap",
+    "pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "device_count", "local_device_count",
 ]
 
 # public name -> module that defines it
@@ -32,6 +33,8 @@ _WHERE = {
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
     "scan": "control_flow", "map": "control_flow", "debug_nans": "nan_checks", "debug_infs": "nan_checks",
     "vmap": "batching",
+    **{name: "parallel" for name in ("pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index",
+                                      "device_count", "local_device_count")},
 }
 
 

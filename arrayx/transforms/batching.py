@@ -17,7 +17,11 @@ from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
 from arrayx.transforms._tracer import Tracer, TracerState
 
-__all__ = ["BatchTrace", "BatchTracer", "vmap"]
+__all__ = ["BatchTrace", "BatchTracer", "vmap", "COLLECTIVE_RULES"]
+
+#: collective primitive -> rule(vals, dims, size, **params) -> (out, out_dim) applied by the trace of the
+#: vmap whose axis_name the collective names (transforms/parallel.py registers them)
+COLLECTIVE_RULES: dict = {}
 
 
 class BatchState(TracerState):
@@ -67,11 +71,12 @@ def moveaxis_to(x, src: int | None, dst: int, size: int):
 class BatchTrace(Trace):
     """Applies batch rules to primitives that have one of this trace's tracers as an operand."""
 
-    __slots__ = ("size",)
+    __slots__ = ("size", "axis_name")
 
-    def __init__(self, parent, size: int, transform: str = "vmap"):
+    def __init__(self, parent, size: int, transform: str = "vmap", axis_name=None):
         super().__init__(parent, transform)
         self.size = size
+        self.axis_name = axis_name
 
     def box(self, val, dim):
         if dim is None:
@@ -84,6 +89,8 @@ class BatchTrace(Trace):
         return x, None
 
     def process_primitive(self, prim, args, params):
+        if self.axis_name is not None and prim in COLLECTIVE_RULES and params["axis_name"] == self.axis_name:
+            return self._process_collective(prim, args, params)
         vals = []
         dims = []
         own = False
@@ -109,6 +116,16 @@ class BatchTrace(Trace):
             return tuple(self.box(o, d) for o, d in zip(out, odim))
         return self.box(out, odim)
 
+    def _process_collective(self, prim, args, params):
+        """A collective over this vmap's own axis: its named rule, also for values that are not batched."""
+        vals, dims = zip(*(self.unbox(a) for a in args))
+        token = _TRACE.set(self.parent)
+        try:
+            out, odim = COLLECTIVE_RULES[prim](list(vals), list(dims), self.size, **params)
+        finally:
+            _TRACE.reset(token)
+        return self.box(out, odim)
+
     def process_call(self, prim, args, params):
         if not any(a.__class__ is BatchTracer and a._buf.trace is self for a in args):
             return bind_with(self.parent, prim, args, params)
@@ -119,6 +136,30 @@ class BatchTrace(Trace):
                 f"vmap: batching the call-like primitive {prim.name!r} is not implemented yet"
             )
         return tuple(fun(*args))
+
+
+def _axis_bound(axis_name, size, trace, device):
+    """The axis environment frame of ``vmap(axis_name=...)`` (collectives may name it), or nothing."""
+    import contextlib
+
+    if axis_name is None:
+        return contextlib.nullcontext()
+    from arrayx.transforms.parallel import bind_axis
+
+    def index():
+        from arrayx.api._dtypes import int32
+        from arrayx.api.creation import arange
+
+        with _set_parent(trace):
+            return trace.box(arange(size, dtype=int32, device=device), 0)
+
+    return bind_axis(axis_name, size, index, "vmap")
+
+
+def _set_parent(trace):
+    from arrayx.transforms.core import set_trace
+
+    return set_trace(trace.parent)
 
 
 # call-like primitives whose sub-computation vmap evaluates on the batch trace itself
@@ -186,8 +227,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None, axi
     >>> ax.vmap(lambda x, y: x @ y, in_axes=(0, None))(ax.ones((3, 2)), ax.ones(2)).tolist()
     [2.0, 2.0, 2.0]
     """
-    if axis_name is not None or spmd_axis_name is not None:
-        raise NotImplementedError("vmap: axis_name/spmd_axis_name (collectives) are not implemented")
+    if spmd_axis_name is not None:
+        raise NotImplementedError("vmap: spmd_axis_name is not implemented (axis_name is)")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
 
@@ -228,12 +269,14 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None, axi
         if not found:
             raise ValueError("vmap: no argument is mapped (every in_axes entry is None); pass axis_size")
         size = found.pop()
-        trace = BatchTrace(current_trace(), size)
+        trace = BatchTrace(current_trace(), size, axis_name=axis_name)
         ins = [trace.box(x, d) for x, d in zip(leaves, dims)]
         a2, k2 = pytree.unflatten(tree, ins)
         token = _TRACE.set(trace)
         try:
-            out = fun(*a2, **k2)
+            with _axis_bound(axis_name, size, trace, next((x.device for x, d in zip(leaves, dims) if d is not None),
+                                                          None)):
+                out = fun(*a2, **k2)
         except BaseException:
             trace.finish()  # arrays rebound by in-place code get their old values back
             raise

@@ -1,0 +1,683 @@
+"""``pmap`` and the named-axis collectives (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
+``axis_index``), with JAX's semantics, inside ``pmap`` and inside ``vmap(axis_name=...)``.
+
+An axis name is bound by a frame of the axis environment (a ContextVar: the name, the number of
+members, and how to get the member's index).  ``vmap(axis_name=)`` binds one around its function;
+its trace applies the collectives' *named* batch rules (``batching.COLLECTIVE_RULES``): over the
+batch axis a psum is a sum, an all_gather a move of the batch axis.  Collectives are primitives,
+so inner transforms (grad inside vmap/pmap) see them: psum and all_gather are linear (psum is
+its own transpose; all_gather's is a psum and a slice at the member's index), pmax/pmin pass the
+tangent of the members that hold the extremum (shared between ties).  A collective evaluated
+on a concrete value (one that is the same for every member) needs no communication: psum is
+``x * size``, pmax/pmin ``x``, all_gather ``size`` copies.
+
+``pmap(f)(x)`` with no transform active stages ``f`` once per input signature on one shard's
+shapes (with ``disable_jit``: nested jit bodies are inlined, so their collectives are seen) and
+runs it on the executor of its arguments:
+
+- jax: ``jax.pmap`` of the lowered graph over the executor's devices (collectives lower to
+  ``jax.lax.psum/pmax/pmin/all_gather``); at most ``jax.local_device_count()`` members
+  (``XLA_FLAGS=--xla_force_host_platform_device_count=N`` gives N CPU devices);
+- numpy / numba (one device): the members run in turn, segment by segment between collectives,
+  each segment compiled once; a collective combines the members' values;
+- dask: each segment is one task per member (``dask.delayed`` of the NumPy-compiled segment on
+  the member's blocks), collectives combine lazily: computing the result runs the members on
+  the cluster's workers.
+
+Under a transform (``grad(pmap(f))``, ``jit``, ``vmap``) ``pmap`` is ``vmap(f, axis_name=...)``:
+the same values, on the one executor, differentiable and stageable.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import uuid
+from contextvars import ContextVar
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from arrayx import pytree
+from arrayx.api._array import Array
+from arrayx.transforms.core import Primitive, current_trace
+from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of, is_weak
+
+__all__ = ["pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "device_count",
+           "local_device_count", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "COLLECTIVES"]
+
+
+# -- the axis environment ---------------------------------------------------------------------------
+
+
+class AxisFrame(NamedTuple):
+    name: object
+    size: int
+    index: Callable  # () -> this member's index (an int32 array, batched under vmap)
+    kind: str  # "vmap" or "pmap"
+
+
+_AXES: ContextVar = ContextVar("arrayx_axis_env", default=())
+
+
+@contextlib.contextmanager
+def bind_axis(name, size: int, index: Callable, kind: str):
+    """Within the block, ``name`` is a mapped axis of ``size`` members (collectives may name it)."""
+    token = _AXES.set(_AXES.get() + (AxisFrame(name, int(size), index, kind),))
+    try:
+        yield
+    finally:
+        _AXES.reset(token)
+
+
+def _frame(fname: str, name) -> AxisFrame:
+    for frame in reversed(_AXES.get()):
+        if frame.name == name:
+            return frame
+    bound = [f.name for f in _AXES.get()]
+    raise NameError(
+        f"{fname}: unbound axis name {name!r}; a collective needs an enclosing arrayx.pmap(f, axis_name=...) "
+        f"or arrayx.vmap(f, axis_name=...) that names it" + (f" (bound here: {bound})" if bound else "")
+    )
+
+
+def _names(axis_name) -> tuple:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+# -- primitives ----------------------------------------------------------------------------------------
+
+psum_p = Primitive("psum")
+pmax_p = Primitive("pmax")
+pmin_p = Primitive("pmin")
+all_gather_p = Primitive("all_gather")
+COLLECTIVES = (psum_p, pmax_p, pmin_p, all_gather_p)
+
+
+def _same_aval(x, **params):
+    return ShapeDtypeStruct._trusted(tuple(x.shape), x.dtype, is_weak(x))
+
+
+def gathered_shape(shape, axis, tiled, size) -> tuple:
+    shape = list(shape)
+    if tiled:
+        shape[axis] *= size
+    else:
+        shape.insert(axis, size)
+    return tuple(shape)
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    _p.abstract_eval = _same_aval
+all_gather_p.abstract_eval = lambda x, *, axis_name, axis_size, axis, tiled: ShapeDtypeStruct._trusted(
+    gathered_shape(x.shape, axis, tiled, axis_size), x.dtype, False)
+
+
+def _xp(buf):
+    from arrayx.api.manipulation import buffer_namespace
+
+    return buffer_namespace(buf)
+
+
+# a collective on a concrete buffer: the value is the same on every member
+def _psum_unmapped(x, *, axis_name, axis_size):
+    return x * axis_size
+
+
+def _extremum_unmapped(x, *, axis_name, axis_size):
+    return x
+
+
+def _all_gather_unmapped(x, *, axis_name, axis_size, axis, tiled):
+    xp = _xp(x)
+    return xp.concat([x] * axis_size, axis=axis) if tiled else xp.stack([x] * axis_size, axis=axis)
+
+
+# names that the jax.pmap being traced maps over (its collectives lower to jax.lax's)
+_JAX_MAPPED: ContextVar = ContextVar("arrayx_jax_pmap_axes", default=frozenset())
+
+
+def _jax_collective(lax_name, unmapped):
+    def impl(x, **params):
+        if params["axis_name"] not in _JAX_MAPPED.get():
+            return unmapped(x, **params)
+        import jax
+
+        if lax_name == "all_gather":
+            return jax.lax.all_gather(x, params["axis_name"], axis=params["axis"], tiled=params["tiled"])
+        return getattr(jax.lax, lax_name)(x, params["axis_name"])
+
+    return impl
+
+
+for _p, _unmapped, _lax in ((psum_p, _psum_unmapped, "psum"), (pmax_p, _extremum_unmapped, "pmax"),
+                            (pmin_p, _extremum_unmapped, "pmin"), (all_gather_p, _all_gather_unmapped, "all_gather")):
+    _p.impls["*"] = _unmapped
+    _p.impls["jax"] = _jax_collective(_lax, _unmapped)
+
+
+# -- rules -----------------------------------------------------------------------------------------------
+
+
+def _sum_params(params):
+    return {"axis_name": params["axis_name"], "axis_size": params["axis_size"]}
+
+
+def _extremum_jvp(prim):
+    def jvp(primals, tangents, **params):
+        import arrayx as ax
+
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        if t is None:
+            return out, None
+        hit = ax.astype(x == out, t.dtype)  # members holding the extremum share its tangent
+        return out, psum_p.bind(t * hit, **params) / psum_p.bind(hit, **params)
+
+    jvp.__name__ = f"{prim.name}_jvp"
+    return jvp
+
+
+def _all_gather_transpose(ct, x, *, axis_name, axis_size, axis, tiled):
+    from arrayx.lax import dynamic_index_in_dim, dynamic_slice_in_dim
+
+    total = psum_p.bind(ct, axis_name=axis_name, axis_size=axis_size)
+    me = axis_index(axis_name)
+    if tiled:
+        chunk = x.shape[axis]
+        return (dynamic_slice_in_dim(total, me * chunk, chunk, axis),)
+    return (dynamic_index_in_dim(total, me, axis, keepdims=False),)
+
+
+def _define_rules():
+    from arrayx.transforms.rules import deflinear
+
+    deflinear(psum_p, lambda ct, x, **params: (psum_p.bind(ct, **params),))
+    deflinear(all_gather_p, _all_gather_transpose)
+    pmax_p.jvp = _extremum_jvp(pmax_p)
+    pmin_p.jvp = _extremum_jvp(pmin_p)
+
+
+# batch rules over an axis that is not the collective's: the collective acts member-wise
+def _elementwise_batch(prim):
+    def rule(vals, dims, **params):
+        return prim.bind(vals[0], **params), dims[0]
+
+    return rule
+
+
+def _all_gather_batch(vals, dims, *, axis, **params):
+    from arrayx.transforms.rules._batch import to_front
+
+    return all_gather_p.bind(to_front(vals[0], dims[0]), axis=axis + 1, **params), 0
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    _p.batch = _elementwise_batch(_p)
+all_gather_p.batch = _all_gather_batch
+
+
+# named batch rules: the collective over the vmapped axis itself (out_dim None: one value for all)
+def _named_reduction(reduce_name, unmapped):
+    def rule(vals, dims, size, **params):
+        import arrayx as ax
+
+        (x,), (d,) = vals, dims
+        if d is None:
+            return unmapped(x, size), None
+        if reduce_name == "sum":
+            return ax.sum(x, axis=d, dtype=x.dtype), None
+        return getattr(ax, reduce_name)(x, axis=d), None
+
+    return rule
+
+
+def _named_all_gather(vals, dims, size, *, axis, tiled, **params):
+    import arrayx as ax
+
+    (x,), (d,) = vals, dims
+    if d is None:
+        x = ax.broadcast_to(ax.expand_dims(x, axis=0), (size,) + tuple(x.shape))
+        d = 0
+    out = ax.moveaxis(x, d, axis)
+    if tiled:
+        shape = list(out.shape)
+        out = ax.reshape(out, tuple(shape[:axis]) + (shape[axis] * shape[axis + 1],) + tuple(shape[axis + 2:]))
+    return out, None
+
+
+def _register_named_rules():
+    from arrayx.transforms.batching import COLLECTIVE_RULES
+
+    COLLECTIVE_RULES[psum_p] = _named_reduction("sum", lambda x, n: x * n)
+    COLLECTIVE_RULES[pmax_p] = _named_reduction("max", lambda x, n: x)
+    COLLECTIVE_RULES[pmin_p] = _named_reduction("min", lambda x, n: x)
+    COLLECTIVE_RULES[all_gather_p] = _named_all_gather
+
+
+_define_rules()
+_register_named_rules()
+
+
+# -- the public collectives ------------------------------------------------------------------------------
+
+
+def _over_leaves(fname, x, axis_name, one):
+    def leaf(v):
+        for name in _names(axis_name):
+            v = one(v, _frame(fname, name))
+        return v
+
+    return pytree.map(leaf, x)
+
+
+def psum(x, axis_name):
+    """The sum of ``x`` over the members of the mapped axis ``axis_name`` (a name or a tuple of names);
+    every member gets it.  ``x`` may be a pytree; ``psum(1, name)`` is the axis size."""
+    def one(v, frame):
+        if not isinstance(v, Array):
+            return v * frame.size
+        return psum_p.bind(v, axis_name=frame.name, axis_size=frame.size)
+
+    return _over_leaves("psum", x, axis_name, one)
+
+
+def pmean(x, axis_name):
+    """The mean of ``x`` over the members of ``axis_name`` (``psum(x) / size``)."""
+    size = math.prod(_frame("pmean", n).size for n in _names(axis_name))
+    return pytree.map(lambda v: v / size, psum(x, axis_name))
+
+
+def _extremum(fname, prim):
+    def collective(x, axis_name):
+        def one(v, frame):
+            if not isinstance(v, Array):
+                return v
+            return prim.bind(v, axis_name=frame.name, axis_size=frame.size)
+
+        return _over_leaves(fname, x, axis_name, one)
+
+    return collective
+
+
+pmax = _extremum("pmax", pmax_p)
+pmax.__doc__ = "The maximum of ``x`` over the members of the mapped axis ``axis_name``."
+pmin = _extremum("pmin", pmin_p)
+pmin.__doc__ = "The minimum of ``x`` over the members of the mapped axis ``axis_name``."
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """Every member's ``x`` stacked along a new axis ``axis`` (concatenated along ``axis`` when
+    ``tiled``), in member order; every member gets the whole."""
+    import arrayx as ax
+
+    def one(v, frame):
+        v = v if isinstance(v, Array) else ax.asarray(v)
+        nd = v.ndim + (0 if tiled else 1)
+        if not -nd <= axis < nd:
+            raise ValueError(f"all_gather: axis {axis} is out of range for a result of {nd} dimension(s)")
+        return all_gather_p.bind(v, axis_name=frame.name, axis_size=frame.size, axis=axis % nd, tiled=bool(tiled))
+
+    return _over_leaves("all_gather", x, axis_name, one)
+
+
+def axis_index(axis_name):
+    """This member's position (int32, from 0) along the mapped axis ``axis_name``."""
+    return _frame("axis_index", axis_name).index()
+
+
+def device_count(executor: str | None = None) -> int:
+    """How many devices ``executor`` (default: the current one) maps ``pmap`` over: JAX's devices, the
+    workers of the Dask cluster arrayx is connected to, else 1 (numpy/numba run members in turn)."""
+    from arrayx.executors.base import get, get_executor
+
+    ex = get_executor() if executor is None else get(executor)
+    if ex.name == "dask":
+        from arrayx.executors import dask as dask_executor
+
+        client = dask_executor.get_scheduler()
+        info = getattr(client, "scheduler_info", None)
+        return max(1, len(info()["workers"])) if info is not None else 1
+    return len(ex.devices())
+
+
+local_device_count = device_count
+
+
+# -- pmap ---------------------------------------------------------------------------------------------------
+
+
+def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(), devices=None,
+         backend=None, axis_size=None, donate_argnums=()) -> Callable:
+    """``fun`` mapped over an axis of its arguments, one member per device (see the module doc).
+
+    ``in_axes``/``out_axes`` as in ``vmap`` (ints, None, pytree prefixes); ``axis_name`` names the
+    mapped axis for the collectives; ``static_broadcasted_argnums`` are passed to every member as
+    Python values; ``devices`` (jax) chooses the devices.  ``donate_argnums`` is accepted and ignored.
+    """
+    from arrayx.transforms.batching import vmap
+
+    if backend is not None:
+        raise NotImplementedError("pmap: backend= is not supported; put the arguments on the executor to use")
+    name = axis_name if axis_name is not None else _Anonymous()
+    static = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
+        else tuple(static_broadcasted_argnums)
+    cache: dict = {}
+
+    @functools.wraps(fun)
+    def mapped(*args):
+        n_args = len(args)
+        static_pos = {i % n_args for i in static} if n_args else set()
+        dyn_pos = [i for i in range(n_args) if i not in static_pos]
+
+        def with_static(*dyn):
+            full = list(args)
+            for i, v in zip(dyn_pos, dyn):
+                full[i] = v
+            return fun(*full)
+
+        dyn = [args[i] for i in dyn_pos]
+        dyn_axes = in_axes
+        if isinstance(in_axes, (tuple, list)):
+            if len(in_axes) != n_args:
+                raise ValueError(f"pmap: in_axes has {len(in_axes)} entries but the function got {n_args} arguments")
+            dyn_axes = tuple(in_axes[i] for i in dyn_pos)
+        if current_trace() is not None:  # under a transform: the same values as vmap over the named axis
+            return vmap(with_static, in_axes=dyn_axes, out_axes=out_axes, axis_size=axis_size, axis_name=name)(*dyn)
+        return _pmap_top(with_static, name, dyn, dyn_axes, out_axes, devices, cache,
+                         tuple((i, _static_key(args[i])) for i in sorted(static_pos)))
+
+    mapped.__name__ = f"pmap({getattr(fun, '__name__', 'fun')})"
+    return mapped
+
+
+class _Anonymous:
+    """The axis name of a pmap without one (collectives cannot name it; it stays distinct)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<anonymous pmap axis>"
+
+
+def _static_key(v):
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return id(v)
+
+
+def _pmap_top(fun, name, args, in_axes, out_axes, devices, cache, static_key):
+    import arrayx as ax
+    from arrayx.transforms.batching import _check_axis
+    leaves, tree = pytree.flatten(tuple(args))
+    prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    axes = pytree.broadcast_prefix(prefix, tuple(args), is_leaf=lambda v: v is None, prefix_name="in_axes",
+                                   full_name="the arguments", who="pmap")
+    ex = None
+    sizes = set()
+    moved, mapped_flags, avals = [], [], []
+    for x, a in zip(leaves, axes):
+        if not isinstance(x, Array):
+            moved.append(x)
+            mapped_flags.append(None)
+            avals.append(None)
+            continue
+        if ex is None:
+            ex = x._ex
+        elif x._ex != ex:
+            raise TypeError(f"pmap: arguments live on different executors ({ex.name!r} and {x._ex.name!r}); "
+                            f"move one with x.to_device(...) first")
+        if a is None:
+            moved.append(x)
+            mapped_flags.append(False)
+            avals.append(aval_of(x))
+            continue
+        d = _check_axis("in_axes", a, x.ndim, "pmap argument")
+        sizes.add(x.shape[d])
+        x = ax.moveaxis(x, d, 0) if d else x
+        moved.append(x)
+        mapped_flags.append(True)
+        avals.append(ShapeDtypeStruct(tuple(x.shape[1:]), x.dtype))
+    if len(sizes) != 1:
+        raise ValueError("pmap: no argument is mapped" if not sizes else
+                         f"pmap: the mapped axes have different sizes {sorted(sizes)}")
+    (n,) = sizes
+    key = (tree, tuple(mapped_flags), tuple((a.shape, a.dtype, a.weak_type) if a is not None else
+                                              (type(v), _static_key(v)) for a, v in zip(avals, moved)),
+           static_key, ex.name, n)
+    staged = cache.get(key)
+    if staged is None:
+        staged = cache[key] = _stage_member(fun, name, n, tree, moved, mapped_flags, avals, ex)
+    graph, out_tree = staged
+    bufs = [x._buf for x, f in zip(moved, mapped_flags) if f is not None]
+    flags = [f for f in mapped_flags if f is not None]
+    runner = _RUNNERS.get(ex.name, _run_in_turn)
+    outs = runner(ex, graph, name, n, bufs, flags, devices)
+    results = []
+    oaxes = pytree.broadcast_prefix(out_axes, pytree.unflatten(out_tree, [0] * len(outs)),
+                                    is_leaf=lambda v: v is None, prefix_name="out_axes", full_name="the output",
+                                    who="pmap")
+    for o, a in zip(outs, oaxes):
+        if a is None:
+            results.append(o[0])
+        else:
+            results.append(ax.moveaxis(o, 0, _check_axis("out_axes", a, o.ndim, "pmap output")) if a else o)
+    return pytree.unflatten(out_tree, results)
+
+
+def _stage_member(fun, name, n, tree, leaves, mapped_flags, avals, ex):
+    """One member's graph: its array leaves and, last, its index (int32) are the graph's inputs."""
+    from arrayx.transforms.jitting import disable_jit
+    from arrayx.transforms.staging import StagingTrace, _as_output
+
+    trace = StagingTrace(None, ex.default_device(), "pmap")
+    ins = [trace.new_input(a) if a is not None else None for a in avals]
+    index = trace.new_input(ShapeDtypeStruct((), np.dtype("int32")))
+    out_tree = []
+
+    def body(*arrays):
+        it = iter(arrays)
+        member = [next(it) if f is not None else v for v, f in zip(leaves, mapped_flags)]
+        with bind_axis(name, n, lambda: index, "pmap"), disable_jit():
+            out = fun(*pytree.unflatten(tree, member))
+        outs, otree = pytree.flatten(out)
+        out_tree.append(otree)
+        return outs
+
+    outs = trace.run(body, [t for t in ins if t is not None])
+    graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
+    return graph, out_tree[0]
+
+
+# -- running a member's graph --------------------------------------------------------------------------------
+
+
+def _nested_collectives(value) -> bool:
+    from arrayx.transforms.graph import Graph
+
+    if isinstance(value, Graph):
+        return any(e.prim in COLLECTIVES or any(_nested_collectives(p) for p in e.params.values())
+                   for e in value.equations)
+    if isinstance(value, (tuple, list)):
+        return any(_nested_collectives(v) for v in value)
+    return False
+
+
+class _Segment(NamedTuple):
+    graph: object  # Graph of the equations between two collectives, or None for a collective
+    eqn: object  # the collective's Equation, or None
+    inputs: tuple
+    outputs: tuple
+
+
+def segments(graph) -> list:
+    """The member graph cut at its collectives: compute segments (closed Graphs) and collectives."""
+    from arrayx.transforms.graph import Graph, Var
+
+    key = "pmap segments"
+    if key in graph.derived:
+        return graph.derived[key]
+    needed_later: list = [set() for _ in range(len(graph.equations) + 1)]
+    live = {o for o in graph.outputs if o.__class__ is Var}
+    needed_later[-1] = set(live)
+    for j in range(len(graph.equations) - 1, -1, -1):
+        live = live | {a for a in graph.equations[j].inputs if a.__class__ is Var}
+        needed_later[j] = set(live)
+    out, run, start = [], [], 0
+
+    def flush(stop):
+        if not run:
+            return
+        defined = {v for e in run for v in e.outputs}
+        ins = []
+        for e in run:
+            for a in e.inputs:
+                if a.__class__ is Var and a not in defined and a not in ins:
+                    ins.append(a)
+        outs = tuple(v for v in defined if v in needed_later[stop])
+        out.append(_Segment(Graph(ins, (), (), list(run), outs), None, tuple(ins), outs))
+        run.clear()
+
+    for j, eqn in enumerate(graph.equations):
+        if eqn.prim in COLLECTIVES:
+            flush(j)
+            out.append(_Segment(None, eqn, eqn.inputs, eqn.outputs))
+            continue
+        if any(_nested_collectives(p) for p in eqn.params.values()):
+            raise NotImplementedError(
+                f"pmap: a collective inside {eqn.prim.name} (control flow or a custom rule) is only supported on "
+                f"the 'jax' executor; move the collective out of the {eqn.prim.name} body"
+            )
+        run.append(eqn)
+    flush(len(graph.equations))
+    graph.derived[key] = out
+    return out
+
+
+def _combine(xp, eqn, values):
+    """One collective over the members' values (a list in member order) -> each member's result."""
+    prim, params = eqn.prim, eqn.params
+    if prim is psum_p:
+        total = functools.reduce(lambda a, b: a + b, values)
+        return [total] * len(values)
+    if prim in (pmax_p, pmin_p):
+        op = xp.maximum if prim is pmax_p else xp.minimum
+        best = functools.reduce(op, values)
+        return [best] * len(values)
+    whole = xp.concat(values, axis=params["axis"]) if params["tiled"] else xp.stack(values, axis=params["axis"])
+    return [whole] * len(values)
+
+
+def _member_inputs(graph, bufs, flags, n, index_of):
+    envs = []
+    for i in range(n):
+        env = {}
+        for v, b, f in zip(graph.inputs[:-1], bufs, flags):
+            env[v] = b[i] if f else b
+        env[graph.inputs[-1]] = index_of(i)
+        envs.append(env)
+    return envs
+
+
+def _read(env, a, consts):
+    from arrayx.transforms.graph import Var
+
+    if a.__class__ is Var:
+        return env[a] if a in env else consts[a]
+    return None if a is None else a.value
+
+
+def _run_segments(ex, graph, n, bufs, flags, run_compute, xp, index_of, wrap_const):
+    envs = _member_inputs(graph, bufs, flags, n, index_of)
+    consts = {v: wrap_const(c) for v, c in zip(graph.constvars, graph.consts)}
+    for seg in segments(graph):
+        if seg.eqn is not None:
+            vals = [_read(env, seg.inputs[0], consts) for env in envs]
+            for env, r in zip(envs, _combine(xp, seg.eqn, vals)):
+                env[seg.outputs[0]] = r
+            continue
+        for i, env in enumerate(envs):
+            outs = run_compute(seg, [_read(env, a, consts) for a in seg.inputs], i)
+            env.update(zip(seg.outputs, outs))
+    return [[_read(env, o, consts) for env in envs] for o in graph.outputs]
+
+
+def _wrap(buf, ex):
+    from arrayx.transforms.core import _wrap as wrap
+
+    return wrap(buf, ex)
+
+
+def _run_in_turn(ex, graph, name, n, bufs, flags, devices):
+    """numpy / numba: the members one after another, segment by segment."""
+    from arrayx.executors._lowering import _buffer_for, lowered
+
+    xp = ex.xp
+
+    def compute(seg, ins, i):
+        return lowered(ex, seg.graph)(*ins)
+
+    per_output = _run_segments(ex, graph, n, bufs, flags, compute, xp,
+                               lambda i: ex.asarray(np.int32(i)), lambda c: _buffer_for(ex, c))
+    return [_wrap(xp.stack([ex.coerce(p) if p.__class__ is not ex.array_type else p for p in parts], axis=0), ex)
+            for parts in per_output]
+
+
+def _run_dask(ex, graph, name, n, bufs, flags, devices):
+    """dask: each compute segment is one task per member (the NumPy-compiled segment on its blocks)."""
+    import dask
+    import dask.array as da
+
+    from arrayx.executors._lowering import _buffer_for, lowered
+    from arrayx.executors.base import get
+
+    numpy_ex = get("numpy")
+    xp = ex.xp
+    run_id = uuid.uuid4().hex[:12]
+
+    def compute(seg, ins, i):
+        fn = lowered(numpy_ex, seg.graph)
+        task = dask.delayed(_call_tuple, pure=False)(fn, *ins, dask_key_name=f"pmap-shard-{run_id}-{id(seg)}-{i}")
+        return [da.from_delayed(task[k], shape=v.aval.shape, dtype=v.aval.dtype) for k, v in enumerate(seg.outputs)]
+
+    per_output = _run_segments(ex, graph, n, bufs, flags, compute, xp, lambda i: np.int32(i),
+                               lambda c: _buffer_for(ex, c))
+    return [_wrap(da.stack([p if isinstance(p, da.Array) else da.from_array(np.asarray(p)) for p in parts], axis=0), ex)
+            for parts in per_output]
+
+
+def _call_tuple(fn, *ins):
+    return tuple(fn(*(np.asarray(b) for b in ins)))
+
+
+def _run_jax(ex, graph, name, n, bufs, flags, devices):
+    """jax: ``jax.pmap`` of the lowered member graph over the executor's devices."""
+    import jax
+    import jax.numpy as jnp
+
+    natives = None
+    if devices is not None:
+        natives = [d.native if hasattr(d, "native") else d for d in devices]
+    available = len(natives) if natives is not None else jax.local_device_count()
+    if n > available:
+        raise ValueError(
+            f"pmap on the 'jax' executor: {n} members but {available} device(s); map over at most {available} "
+            f"(on CPU, XLA_FLAGS=--xla_force_host_platform_device_count={n} before JAX starts gives {n} devices)"
+        )
+    key = ("jax pmap", name, tuple(flags), None if natives is None else tuple(natives))
+    fn = graph.derived.get(key)
+    if fn is None:
+        body = ex.lower(graph)
+        fn = graph.derived[key] = jax.pmap(lambda *a: body(*a), axis_name=name,
+                                           in_axes=tuple(0 if f else None for f in flags) + (0,), devices=natives)
+    token = _JAX_MAPPED.set(_JAX_MAPPED.get() | {name})
+    try:
+        outs = fn(*bufs, jnp.arange(n, dtype=jnp.int32))
+    finally:
+        _JAX_MAPPED.reset(token)
+    return [_wrap(o, ex) for o in outs]
+
+
+_RUNNERS = {"jax": _run_jax, "dask": _run_dask}
