@@ -1,0 +1,220 @@
+"""pmap and the named-axis collectives: vmap(axis_name=) and pmap on every executor against JAX;
+jax over 4 simulated CPU devices (a subprocess), dask on a LocalCluster with 2 workers."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import arrayx as ax
+from tests.conftest import to_numpy
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def collectives(lib, lax):
+    """One member's function using every collective over the axis "i" (written once for both libraries)."""
+    def f(x, y):
+        return {
+            "psum": lax.psum(x, "i"),
+            "pmean": lax.pmean(x * y, "i"),
+            "pmax": lax.pmax(x, "i"),
+            "pmin": lax.pmin(x, "i"),
+            "gather0": lax.all_gather(x, "i"),
+            "gather1": lax.all_gather(x, "i", axis=1),
+            "tiled": lax.all_gather(x, "i", tiled=True),
+            "index": lax.axis_index("i"),
+            "scaled": x * lax.axis_index("i") + lax.psum(1, "i"),
+            "tree": lax.psum((x, y), "i")[1],
+        }
+
+    return f
+
+
+def _inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(4, 3, 2)), rng.normal(size=(3, 2))
+
+
+def _jax_reference(x, y, in_axes=(0, None)):
+    return jax.vmap(collectives(jnp, jax.lax), in_axes=in_axes, axis_name="i")(jnp.asarray(x), jnp.asarray(y))
+
+
+def _assert_tree_close(got, want):
+    for k in want:
+        g, w = to_numpy(got[k]), np.asarray(want[k])
+        assert g.shape == w.shape, (k, g.shape, w.shape)
+        assert g.dtype == w.dtype, (k, g.dtype, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14, err_msg=k)
+
+
+def test_vmap_axis_name_matches_jax(executor):
+    x, y = _inputs()
+    got = ax.vmap(collectives(ax, ax), in_axes=(0, None), axis_name="i")(ax.asarray(x), ax.asarray(y))
+    _assert_tree_close(got, _jax_reference(x, y))
+
+
+def test_pmap_matches_jax_vmap(executor):
+    if executor == "jax":
+        pytest.skip("the jax executor maps over devices: test_pmap_on_four_jax_cpu_devices (a subprocess)")
+    x, y = _inputs(1)
+    got = ax.pmap(collectives(ax, ax), "i", in_axes=(0, None))(ax.asarray(x), ax.asarray(y))
+    _assert_tree_close(got, _jax_reference(x, y))
+    # out_axes, a mapped axis other than 0, static arguments
+    f = ax.pmap(lambda v, k: ax.psum(v, "i") * k, "i", in_axes=1, out_axes=1, static_broadcasted_argnums=1)
+    np.testing.assert_allclose(to_numpy(f(ax.asarray(x), 3.0)), np.repeat((x.sum(axis=1) * 3.0)[:, None, :], 3, axis=1),
+                               rtol=1e-12)
+    g = ax.pmap(lambda v: ax.pmean(v, "i"), "i", out_axes=None)(ax.asarray(x))
+    np.testing.assert_allclose(to_numpy(g), x.mean(axis=0), rtol=1e-12)
+
+
+def test_gradients_through_collectives_match_jax(executor):
+    x, _ = _inputs(2)
+
+    def loss(lib, lax):
+        return lambda v: lib.sum(lax.psum(v ** 2, "i") * lib.sin(v)) + lib.sum(lax.all_gather(v, "i")[1] * v)
+
+    want = jax.vmap(jax.grad(loss(jnp, jax.lax)), axis_name="i")(jnp.asarray(x))
+    got = ax.vmap(ax.grad(loss(ax, ax)), axis_name="i")(ax.asarray(x))
+    np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
+    if executor != "jax":
+        got = ax.pmap(ax.grad(loss(ax, ax)), "i")(ax.asarray(x))
+        np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
+    if executor == "jax":
+        return  # a pmap at the top level needs 4 jax devices: test_pmap_on_four_jax_cpu_devices
+    # grad of a pmapped function (pmap under a transform is vmap over the named axis)
+    f = lambda v: ax.sum(ax.pmap(lambda u: u * ax.psum(u, "i"), "i")(v))  # noqa: E731
+    fj = lambda v: jnp.sum(jax.vmap(lambda u: u * jax.lax.psum(u, "i"), axis_name="i")(v))  # noqa: E731
+    np.testing.assert_allclose(to_numpy(ax.grad(f)(ax.asarray(x))), np.asarray(jax.grad(fj)(jnp.asarray(x))),
+                               rtol=1e-12)
+    ax.check_grads(f, (ax.asarray(x),), order=2)
+
+
+def test_pmax_derivative_goes_to_the_maximum(executor):
+    x = ax.asarray([1.0, 5.0, 5.0, 2.0])
+    g = ax.vmap(ax.grad(lambda v: ax.pmax(v * 2.0, "i")), axis_name="i")(x)
+    # the maximum is shared by members 1 and 2; each member's cotangent is 1, psum-ed (JAX's transpose)
+    np.testing.assert_allclose(to_numpy(g), [0.0, 4.0, 4.0, 0.0])
+    g = ax.vmap(ax.grad(lambda v: ax.pmin(v, "i")), axis_name="i")(x)
+    np.testing.assert_allclose(to_numpy(g), [4.0, 0.0, 0.0, 0.0])
+
+
+def test_nested_axis_names(executor):
+    x = np.arange(24.0).reshape(2, 3, 4)
+    f = lambda v: ax.psum(v, "a") + 10 * ax.psum(v, "b") + 100 * ax.axis_index("a")  # noqa: E731
+    fj = lambda v: jax.lax.psum(v, "a") + 10 * jax.lax.psum(v, "b") + 100 * jax.lax.axis_index("a")  # noqa: E731
+    got = ax.vmap(ax.vmap(f, axis_name="b"), axis_name="a")(ax.asarray(x))
+    want = jax.vmap(jax.vmap(fj, axis_name="b"), axis_name="a")(jnp.asarray(x))
+    np.testing.assert_allclose(to_numpy(got), np.asarray(want))
+    got = ax.vmap(ax.vmap(lambda v: ax.psum(v, ("a", "b")), axis_name="b"), axis_name="a")(ax.asarray(x))
+    np.testing.assert_allclose(to_numpy(got), np.broadcast_to(x.sum(axis=(0, 1)), x.shape))
+
+
+def test_errors(executor):
+    x = ax.asarray(np.ones((2, 3)))
+    with pytest.raises(NameError, match="unbound axis name 'j'"):
+        ax.vmap(lambda v: ax.psum(v, "j"), axis_name="i")(x)
+    with pytest.raises(NameError, match="psum"):
+        ax.psum(x, "i")
+    if executor == "jax" and len(jax.devices()) < 2:
+        with pytest.raises(ValueError, match="xla_force_host_platform_device_count"):
+            ax.pmap(lambda v: v, "i")(x)
+    if executor != "jax":
+        with pytest.raises(NotImplementedError, match="cond"):
+            ax.pmap(lambda v: ax.cond(ax.sum(v) > 0, lambda u: ax.psum(u, "i"), lambda u: u, v), "i")(x)
+
+
+def test_device_count():
+    assert ax.device_count("numpy") == 1
+    assert ax.local_device_count("jax") == len(jax.local_devices())
+
+
+# -- jax over 4 simulated CPU devices ----------------------------------------------------------------------
+
+_JAX_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    import arrayx as ax, jax, jax.numpy as jnp
+    from tests.transforms.test_pmap import collectives
+    assert jax.local_device_count() == 4, jax.devices()
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(4, 3, 2)), rng.normal(size=(3, 2))
+    with ax.use_executor("jax"):
+        assert ax.device_count() == 4
+        got = ax.pmap(collectives(ax, ax), "i", in_axes=(0, None))(ax.asarray(x), ax.asarray(y))
+        want = jax.pmap(collectives(jnp, jax.lax), "i", in_axes=(0, None))(jnp.asarray(x), jnp.asarray(y))
+        devices = len(got["psum"]._buf.devices())
+        loss = lambda lib, lax: (lambda v: lib.sum(lax.psum(v ** 2, "i") * lib.sin(v)))
+        g = ax.pmap(ax.grad(loss(ax, ax)), "i")(ax.asarray(x))
+        gj = jax.pmap(jax.grad(loss(jnp, jax.lax)), "i")(jnp.asarray(x))
+        h = ax.grad(lambda v: ax.sum(ax.pmap(lambda u: u * ax.psum(u, "i"), "i")(v)))(ax.asarray(x))
+        hj = jax.grad(lambda v: jnp.sum(jax.pmap(lambda u: u * jax.lax.psum(u, "i"), "i")(v)))(jnp.asarray(x))
+        jitted_inside = ax.pmap(ax.jit(lambda v: ax.psum(v, "i") * 2.0), "i")(ax.asarray(x))
+        try:
+            ax.pmap(lambda v: v, "i")(ax.asarray(np.ones((5, 2))))
+            too_many = "no error"
+        except ValueError as e:
+            too_many = str(e)
+    out = {k: float(np.max(np.abs(np.asarray(got[k]) - np.asarray(want[k])))) for k in want}
+    out["dtypes"] = all(np.asarray(got[k]).dtype == np.asarray(want[k]).dtype for k in want)
+    out["grad"] = float(np.max(np.abs(np.asarray(g) - np.asarray(gj))))
+    out["grad_of_pmap"] = float(np.max(np.abs(np.asarray(h) - np.asarray(hj))))
+    out["jit_inside"] = float(np.max(np.abs(np.asarray(jitted_inside) - 2 * x.sum(axis=0))))
+    out["devices"] = devices
+    out["too_many"] = too_many
+    print(json.dumps(out))
+""")
+
+
+def test_pmap_on_four_jax_cpu_devices():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", _JAX_SCRIPT, str(REPO)], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out.pop("devices") == 4  # the result is sharded over the 4 devices
+    assert out.pop("dtypes") is True
+    assert "5 members but 4 device(s)" in out.pop("too_many")
+    for k, err in out.items():
+        assert err < 1e-12, (k, err)
+
+
+# -- dask on a LocalCluster with 2 workers ---------------------------------------------------------------
+
+
+def test_pmap_on_a_dask_cluster_runs_one_task_per_member():
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    x, y = _inputs(3)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        client = dask_executor.connect(cluster)
+        try:
+            assert ax.device_count("dask") == 2
+            with ax.use_executor("dask"):
+                f = ax.pmap(lambda v, w: (ax.psum(ax.sin(v) * w, "i"), ax.all_gather(v + 1.0, "i")), "i",
+                            in_axes=(0, None))
+                with distributed.get_task_stream(client=client) as stream:
+                    s, g = f(ax.asarray(x), ax.asarray(y))
+                    s, g = to_numpy(s), to_numpy(g)
+        finally:
+            dask_executor.disconnect()
+        workers = set(cluster.scheduler.workers)
+    np.testing.assert_allclose(s, np.broadcast_to((np.sin(x) * y).sum(axis=0), x.shape), rtol=1e-12)
+    np.testing.assert_allclose(g, np.broadcast_to(x + 1.0, (4,) + x.shape), rtol=1e-12)
+    shard_tasks = [t for t in stream.data if "pmap-shard" in str(t["key"])]
+    # one task per member for each compute segment (before the psum; between psum and all_gather)
+    assert len(shard_tasks) % 4 == 0 and len(shard_tasks) >= 4, [t["key"] for t in stream.data]
+    assert {t["worker"] for t in shard_tasks} <= workers
