@@ -52,9 +52,29 @@ def conv_shape(lhs_shape, rhs_shape, strides, padding, lhs_dilation, rhs_dilatio
     return (lhs_shape[0], rhs_shape[0]) + spatial
 
 
-def _conv_abstract(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
-    shape = conv_shape(tuple(lhs.shape), tuple(rhs.shape), strides, padding, lhs_dilation, rhs_dilation)
-    return ShapeDtypeStruct._trusted(shape, lhs.dtype, False)
+def _take(shape, spec) -> tuple:
+    return tuple(shape[i] for i in spec)
+
+
+def _place(canonical, spec) -> tuple:
+    """The shape whose axis ``spec[i]`` has size ``canonical[i]``."""
+    out = [0] * len(spec)
+    for size, axis in zip(canonical, spec):
+        out[axis] = size
+    return tuple(out)
+
+
+def layout_shape(lhs_shape, rhs_shape, *, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+                 **_) -> tuple:
+    """The result shape of ``conv`` in its out layout."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    canonical = conv_shape(_take(lhs_shape, lhs_spec), _take(rhs_shape, rhs_spec), strides, padding, lhs_dilation,
+                           rhs_dilation)
+    return _place(canonical, out_spec)
+
+
+def _conv_abstract(lhs, rhs, **params):
+    return ShapeDtypeStruct._trusted(layout_shape(tuple(lhs.shape), tuple(rhs.shape), **params), lhs.dtype, False)
 
 
 conv_p.abstract_eval = _conv_abstract
@@ -139,6 +159,17 @@ def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups):
     return out
 
 
+def _in_layout(canonical_impl):
+    """An implementation for the canonical layout, applied in any layout (transposed views in and out)."""
+    def impl(lhs, rhs, *, dimension_numbers, **params):
+        lhs_spec, rhs_spec, out_spec = dimension_numbers
+        out = canonical_impl(lhs.transpose(lhs_spec), rhs.transpose(rhs_spec), **params)
+        return out.transpose(tuple(np.argsort(out_spec)))
+
+    impl.__name__ = canonical_impl.__name__
+    return impl
+
+
 def _conv_numpy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
     return _conv_columns(np, np.lib.stride_tricks.as_strided, lhs, rhs, strides, padding, lhs_dilation,
                          rhs_dilation, groups)
@@ -151,11 +182,12 @@ def _conv_cupy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups
                          rhs_dilation, groups)
 
 
-def _conv_jax(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+def _conv_jax(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
     import jax
 
+    dn = jax.lax.ConvDimensionNumbers(*dimension_numbers)  # XLA takes any layout: no transposes
     return jax.lax.conv_general_dilated(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation,
-                                        feature_group_count=groups)
+                                        dimension_numbers=dn, feature_group_count=groups)
 
 
 def _conv_dask(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
@@ -175,7 +207,8 @@ def _conv_dask(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups
     )
 
 
-conv_p.impls.update(numpy=_conv_numpy, numba=_conv_numpy, cupy=_conv_cupy, jax=_conv_jax, dask=_conv_dask)
+conv_p.impls.update(numpy=_in_layout(_conv_numpy), numba=_in_layout(_conv_numpy), cupy=_in_layout(_conv_cupy),
+                    jax=_conv_jax, dask=_in_layout(_conv_dask))
 
 
 # -- the public function ------------------------------------------------------------------------------
@@ -282,25 +315,22 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         raise TypeError(f"{fname}: operands must be real numbers, got {lhs.dtype} and {rhs.dtype}")
     lhs, rhs = ax.astype(lhs, dt, copy=False), ax.astype(rhs, dt, copy=False)
     dn = conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
-    x = _permuted(lhs, dn.lhs_spec)
-    w = _permuted(rhs, dn.rhs_spec)
-    d = x.ndim - 2
+    x_shape, w_shape = _take(lhs.shape, dn.lhs_spec), _take(rhs.shape, dn.rhs_spec)
+    d = lhs.ndim - 2
     strides = _ints(fname, "window_strides", window_strides, d)
     lhs_dilation = _ints(fname, "lhs_dilation", lhs_dilation, d)
     rhs_dilation = _ints(fname, "rhs_dilation", rhs_dilation, d)
     g = int(feature_group_count)
-    if g < 1 or x.shape[1] != w.shape[1] * g or w.shape[0] % g:
+    if g < 1 or x_shape[1] != w_shape[1] * g or w_shape[0] % g:
         raise ValueError(
-            f"{fname}: lhs has {x.shape[1]} features and rhs {w.shape[1]} input features with "
-            f"{w.shape[0]} outputs; with feature_group_count={g} lhs features must be {w.shape[1]} x {g} "
+            f"{fname}: lhs has {x_shape[1]} features and rhs {w_shape[1]} input features with "
+            f"{w_shape[0]} outputs; with feature_group_count={g} lhs features must be {w_shape[1]} x {g} "
             f"and the outputs a multiple of {g}"
         )
-    window = tuple((k - 1) * r + 1 for k, r in zip(w.shape[2:], rhs_dilation))
-    pads = padding_pairs(fname, padding, x.shape[2:], window, strides)
-    out = conv_p.bind(x, w, strides=strides, padding=pads, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
-                      groups=g)
-    inverse = tuple(np.argsort(dn.out_spec))
-    return _permuted(out, inverse)
+    window = tuple((k - 1) * r + 1 for k, r in zip(w_shape[2:], rhs_dilation))
+    pads = padding_pairs(fname, padding, x_shape[2:], window, strides)
+    return conv_p.bind(lhs, rhs, strides=strides, padding=pads, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                       groups=g, dimension_numbers=tuple(dn))
 
 
 def _permuted(x, perm):
@@ -319,75 +349,110 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
 # -- rules -----------------------------------------------------------------------------------------------
 
 
-def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+_CANONICAL = {n: (tuple(range(n)),) * 3 for n in range(3, 9)}
+
+
+def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
+    """The input's cotangent: the cotangent convolved with the flipped kernel (lhs dilation = strides),
+    produced directly in the input's layout."""
     import arrayx as ax
 
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
     if math.prod(ct.shape) == 0:  # no output: nothing flows back (XLA refuses an empty window)
         return ax.zeros(tuple(x.shape), dtype=ct.dtype, device=ct.device)
-    o, cg = w.shape[:2]
-    window = tuple(w.shape[2:])
+    wc = _permuted(w, rhs_spec)  # the kernel is small: canonical (O, I, *window)
+    o, cg = wc.shape[:2]
+    window = tuple(wc.shape[2:])
     d = len(window)
-    kernel = ax.reshape(w, (groups, o // groups, cg) + window)
+    kernel = ax.reshape(wc, (groups, o // groups, cg) + window)
     kernel = ax.permute_dims(kernel, (0, 2, 1) + tuple(range(3, 3 + d)))
     kernel = ax.flip(ax.reshape(kernel, (groups * cg, o // groups) + window), axis=tuple(range(2, 2 + d)))
     pads = []
-    for n, k, s, (lo, hi), ld, rd, m in zip(x.shape[2:], window, strides, padding, lhs_dilation, rhs_dilation,
-                                            ct.shape[2:]):
+    for n, k, s, (lo, hi), ld, rd, m in zip(_take(x.shape, lhs_spec)[2:], window, strides, padding, lhs_dilation,
+                                            rhs_dilation, _take(ct.shape, out_spec)[2:]):
         dilated, k_eff = (n - 1) * ld + 1, (k - 1) * rd + 1
         pads.append((k_eff - 1 - lo, dilated + lo - (m - 1) * s - 1))
     dx = conv_p.bind(ct, kernel, strides=(1,) * d, padding=tuple(pads), lhs_dilation=strides,
-                     rhs_dilation=rhs_dilation, groups=groups)
+                     rhs_dilation=rhs_dilation, groups=groups,
+                     dimension_numbers=(out_spec, _CANONICAL[d + 2][1], lhs_spec))
     if any(ld != 1 for ld in lhs_dilation):
-        dx = dx[(slice(None), slice(None)) + tuple(slice(None, None, ld) for ld in lhs_dilation)]
+        key = [slice(None)] * dx.ndim
+        for axis, ld in zip(lhs_spec[2:], lhs_dilation):
+            key[axis] = slice(None, None, ld)
+        dx = dx[tuple(key)]
     return dx
 
 
-def _rhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups):
+def _rhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
+    """The kernel's cotangent: the input correlated with the cotangent, images as the features (and
+    the input's features as the images), produced directly in the kernel's layout."""
     import arrayx as ax
 
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
     if math.prod(ct.shape) == 0:
         return ax.zeros(tuple(w.shape), dtype=ct.dtype, device=ct.device)
-    n, c = x.shape[:2]
-    d = x.ndim - 2
-    spatial = tuple(range(2, 2 + d))
-    cg = c // groups
-    xs = ax.reshape(x, (n, groups, cg) + tuple(x.shape[2:]))
-    xs = ax.reshape(ax.permute_dims(xs, (2, 1, 0) + tuple(s + 1 for s in spatial)), (cg, groups * n) + tuple(x.shape[2:]))
-    cts = ax.permute_dims(ct, (1, 0) + spatial)
+    x_shape, w_shape, ct_shape = _take(x.shape, lhs_spec), _take(w.shape, rhs_spec), _take(ct.shape, out_spec)
     pads = []
-    for size, k, s, (lo, hi), ld, rd, m in zip(x.shape[2:], w.shape[2:], strides, padding, lhs_dilation,
-                                               rhs_dilation, ct.shape[2:]):
+    for size, k, s, (lo, hi), ld, rd, m in zip(x_shape[2:], w_shape[2:], strides, padding, lhs_dilation,
+                                               rhs_dilation, ct_shape[2:]):
         padded = (size - 1) * ld + 1 + lo + hi
         excess = padded - ((m - 1) * s + (k - 1) * rd + 1)
         pads.append((lo, hi - excess))
-    dw = conv_p.bind(xs, cts, strides=rhs_dilation, padding=tuple(pads), lhs_dilation=lhs_dilation,
-                     rhs_dilation=strides, groups=groups)
-    return ax.permute_dims(dw, (1, 0) + spatial)
+    params = dict(strides=rhs_dilation, padding=tuple(pads), lhs_dilation=lhs_dilation, rhs_dilation=strides)
+    swap = lambda spec: (spec[1], spec[0]) + tuple(spec[2:])  # noqa: E731
+    if groups == 1:
+        return conv_p.bind(x, ct, groups=1, dimension_numbers=(swap(lhs_spec), swap(out_spec), swap(rhs_spec)),
+                           **params)
+    # groups: each group's images become features of its own group (canonical layout, then w's)
+    n, c = x_shape[:2]
+    d = len(x_shape) - 2
+    spatial = tuple(range(2, 2 + d))
+    cg = c // groups
+    xs = ax.reshape(_permuted(x, lhs_spec), (n, groups, cg) + x_shape[2:])
+    xs = ax.reshape(ax.permute_dims(xs, (2, 1, 0) + tuple(s + 1 for s in spatial)), (cg, groups * n) + x_shape[2:])
+    cts = ax.permute_dims(_permuted(ct, out_spec), (1, 0) + spatial)
+    dw = conv_p.bind(xs, cts, groups=groups, dimension_numbers=_CANONICAL[d + 2], **params)
+    return _permuted(ax.permute_dims(dw, (1, 0) + spatial), np.argsort(rhs_spec))
 
 
-def _conv_batch(vals, dims, **params):
+def _member_canonical(v, d, spec):
+    """A batched operand as (batch, *canonical layout) (``d``: its batch axis)."""
     import arrayx as ax
     from arrayx.transforms.rules._batch import to_front
 
+    v = to_front(v, d)
+    perm = (0,) + tuple(1 + p for p in spec)
+    return v if perm == tuple(range(v.ndim)) else ax.permute_dims(v, perm)
+
+
+def _conv_batch(vals, dims, *, dimension_numbers, **params):
+    import arrayx as ax
+
     (x, w), (dx, dw) = vals, dims
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    canonical = _CANONICAL[len(lhs_spec)]
     groups = params["groups"]
     if dw is None:  # images of the batch members are more images
-        x = to_front(x, dx)
+        x = _member_canonical(x, dx, lhs_spec)
         b, n = x.shape[:2]
-        out = conv_p.bind(ax.reshape(x, (b * n,) + tuple(x.shape[2:])), w, **params)
-        return ax.reshape(out, (b, n) + tuple(out.shape[1:])), 0
-    w = to_front(w, dw)
-    b = w.shape[0]
-    if dx is None:
-        x = ax.broadcast_to(ax.expand_dims(x, axis=0), (b,) + tuple(x.shape))
+        out = conv_p.bind(ax.reshape(x, (b * n,) + tuple(x.shape[2:])), _permuted(w, rhs_spec),
+                          dimension_numbers=canonical, **params)
+        out = ax.reshape(out, (b, n) + tuple(out.shape[1:]))
     else:
-        x = to_front(x, dx)
-    # both batched: each member is its own set of feature groups
-    n, c = x.shape[1:3]
-    xs = ax.reshape(ax.moveaxis(x, 0, 1), (n, b * c) + tuple(x.shape[3:]))
-    ws = ax.reshape(w, (b * w.shape[1],) + tuple(w.shape[2:]))
-    out = conv_p.bind(xs, ws, **{**params, "groups": groups * b})
-    return ax.reshape(out, (n, b, w.shape[1]) + tuple(out.shape[2:])), 1
+        w = _member_canonical(w, dw, rhs_spec)
+        b = w.shape[0]
+        if dx is None:
+            x = _permuted(x, lhs_spec)
+            x = ax.broadcast_to(ax.expand_dims(x, axis=0), (b,) + tuple(x.shape))
+        else:
+            x = _member_canonical(x, dx, lhs_spec)
+        # both batched: each member is its own set of feature groups
+        n, c = x.shape[1:3]
+        xs = ax.reshape(ax.moveaxis(x, 0, 1), (n, b * c) + tuple(x.shape[3:]))
+        ws = ax.reshape(w, (b * w.shape[1],) + tuple(w.shape[2:]))
+        out = conv_p.bind(xs, ws, dimension_numbers=canonical, **{**params, "groups": groups * b})
+        out = ax.moveaxis(ax.reshape(out, (n, b, w.shape[1]) + tuple(out.shape[2:])), 1, 0)
+    return _permuted(out, (0,) + tuple(1 + p for p in np.argsort(out_spec))), 0
 
 
 def _define_rules():
