@@ -186,7 +186,7 @@ def softmax(x, axis=-1, where=None):
     e = ax.exp(shifted)
     if where is not None:
         e = ax.where(where, e, 0.0)
-    return e / ax.sum(e, axis=_axis_tuple(axis, x.ndim), keepdims=True)
+    return e / ax.sum(e, axis=normalize_axes("softmax", axis, x.ndim), keepdims=True)
 
 
 def log_softmax(x, axis=-1, where=None):
@@ -196,12 +196,8 @@ def log_softmax(x, axis=-1, where=None):
     e = ax.exp(shifted)
     if where is not None:
         e = ax.where(where, e, 0.0)
-    out = shifted - ax.log(ax.sum(e, axis=_axis_tuple(axis, x.ndim), keepdims=True))
+    out = shifted - ax.log(ax.sum(e, axis=normalize_axes("log_softmax", axis, x.ndim), keepdims=True))
     return out if where is None else ax.where(where, out, -math.inf)
-
-
-def _axis_tuple(axis, ndim):
-    return normalize_axes("softmax", axis, ndim)
 
 
 # -- activations ---------------------------------------------------------------------------------------
