@@ -50,7 +50,11 @@ def discover() -> tuple[dict, list]:
     """``({name: module}, [standalone file names])`` of the bench files, sorted by name."""
     registered, standalone = {}, []
     for path in sorted(HERE.glob("bench_*.py")):
-        mod = importlib.import_module(f"benchmarks.{path.stem}")
+        try:
+            mod = importlib.import_module(f"benchmarks.{path.stem}")
+        except Exception as e:  # noqa: BLE001 - one broken file must not stop the others
+            standalone.append(f"{path.name} (import failed: {type(e).__name__}: {e})")
+            continue
         if callable(getattr(mod, "workloads", None)):
             registered[path.stem[len("bench_"):]] = mod
         else:
