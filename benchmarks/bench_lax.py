@@ -1,6 +1,8 @@
 """arrayx.lax / arrayx.nn against their peers: convolution, pooling, logsumexp.
 
 Run:  nice python benchmarks/bench_lax.py [--quick]
+      or, interleaved with the peers (rounds rotate the order, so load hits all alike):
+      nice python -m benchmarks --only lax [--quick] --tag lax
       (writes benchmarks/results/lax.json; --quick: batch 8 instead of 32, fewer repeats,
       benchmarks/results/lax_quick.json)
 
@@ -32,6 +34,58 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this che
 import numpy as np  # noqa: E402
 
 import arrayx as ax  # noqa: E402
+
+
+TITLE = "arrayx.lax conv/pooling and arrayx.nn.logsumexp vs jax.jit(jax.lax) and scipy.special"
+
+
+def workloads(quick: bool) -> dict:
+    """The runner's convention (benchmarks/__main__.py): workload -> label -> callable."""
+    import jax
+    import jax.numpy as jnp
+    import scipy.special
+
+    from benchmarks._harness import block
+
+    n = 8 if quick else 32
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
+    w = (rng.normal(size=(64, 64, 3, 3)) * 0.05).astype(np.float32)
+    g = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
+    conv_args = ((1, 1), "SAME")
+    jx, jw, jg = jnp.asarray(x), jnp.asarray(w), jnp.asarray(g)
+    jconv = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, *conv_args))
+    jgrad = jax.jit(jax.grad(lambda a, b, c: jnp.sum(jax.lax.conv_general_dilated(a, b, *conv_args) * c),
+                             argnums=(0, 1)))
+    agrad = ax.jit(ax.grad(lambda a, b, c: ax.sum(ax.lax.conv_general_dilated(a, b, *conv_args) * c), argnums=(0, 1)))
+    aconv = ax.jit(lambda a, b: ax.lax.conv_general_dilated(a, b, *conv_args))
+    on = {}
+    for name in ("numpy", "jax"):
+        with ax.use_executor(name):
+            on[name] = (ax.asarray(x), ax.asarray(w), ax.asarray(g))
+    xn, wn, gn = on["numpy"]
+    xj, wj, gj = on["jax"]
+    win = ((1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+    jmax = jax.jit(lambda a: jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, *win))
+    javg = jax.jit(lambda a: jax.lax.reduce_window(a, 0.0, jax.lax.add, *win) / 4.0)
+    big = rng.normal(size=(4096, 4096)).astype(np.float32)
+    with ax.use_executor("numpy"):
+        bign = ax.asarray(big)
+    shape = f"{n}x64x56x56 3x3 64->64 f32"
+    return {
+        f"conv fwd {shape}": {"jax": lambda: block(jconv(jx, jw)),
+                              "arrayx[numpy]": lambda: ax.lax.conv_general_dilated(xn, wn, *conv_args),
+                              "arrayx[jax]": lambda: block(aconv(xj, wj))},
+        f"conv fwd+bwd {shape}": {"jax": lambda: block(jgrad(jx, jw, jg)),
+                                  "arrayx[numpy]": lambda: agrad(xn, wn, gn),
+                                  "arrayx[jax]": lambda: block(agrad(xj, wj, gj))},
+        f"max_pool 2x2/2 {n}x64x56x56": {"jax": lambda: block(jmax(jx)),
+                                         "arrayx[numpy]": lambda: ax.lax.max_pool(xn, (2, 2))},
+        f"avg_pool 2x2/2 {n}x64x56x56": {"jax": lambda: block(javg(jx)),
+                                         "arrayx[numpy]": lambda: ax.lax.avg_pool(xn, (2, 2))},
+        "logsumexp 4096x4096 last axis f32": {"scipy": lambda: scipy.special.logsumexp(big, axis=-1),
+                                              "arrayx[numpy]": lambda: ax.nn.logsumexp(bign, axis=-1)},
+    }
 
 
 def best(fn, repeat: int) -> float:
