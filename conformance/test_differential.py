@@ -25,13 +25,7 @@ QUICK_EXAMPLES = int(os.environ.get("ARRAYX_DIFFERENTIAL_EXAMPLES", "3"))
 #: disagreement classes this suite found that their owners are fixing now (issue 17), by
 #: (executor, table name): not deviations (they can be fixed), so they are expected failures
 #: until then; a fixed one shows as XPASS and its line goes
-OPEN: dict[tuple[str, str], str] = {
-    ("jax", "sign"): "jax engineer: complex infinities: sign(0+inf j) is 0+nan j, NumPy nan+nan j",
-    ("jax", "sinh"): "jax engineer: complex signed zeros: sinh(0-0j) is 0+0j, C99 and NumPy 0-0j",
-    ("jax", "unique_inverse"): "jax engineer: complex NaN: unique_inverse(0+nan j) values nan+0j, NumPy 0+nan j",
-    ("jax", "array.__pow__"): "jax engineer: complex pow: (0+nan j)**1.0 is nan+nan j, NumPy 0+nan j",
-    ("jax", "array.__ipow__"): "jax engineer: complex pow: (0+nan j)**1 is nan+nan j, NumPy 0+nan j",
-}
+OPEN: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("fn", F.TABLE, ids=[f.name for f in F.TABLE])

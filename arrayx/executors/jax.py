@@ -36,9 +36,13 @@ results that JAX returns as int32 (``searchsorted``) are int64, the standard's
 default index dtype; ``floor_divide``/``remainder`` follow NumPy for signed
 zeros, infinities and integer division by zero (0), and ``sign(-0.0)`` is 0,
 as on every other executor.  Complex functions (and ``divide``, ``reciprocal``,
-``pow``) at elements with a zero or non-finite part are computed on the host as
-the NumPy executor computes them: XLA drops the sign of zero (branch cuts) and
-does not follow C99 Annex G at infinities.  ``any``/``all`` of complex look at
+``pow``, ``sign``) at elements with a zero or non-finite part, or a non-finite
+result, are computed on the host as the NumPy executor computes them: XLA drops
+the sign of zero (branch cuts) and does not follow C99 Annex G at infinities.
+The host reads and writes subnormals as zeros of their sign, as XLA does, on a
+thread of its own (XLA runs callbacks with flush-to-zero on).  ``unique_*`` of
+complex arrays run on the host (JAX turns ``0+nanj`` into ``nan+0j``).
+``any``/``all`` of complex look at
 both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
 ``cholesky`` mark failing matrices NaN as LAPACK decides (executors/_linalg.py).
 Still JAX's own: subnormals flush to zero on CPU (README, the known deviation;
@@ -101,33 +105,64 @@ def _linalg_nan_where_failed(name):
 # -- complex functions at infinite/NaN parts and at zero parts: XLA's kernels do not follow C99
 # Annex G there (infinities, NaNs) and drop the sign of zero (so branch cuts ignore it:
 # sqrt(-2-0j) gave +1.41j), so when such elements exist the host computes them as the NumPy
-# executor does; finite elements with two non-zero parts stay XLA's
+# executor does; so does an element whose result XLA makes non-finite (an overflow inside
+# pow's exp(y*log(x)) gave nan+nanj where C99 gives inf+nanj); the other elements stay XLA's
 
 _COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "divide", "exp", "expm1",
-                    "log", "log1p", "log2", "log10", "pow", "reciprocal", "sin", "sinh", "sqrt", "tan", "tanh")
+                    "log", "log1p", "log2", "log10", "pow", "reciprocal", "sign", "sin", "sinh", "sqrt", "tan",
+                    "tanh")
+
+
+def _flush_subnormals(a: np.ndarray) -> np.ndarray:
+    """``a`` with each subnormal (of either part) a zero of its sign, as XLA on CPU reads and writes them."""
+    if a.dtype.kind == "c":
+        out = np.empty_like(a)
+        out.real, out.imag = _flush_subnormals(a.real), _flush_subnormals(a.imag)
+        return out
+    if a.dtype.kind != "f":
+        return a
+    tiny = np.finfo(a.dtype).smallest_normal
+    return np.where((a != 0) & (np.abs(a) < tiny), np.copysign(np.zeros((), a.dtype), a), a)
+
+
+#: whether XLA here flushes subnormals to zero (measured once when JAX loads: True on CPU)
+_XLA_FLUSHES = False
+#: one worker thread, started by ``_load``, for the host side of callbacks: XLA runs a callback on
+#: its own thread with the CPU's flush-to-zero mode on, where NumPy would flush too (compat's
+#: complex sign(0+3.4e38j) became 0 through the subnormal 1/|z|)
+_HOST_THREAD = None
 
 
 def _numpy_reference(name):
-    """``name`` on host arrays, as the NumPy executor computes it (its own fixes included)."""
+    """``name`` on host arrays, as the NumPy executor computes it (its own fixes included).
+
+    Where XLA flushes subnormals, so does the host (operands and result): a patched element
+    then reads its operands as XLA's own kernels and the mask that selected it did.
+    """
     from arrayx.executors.base import get
 
     numpy_ex = get("numpy")
     fn = numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name)
+    flush = _flush_subnormals if _XLA_FLUSHES else (lambda a: a)
+
+    def compute(*xs):
+        with np.errstate(all="ignore"):
+            return flush(np.asarray(fn(*(flush(np.asarray(x)) for x in xs))))
 
     def host(*xs):
-        with np.errstate(all="ignore"):
-            return np.asarray(fn(*(np.asarray(x) for x in xs)))
+        return _HOST_THREAD.submit(compute, *xs).result()
 
     return host
 
 
-def _complex_special(name):
+def _complex_special(name, fn=None):
+    """``fn`` (default ``jax.numpy``'s ``name``) with its complex elements at zero/non-finite parts from the host."""
     def impl(*xs):
-        out = getattr(jnp, name)(*xs)
+        out = (fn or getattr(jnp, name))(*xs)
         if out.dtype.kind != "c":
             return out
         zs = [jnp.asarray(x, dtype=out.dtype) for x in xs]
-        special = jnp.zeros(out.shape, dtype=bool)
+        special = ~jnp.isfinite(out)
         for z in zs:
             special = special | ~jnp.isfinite(z) | (z.real == 0) | (z.imag == 0)
 
@@ -156,6 +191,21 @@ def _private_copy(jnp, host: np.ndarray):
     through; copying on the host first leaves JAX nothing shared to alias.
     """
     return jnp.asarray(np.array(host, copy=True))
+
+
+def _unique_on_host(name):
+    """``unique_*`` of complex arrays as the NumPy executor computes them (JAX's turns 0+nanj into nan+0j)."""
+    def impl(x):
+        if x.dtype.kind != "c":
+            return getattr(jnp, name)(x)
+        from arrayx.executors.base import get
+
+        numpy_ex = get("numpy")  # eager only (a data-dependent shape): the values are on the host anyway
+        out = (numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name))(np.asarray(x))
+        return type(out)(*(jnp.asarray(np.asarray(o)) for o in out)) if isinstance(out, tuple) else jnp.asarray(out)
+
+    impl.__name__ = name
+    return impl
 
 
 class _DLPackExport:
@@ -326,14 +376,14 @@ class JaxExecutor(Executor):
         "searchsorted": _searchsorted,
         "floor_divide": _floor_divide,
         "remainder": _remainder,
-        "sign": _sign,
         "abs": _abs,
         **{name: _sum_from_plus_zero(name) for name in ("sum", "mean", "matmul", "tensordot", "vecdot")},
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
         "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
         "convert_element_type": lambda buf, *, dtype, weak_type: buf.astype(dtype),  # as astype
-        **{name: _complex_special(name) for name in _COMPLEX_SPECIAL},
+        **{name: _complex_special(name, {"sign": _sign}.get(name)) for name in _COMPLEX_SPECIAL},
+        **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
     }
 
@@ -350,9 +400,14 @@ class JaxExecutor(Executor):
         jax.config.update("jax_enable_x64", True)  # see the module docstring
         import jax.numpy
 
-        global jnp, _jax, _NEEDS_CONCRETE
+        global jnp, _jax, _NEEDS_CONCRETE, _XLA_FLUSHES, _HOST_THREAD
         jnp = jax.numpy
         _jax = jax
+        from concurrent.futures import ThreadPoolExecutor
+
+        _HOST_THREAD = ThreadPoolExecutor(1, thread_name_prefix="arrayx-jax-host")
+        _HOST_THREAD.submit(int).result()  # its thread starts here, with the default floating-point mode
+        _XLA_FLUSHES = bool(jnp.asarray(np.float64(5e-324)) * jnp.float64(1) == 0)
         _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
                            jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
         self._jax = jax

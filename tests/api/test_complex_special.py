@@ -132,3 +132,63 @@ def test_sums_of_negative_zeros_start_from_plus_zero(executor, dtype):
                 xp.vecdot(xp.asarray([neg], dtype=dt), xp.asarray([1.0], dtype=dt)), xp.mean(xp.asarray([neg], dtype=dt))):
         v = np.asarray(out).ravel()[0]
         assert v == 0 and not np.signbit(np.real(v)) and not np.signbit(np.imag(v)), (out, v)
+
+
+def _numpy_executor(fn, *arrays):
+    with xp.use_executor("numpy"):
+        return np.asarray(fn(*(xp.asarray(a) for a in arrays)))
+
+
+def test_sign_of_complex_matches_numpy(executor):
+    # sign(0+inf j) is nan+nanj (z/|z|); the complex64 sign of 0+3.4e38j goes through the subnormal
+    # 1/|z|, which NumPy inside an XLA callback thread (flush-to-zero mode on) turned into 0
+    _assert_same_complex(xp.sign(xp.asarray(GRID)), _numpy_executor(xp.sign, GRID), GRID)
+    huge = np.asarray([complex(-0.0, 3.4028235e38), complex(3.4028235e38, -0.0)], np.complex64)
+    _assert_same_complex(xp.sign(xp.asarray(huge)), _numpy_executor(xp.sign, huge), huge)
+    assert np.asarray(xp.sign(xp.asarray(huge)))[0].imag > 0.99
+
+
+def test_complex_pow_that_overflows_inside_is_c99s_infinity(executor):
+    # exp(y*log(x)) with an infinite imaginary exponent: C99's cexp(inf+inf j) is inf+nan j (XLA: nan+nan j)
+    x1 = np.asarray([1.1920929e-07 - 2.4180539j, 2.0 + 1.0j], np.complex64)
+    x2 = np.asarray([complex(-3.4028235e38, 3.4028235e38), 0.5 - 0.5j], np.complex64)
+    want = _numpy_executor(lambda a, b: a ** b, x1, x2)
+    assert np.isinf(want[0].real) and np.isnan(want[0].imag)
+    _assert_same_complex(xp.asarray(x1) ** xp.asarray(x2), want, list(zip(x1, x2)))
+    y = xp.asarray(x1)
+    y **= xp.asarray(x2)
+    _assert_same_complex(y, want, list(zip(x1, x2)))
+
+
+def _flush(a):
+    out = np.empty_like(a)
+    for part, src in ((out.real, a.real), (out.imag, a.imag)):
+        tiny = np.finfo(src.dtype).smallest_normal
+        part[...] = np.where((src != 0) & (np.abs(src) < tiny), np.copysign(0.0, src), src)
+    return out
+
+
+@pytest.mark.parametrize("name", ["cos", "sin", "sinh", "cosh", "sign", "asin", "tanh"])
+def test_complex_parts_that_are_subnormal_keep_the_sign_of_their_zero(executor, name):
+    """NumPy's answer; on an executor that flushes subnormals (XLA on CPU), NumPy's for the flushed inputs."""
+    z = np.asarray([complex(2.2250738585e-313, 0.5), complex(-5e-324, 1.78), complex(8.6, -5e-324),
+                    complex(1.7976931348623157e308, -5e-324), complex(-1.02, -5e-324)])
+    flushes = bool(np.asarray(xp.asarray([5e-324]) * 1.0)[0] == 0)
+    fn = getattr(xp, name)
+    want = _flush(_numpy_executor(fn, _flush(z))) if flushes else _numpy_executor(fn, z)
+    _assert_same_complex(fn(xp.asarray(z)), want, z)
+
+
+@pytest.mark.parametrize("name", ["unique_values", "unique_counts", "unique_inverse", "unique_all"])
+def test_unique_of_complex_nans_keeps_their_parts(executor, name):
+    z = np.asarray([complex(0, NAN), 1 + 0j, complex(0, NAN), complex(NAN, 1), 1 + 0j])
+
+    def parts(out):
+        return [np.asarray(out)] if name == "unique_values" else [np.asarray(v) for v in out]
+
+    with xp.use_executor("numpy"):
+        want = parts(getattr(xp, name)(xp.asarray(z)))
+    got = parts(getattr(xp, name)(xp.asarray(z)))
+    _assert_same_complex(got[0], want[0], z)
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(g, w)
