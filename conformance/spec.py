@@ -4,8 +4,12 @@ Read from ``spec_2025_12.json``, a snapshot of the official stubs (``array_api_s
 the data-apis/array-api repository) committed next to this file, so that every test reads
 only the repository.  Check or refresh the snapshot against the stubs:
 
-    python -m conformance.spec --check [--stubs /path/to/array-api/src]
-    python -m conformance.spec --write [--stubs /path/to/array-api/src]
+    python -m conformance.spec --check --stubs /path/to/array-api/src
+    python -m conformance.spec --write --stubs /path/to/array-api/src
+
+(``--stubs`` may be left out when ``ARRAY_API_STUBS`` names that folder or the
+``array_api_stubs`` package is importable; the folder is ``src`` of a clone of
+data-apis/array-api, or ``array-api/src`` inside a clone of data-apis/array-api-tests.)
 
 A signature is a list of ``[name, kind, default]`` with ``kind`` an ``inspect.Parameter``
 kind name and ``default`` the ``repr`` of the default (``"<required>"`` when there is none).
@@ -23,8 +27,8 @@ import sys
 VERSION = "2025.12"
 HERE = pathlib.Path(__file__).parent
 SNAPSHOT = HERE / "spec_2025_12.json"
-#: where the stubs live on the development machines (override with ARRAY_API_STUBS)
-DEFAULT_STUBS = "/work/ext/array-api-tests/array-api/src"
+#: the environment variable that names the folder holding the ``array_api_stubs`` package
+STUBS_ENV = "ARRAY_API_STUBS"
 REQUIRED = "<required>"
 
 #: stub modules whose ``__all__`` names the main namespace must have
@@ -54,12 +58,20 @@ def signature_of(fn) -> list:
 
 
 def from_stubs(stubs_path: str | None = None) -> dict:
-    """The spec data read from the stubs package (ImportError when it cannot be found)."""
-    path = stubs_path or os.environ.get("ARRAY_API_STUBS", DEFAULT_STUBS)
-    if path and path not in sys.path and os.path.isdir(path):
-        sys.path.insert(0, path)
+    """The spec data read from the stubs package (ImportError, naming --stubs, when it cannot be found)."""
+    path = stubs_path or os.environ.get(STUBS_ENV)
+    if path:
+        if not os.path.isdir(path):
+            raise ImportError(f"conformance.spec: the stubs folder {path!r} does not exist")
+        if path not in sys.path:
+            sys.path.insert(0, path)
     pkg = f"array_api_stubs._{VERSION.replace('.', '_')}"
-    importlib.import_module(pkg)
+    try:
+        importlib.import_module(pkg)
+    except ImportError as e:
+        raise ImportError(
+            f"conformance.spec: cannot import {pkg} ({e}); pass --stubs with the 'src' folder of a clone of "
+            f"data-apis/array-api (or set {STUBS_ENV})") from e
 
     def mod(name):
         return importlib.import_module(f"{pkg}.{name}")
@@ -127,9 +139,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.spec", description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help=f"rewrite {SNAPSHOT.name} from the stubs")
     p.add_argument("--check", action="store_true", help=f"exit 1 unless {SNAPSHOT.name} equals the stubs")
-    p.add_argument("--stubs", default=None, help="folder that contains the array_api_stubs package")
+    p.add_argument("--stubs", default=None,
+                   help=f"folder that contains the array_api_stubs package (default: ${STUBS_ENV}, else importable)")
     args = p.parse_args(argv)
-    data = from_stubs(args.stubs)
+    try:
+        data = from_stubs(args.stubs)
+    except ImportError as e:
+        p.error(str(e))
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     if args.check:
         current = data == load_snapshot()
