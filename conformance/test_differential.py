@@ -202,3 +202,44 @@ def test_deep_profile_command_writes_results_and_merges_shards(tmp_path, capsys)
     assert report.main(["--differential", str(merged)]) == 0
     out = capsys.readouterr().out
     assert "6 examples" in out and "jax-flushes-subnormals" in out
+
+
+def _part(seed, examples, classes, name="sin"):
+    return {"max_examples": examples, "seed": seed, "executors": ["numpy", "jax"], "settings": {}, "machine": "",
+            "duration_s": 1.0, "examples": examples, "pairs": examples, "disagreements": len(classes),
+            "classes": classes, "unexplained": [], "deviations": [],
+            "functions": {name: {"examples": examples, "pairs": examples, "seconds": 1.0,
+                                 "disagreements": sum(c["count"] for c in classes)}}}
+
+
+def test_merge_adds_rounds_and_lets_a_rerun_replace_its_seed() -> None:
+    from conformance.differential.__main__ import merge
+
+    bug = {"class": "sin | jax | value | x", "function": "sin", "entry": "sin", "executor": "jax", "kind": "value",
+           "count": 2, "detail": "", "reproducer": "", "deviation": None}
+    other = dict(bug, **{"class": "sin | jax | value | y"})
+    first, second = _part(1, 10, [bug]), _part(2, 10, [other])
+    data = merge([first, second])
+    assert data["examples"] == 20 and data["max_examples"] == 20 and data["seeds"] == [1, 2]
+    assert sorted(data["unexplained"]) == [bug["class"], other["class"]]
+    rerun = _part(1, 10, [])  # seed 1 again after a fix: replaces the first run of sin
+    data = merge([first, second, rerun])
+    assert data["examples"] == 20 and data["unexplained"] == [other["class"]] and data["disagreements"] == 2
+    legacy = dict(bug)
+    del legacy["entry"]  # parts written before classes named their table entry
+    assert merge([_part(None, 5, [legacy]), _part(0, 5, [])])["unexplained"] == []
+
+
+@pytest.mark.parametrize("values", [
+    np.asarray([complex(-0.0, 3.4e38), complex(1, -0.0), complex(np.inf, np.nan), 2 + 1j], np.complex64),
+    np.asarray([[complex(0.0, -np.inf)]]), np.asarray(complex(-0.0, -0.0)), np.asarray([1.5 - 2j, 3j]),
+    np.asarray([-0.0, np.nan, -np.inf, 5e-324]), np.zeros((2, 0), np.int8), np.asarray([True, False]),
+])
+def test_input_repr_rebuilds_the_values_bit_for_bit(values) -> None:
+    """The reproducer of a class is runnable: its inputs are the ones that disagreed, signed zeros included."""
+    from numpy import inf, nan  # noqa: F401 - names the repr uses
+
+    x = Input(values, "reversed")
+    again = eval(repr(x))  # noqa: S307 - the repr of our own test data
+    assert again.layout == "reversed" and again.values.dtype == values.dtype and again.values.shape == values.shape
+    assert again.values.tobytes() == values.tobytes()

@@ -10,7 +10,9 @@ difference) with the smallest example as the reproducer, classifies each class a
 ``conformance/deviations.py`` and writes ``conformance/results/differential.json``
 (``python -m conformance.report --differential`` prints it).  Exit status 1 when a class is
 not a known deviation.  ``--shard K/N`` runs every N-th entry of the table starting at K (one
-process per shard on a multi-core machine); ``--merge`` joins the shards' JSON files.
+process per shard on a multi-core machine); ``--merge`` joins the shards' JSON files.  Parts
+run with different ``--seed`` values add up to more examples per function (rounds: run what
+the time allows), and a part that reruns a function with the same seed replaces that run.
 """
 from __future__ import annotations
 
@@ -57,20 +59,37 @@ def run(max_examples: int, executors: list[str], names: list[str], seed: int | N
 
 
 def merge(parts: list[dict]) -> dict:
-    """The shards of one profile as one result (classes regrouped, deviations reclassified)."""
-    first = parts[0]
-    functions = {k: v for p in parts for k, v in p["functions"].items()}
-    groups: dict[tuple, dict] = {}
+    """Shards and rounds of the deep profile as one result.
+
+    Parts with different seeds are different examples: a function's examples add up over them.
+    A later part that runs a function again with the same seed (a rerun after a fix) replaces
+    the earlier run of that function, its classes included.
+    """
+    runs: dict[tuple, tuple] = {}   # (table entry, seed) -> (per-function record, its classes)
     for p in parts:
-        for c in p["classes"]:
+        for name, record in p["functions"].items():
+            mine = [c for c in p["classes"] if c.get("entry", c["function"]) == name
+                    or ("entry" not in c and F.standard_name(F.BY_NAME[name]) == c["function"])]
+            runs[name, p["seed"] or 0] = (record, mine)  # no seed draws the examples of seed 0
+    functions: dict[str, dict] = {}
+    groups: dict[tuple, dict] = {}
+    for (name, _seed), (record, mine) in runs.items():
+        total = functions.setdefault(name, {"examples": 0, "pairs": 0, "seconds": 0.0, "disagreements": 0})
+        for key in total:
+            total[key] = round(total[key] + record[key], 2)
+        for c in mine:
             g = groups.setdefault((c["class"], c["deviation"] or ""), dict(c, count=0))
             g["count"] += c["count"]
     found = [groups[k] for k in sorted(groups)]
+    seeds = sorted({p["seed"] or 0 for p in parts})
+    per_seed = {s: max(p["max_examples"] for p in parts if (p["seed"] or 0) == s) for s in seeds}
     return {
-        **first, "duration_s": round(max(p["duration_s"] for p in parts), 1), "shards": len(parts),
+        **parts[0], "max_examples": sum(per_seed.values()), "seeds": seeds, "shards": len(parts),
+        "duration_s": round(sum(p["duration_s"] for p in parts), 1),
         "examples": sum(v["examples"] for v in functions.values()), "pairs": sum(v["pairs"] for v in functions.values()),
-        "disagreements": sum(p["disagreements"] for p in parts), "classes": found,
+        "disagreements": sum(v["disagreements"] for v in functions.values()), "classes": found,
         "unexplained": [c["class"] for c in found if c["deviation"] is None], "functions": functions,
+        "deviations": parts[-1]["deviations"],
     }
 
 

@@ -50,12 +50,14 @@ def classes(disagreements: list[Disagreement]) -> list[dict]:
     groups: dict[tuple, list[Disagreement]] = {}
     for d in disagreements:
         dev = _deviations.classify(d)
-        groups.setdefault((d.signature, dev.id if dev else ""), []).append(d)
+        entry = d.call[0].name if d.call else d.function
+        groups.setdefault((d.signature, dev.id if dev else "", entry), []).append(d)
     out = []
-    for (sig, dev), members in sorted(groups.items()):
+    for (sig, dev, entry), members in sorted(groups.items()):
         smallest = min(members, key=lambda d: (d.size, len(d.example)))
         out.append({
-            "class": sig, "function": smallest.function, "executor": smallest.executor, "kind": smallest.kind,
+            "class": sig, "function": smallest.function, "entry": entry, "executor": smallest.executor,
+            "kind": smallest.kind,
             "count": len(members), "detail": smallest.detail, "reproducer": smallest.example,
             "deviation": dev or None,
         })

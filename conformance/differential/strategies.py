@@ -43,11 +43,25 @@ class Input:
     values: np.ndarray
     layout: str = "contiguous"
 
+    @classmethod
+    def complex(cls, re: np.ndarray, im: np.ndarray, layout: str = "contiguous") -> "Input":
+        """The complex input with exactly these parts (what ``repr`` writes when a literal would lose them)."""
+        return cls(_complex(np.asarray(re), np.asarray(im), np.asarray(re).dtype), layout)
+
     def __repr__(self) -> str:
-        body = " ".join(np.array2string(self.values, separator=", ", threshold=40, floatmode="unique",
-                                        max_line_width=10**6).split())
-        shape = f".reshape({self.values.shape})" if self.values.size == 0 and self.values.ndim != 1 else ""
-        return f"Input(np.asarray({body}, dtype={self.values.dtype.name!r}){shape}, {self.layout!r})"
+        """Python that rebuilds the input bit for bit (with ``np``, ``Input`` and numpy's ``inf``/``nan``)."""
+        v = self.values
+        if v.dtype.kind == "c" and v.size and (np.any(~np.isfinite(v)) or np.any((v.real == 0) & np.signbit(v.real))
+                                               or np.any((v.imag == 0) & np.signbit(v.imag))):
+            # a complex literal such as -0.+1j or 1-0j or inf+nanj does not evaluate to these parts
+            return f"Input.complex({_array_literal(v.real)}, {_array_literal(v.imag)}, {self.layout!r})"
+        return f"Input({_array_literal(v)}, {self.layout!r})"
+
+
+def _array_literal(v: np.ndarray) -> str:
+    body = " ".join(np.array2string(v, separator=", ", threshold=40, floatmode="unique", max_line_width=10**6).split())
+    shape = f".reshape({v.shape})" if v.size == 0 and v.ndim != 1 else ""
+    return f"np.asarray({body}, dtype={v.dtype.name!r}){shape}"
 
 
 # -- dtypes ---------------------------------------------------------------------------------------
