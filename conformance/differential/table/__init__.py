@@ -1,0 +1,1 @@
+"""The differential table, one module per spec category (``functions`` assembles it)."""

@@ -1,0 +1,52 @@
+"""Searching, set and sorting functions."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from conformance.differential import strategies as S
+from conformance.differential.strategies import Input
+from conformance.differential.table._core import SIGNATURES, _dt, _operand, add
+
+
+def _where(draw, fn):
+    s1, s2 = draw(S.broadcast_pair())
+    cond = draw(S.inputs("bool", s1))
+    dt = _dt(draw, fn)
+    a = draw(S.inputs(dt, s2, fn.values))
+    b = _operand(draw, fn, dt if draw(st.booleans()) else _dt(draw, fn), draw(st.sampled_from([s1, s2, ()])), fn.values)
+    return (cond, a, b), {}
+
+
+def _searchsorted(draw, fn):
+    dt = _dt(draw, fn)
+    x1 = draw(S.arrays(dt, (draw(st.integers(0, 5)),), fn.values))
+    with np.errstate(invalid="ignore"):
+        x1 = np.sort(x1)
+    x2 = draw(S.inputs(dt if draw(st.integers(0, 3)) else _dt(draw, fn), draw(S.shapes(0, 2)), fn.values))
+    return (Input(x1), x2), {}
+
+
+def _isin(draw, fn):
+    dt = _dt(draw, fn)
+    x1 = draw(S.inputs(dt, draw(S.shapes()), fn.values))
+    x2 = _operand(draw, fn, dt if draw(st.booleans()) else _dt(draw, fn), draw(S.shapes(0, 2)), fn.values)
+    return (x1, x2), {}
+
+
+SIGNATURES.update(where=_where, searchsorted=_searchsorted, isin=_isin)
+
+add("argmax", "unary", "real numeric", kw=("axis", "keepdims"), tolerance="exact")
+add("argmin", "unary", "real numeric", kw=("axis", "keepdims"), tolerance="exact")
+add("count_nonzero", "unary", "any", kw=("axes", "keepdims"), tolerance="exact")
+add("nonzero", "unary1", "any", tolerance="exact")
+add("searchsorted", "searchsorted", "real numeric", "moderate", kw=("side",), tolerance="exact")
+add("where", "where", "any", tolerance="exact")
+add("isin", "isin", "real numeric", kw=("invert",), tolerance="exact")
+add("unique_all", "unary", "real numeric", tolerance="exact")
+add("unique_counts", "unary", "real numeric", tolerance="exact")
+add("unique_inverse", "unary", "real numeric", tolerance="exact")
+add("unique_values", "unary", "real numeric", tolerance="exact")
+# argsort stays stable (the default): the order of ties is unspecified otherwise
+add("argsort", "unary", "real numeric", kw=("axis_int", "descending"), tolerance="exact")
+add("sort", "unary", "real numeric", kw=("axis_int", "descending", "stable"), tolerance="exact")
