@@ -36,8 +36,8 @@ results that JAX returns as int32 (``searchsorted``) are int64, the standard's
 default index dtype; ``floor_divide``/``remainder`` follow NumPy for signed
 zeros, infinities and integer division by zero (0), and ``sign(-0.0)`` is 0,
 as on every other executor.  Complex functions (and ``divide``, ``reciprocal``,
-``pow``, ``sign``) at elements with a zero or non-finite part, or a non-finite
-result, are computed on the host as the NumPy executor computes them: XLA drops
+``pow``, ``sign``) at elements with a zero or non-finite part, in an operand or
+in XLA's result, are computed on the host as the NumPy executor computes them: XLA drops
 the sign of zero (branch cuts) and does not follow C99 Annex G at infinities.
 The host reads and writes subnormals as zeros of their sign, as XLA does, on a
 thread of its own (XLA runs callbacks with flush-to-zero on).  ``unique_*`` of
@@ -105,8 +105,9 @@ def _linalg_nan_where_failed(name):
 # -- complex functions at infinite/NaN parts and at zero parts: XLA's kernels do not follow C99
 # Annex G there (infinities, NaNs) and drop the sign of zero (so branch cuts ignore it:
 # sqrt(-2-0j) gave +1.41j), so when such elements exist the host computes them as the NumPy
-# executor does; so does an element whose result XLA makes non-finite (an overflow inside
-# pow's exp(y*log(x)) gave nan+nanj where C99 gives inf+nanj); the other elements stay XLA's
+# executor does; so does an element whose result has a zero or non-finite part in XLA's answer
+# (an overflow inside pow's exp(y*log(x)) gave nan+nanj where C99 gives inf+nanj; the real part
+# of reciprocal(-0.36+3.4e38j) underflowed to +0, not -0); the other elements stay XLA's
 
 _COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "divide", "exp", "expm1",
                     "log", "log1p", "log2", "log10", "pow", "reciprocal", "sign", "sin", "sinh", "sqrt", "tan",
@@ -162,7 +163,7 @@ def _complex_special(name, fn=None):
         if out.dtype.kind != "c":
             return out
         zs = [jnp.asarray(x, dtype=out.dtype) for x in xs]
-        special = ~jnp.isfinite(out)
+        special = ~jnp.isfinite(out) | (out.real == 0) | (out.imag == 0)  # zero parts: underflow and its sign
         for z in zs:
             special = special | ~jnp.isfinite(z) | (z.real == 0) | (z.imag == 0)
 

@@ -192,3 +192,13 @@ def test_unique_of_complex_nans_keeps_their_parts(executor, name):
     _assert_same_complex(got[0], want[0], z)
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_array_equal(g, w)
+
+
+def test_complex_results_that_underflow_keep_the_sign_of_their_zero(executor):
+    # 1/(-0.36+3.4e38j): the real part -3e-78 underflows to -0 in complex64 (XLA's formula gave +0)
+    z = np.asarray([complex(-0.3580648, 3.4028235e38), complex(3.4e38, -0.5), 2 - 1j], np.complex64)
+    flushes = bool(np.asarray(xp.asarray([5e-324]) * 1.0)[0] == 0)
+    want = _flush(_numpy_executor(xp.reciprocal, z)) if flushes else _numpy_executor(xp.reciprocal, z)
+    assert np.signbit(want[0].real) and want[0].real == 0
+    _assert_same_complex(xp.reciprocal(xp.asarray(z)), want, z)
+    _assert_same_complex(1 / xp.asarray(z), want, z)
