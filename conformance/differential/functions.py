@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from conformance.differential.table import (  # noqa: F401 - each module adds its entries to TABLE
     elementwise, array_object, creation, data_types, indexing, linalg, manipulation, searching, statistical, fft)
 from conformance.differential.table._core import DOMAINS, OMIT, SIGNATURES, TABLE, VIEWS, Fn, add  # noqa: F401
-from conformance.differential.table.array_object import INPLACE, OPERATOR_FUNCTIONS, OPERATORS  # noqa: F401
+from conformance.differential.table.array_object import (  # noqa: F401
+    INPLACE, OPERATOR_FUNCTIONS, OPERATORS, UNARY_OPERATORS)
 from conformance.differential.table.elementwise import BINARY, UNARY  # noqa: F401
 
 BY_NAME = {f.name: f for f in TABLE}
