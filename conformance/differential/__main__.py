@@ -93,9 +93,16 @@ def merge(parts: list[dict]) -> dict:
     }
 
 
+def _per_function(data: dict) -> str:
+    counts = sorted({v["examples"] for v in data["functions"].values()})
+    if len(data.get("seeds", [])) < 2 or not counts:
+        return f"{data['max_examples']} per function"
+    return f"{counts[0]}-{counts[-1]} per function over seeds {data['seeds']}"
+
+
 def render(data: dict) -> str:
     lines = [f"differential profile: {data['examples']} examples, {data['pairs']} example-executor pairs over "
-             f"{', '.join(data['executors'])} ({data['max_examples']} per function, {data['duration_s']} s)",
+             f"{', '.join(data['executors'])} ({_per_function(data)}, {data['duration_s']} s)",
              f"{data['disagreements']} disagreements in {len(data['classes'])} classes, "
              f"{len(data['unexplained'])} not in conformance/deviations.py"]
     for c in data["classes"]:
