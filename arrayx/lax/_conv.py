@@ -142,21 +142,27 @@ def _by_columns(m, as_strided, x, rhs, out_shape, strides, rhs_dilation, groups)
 
 
 def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups):
-    """Few output positions and a large window (the kernel gradient): one GEMM per position and group
-    over (image, feature x window), whose operand is a plain strided slice of the input."""
+    """Few output positions and a large window (the kernel gradient): every position's input patch (a
+    plain strided slice) stacked into one matrix (position x image, feature x window), times the
+    kernel matrix in one GEMM per group (a 64 x 64 output per GEMM would leave BLAS idle)."""
     n, c = x.shape[:2]
     o = rhs.shape[0]
     window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
     cg, og = c // groups, o // groups
     depth = cg * math.prod(window)
-    kernels = [m.ascontiguousarray(m.reshape(rhs[g * og:(g + 1) * og], (og, depth)).T) for g in range(groups)]
-    out = m.empty((n, o) + spatial, dtype=x.dtype)
-    for pos in np.ndindex(*spatial):
-        key = tuple(slice(p * s, p * s + (k - 1) * r + 1, r) for p, s, k, r in zip(pos, strides, window, rhs_dilation))
-        for g in range(groups):
-            patch = m.reshape(x[(slice(None), slice(g * cg, (g + 1) * cg)) + key], (n, depth))  # 2-D: BLAS
-            out[(slice(None), slice(g * og, (g + 1) * og)) + pos] = patch @ kernels[g]
-    return out
+    positions = list(np.ndindex(*spatial))
+    out = m.empty((len(positions), n, o), dtype=x.dtype)
+    for g in range(groups):
+        kernel = m.ascontiguousarray(m.reshape(rhs[g * og:(g + 1) * og], (og, depth)).T)
+        patches = m.empty((len(positions), n, cg) + window, dtype=x.dtype)
+        for j, pos in enumerate(positions):
+            key = tuple(slice(p * s, p * s + (k - 1) * r + 1, r)
+                        for p, s, k, r in zip(pos, strides, window, rhs_dilation))
+            patches[j] = x[(slice(None), slice(g * cg, (g + 1) * cg)) + key]
+        out[:, :, g * og:(g + 1) * og] = m.reshape(m.reshape(patches, (len(positions) * n, depth)) @ kernel,
+                                                   (len(positions), n, og))
+    return m.moveaxis(m.reshape(out, spatial + (n, o)), tuple(range(len(spatial))),
+                      tuple(range(2, 2 + len(spatial))))
 
 
 def _in_layout(canonical_impl):
