@@ -15,9 +15,10 @@ from typing import Callable
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
-from arrayx.transforms._tracer import Tracer, TracerState
+from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, TracerState
+from arrayx.transforms.forward import as_array_leaf
 
-__all__ = ["BatchTrace", "BatchTracer", "vmap", "COLLECTIVE_RULES"]
+__all__ = ["BatchTrace", "BatchTracer", "vmap", "COLLECTIVE_RULES", "batch_fun", "batch_graph", "front"]
 
 #: collective primitive -> rule(vals, dims, size, **params) -> (out, out_dim) applied by the trace of the
 #: vmap whose axis_name the collective names (transforms/parallel.py registers them)
@@ -127,15 +128,14 @@ class BatchTrace(Trace):
         return self.box(out, odim)
 
     def process_call(self, prim, args, params):
-        if not any(a.__class__ is BatchTracer and a._buf.trace is self for a in args):
-            return bind_with(self.parent, prim, args, params)
-        # the sub-computation runs on the batch members here (its primitives batched one by one)
-        fun = params.get("fun") or params.get("graph")
-        if fun is None or prim.name not in _INLINED_CALLS:
+        """A call-like primitive: its batch rule batches the sub-computations (never inlined, so
+        custom rules, checkpointing and compiled calls survive)."""
+        if prim.batch is None and any(a.__class__ is BatchTracer and a._buf.trace is self for a in args):
             raise NotImplementedError(
-                f"vmap: batching the call-like primitive {prim.name!r} is not implemented yet"
+                f"vmap: the call-like primitive {prim.name!r} has no batch rule; register one as "
+                f"{prim.name}_p.batch (see arrayx.transforms.batching.batch_fun / batch_graph)"
             )
-        return tuple(fun(*args))
+        return self.process_primitive(prim, args, params)
 
 
 def _axis_bound(axis_name, size, trace, device):
@@ -162,8 +162,88 @@ def _set_parent(trace):
     return set_trace(trace.parent)
 
 
-# call-like primitives whose sub-computation vmap evaluates on the batch trace itself
-_INLINED_CALLS = {"custom_jvp_call", "custom_vjp_call", "checkpoint", "call"}
+# -- batching sub-computations (the batch rules of call-like primitives use these) ------------------
+
+
+def _batched_out(trace, o, size, force: bool):
+    """Output ``o`` of a function run under ``trace``: (value, batched?), batch axis first."""
+    if o is None:
+        return None, False
+    val, d = trace.unbox(as_array_leaf("vmap", o))
+    if d is None and not force:
+        return val, False
+    return moveaxis_to(val, d, 0, size), True
+
+
+def batch_fun(fun: Callable, dims, size: int) -> Callable:
+    """``fun`` (flat arrays in, flat list out) as a function of batched operands.
+
+    Operand i has its batch axis at ``dims[i]`` (None: not batched); every output comes
+    back with its batch axis first (unbatched results are broadcast; None stays None).
+    The batch trace is made when the function runs, under whatever trace is current then.
+    """
+    dims = tuple(dims)
+
+    def batched(*vals):
+        trace = BatchTrace(current_trace(), size)
+        outs = trace.run(fun, [trace.box(v, d) for v, d in zip(vals, dims)])
+        return [_batched_out(trace, o, size, True)[0] for o in outs]
+
+    batched.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
+    return batched
+
+
+def batch_graph(graph, batched: tuple, size: int, force: tuple | None = None):
+    """``graph`` batched: ``(new graph, out_batched)``, cached on the graph.
+
+    Input i is batched along axis 0 when ``batched[i]``; output j comes out batched along
+    axis 0 when it depends on a batched input or ``force[j]`` (then unbatched values are
+    broadcast), else it stays unbatched; ``out_batched[j]`` says which.
+    """
+    from arrayx.transforms.staging import StagingTrace, _as_output
+
+    key = ("batch", size, tuple(batched), None if force is None else tuple(force))
+    hit = graph.derived.get(key)
+    if hit is not None:
+        return hit
+    out_batched = []
+
+    def fun(*xs):
+        trace = BatchTrace(current_trace(), size)
+        outs = trace.run(graph, [trace.box(x, 0 if b else None) for x, b in zip(xs, batched)])
+        res = []
+        for j, o in enumerate(outs):
+            val, b = _batched_out(trace, o, size, bool(force and force[j]))
+            out_batched.append(b)
+            res.append(val)
+        return res
+
+    avals = [ShapeDtypeStruct._trusted((size, *a.shape), a.dtype, a.weak_type) if b else a
+             for a, b in zip(graph.in_avals, batched)]
+    device = graph.device or _default_device()
+    staging = StagingTrace(None, device, "vmap")
+    ins = [staging.new_input(a) for a in avals]
+    outs = staging.run(fun, ins)
+    new = staging.to_graph(list(staging.inputs), [_as_output(o) for o in outs])
+    hit = graph.derived[key] = (new, tuple(out_batched))
+    return hit
+
+
+def _default_device():
+    from arrayx.executors.base import get_executor
+
+    return get_executor().default_device()
+
+
+def front(vals, dims, size: int | None = None):
+    """Operands with their batch axes first; with ``size``, unbatched ones are broadcast too."""
+    out = []
+    for v, d in zip(vals, dims):
+        if d is None:
+            out.append(v if size is None or not isinstance(v, Array) else moveaxis_to(v, None, 0, size))
+        else:
+            out.append(moveaxis_to(v, d, 0, 0))
+    return out
 
 
 def _loop_rule(prim, size):

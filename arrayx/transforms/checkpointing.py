@@ -21,7 +21,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.executors import _lowering
 from arrayx.transforms.core import CallPrimitive
-from arrayx.transforms._tracer import aval_of
+from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
 
@@ -137,7 +137,40 @@ def _checkpoint_lin_jvp(primals, tangents, **params):
     return tuple(outs), tuple(touts)
 
 
+def _checkpoint_batch(vals, dims, *, fun, policy, num_consts=0):
+    from arrayx.transforms.batching import batch_fun, front
+    from arrayx.transforms.rules._batch import size_of
+
+    size = size_of(vals, dims)
+    ins = tuple(None if d is None else 0 for d in dims)
+    params = {"num_consts": num_consts} if num_consts else {}
+    outs = checkpoint_p.bind(*front(vals, dims), fun=batch_fun(fun, ins, size), policy=policy, **params)
+    return outs, 0
+
+
+def _fully_batched(prim, fun_arity):
+    """Batch rule of a call-like ``prim`` whose ``fun`` takes its first operands: every operand is
+    batched (tangents and primals must agree), ``fun`` is batched along axis 0."""
+    def rule(vals, dims, **params):
+        from arrayx.transforms.batching import batch_fun, front
+        from arrayx.transforms.rules._batch import size_of
+
+        size = size_of(vals, dims)
+        n = fun_arity(params, len(vals))
+        new = {**params, "fun": batch_fun(params["fun"], (0,) * n, size)}
+        if "out_avals" in params:
+            new["out_avals"] = tuple(ShapeDtypeStruct._trusted((size, *a.shape), a.dtype, a.weak_type)
+                                     for a in params["out_avals"])
+        return prim.bind(*front(vals, dims, size), **new), 0
+
+    rule.__name__ = f"{prim.name}_batch"
+    return rule
+
+
 checkpoint_p.jvp = _checkpoint_jvp
+checkpoint_p.batch = _checkpoint_batch
+checkpoint_jvp_p.batch = _fully_batched(checkpoint_jvp_p, lambda params, n: len(params["has_tangent"]))
+checkpoint_lin_p.batch = _fully_batched(checkpoint_lin_p, lambda params, n: params["n"])
 checkpoint_p.lowerings["*"] = lambda ex, params: _lowering.lower_fun_param(ex, params)
 checkpoint_lin_p.jvp = _checkpoint_lin_jvp
 checkpoint_lin_p.eager = _checkpoint_lin_eager

@@ -24,6 +24,8 @@ from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
 from arrayx.transforms.graph import Graph
 from arrayx.transforms.jitting import _jvp_graph, _stage_flat, _zeros
 from arrayx.transforms.staging import StagingTracer, close_function
+from arrayx.transforms.batching import batch_graph, front, moveaxis_to
+from arrayx.transforms.rules._batch import size_of, to_front
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map"]
 
@@ -223,9 +225,39 @@ def _cond_lowering(ex, params):
     return lambda index, *rest: fns[_clamp(int(index), n)](*rest)
 
 
+def _lanes(mask, x):
+    """``mask`` of shape (B,) reshaped to broadcast against ``x`` (batch axis first)."""
+    from arrayx.api.manipulation import reshape
+
+    return reshape(mask, (mask.shape[0],) + (1,) * (x.ndim - 1))
+
+
+def _cond_batch(vals, dims, *, branches, tangent_mask):
+    size = size_of(vals, dims)
+    index, ops = vals[0], front(vals[1:], dims[1:])
+    in_b = tuple(d is not None for d in dims[1:])
+    if dims[0] is None:  # one branch for every member: a cond of the batched branches
+        force = tuple(any(col) for col in zip(*(batch_graph(b, in_b, size)[1] for b in branches)))
+        graphs = tuple(batch_graph(b, in_b, size, force)[0] for b in branches)
+        outs = cond_p.bind(index, *ops, branches=graphs, tangent_mask=tangent_mask)
+        return outs, [0 if f else None for f in force]
+    # members take different branches: run every branch batched, then select per member
+    from arrayx.api.elementwise import clip
+    from arrayx.api.searching import where
+
+    index = clip(to_front(index, dims[0]), 0, len(branches) - 1)
+    force = (True,) * len(branches[0].outputs)
+    results = [batch_graph(b, in_b, size, force)[0](*ops) for b in branches]
+    outs = list(results[-1])
+    for i in range(len(branches) - 2, -1, -1):
+        outs = [where(_lanes(index == i, r), r, o) for r, o in zip(results[i], outs)]
+    return tuple(outs), 0
+
+
 cond_p = CallPrimitive("cond", eager=_cond_eager, fun_params=(), stage=_cond_stage)
 cond_p.abstract_eval = lambda *args, branches, tangent_mask: branches[0].out_avals
 cond_p.jvp = _cond_jvp
+cond_p.batch = _cond_batch
 cond_p.lowerings["*"] = _cond_lowering
 
 
@@ -337,9 +369,64 @@ def _while_lowering(ex, params):
     return run
 
 
+def _carry_fixpoint(body, before, carry_b, after, size):
+    """Which carried values end up batched: those batched at the start, and those the body makes batched
+    (``before``/``after``: whether the body's other inputs, around the carry, are batched)."""
+    carry_b = list(carry_b)
+    while True:
+        _, out_b = batch_graph(body, (*before, *carry_b, *after), size)
+        new = [c or o for c, o in zip(carry_b, out_b)]
+        if new == carry_b:
+            return tuple(carry_b)
+        carry_b = new
+
+
+def _while_batch(vals, dims, *, cond, body, cond_nconsts, body_nconsts, tangent_mask):
+    size = size_of(vals, dims)
+    nc, nb = cond_nconsts, body_nconsts
+    b = [d is not None for d in dims]
+    cc_b, bc_b = tuple(b[:nc]), tuple(b[nc:nc + nb])
+    carry_b = _carry_fixpoint(body, bc_b, b[nc + nb:], (), size)
+    _, (pred_b,) = batch_graph(cond, (*cc_b, *carry_b), size)
+    if pred_b:  # members finish at different times: every carried value is per member
+        carry_b = (True,) * len(carry_b)
+    vals = front(vals, dims)
+    cc, bc = vals[:nc], vals[nc:nc + nb]
+    carry = [moveaxis_to(v, None, 0, size) if want and not has else v
+             for v, want, has in zip(vals[nc + nb:], carry_b, b[nc + nb:])]
+    cg, _ = batch_graph(cond, (*cc_b, *carry_b), size)
+    bg, _ = batch_graph(body, (*bc_b, *carry_b), size, carry_b)
+    out_dims = [0 if x else None for x in carry_b]
+    if not pred_b:
+        outs = while_p.bind(*cc, *bc, *carry, cond=cg, body=bg, cond_nconsts=nc, body_nconsts=nb,
+                            tangent_mask=tangent_mask)
+        return outs, out_dims
+    # run while any member's predicate holds; a finished member keeps its carry (a select per step)
+    from arrayx.api.searching import where
+    from arrayx.api.utility import any as _any
+
+    def any_cond(*xs):
+        return [_any(cg(*xs)[0])]
+
+    def frozen_body(*xs):
+        c, bcs, cr = xs[:nc], xs[nc:nc + nb], xs[nc + nb:]
+        live = cg(*c, *cr)[0]
+        new = bg(*bcs, *cr)
+        return [where(_lanes(live, n), n, o) for n, o in zip(new, cr)]
+
+    c_avals = [aval_of(x) for x in (*cc, *carry)]
+    new_cond = _restage(any_cond, c_avals, "vmap of while_loop cond")
+    new_body = _restage(frozen_body, [aval_of(x) for x in (*cc, *bc, *carry)], "vmap of while_loop body")
+    mask = None if tangent_mask is None else (*tangent_mask[:nc], *tangent_mask)
+    outs = while_p.bind(*cc, *cc, *bc, *carry, cond=new_cond, body=new_body, cond_nconsts=nc,
+                        body_nconsts=nc + nb, tangent_mask=mask)
+    return outs, out_dims
+
+
 while_p = CallPrimitive("while", eager=_while_eager, fun_params=(), stage=_while_stage)
 while_p.abstract_eval = lambda *args, body, **params: body.out_avals
 while_p.jvp = _while_jvp
+while_p.batch = _while_batch
 while_p.lowerings["*"] = _while_lowering
 
 
@@ -545,9 +632,30 @@ def _scan_lowering(ex, params):
     return run
 
 
+def _scan_batch(vals, dims, *, body, num_consts, num_carry, length, reverse, unroll, tangent_mask):
+    from arrayx.api.manipulation import moveaxis
+
+    size = size_of(vals, dims)
+    nc, k = num_consts, num_carry
+    b = [d is not None for d in dims]
+    consts_b, x_b = tuple(b[:nc]), tuple(b[nc + k:])
+    carry_b = _carry_fixpoint(body, consts_b, b[nc:nc + k], x_b, size)
+    in_b = (*consts_b, *carry_b, *x_b)
+    # the body sees one step's x with the batch axis first: in xs it is axis 1 (axis 0 is the scan's)
+    bg, out_b = batch_graph(body, in_b, size, (*carry_b, *(False,) * (len(body.outputs) - k)))
+    consts = front(vals[:nc], dims[:nc])
+    carry = [moveaxis_to(v, d, 0, size) if want else v
+             for v, d, want in zip(vals[nc:nc + k], dims[nc:nc + k], carry_b)]
+    xs = [v if d is None or d == 1 else moveaxis(v, d, 1) for v, d in zip(vals[nc + k:], dims[nc + k:])]
+    outs = scan_p.bind(*consts, *carry, *xs, body=bg, num_consts=nc, num_carry=k, length=length,
+                       reverse=reverse, unroll=unroll, tangent_mask=tangent_mask)
+    return outs, [*(0 if c else None for c in carry_b), *(1 if y else None for y in out_b[k:])]
+
+
 scan_p = CallPrimitive("scan", eager=_scan_loop, fun_params=(), stage=_scan_stage)
 scan_p.abstract_eval = _scan_abstract
 scan_p.jvp = _scan_jvp
+scan_p.batch = _scan_batch
 scan_p.lowerings["*"] = _scan_lowering
 
 

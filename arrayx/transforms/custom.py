@@ -27,6 +27,9 @@ from arrayx.api.creation import zeros_like
 from arrayx.transforms.core import _TRACE, CallPrimitive, Primitive
 from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
 from arrayx.transforms.rules._define import zeros_for
+from arrayx.transforms.rules._batch import size_of
+from arrayx.transforms.batching import batch_fun, front
+from arrayx.api.statistical import sum as _sum
 
 __all__ = ["stop_gradient", "custom_jvp", "custom_vjp"]
 
@@ -44,6 +47,7 @@ def _stop_gradient_jvp(primals, tangents):
 
 
 stop_gradient_p.jvp = _stop_gradient_jvp
+stop_gradient_p.batch = lambda vals, dims: (stop_gradient_p.bind(vals[0]), dims[0])
 
 
 def stop_gradient(x):
@@ -147,7 +151,31 @@ def _custom_jvp_call_jvp(primals, tangents, *, fun, jvp, store, num_consts=0):
     return tuple(outs), tuple(touts)
 
 
+def _custom_jvp_call_batch(vals, dims, *, fun, jvp, store, num_consts=0):
+    # the function and its rule are both batched (outputs batch axis first), so grad(vmap(f)) uses the rule
+    size = size_of(vals, dims)
+    ins = tuple(None if d is None else 0 for d in dims)
+    rule_dims = ins[num_consts:]  # a tangent is batched as its primal is (both come from the parent)
+
+    def batched_jvp(primals, tangents):
+        k = len(primals)
+
+        def flat(*xs):
+            outs, touts = jvp(xs[:k], xs[k:])
+            return [*outs, *touts]
+
+        both = batch_fun(flat, rule_dims + rule_dims, size)(*primals, *tangents)
+        m = len(both) // 2
+        return both[:m], both[m:]
+
+    params = {"num_consts": num_consts} if num_consts else {}
+    outs = custom_jvp_call_p.bind(*front(vals, dims), fun=batch_fun(fun, ins, size), jvp=batched_jvp,
+                                  store=store, **params)
+    return outs, 0
+
+
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+custom_jvp_call_p.batch = _custom_jvp_call_batch
 custom_jvp_call_p.lowerings["*"] = _lower_fun
 
 
@@ -275,7 +303,50 @@ def _custom_vjp_lin_jvp(primals, tangents, **params):
     _no_forward_mode(primals, params)
 
 
+def _custom_vjp_call_batch(vals, dims, *, fun, fwd, bwd, store, n_res, num_consts=0):
+    # fwd and bwd are batched too: residuals and cotangents carry the batch axis first, and an
+    # unbatched argument's cotangent is the sum over the batch (it was shared by every member)
+    size = size_of(vals, dims)
+    ins = tuple(None if d is None else 0 for d in dims)
+    rule_dims = ins[num_consts:]
+
+    def batched_fwd(*xs):
+        kept = {}
+
+        def flat(*ys):
+            outs, res_leaves, res_tree = fwd(*ys)
+            kept["res"] = ([None if isinstance(r, Array) else r for r in res_leaves], res_tree)
+            kept["n_out"] = len(outs)
+            return [*outs, *(r for r in res_leaves if isinstance(r, Array))]
+
+        res = batch_fun(flat, rule_dims, size)(*xs)
+        others, res_tree = kept["res"]
+        n = kept["n_out"]
+        arrays = iter(res[n:])
+        return res[:n], [next(arrays) if r is None else r for r in others], res_tree
+
+    def batched_bwd(res, cts):
+        res_leaves, res_tree = pytree.flatten(res)
+        is_array = [isinstance(r, Array) for r in res_leaves]
+        arrays = [r for r, a in zip(res_leaves, is_array) if a]
+        n = len(arrays)
+
+        def flat(*ys):
+            it = iter(ys[:n])
+            r = pytree.unflatten(res_tree, [next(it) if a else v for v, a in zip(res_leaves, is_array)])
+            return list(bwd(r, list(ys[n:])))
+
+        cts_in = batch_fun(flat, (0,) * (n + len(cts)), size)(*arrays, *cts)
+        return [c if c is None or d is not None else _sum(c, axis=0) for c, d in zip(cts_in, rule_dims)]
+
+    params = {"num_consts": num_consts} if num_consts else {}
+    outs = custom_vjp_call_p.bind(*front(vals, dims), fun=batch_fun(fun, ins, size), fwd=batched_fwd,
+                                  bwd=batched_bwd, store=store, n_res=n_res, **params)
+    return outs, 0
+
+
 custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+custom_vjp_call_p.batch = _custom_vjp_call_batch
 custom_vjp_call_p.lowerings["*"] = _lower_fun
 custom_vjp_lin_p.jvp = _custom_vjp_lin_jvp
 custom_vjp_lin_p.abstract_eval = _custom_vjp_lin_abstract

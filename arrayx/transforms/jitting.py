@@ -264,10 +264,22 @@ def _call_lowering(ex, params):
     return lowered(ex, params["graph"])  # inside the caller's compiled function: the plain lowering
 
 
+def _call_batch(vals, dims, *, graph, name):
+    # one call of the batched graph (staged once per batch size and batched inputs), still compiled
+    from arrayx.transforms.batching import batch_graph, front
+    from arrayx.transforms.rules._batch import size_of
+
+    size = size_of(vals, dims)
+    bg, out_batched = batch_graph(graph, tuple(d is not None for d in dims), size)
+    outs = call_p.bind(*front(vals, dims), graph=bg, name=f"vmap({name})")
+    return outs, [0 if b else None for b in out_batched]
+
+
 call_p = CallPrimitive("call", eager=_call_eager, fun_params=(), stage=_call_stage)
 call_p.abstract_eval = lambda *args, graph, name: graph.out_avals
 call_p.jvp = _call_jvp
 call_p.transpose = _call_transpose
+call_p.batch = _call_batch
 call_p.lowerings["*"] = _call_lowering
 
 
