@@ -20,6 +20,7 @@ from arrayx.executors import _libm
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.core import Primitive, current_trace
 from arrayx.transforms.rules._define import defabstract, defjvp_coef
+from arrayx.transforms.rules._batch import defvectorized
 
 # XLA fuses ``floats * span + minval`` into one fused multiply-add.  The standard has no fma,
 # so it is emulated exactly with error-free transformations and rounding to odd (Boldo and
@@ -230,6 +231,7 @@ libm_log_p.impls.update({
 })
 defabstract(libm_log_p, lambda x: ShapeDtypeStruct(tuple(x.shape), x.dtype))
 defjvp_coef(libm_log_p, lambda y, x: 1.0 / x)
+defvectorized(libm_log_p)
 
 
 # XLA:CPU's float32 log is not libm's: Cephes' logf polynomial (the constants below), evaluated

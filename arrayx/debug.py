@@ -45,6 +45,25 @@ def _lowering(ex, params):
 debug_callback_p.lowerings["*"] = _lowering
 
 
+def _batch(vals, dims, *, fn):
+    # one callback with the batched values, calling ``fn`` once per member, in order (as jax.vmap does)
+    from arrayx.transforms.batching import front
+    from arrayx.transforms.rules._batch import size_of
+
+    size = size_of(vals, dims)
+    batched = tuple(d is not None for d in dims)
+
+    def per_member(*values):
+        for i in range(size):
+            fn(*(v[i] if b else v for v, b in zip(values, batched)))
+
+    per_member.__name__ = getattr(fn, "__name__", "callback")
+    return debug_callback_p.bind(*front(vals, dims), fn=per_member), []
+
+
+debug_callback_p.batch = _batch
+
+
 def callback(fn: Callable, *args) -> None:
     """Call ``fn(*args)`` with the runtime values of ``args`` (arrays as NumPy arrays), also under jit.
 

@@ -8,6 +8,8 @@ Every helper first moves the batch axis to 0, so only params need rewriting:
   (primitives are strict about shapes, so unbatched operands are broadcast too).
 - ``defleading(*prims)``: the primitive maps over leading axes already (linalg's
   stacks of matrices, axis params counted from the end); the batch axis goes first.
+- ``defbatch(prim, rule)``: a rule written for ``prim`` (registered as "native"); rules may
+  return any batch axis for their result, or a list of axes for multiple results.
 - ``defaxes(prim, *names, none_means="all")``: params ``names`` hold axes (an int,
   a tuple of ints or None); they shift by one.  ``None`` means every axis
   (reductions) or, with ``none_means="flat"``, the flattened array (argmax, roll).
@@ -18,7 +20,7 @@ from arrayx.api._checks import broadcast_shapes_for
 from arrayx.api.manipulation import broadcast_to, moveaxis, reshape
 from arrayx.api._array import Array
 
-__all__ = ["defvectorized", "defleading", "defaxes", "to_front", "full_batch", "size_of", "BATCH_RULES"]
+__all__ = ["defbatch", "defvectorized", "defleading", "defaxes", "to_front", "full_batch", "size_of", "BATCH_RULES"]
 
 #: how each primitive is batched: name -> helper ("vectorized", "leading", "axes", "native")
 BATCH_RULES: dict = {}
@@ -46,6 +48,12 @@ def full_batch(x, d, size, shape):
             if x.ndim - 1 < len(shape) else x
     target = (size,) + tuple(shape)
     return x if tuple(x.shape) == target else broadcast_to(x, target)
+
+
+def defbatch(prim, rule) -> None:
+    """Register ``rule(args, dims, **params) -> (out, out_dim)`` as ``prim``'s batch rule."""
+    prim.batch = rule
+    BATCH_RULES[prim.name] = "native"
 
 
 def defvectorized(*prims) -> None:

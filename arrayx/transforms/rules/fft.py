@@ -186,3 +186,13 @@ defabstract(ff.rfftn_p, _n_dim_abstract(True, _complex_of))
 defabstract(ff.irfftn_p, _n_dim_abstract(False, _real_of))
 defabstract(ff.fftshift_p, lambda x, *, axes: ShapeDtypeStruct(tuple(x.shape), x.dtype))
 defabstract(ff.ifftshift_p, lambda x, *, axes: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+
+
+# -- batching: every transform acts on named axes, which move by one behind the batch axis ---------
+
+from arrayx.transforms.rules._batch import defaxes  # noqa: E402
+
+for _prim in (ff.fft_p, ff.ifft_p, ff.rfft_p, ff.irfft_p, ff.hfft_p, ff.ihfft_p):
+    defaxes(_prim, "axis")
+for _prim in (ff.fftn_p, ff.ifftn_p, ff.rfftn_p, ff.irfftn_p, ff.fftshift_p, ff.ifftshift_p):
+    defaxes(_prim, "axes")

@@ -231,3 +231,138 @@ def _scatter_transpose(ct, x, u, *idx, axes, kind, mode, unique_indices):
 
 ix.scatter_p.jvp = _scatter_jvp
 ix.scatter_p.transpose = _scatter_transpose
+
+
+# -- batching -------------------------------------------------------------------------------------
+# Every rule moves batch axes first; a batched index array or start makes the batch axis one more
+# indexed axis (a gather/scatter with an iota index for it), so members never mix.
+
+from arrayx.transforms.batching import moveaxis_to  # noqa: E402
+from arrayx.transforms.rules._batch import defbatch, size_of, to_front  # noqa: E402
+
+_ALL = (None, None, None)
+
+
+def _consecutive(axes) -> bool:
+    return axes[-1] - axes[0] == len(axes) - 1
+
+
+def _member_shape(v, d) -> tuple:
+    shape = tuple(v.shape)
+    return shape if d is None else shape[:d] + shape[d + 1:]
+
+
+def _batch_iota(size, ndim, dtype, device):
+    """``arange(size)`` shaped ``(size, 1, ..., 1)`` with ``ndim`` dimensions: the batch axis' index."""
+    return ax.reshape(ax.arange(size, dtype=dtype, device=device), (size,) + (1,) * (ndim - 1))
+
+
+def _slice_batch(vals, dims, *, key):
+    return ix.slice_p.bind(to_front(vals[0], dims[0]), key=(_ALL, *key)), 0
+
+
+def _slice_update_batch(vals, dims, *, key):
+    (x, v), (dx, dv) = vals, dims
+    size = size_of(vals, dims)
+    x = moveaxis_to(x, dx, 0, size)
+    if dv is not None:  # v broadcasts to the region: give it the region's rank behind the batch axis
+        region = ix.basic_shape(tuple(x.shape[1:]), key)
+        v = to_front(v, dv)
+        v = ax.reshape(v, (size,) + (1,) * (len(region) - v.ndim + 1) + tuple(v.shape[1:]))
+    return ix.slice_update_p.bind(x, v, key=(_ALL, *key)), 0
+
+
+def _batched_indices(idx, dims, size):
+    """Index arrays (they share one shape) with the batch axis first, broadcast where unbatched."""
+    return [moveaxis_to(i, d, 0, size) for i, d in zip(idx, dims)]
+
+
+def _gather_batch(vals, dims, *, axes):
+    (x, *idx), (dx, *di) = vals, dims
+    size = size_of(vals, dims)
+    shifted = tuple(a + 1 for a in axes)
+    if all(d is None for d in di):  # only x is batched: its indexed axes move by one
+        out_dim = 0 if _consecutive(axes) else idx[0].ndim
+        return ix.gather_p.bind(to_front(x, dx), *idx, axes=shifted), out_dim
+    idx = _batched_indices(idx, di, size)
+    if dx is None:  # the indices' batch axis lands where NumPy puts the index dimensions
+        return ix.gather_p.bind(x, *idx, axes=axes), index_dims_at(axes)
+    iota = _batch_iota(size, idx[0].ndim, idx[0].dtype, x.device)
+    out = ix.gather_p.bind(to_front(x, dx), ax.broadcast_to(iota, tuple(idx[0].shape)), *idx, axes=(0, *shifted))
+    if _consecutive(axes) and axes[0] > 0:  # the result has (batch, *index dims, *rest): put the index dims back
+        p, m = axes[0], idx[0].ndim - 1
+        out = ax.moveaxis(out, tuple(range(1, 1 + m)), tuple(range(1 + p, 1 + p + m)))
+    return out, 0
+
+
+def _scatter_batch(vals, dims, *, axes, kind, mode, unique_indices):
+    (x, u, *idx), (dx, du, *di) = vals, dims
+    size = size_of(vals, dims)
+    x = moveaxis_to(x, dx, 0, size)
+    shifted = tuple(a + 1 for a in axes)
+    params = dict(kind=kind, mode=mode, unique_indices=unique_indices)
+    if all(d is None for d in di):  # as gather: u's batch axis goes where gather's result has it
+        m = idx[0].ndim
+        if isinstance(u, ax.Array):
+            u = moveaxis_to(u, du, 0 if _consecutive(axes) else m, size)
+        return ix.scatter_p.bind(x, u, *idx, axes=shifted, **params), 0
+    idx = _batched_indices(idx, di, size)
+    m = idx[0].ndim - 1
+    iota = ax.broadcast_to(_batch_iota(size, idx[0].ndim, idx[0].dtype, x.device), tuple(idx[0].shape))
+    if isinstance(u, ax.Array):  # new layout: (batch, *index dims, *other axes)
+        u = moveaxis_to(u, du, 0, size)
+        if _consecutive(axes) and axes[0] > 0:
+            p = axes[0]
+            u = ax.moveaxis(u, tuple(range(1 + p, 1 + p + m)), tuple(range(1, 1 + m)))
+    return ix.scatter_p.bind(x, u, iota, *idx, axes=(0, *shifted), **params), 0
+
+
+def _window_indices(starts, dims, sizes, shape, size, device):
+    """Index arrays (batch iota first) of the clamped windows ``start[:, j] + arange(sizes[j])``."""
+    ndim = len(shape) + 1
+    dtype = next(s.dtype for s in starts if isinstance(s, ax.Array))  # some start is batched
+    idx = [_batch_iota(size, ndim, dtype, device)]
+    for j, (s, d, k, n) in enumerate(zip(starts, dims, sizes, shape)):
+        if isinstance(s, ax.Array):
+            s = ax.reshape(moveaxis_to(s, d, 0, size) if d is not None else s, (-1,) + (1,) * len(shape))
+            s = ax.clip(s, 0, n - k)
+        else:
+            s = min(max(int(s), 0), n - k)
+        pos = ax.reshape(ax.arange(k, dtype=idx[0].dtype, device=device), (1,) * (j + 1) + (k,) + (1,) * (ndim - j - 2))
+        idx.append(ax.astype(s, dtype) + pos if isinstance(s, ax.Array) else pos + s)
+    return list(ax.broadcast_arrays(*idx)), tuple(range(ndim))
+
+
+def _dynamic_slice_batch(vals, dims, *, sizes):
+    (x, *starts), (dx, *ds) = vals, dims
+    size = size_of(vals, dims)
+    if all(d is None for d in ds):
+        return ix.dynamic_slice_p.bind(to_front(x, dx), 0, *starts, sizes=(size, *sizes)), 0
+    x = moveaxis_to(x, dx, 0, size)  # starts differ per member: a gather of each member's window
+    idx, axes = _window_indices(starts, ds, sizes, tuple(x.shape[1:]), size, x.device)
+    return ix.gather_p.bind(x, *idx, axes=axes), 0
+
+
+def _dynamic_update_slice_batch(vals, dims):
+    (x, u, *starts), (dx, du, *ds) = vals, dims
+    size = size_of(vals, dims)
+    x, u = moveaxis_to(x, dx, 0, size), moveaxis_to(u, du, 0, size)
+    if all(d is None for d in ds):
+        return ix.dynamic_update_slice_p.bind(x, u, 0, *starts), 0
+    idx, axes = _window_indices(starts, ds, tuple(u.shape[1:]), tuple(x.shape[1:]), size, x.device)
+    return ix.scatter_p.bind(x, u, *idx, axes=axes, kind="set", mode="promise_in_bounds", unique_indices=True), 0
+
+
+def _take_along_axis_batch(vals, dims, *, axis):
+    (x, i), (dx, di) = vals, dims
+    size = size_of(vals, dims)
+    return ix.take_along_axis_p.bind(moveaxis_to(x, dx, 0, size), moveaxis_to(i, di, 0, size), axis=axis + 1), 0
+
+
+defbatch(ix.slice_p, _slice_batch)
+defbatch(ix.slice_update_p, _slice_update_batch)
+defbatch(ix.gather_p, _gather_batch)
+defbatch(ix.scatter_p, _scatter_batch)
+defbatch(ix.dynamic_slice_p, _dynamic_slice_batch)
+defbatch(ix.dynamic_update_slice_p, _dynamic_update_slice_batch)
+defbatch(ix.take_along_axis_p, _take_along_axis_batch)

@@ -641,3 +641,33 @@ for _prim, _rule in ((la.matmul_p, _matmul_batch), (la.tensordot_p, _tensordot_b
 from arrayx.transforms.rules._batch import defaxes  # noqa: E402
 
 defaxes(la.vector_norm_p, "axis")
+
+
+def _solve_batch(vals, dims):
+    (a, b), (da, db) = vals, dims
+    size = size_of(vals, dims)
+    one_vector = b.ndim - (db is not None) == 1  # x2 of shape (M,): one right-hand side per member
+    if one_vector and da is None:  # the members' vectors are the columns of one right-hand side
+        return la.solve_p.bind(a, ax.moveaxis(b, db, -1)), 1
+    a, b = full_batch(a, da, size, _member(a, da)), full_batch(b, db, size, _member(b, db))
+    if one_vector:
+        return ax.squeeze(la.solve_p.bind(a, ax.expand_dims(b, axis=-1)), axis=-1), 0
+    return la.solve_p.bind(a, b), 0
+
+
+def _member(v, d) -> tuple:
+    shape = tuple(v.shape)
+    return shape if d is None else shape[:d] + shape[d + 1:]
+
+
+def _cross_batch(vals, dims, *, axis):
+    # operands share one shape (the public function broadcast them) and axis counts from the end
+    size = size_of(vals, dims)
+    shape = next(_member(v, d) for v, d in zip(vals, dims))
+    x1, x2 = (full_batch(v, d, size, shape) for v, d in zip(vals, dims))
+    return la.cross_p.bind(x1, x2, axis=axis if axis < 0 else axis + 1), 0
+
+
+for _prim, _rule in ((la.solve_p, _solve_batch), (la.cross_p, _cross_batch)):
+    _prim.batch = _rule
+    BATCH_RULES[_prim.name] = "native"

@@ -319,3 +319,18 @@ def _broadcast_arrays_batch(vals, dims):
 
 mp.broadcast_arrays_p.batch = _broadcast_arrays_batch
 BATCH_RULES["broadcast_arrays"] = "native"
+
+
+def _repeat_batch(vals, dims, *, axis, **params):
+    (x, *counts), (dx, *dc) = vals, dims
+    if counts and dc[0] is not None:
+        # per-member counts: each member's length depends on its values (a counted loop, which
+        # raises when the lengths differ)
+        from arrayx.transforms.batching import _loop_rule
+
+        return _loop_rule(mp.repeat_p, size_of(vals, dims))(vals, dims, axis=axis, **params)
+    return mp.repeat_p.bind(to_front(x, dx), *counts, axis=axis + 1, **params), 0
+
+
+mp.repeat_p.batch = _repeat_batch
+BATCH_RULES["repeat"] = "native"

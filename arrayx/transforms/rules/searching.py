@@ -73,9 +73,34 @@ defabstract(se.searchsorted_p, lambda x1, x2, *, side: ShapeDtypeStruct(
 
 # -- batching ------------------------------------------------------------------------------------
 
-from arrayx.transforms.rules._batch import defaxes, defvectorized  # noqa: E402
+import arrayx as ax  # noqa: E402
+from arrayx.transforms.batching import moveaxis_to  # noqa: E402
+from arrayx.transforms.rules._batch import defaxes, defbatch, defvectorized, size_of, to_front  # noqa: E402
 
 defaxes(se.argmax_p, "axis", none_means="flat")
 defaxes(se.argmin_p, "axis", none_means="flat")
 defaxes(se.count_nonzero_p, "axis")
 defvectorized(se.where_p)
+
+
+def _searchsorted_batch(vals, dims, *, side):
+    (x1, x2), (d1, d2) = vals, dims
+    if d1 is None:  # one sorted array: x2's batch axis is one more axis of the queries
+        return se.searchsorted_p.bind(x1, x2, side=side), d2
+    # one sorted array per member: count, per query, the elements before it (NaN sorts last)
+    size = size_of(vals, dims)
+    x1 = to_front(x1, d1)
+    if isinstance(x2, ax.Array):
+        x2 = moveaxis_to(x2, d2, 0, size)
+    else:
+        x2 = ax.full((size,), x2, dtype=x1.dtype, device=x1.device)
+    q = ax.expand_dims(x2, axis=-1)
+    s = ax.reshape(x1, (size,) + (1,) * (x2.ndim - 1) + (x1.shape[1],))
+    if side == "left":
+        before = (s < q) | (ax.isnan(q) & ~ax.isnan(s)) if x1.dtype.kind == "f" else s < q
+    else:
+        before = (s <= q) | ax.isnan(q) if x1.dtype.kind == "f" else s <= q
+    return ax.astype(ax.sum(ax.astype(before, _dtypes.DEFAULT_INDEX), axis=-1), _dtypes.DEFAULT_INDEX), 0
+
+
+defbatch(se.searchsorted_p, _searchsorted_batch)

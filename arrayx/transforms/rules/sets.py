@@ -45,3 +45,26 @@ defabstract(se.unique_values_p, _unique_values_abstract, data_dependent=_UNIQUE_
 defabstract(se.unique_counts_p, _unique_counts_abstract, data_dependent=_UNIQUE_HINT)
 defabstract(se.unique_inverse_p, _unique_inverse_abstract, data_dependent=_UNIQUE_HINT)
 defabstract(se.unique_all_p, _unique_all_abstract, data_dependent=_UNIQUE_HINT)
+
+
+# -- batching ------------------------------------------------------------------------------------------
+
+import arrayx as ax  # noqa: E402
+from arrayx.transforms.batching import moveaxis_to  # noqa: E402
+from arrayx.transforms.rules._batch import defbatch, size_of  # noqa: E402
+
+
+def _isin_batch(vals, dims, *, invert):
+    (x1, x2), (d1, d2) = vals, dims
+    if d2 is None:  # the same set for every member: x1's batch axis is one more axis of the queries
+        return se.isin_p.bind(x1, x2, invert=invert), d1
+    # a set per member: compare each query with its member's elements (NaN is in no set, as in NumPy)
+    size = size_of(vals, dims)
+    elements = ax.reshape(moveaxis_to(x2, d2, 0, size), (size, -1))
+    q = moveaxis_to(x1 if isinstance(x1, ax.Array) else ax.asarray(x1, device=x2.device), d1, 0, size)
+    found = ax.any(ax.expand_dims(q, axis=-1) == ax.reshape(elements, (size,) + (1,) * (q.ndim - 1) + (-1,)),
+                   axis=-1)
+    return (~found if invert else found), 0
+
+
+defbatch(se.isin_p, _isin_batch)

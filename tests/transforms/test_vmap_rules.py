@@ -1,0 +1,206 @@
+"""Native batch rules of the primitives that used to take vmap's loop fallback.
+
+Each rule is checked against a Python loop over the batch members (the function applied to
+each member eagerly, results stacked) on every executor, with the batch axis on different
+operands; batched index arrays follow NumPy's advanced-index axis placement.  Only the
+data-dependent primitives (boolean masks, nonzero, unique_*) stay on the counted fallback.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as ax
+from arrayx.api import indexing as ix
+from arrayx.transforms.rules import coverage
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((3, 4, 5, 4))  # batch 3, members of shape (4, 5, 4)
+I = np.array([[0, 2], [1, 3], [3, 3]])  # a batch of index arrays of shape (2,)
+DATA_DEPENDENT = {"boolean_mask", "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values"}
+
+
+def _loop_check(f, *args, in_axes=0, tol=1e-12):
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    size = next(a.shape[i] for a, i in zip(args, axes) if i is not None)
+    got = ax.vmap(f, in_axes=in_axes)(*[ax.asarray(a) for a in args])
+    members = [f(*[ax.asarray(a if i is None else np.take(a, b, axis=i)) for a, i in zip(args, axes)])
+               for b in range(size)]
+    want = np.stack([np.asarray(m) for m in members])
+    got = np.asarray(got)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_only_data_dependent_primitives_use_the_loop():
+    assert set(coverage()["batch_loop"]) == DATA_DEPENDENT
+
+
+# -- indexing --------------------------------------------------------------------------------------
+
+
+def test_slice_and_slice_update(executor):
+    _loop_check(lambda a: a[1:3, ::2, None, -1], X)
+    _loop_check(lambda a, v: a.at[1].set(v), X, rng.standard_normal((3, 5, 4)))
+    _loop_check(lambda a, v: a.at[1:3, 2].set(v), X, rng.standard_normal((3, 2, 4)))
+    _loop_check(lambda a, v: a.at[1:3, 2].set(v), X, rng.standard_normal((3, 4)))  # v broadcasts
+    _loop_check(lambda a, v: a.at[1:3, 2].add(v), X[0], rng.standard_normal((3, 4)), in_axes=(None, 0))
+    _loop_check(lambda a: a.at[0, ::2].set(7.0), X)
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (None, 0), (0, None)], ids=["both", "index", "array"])
+def test_gather_advanced_index_placement(executor, in_axes):
+    x = X[0] if in_axes[0] is None else X
+    i = I[0] if in_axes[1] is None else I
+    _loop_check(lambda a, j: a[j], x, i, in_axes=in_axes)  # index dims first
+    _loop_check(lambda a, j: a[:, j], x, i, in_axes=in_axes)  # in place of axis 1
+    _loop_check(lambda a, j: a[:, j, j], x, i, in_axes=in_axes)  # adjacent: in place of axes 1, 2
+    _loop_check(lambda a, j: a[j, :, j[:1]], x, i, in_axes=in_axes)  # separated: in front
+    _loop_check(lambda a, j: ax.take(a, j, axis=2), x, i, in_axes=in_axes)
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0, 0), (None, 0, 0), (0, None, 0), (0, 0, None)],
+                         ids=["all", "index+values", "array+values", "array+index"])
+def test_scatter_advanced_index_placement(executor, in_axes):
+    x = X[0] if in_axes[0] is None else X
+    i = I[0] if in_axes[1] is None else I
+
+    def pick(v):
+        return v[0] if in_axes[2] is None else v
+
+    _loop_check(lambda a, j, v: a.at[:, j].add(v), x, i, pick(rng.standard_normal((3, 4, 2, 4))), in_axes=in_axes)
+    _loop_check(lambda a, j, v: a.at[j, :, j].set(v), x, i, pick(rng.standard_normal((3, 2, 5))), in_axes=in_axes)
+    _loop_check(lambda a, j, v: a.at[j].multiply(v), x, i, pick(rng.standard_normal((3, 2, 5, 4))), in_axes=in_axes)
+    _loop_check(lambda a, j, v: a.at[:, :, j].max(v), x, i, pick(rng.standard_normal((3, 4, 5, 2))), in_axes=in_axes)
+
+
+def test_setitem_with_batched_indices(executor):
+    def setter(a, j):
+        a = a + 0
+        a[j] = 7.0
+        return a
+
+    _loop_check(setter, X, I)
+    _loop_check(setter, X[0], I, in_axes=(None, 0))
+
+
+def test_dynamic_slice_and_update(executor):
+    starts = np.array([0, 2, 3])
+    _loop_check(lambda a, s: ix.dynamic_slice_p.bind(a, s, 1, 0, sizes=(2, 3, 4)), X, starts)  # clamped start
+    _loop_check(lambda a, s: ix.dynamic_slice_p.bind(a, 1, s, 0, sizes=(2, 3, 4)), X[0], starts, in_axes=(None, 0))
+    _loop_check(lambda a: ix.dynamic_slice_p.bind(a, 1, 2, 0, sizes=(2, 3, 4)), X)
+    u = rng.standard_normal((3, 2, 3, 4))
+    _loop_check(lambda a, v, s: ix.dynamic_update_slice_p.bind(a, v, s, 1, 0), X, u, starts)
+    _loop_check(lambda a, v, s: ix.dynamic_update_slice_p.bind(a, v, 2, s, 0), X[0], u[0], starts,
+                in_axes=(None, None, 0))
+    _loop_check(lambda a, v: ix.dynamic_update_slice_p.bind(a, v, 3, 1, 0), X[0], u, in_axes=(None, 0))
+    # what x[i:i + 2] stages to, batched through vmap of jit
+    _loop_check(ax.jit(lambda a, s: a[s:s + 2]), X, starts)
+    _loop_check(ax.jit(lambda a, s, v: a.at[s:s + 2, 1].set(v)), X[0], starts, u[:, :, 0], in_axes=(None, 0, 0))
+
+
+def test_take_along_axis(executor):
+    idx = rng.integers(0, 5, (3, 4, 2, 4))
+    _loop_check(lambda a, k: ax.take_along_axis(a, k, axis=1), X, idx)
+    _loop_check(lambda a, k: ax.take_along_axis(a, k, axis=1), X[0], idx, in_axes=(None, 0))
+    _loop_check(lambda a, k: ax.take_along_axis(a, k, axis=-1), X, rng.integers(0, 4, (4, 5, 2)), in_axes=(0, None))
+
+
+def test_repeat(executor):
+    _loop_check(lambda a: ax.repeat(a, 2, axis=1), X)
+    _loop_check(lambda a: ax.repeat(a, ax.asarray([1, 0, 2, 1]), axis=0), X)
+    _loop_check(lambda a: ax.repeat(a, 3), X)
+
+
+# -- searching, sets --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted(executor, side):
+    sorted_rows = np.sort(rng.standard_normal((3, 6)), axis=1)
+    sorted_rows[1, -2:] = np.nan  # NaN sorts last
+    queries = np.concatenate([rng.standard_normal((3, 4)), sorted_rows[:, 1:3], np.full((3, 1), np.nan)], axis=1)
+    _loop_check(lambda a, v: ax.searchsorted(a, v, side=side), sorted_rows, queries)
+    _loop_check(lambda a, v: ax.searchsorted(a, v, side=side), sorted_rows, queries[0], in_axes=(0, None))
+    _loop_check(lambda a, v: ax.searchsorted(a, v, side=side), sorted_rows[0], queries, in_axes=(None, 0))
+    _loop_check(lambda a: ax.searchsorted(a, 0.1, side=side), sorted_rows)
+    ints = np.sort(rng.integers(0, 5, (3, 7)), axis=1)
+    _loop_check(lambda a, v: ax.searchsorted(a, v, side=side), ints, rng.integers(-1, 6, (3, 5)))
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin(executor, invert):
+    x1 = rng.integers(0, 6, (3, 4, 2))
+    x2 = rng.integers(0, 6, (3, 5))
+    _loop_check(lambda a, b: ax.isin(a, b, invert=invert), x1, x2)
+    _loop_check(lambda a, b: ax.isin(a, b, invert=invert), x1[0], x2, in_axes=(None, 0))
+    _loop_check(lambda a, b: ax.isin(a, b, invert=invert), x1, x2[0], in_axes=(0, None))
+    _loop_check(lambda b: ax.isin(3, b, invert=invert), x2)
+
+
+# -- linalg, fft, the rest -------------------------------------------------------------------------------
+
+
+def test_solve(executor):
+    a = rng.standard_normal((3, 4, 4)) + 4 * np.eye(4)
+    _loop_check(ax.linalg.solve, a, rng.standard_normal((3, 4)), tol=1e-10)  # one vector per member
+    _loop_check(ax.linalg.solve, a[0], rng.standard_normal((3, 4)), in_axes=(None, 0), tol=1e-10)
+    _loop_check(ax.linalg.solve, a, rng.standard_normal(4), in_axes=(0, None), tol=1e-10)
+    _loop_check(ax.linalg.solve, a, rng.standard_normal((3, 4, 2)), tol=1e-10)  # matrices
+    _loop_check(ax.linalg.solve, a[0], rng.standard_normal((3, 4, 2)), in_axes=(None, 0), tol=1e-10)
+    stacks = rng.standard_normal((3, 2, 4, 4)) + 4 * np.eye(4)
+    _loop_check(ax.linalg.solve, stacks, rng.standard_normal((2, 4, 1)), in_axes=(0, None), tol=1e-10)
+
+
+def test_cross(executor):
+    _loop_check(ax.linalg.cross, rng.standard_normal((3, 2, 3)), rng.standard_normal((3, 2, 3)))
+    _loop_check(ax.linalg.cross, rng.standard_normal((3, 2, 3)), rng.standard_normal(3), in_axes=(0, None))
+    _loop_check(lambda a, b: ax.linalg.cross(a, b, axis=0), rng.standard_normal((3, 3, 2)),
+                rng.standard_normal((3, 2)), in_axes=(0, None))
+
+
+FFTS = [
+    ("fft", lambda a: ax.fft.fft(a, n=6, axis=1)),
+    ("ifft", lambda a: ax.fft.ifft(a, axis=0)),
+    ("rfft", lambda a: ax.fft.rfft(a, axis=-1)),
+    ("irfft", lambda a: ax.fft.irfft(ax.astype(a, ax.complex128), n=6, axis=1)),
+    ("hfft", lambda a: ax.fft.hfft(ax.astype(a, ax.complex128), axis=0)),
+    ("ihfft", lambda a: ax.fft.ihfft(a, axis=2)),
+    ("fftn", lambda a: ax.fft.fftn(a, axes=(0, 2))),
+    ("ifftn", lambda a: ax.fft.ifftn(a)),
+    ("rfftn", lambda a: ax.fft.rfftn(a, axes=(1, 2))),
+    ("irfftn", lambda a: ax.fft.irfftn(ax.astype(a, ax.complex128), s=(4, 6), axes=(0, 1))),
+    ("fftshift", lambda a: ax.fft.fftshift(a, axes=1)),
+    ("ifftshift", lambda a: ax.fft.ifftshift(a)),
+]
+
+
+@pytest.mark.parametrize("fn", [f for _, f in FFTS], ids=[n for n, _ in FFTS])
+def test_fft(executor, fn):
+    _loop_check(fn, X, tol=1e-10)
+    _loop_check(fn, np.moveaxis(X, 0, 2), in_axes=2, tol=1e-10)
+
+
+def test_stop_gradient_and_libm_log(executor):
+    from arrayx._random_math import libm_log
+
+    _loop_check(lambda a: ax.stop_gradient(a) * 2, X)
+    _loop_check(libm_log, np.abs(X) + 0.1, tol=0)  # bit-exact: the same libm call per element
+    g = ax.vmap(ax.grad(lambda v: ax.sum(v * ax.stop_gradient(v))))(ax.asarray(X))
+    np.testing.assert_allclose(np.asarray(g), X, rtol=1e-12)
+
+
+def test_debug_callback_once_per_member_in_order(executor):
+    seen = []
+    xs = np.arange(6.0).reshape(3, 2)
+
+    def f(v, w):
+        ax.debug.callback(lambda a, b: seen.append((a.tolist(), b.tolist())), v, w)
+        return v * 2
+
+    out = ax.vmap(f, in_axes=(0, None))(ax.asarray(xs), ax.asarray(10.0))
+    np.testing.assert_array_equal(np.asarray(out), xs * 2)
+    assert seen == [(r.tolist(), 10.0) for r in xs]
+    seen.clear()
+    ax.jit(ax.vmap(f, in_axes=(0, None)))(ax.asarray(xs), ax.asarray(10.0))
+    assert seen == [(r.tolist(), 10.0) for r in xs]
