@@ -19,7 +19,7 @@ import numpy as np
 from arrayx import pytree
 from arrayx.api.creation import eye, ones_like, zeros, zeros_like
 from arrayx.api.data_types import astype
-from arrayx.api.manipulation import reshape, stack
+from arrayx.api.manipulation import moveaxis, reshape
 from arrayx.transforms._tracer import UndefinedPrimal
 from arrayx.transforms.graph import Graph, Var
 from arrayx.transforms.forward import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
@@ -265,49 +265,65 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: bool = Fals
 # -- Jacobians --------------------------------------------------------------------------------------
 
 
-def _std_basis(leaves):
-    """Rows of the identity over the concatenated leaves: a list of per-leaf one-hot tangents."""
+def _offsets(leaves) -> list:
     sizes = [int(np.prod(x.shape)) for x in leaves]
-    total = sum(sizes)
-    if total == 0:
-        return []
-    dtype = leaves[0].dtype
-    basis = []
-    for k, (x, n) in enumerate(zip(leaves, sizes)):
-        rows = eye(n, dtype=x.dtype, device=x.device)
-        for i in range(n):
-            tangents = []
-            for j, (y, m) in enumerate(zip(leaves, sizes)):
-                tangents.append(reshape(rows[i], y.shape) if j == k else None)
-            basis.append(tangents)
-    return basis
+    return [int(v) for v in np.cumsum([0] + sizes)]
+
+
+def _basis(leaves, total: int):
+    """Per leaf, its part of the rows of the identity of size ``total`` (all leaves concatenated):
+    an array of shape ``(total, *leaf.shape)``; with vmap over the rows, one push per basis vector."""
+    offsets = _offsets(leaves)
+    return [reshape(eye(total, offsets[i + 1] - offsets[i], k=-offsets[i], dtype=x.dtype, device=x.device),
+                    (total, *x.shape)) for i, x in enumerate(leaves)]
+
+
+def _block(stacked, lo: int, hi: int, shape: tuple, *, vectors_last: bool):
+    """Rows ``lo:hi`` of ``stacked`` (one per basis vector) as a Jacobian block of shape ``shape``."""
+    part = stacked[lo:hi]
+    if vectors_last:  # jacfwd: the basis vectors run over the input, which comes last
+        part = moveaxis(part, 0, -1)
+    return reshape(part, shape)
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by forward mode: one ``jvp`` per input element.
+    """The Jacobian of ``fun`` by forward mode: ``jvp`` vmapped over the input basis vectors.
 
     For an input leaf of shape ``S`` and an output leaf of shape ``T`` the block has
     shape ``T + S``; the result nests the input structure inside the output structure
     (as ``jax.jacfwd``).
     """
+    from arrayx.transforms.batching import vmap
+
     def jacfwd_f(*args, **kwargs):
         dyn, partial_fun = _split_args("jacfwd", fun, args, kwargs, argnums)
         leaves, in_tree = pytree.flatten(dyn)
         leaves = [as_array_leaf("jacfwd", x) for x in leaves]
         _check_inputs("jacfwd", leaves, False, holomorphic)
         flat = FlatFun(partial_fun, in_tree, has_aux, "jacfwd")
-        columns = []  # columns[k][o]: tangent of output o for basis vector k
-        outs = None
-        aux = None
-        for tangents in _std_basis(leaves):
-            outs, touts, trace = jvp_flat(flat, leaves, tangents, "jacfwd")
-            columns.append(touts)
-            if has_aux:
-                aux = pytree.map(lambda a: lower_leaf(trace, a), flat.aux)
-        if outs is None:  # no input elements: evaluate once for the output shapes
-            outs = flat(*leaves)
-            aux = flat.aux
-        jac = _assemble(columns, outs, leaves, in_tree, argnums, outputs_first=False)
+        offsets = _offsets(leaves)
+        n = offsets[-1]
+
+        def push(*tangents):
+            outs, touts, trace = jvp_flat(flat, leaves, list(tangents), "jacfwd")
+            aux = [lower_leaf(trace, a) for a in pytree.leaves(flat.aux)] if has_aux else []
+            return outs, [zeros_like(o) if t is None else t for o, t in zip(outs, touts)], aux
+
+        if n:
+            outs, columns, aux = vmap(push, out_axes=(None, 0, None))(*_basis(leaves, n))
+            aux = pytree.unflatten(pytree.flatten(flat.aux)[1], aux) if has_aux else None
+        else:  # no input elements: evaluate once for the output shapes
+            outs, columns, aux = flat(*leaves), None, flat.aux
+        jac = []
+        for k, o in enumerate(outs):
+            blocks = []
+            for i, x in enumerate(leaves):
+                shape = tuple(o.shape) + tuple(x.shape)
+                if not n or not is_differentiable(o):
+                    blocks.append(zeros(shape, dtype=o.dtype if is_differentiable(o) else x.dtype, device=x.device))
+                else:
+                    blocks.append(_block(columns[k], offsets[i], offsets[i + 1], shape, vectors_last=True))
+            jac.append(_by_input(blocks, in_tree, argnums))
         out = pytree.unflatten(flat.out_tree, jac)
         return (out, aux) if has_aux else out
 
@@ -317,10 +333,13 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False) -> Callable:
-    """The Jacobian of ``fun`` by reverse mode: one linearization, one pullback per output element.
+    """The Jacobian of ``fun`` by reverse mode: one linearization, its pullback vmapped over the
+    output basis vectors.
 
     Blocks have shape ``output shape + input shape``, nested as in ``jax.jacrev``.
     """
+    from arrayx.transforms.batching import vmap
+
     def jacrev_f(*args, **kwargs):
         dyn, partial_fun = _split_args("jacrev", fun, args, kwargs, argnums)
         leaves, in_tree = pytree.flatten(dyn)
@@ -329,12 +348,31 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         flat = FlatFun(partial_fun, in_tree, has_aux, "jacrev")
         lin = linearize_flat(flat, leaves, "jacrev")
         outs = lin.out_primals
-        rows = []  # rows[k][i]: cotangent of input i for output basis vector k
-        for cts in _std_basis(outs):
-            cts = [c if c is not None else zeros_like(o) for c, o in zip(cts, outs)]
-            rows.append(_pullback("jacrev", lin, leaves, in_tree, flat.out_tree,
-                                  pytree.unflatten(flat.out_tree, cts)))
-        jac = _assemble(rows, outs, leaves, in_tree, argnums, outputs_first=True)
+        diff = [is_differentiable(o) for o in outs]
+        offsets = _offsets(outs)
+        m = offsets[-1]
+
+        def pull(*cts):
+            it = iter(cts)
+            cts_in = iter(backward_pass(lin.graph, [next(it) if d else None for d in diff]))
+            out = []
+            for p, has in zip(leaves, lin.has_tangent):
+                c = next(cts_in) if has else None
+                out.append(zeros_like(p) if c is None else c)
+            return out
+
+        basis = [b for b, d in zip(_basis(outs, m), diff) if d] if m else []
+        rows = vmap(pull)(*basis) if basis else None
+        jac = []
+        for k, o in enumerate(outs):
+            blocks = []
+            for i, x in enumerate(leaves):
+                shape = tuple(o.shape) + tuple(x.shape)
+                if rows is None or not diff[k]:
+                    blocks.append(zeros(shape, dtype=o.dtype if diff[k] else x.dtype, device=x.device))
+                else:
+                    blocks.append(_block(rows[i], offsets[k], offsets[k + 1], shape, vectors_last=False))
+            jac.append(_by_input(blocks, in_tree, argnums))
         out = pytree.unflatten(flat.out_tree, jac)
         if has_aux:
             return out, pytree.map(lambda a: lower_leaf(lin.trace, a), flat.aux)
@@ -344,45 +382,10 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     return jacrev_f
 
 
-def _assemble(vectors, outs, ins, in_tree, argnums, *, outputs_first: bool):
-    """Per output leaf, the pytree (like the inputs) of Jacobian blocks of shape out.shape + in.shape.
-
-    ``vectors[k]`` is, for jacfwd (``outputs_first=False``), the output tangents for the
-    k-th input basis vector; for jacrev, the input cotangents for the k-th output one.
-    """
-    in_sizes = [int(np.prod(x.shape)) for x in ins]
-    out_sizes = [int(np.prod(o.shape)) for o in outs]
-    in_offsets = np.cumsum([0] + in_sizes)
-    out_offsets = np.cumsum([0] + out_sizes)
-    result = []
-    for o_idx, o in enumerate(outs):
-        blocks = []
-        for i_idx, x in enumerate(ins):
-            dtype = o.dtype if is_differentiable(o) else x.dtype
-            shape = tuple(o.shape) + tuple(x.shape)
-            if outputs_first:
-                ks = range(out_offsets[o_idx], out_offsets[o_idx + 1])
-                parts = [vectors[k][i_idx] for k in ks]
-                if not parts:
-                    block = zeros(shape, dtype=dtype, device=x.device)
-                else:
-                    parts = [p if p is not None else zeros_like(x) for p in parts]
-                    block = reshape(stack(parts), shape)
-            else:
-                ks = range(in_offsets[i_idx], in_offsets[i_idx + 1])
-                parts = [vectors[k][o_idx] for k in ks]
-                if not parts:
-                    block = zeros(shape, dtype=dtype, device=x.device)
-                else:
-                    parts = [p if p is not None else zeros_like(o) for p in parts]
-                    stacked = stack(parts, axis=-1) if o.ndim else stack(parts)
-                    block = reshape(stacked, shape)
-            blocks.append(block)
-        tree = pytree.unflatten(in_tree, blocks)
-        if isinstance(argnums, int):
-            tree = tree[0]
-        result.append(tree)
-    return result
+def _by_input(blocks, in_tree, argnums):
+    """One output leaf's blocks, nested like the inputs (unwrapped for a single ``argnums``)."""
+    tree = pytree.unflatten(in_tree, blocks)
+    return tree[0] if isinstance(argnums, int) else tree
 
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
