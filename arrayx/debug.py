@@ -21,7 +21,14 @@ from arrayx.transforms.core import Primitive
 
 __all__ = ["print", "callback"]
 
-debug_callback_p = Primitive("debug_callback", multiple_results=True)
+class EffectfulPrimitive(Primitive):
+    """A primitive with an effect (a host callback): dead-code elimination keeps it."""
+
+    __slots__ = ()
+    effectful = True
+
+
+debug_callback_p = EffectfulPrimitive("debug_callback", multiple_results=True)
 debug_callback_p.abstract_eval = lambda *args, fn: ()
 debug_callback_p.jvp = lambda primals, tangents, *, fn: (debug_callback_p.bind(*primals, fn=fn), None)
 

@@ -113,18 +113,26 @@ def _atom_aval(o):
 def dce(graph: Graph) -> Graph:
     """``graph`` without the equations (and constants) no output depends on.
 
-    Primitives with effects (``prim.effectful``, e.g. debug callbacks) are always kept.
+    Primitives with effects (``prim.effectful``, e.g. debug callbacks) are always kept, and so
+    are equations whose sub-graphs (branches, loop bodies, calls) hold one.
     """
     live = {o for o in graph.outputs if o.__class__ is Var}
     kept = []
     for eqn in reversed(graph.equations):
-        if getattr(eqn.prim, "effectful", False) or any(v in live for v in eqn.outputs):
+        if has_effects(eqn) or any(v in live for v in eqn.outputs):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if a.__class__ is Var)  # sub-graphs are closed
     kept.reverse()
     consts = [(v, c) for v, c in zip(graph.constvars, graph.consts) if v in live]
     return Graph(graph.inputs, [v for v, _ in consts], [c for _, c in consts], kept, graph.outputs,
                  device=graph.device)
+
+
+def has_effects(eqn: Equation) -> bool:
+    """Whether ``eqn`` has an effect: an effectful primitive, itself or inside a sub-graph."""
+    if getattr(eqn.prim, "effectful", False):
+        return True
+    return any(has_effects(e) for p in eqn.params.values() for g in _graphs_in(p) for e in g.equations)
 
 
 class GraphTypeError(TypeError):
