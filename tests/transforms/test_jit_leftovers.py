@@ -33,3 +33,38 @@ def test_effects_survive_dead_code_elimination(executor):
     out = ax.jit(f)(ax.asarray([1.0, 2.0]))
     np.testing.assert_array_equal(np.asarray(out), [2.0, 4.0])
     assert seen == [3.0, 1.0, 2.0]
+
+
+def _branches(calls):
+    def taken(name, fn):
+        def branch(v, w):
+            ax.debug.callback(lambda a: calls.append(name), v)
+            return fn(v, w)
+        return branch
+
+    return [taken("sin", lambda v, w: ax.sin(v) * w),
+            taken("square", lambda v, w: v * v * 3 + w),
+            taken("constant", lambda v, w: ax.zeros_like(v) + 2.0)]  # its tangent is a known zero
+
+
+def test_jit_grad_of_switch_runs_only_the_taken_branch(executor):
+    calls = []
+    branches = _branches(calls)
+
+    def loss(x, w, i):
+        return ax.sum(ax.switch(i, branches, x, w) ** 2)
+
+    g = ax.jit(ax.grad(loss, argnums=(0, 1)))
+    x, w = np.array([0.3, 0.7]), 1.5
+    want = {0: (2 * np.sin(x) * w * np.cos(x) * w, np.sum(2 * np.sin(x) * w * np.sin(x))),
+            1: (2 * (3 * x * x + w) * 6 * x, np.sum(2 * (3 * x * x + w))),
+            2: (np.zeros(2), 0.0)}
+    for i, name in enumerate(["sin", "square", "constant"]):
+        calls.clear()
+        gx, gw = g(ax.asarray(x), ax.asarray(w), ax.asarray(i))
+        np.testing.assert_allclose(np.asarray(gx), want[i][0], rtol=1e-12)
+        np.testing.assert_allclose(float(gw), want[i][1], rtol=1e-12)
+        assert calls == [name]  # one branch ran, once (the primal; the linear part has no callback)
+    graph = g.trace(ax.asarray(x), ax.asarray(w), ax.asarray(0)).graph
+    assert _names(graph).count("cond") == 2  # the primal cond and the transposed linear cond
+    assert "select" not in _names(graph) and "where" not in _names(graph)
