@@ -20,10 +20,9 @@ from typing import Callable
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, CallPrimitive, current_trace, set_trace
-from arrayx.transforms._tracer import ShapeDtypeStruct, UndefinedPrimal, aval_of
+from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
 from arrayx.transforms.graph import Graph
-from arrayx.transforms.core import bind_with
-from arrayx.transforms.jitting import _jvp_graph, _stage_flat, _transpose_graph, _zeros, partial_eval_graph
+from arrayx.transforms.jitting import _jvp_graph, _stage_flat, _zeros
 from arrayx.transforms.staging import StagingTracer, close_function
 from arrayx.transforms.batching import batch_graph, front, moveaxis_to
 from arrayx.transforms.rules._batch import size_of, to_front
@@ -206,7 +205,9 @@ def _cond_stage(trace, args, params):
     if index.__class__ is Array:  # the branch is known: only its linear part is recorded
         with set_trace(trace):
             return tuple(branches[_clamp(int(index), len(branches))](*rest))
-    split = _cond_partial_eval(trace, index, rest, branches, mask[1:])
+    from arrayx.transforms.control_flow_reverse import cond_partial_eval
+
+    split = cond_partial_eval(trace, index, rest, branches, mask[1:])
     if split is not None:
         return split
     from arrayx.api.searching import where
@@ -217,66 +218,6 @@ def _cond_stage(trace, args, params):
         for i, res in enumerate(results[1:], 1):
             outs = [where(index == i, r, o) for r, o in zip(res, outs)]
         return tuple(outs)
-
-
-def _cond_partial_eval(trace, index, rest, branches, mask):
-    """The index is staged further out (``jit(grad)``): split every branch into its primal part,
-    bound now as one cond (so only the taken branch runs), and its linear part, recorded as a
-    second cond over the residuals, which transposes into a cond too.  None if a branch cannot
-    be split (it holds control flow of its own with mixed operands)."""
-    known = tuple(not m for m in mask)
-    splits = [partial_eval_graph(b, known) for b in branches]
-    if any(s is None for s in splits):
-        return None
-    n_out = len(branches[0].outputs)
-    out_known = tuple(all(s[2][j] for s in splits) for j in range(n_out))
-    # per branch: residual slots = its residuals, then its outputs known here but not in every branch
-    slots = []
-    for kg, _, ok in splits:
-        n_k = sum(ok)
-        pass_through = [j for j in range(n_out) if ok[j] and not out_known[j]]
-        k_index = {j: i for i, j in enumerate(jj for jj in range(n_out) if ok[jj])}
-        slots.append((n_k, [kg.out_avals[n_k + r] for r in range(len(kg.outputs) - n_k)],
-                      [(j, kg.out_avals[k_index[j]]) for j in pass_through], k_index))
-    all_slot_avals = [a for _, res, passed, _ in slots for a in (*res, *(av for _, av in passed))]
-    known_avals = [aval_of(x) for x, k in zip(rest, known) if k]
-    unknown_avals = [aval_of(x) for x, k in zip(rest, known) if not k]
-    known_graphs, unknown_graphs = [], []
-    for b, ((kg, ug, ok), (n_k, res_avals, passed, k_index)) in enumerate(zip(splits, slots)):
-        before = sum(len(r) + len(p) for _, r, p, _ in slots[:b])
-        after = len(all_slot_avals) - before - len(res_avals) - len(passed)
-
-        def known_fn(*xs, kg=kg, n_k=n_k, passed=passed, k_index=k_index, before=before, after=after):
-            res = kg(*xs)
-            outs = [res[k_index[j]] for j in range(n_out) if out_known[j]]
-            mine = [*res[n_k:], *(res[k_index[j]] for j, _ in passed)]
-            return [*outs, *(_zeros(a) for a in all_slot_avals[:before]), *mine,
-                    *(_zeros(a) for a in all_slot_avals[len(all_slot_avals) - after:])]
-
-        def unknown_fn(*xs, ug=ug, ok=ok, res_n=len(res_avals), passed=passed, before=before):
-            own = xs[before:before + res_n]
-            passed_vals = dict(zip((j for j, _ in passed), xs[before + res_n:before + res_n + len(passed)]))
-            it = iter(ug(*own, *xs[len(all_slot_avals):]))
-            return [passed_vals[j] if ok[j] else next(it) for j in range(n_out) if not out_known[j]]
-
-        known_graphs.append(_restage(known_fn, known_avals, "cond primal"))
-        unknown_graphs.append(_restage(unknown_fn, [*all_slot_avals, *unknown_avals], "cond linear"))
-    computed = bind_with(trace.parent, cond_p, [index, *(x for x, k in zip(rest, known) if k)],
-                         {"branches": tuple(known_graphs), "tangent_mask": None})
-    n_kout = sum(out_known)
-    recorded = trace.record(cond_p, (index, *computed[n_kout:], *(x for x, k in zip(rest, known) if not k)),
-                            {"branches": tuple(unknown_graphs), "tangent_mask": None})
-    it_k, it_u = iter(computed[:n_kout]), iter(recorded)
-    return tuple(next(it_k) if k else next(it_u) for k in out_known)
-
-
-def _cond_transpose(cts, index, *args, branches, tangent_mask):
-    linear = tuple(a.__class__ is UndefinedPrimal for a in args)
-    has_ct = tuple(c is not None for c in cts)
-    graphs = tuple(_transpose_graph(b, linear, has_ct) for b in branches)
-    out = iter(cond_p.bind(index, *(a for a, lin in zip(args, linear) if not lin), *(c for c in cts if c is not None),
-                           branches=graphs, tangent_mask=None))
-    return [None, *(next(out) if lin else None for lin in linear)]
 
 
 def _cond_lowering(ex, params):
@@ -322,7 +263,6 @@ def _cond_batch(vals, dims, *, branches, tangent_mask):
 cond_p = CallPrimitive("cond", eager=_cond_eager, fun_params=(), stage=_cond_stage)
 cond_p.abstract_eval = lambda *args, branches, tangent_mask: branches[0].out_avals
 cond_p.jvp = _cond_jvp
-cond_p.transpose = _cond_transpose
 cond_p.batch = _cond_batch
 cond_p.lowerings["*"] = _cond_lowering
 
@@ -654,7 +594,12 @@ def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse
 def _scan_stage(trace, args, params):
     mask = params["tangent_mask"]
     if mask is not None and _linearizing(trace, args, mask):
-        with set_trace(trace):  # unrolled: each step's linear part is recorded and transposes as usual
+        from arrayx.transforms.control_flow_reverse import scan_partial_eval
+
+        split = scan_partial_eval(trace, args, params)  # a primal scan now, a linear scan recorded
+        if split is not None:
+            return split
+        with set_trace(trace):  # a step holds control flow of its own: unrolled, step by step
             return tuple(_scan_loop(args, params))
     return trace.record(scan_p, args, params)
 
@@ -782,3 +727,8 @@ def _index_dtype():
 
 
 _INDEX_DTYPE = _index_dtype()
+
+
+from arrayx.transforms import control_flow_reverse as _reverse  # noqa: E402  (registers the transposes)
+
+del _reverse

@@ -1,7 +1,9 @@
-"""jit graphs: dead-code elimination (effects kept) and control flow under jit(grad)."""
+"""jit graphs: dead-code elimination (effects kept) and control flow under jit(grad): cond runs only
+the taken branch, scan is not unrolled (a forward scan and a transposed reverse scan)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import arrayx as ax
 
@@ -68,3 +70,43 @@ def test_jit_grad_of_switch_runs_only_the_taken_branch(executor):
     graph = g.trace(ax.asarray(x), ax.asarray(w), ax.asarray(0)).graph
     assert _names(graph).count("cond") == 2  # the primal cond and the transposed linear cond
     assert "select" not in _names(graph) and "where" not in _names(graph)
+
+
+def _scan_loss(m, scan, reverse):
+    def f(c0, xs, w):
+        c, ys = scan(lambda c, x: (m.sin(c) * x + w * c, c * x + w), c0, xs, reverse=reverse)
+        return m.sum(ys) + m.sum(c)
+    return f
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_jit_grad_of_scan_is_not_unrolled(executor, reverse):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    args = (np.array([0.5, 1.0]), np.linspace(0, 1, 10).reshape(5, 2), np.array(0.3))
+    g = ax.jit(ax.grad(_scan_loss(ax, ax.scan, reverse), argnums=(0, 1, 2)))
+    want = jax.grad(_scan_loss(jnp, jax.lax.scan, reverse), argnums=(0, 1, 2))(*map(jnp.asarray, args))
+    for got in (g(*map(ax.asarray, args)), ax.grad(_scan_loss(ax, ax.scan, reverse), argnums=(0, 1, 2))(
+            *map(ax.asarray, args))):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
+    # one forward scan (stacking residuals) and one reverse scan, whatever the length
+    for n in (5, 40):
+        xs = ax.asarray(np.linspace(0, 1, 2 * n).reshape(n, 2))
+        names = _names(g.trace(ax.asarray(args[0]), xs, ax.asarray(args[2])).graph)
+        assert names.count("scan") == 2 and len(names) < 20, names
+
+
+def test_grad_of_fori_loop_and_hessian_through_scan(executor):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp, lax = jax.numpy, jax.lax
+    g = ax.jit(ax.grad(lambda x: ax.sum(ax.fori_loop(0, 6, lambda i, v: ax.sin(v) * 1.1 + i, x))))
+    want = jax.grad(lambda x: jnp.sum(lax.fori_loop(0, 6, lambda i, v: jnp.sin(v) * 1.1 + i, x)))(jnp.array([0.2, 0.4]))
+    np.testing.assert_allclose(np.asarray(g(ax.asarray([0.2, 0.4]))), np.asarray(want), rtol=1e-12)
+    assert _names(g.trace(ax.asarray([0.2, 0.4])).graph).count("scan") == 2
+    h = ax.hessian(lambda x: ax.sum(ax.scan(lambda c, xi: (c * ax.sin(xi), c), 1.0, x)[1]))(ax.asarray([0.2, 0.5, 0.9]))
+    hj = jax.hessian(lambda x: jnp.sum(lax.scan(lambda c, xi: (c * jnp.sin(xi), c), 1.0, x)[1]))(
+        jnp.array([0.2, 0.5, 0.9]))
+    np.testing.assert_allclose(np.asarray(h), np.asarray(hj), rtol=1e-11, atol=1e-13)
