@@ -578,6 +578,12 @@ def _matmul_batch(vals, dims):
     (x1, x2), (d1, d2) = vals, dims
     r1 = x1.ndim - (d1 is not None)
     r2 = x2.ndim - (d2 is not None)
+    # a batch of vectors against one matrix (or vector) is a single matrix product (one GEMM, not
+    # a stack of matrix-vector products): the per-example layers of vmap(grad(mlp))
+    if r1 == 1 and d2 is None and r2 <= 2:
+        return la.matmul_p.bind(to_front(x1, d1), x2), 0
+    if r2 == 1 and d1 is None and r1 == 2:
+        return la.matmul_p.bind(x1, ax.moveaxis(x2, d2, -1)), 1
     if d1 is not None:
         x1 = to_front(x1, d1)
     if d2 is not None:
