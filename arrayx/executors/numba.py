@@ -107,6 +107,10 @@ class NumbaExecutor(NumpyExecutor):
         #: (``ex.thresholds.update(elementwise=...)``): the native functions hold this dict
         self.thresholds = dict(DEFAULT_THRESHOLDS)
         self.parallel = True
+        #: jit: fewest elements of a region fused into a kernel, and of a parallel fused kernel
+        #: (read when a function is compiled; see _numba_fusion)
+        self.fusion_min_size = int(os.environ.get("ARRAYX_NUMBA_FUSION_MIN_SIZE", 1 << 12))
+        self.fusion_parallel_size = 1 << 16
         self.threading_layer: str | None = None
         #: (primitive name, dtype name) -> why its kernel could not be compiled
         self.failed: dict[tuple[str, str], str] = {}
@@ -178,9 +182,12 @@ class NumbaExecutor(NumpyExecutor):
 
     # -- running primitives -------------------------------------------------------------------
     def compile(self, graph, donate_argnums: tuple = ()):
-        # the NumPy-style straight-line lowering over this executor's kernels (fusing elementwise
-        # regions into generated kernels is its own issue)
-        return self.lower(graph)
+        # fusible regions as generated kernels, the rest straight-line over this executor's table
+        from arrayx.executors._numba_fusion import fuse
+
+        self.available()
+        self._numba()
+        return fuse(self, graph)
 
     def resolve(self, prim):
         """This executor's own impl if the primitive has one, else the NumPy executor's callable,

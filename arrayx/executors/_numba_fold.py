@@ -1,0 +1,89 @@
+"""Folds over a block of values, called by the fused kernels (``_numba_fusion``).
+
+A fused kernel computes one block of a region's values into a small buffer with a loop LLVM
+vectorises, then folds the buffer with one of these.  They are separate (not inlined) functions
+so that only they are compiled with ``reassoc``: a fused kernel itself must not be, since
+reassociation would undo the rounding tricks of the inline transcendentals (``_numba_math``).
+
+Importing this module imports Numba: only the generated kernels import it.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+_FOLD = dict(nogil=True, error_model="numpy")
+_SUMS = dict(_FOLD, fastmath={"reassoc", "contract"})  # a vectorised, reassociated sum
+
+
+@njit(**_SUMS)
+def sum_block(t, n, zero):
+    """t[0] + ... + t[n-1], starting from ``zero`` (of the accumulator dtype)."""
+    s = zero
+    for i in range(n):
+        s += t[i]
+    return s
+
+
+@njit(**_FOLD)
+def prod_block(t, n, one):
+    """t[0] * ... * t[n-1], in order."""
+    p = one
+    for i in range(n):
+        p *= t[i]
+    return p
+
+
+@njit(**_FOLD)
+def max_block(t, n, acc):
+    """The largest of ``acc`` and t[:n]; a NaN wins (NumPy's ``max``)."""
+    for i in range(n):
+        v = t[i]
+        acc = acc if (acc > v) | (acc != acc) else v
+    return acc
+
+
+@njit(**_FOLD)
+def min_block(t, n, acc):
+    """The smallest of ``acc`` and t[:n]; a NaN wins (NumPy's ``min``)."""
+    for i in range(n):
+        v = t[i]
+        acc = acc if (acc < v) | (acc != acc) else v
+    return acc
+
+
+@njit(**_FOLD)
+def any_block(t, n, acc):
+    for i in range(n):
+        acc |= t[i]
+    return acc
+
+
+@njit(**_FOLD)
+def all_block(t, n, acc):
+    for i in range(n):
+        acc &= t[i]
+    return acc
+
+
+@njit(**_SUMS)
+def mean_m2_block(t, n, zero):
+    """(mean of t[:n], sum of squared deviations from it): two passes over a block in cache."""
+    s = zero
+    for i in range(n):
+        s += t[i]
+    m = s / n
+    q = zero
+    for i in range(n):
+        d = t[i] - m
+        q += d * d
+    return m, q
+
+
+@njit(**_FOLD)
+def chan_join(count, mean, m2, n, mean_b, m2_b):
+    """(count, mean, m2) of two groups joined (Chan et al.'s update, stable for any sizes)."""
+    total = count + n
+    delta = mean_b - mean
+    mean = mean + delta * (n / total)
+    m2 = m2 + m2_b + delta * delta * (count * (n / total))
+    return total, mean, m2

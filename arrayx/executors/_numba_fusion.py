@@ -1,0 +1,745 @@
+"""jit on the Numba executor: a staged graph's fusible regions become generated ``@njit`` kernels.
+
+``fuse(executor, graph)`` partitions the graph into **regions**: maximal runs of elementwise
+equations of one shape (the table ``FUSIBLE``: arithmetic, comparisons, transcendentals,
+``where``, ``clip``, casts, and ``broadcast_to`` of values from outside), ended by reductions
+over one block of consecutive axes (``REDUCERS``: sum/prod/max/min/any/all/mean/var/std).
+Each region runs as one kernel: one pass over memory, values kept in registers, only what is
+used outside the region stored.  Everything else (matmul, sort, linalg, fft, gather/scatter,
+control flow ...) runs between the kernels as the executor's ordinary implementations, through
+the same straight-line lowering as the NumPy executor (``_lowering.straight_line``).
+
+A region of shape S is viewed as (outer, mid, inner), with ``mid`` the block of axes that its
+reductions reduce (or along which a broadcast operand repeats).  Its operands are, by shape:
+full (S: flat, C-contiguous), kept (S with ones on the block: one value per (outer, inner)),
+or scalar (one element, passed by value: literals are cast to their operands' dtype); any other
+broadcast or a non-contiguous array is copied to full first.  Work items are (outer row, split
+of mid); ``mid`` runs in blocks whose values go to a small buffer folded by ``_numba_fold``
+(float sums accumulate in float64, var/std combine blocks with Chan's update: one pass).
+
+The generated source is built from this module's templates, primitive names of the table and
+dtype names only: values are named from positions (``a3``, ``v7``), literals are kernel
+arguments, never text, so no user-supplied string reaches it.  A kernel's file is named from
+the hash of its source (``fused_<hash>``), so its source *is* its region's signature (ops,
+dtypes, operand layouts, outputs), and Numba's disk cache next to it (``_numba_kernels``)
+loads it in a new process without compiling; the cache keeps the newest ``CACHE_MAX_KERNELS``
+fused kernels (``ARRAYX_NUMBA_FUSED_KERNELS``), older ones are removed.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from arrayx.transforms.graph import Equation, Graph, Literal, Var
+
+__all__ = ["FUSIBLE", "REDUCERS", "fuse", "regions_of", "kernel_stats", "CACHE_MAX_KERNELS"]
+
+_FLOAT = "f"
+_REAL = "iuf"
+_ALL = "biuf"
+
+
+class FusedOp(NamedTuple):
+    kinds: str  # dtype kinds of the operands fused (others: the op runs between kernels)
+    result: str  # "same" (the operand dtype) or "bool"
+    expr: str  # of a, b, c (the operands); T(...) is the operand dtype; {bits} its width
+
+
+def _fusible_table() -> dict:
+    """primitive name -> FusedOp: the eager kernels' expressions, plus libm-backed float functions."""
+    from arrayx.executors import _numba_kernels as K
+
+    table = {name: FusedOp(kinds, res, expr) for name, (kinds, res, expr) in {**K.UNARY, **K.BINARY}.items()}
+    libm = {  # Numba's math module: the C library, one element at a time (correct, not vectorised)
+        "sin": "math.sin(a)", "cos": "math.cos(a)", "tan": "math.tan(a)", "log": "math.log(a)",
+        "log1p": "math.log1p(a)", "log2": "math.log2(a)", "log10": "math.log10(a)",
+        "sinh": "math.sinh(a)", "cosh": "math.cosh(a)", "asin": "math.asin(a)", "acos": "math.acos(a)",
+        "atan": "math.atan(a)", "asinh": "math.asinh(a)", "acosh": "math.acosh(a)",
+        "atanh": "math.atanh(a)", "atan2": "math.atan2(a, b)", "hypot": "math.hypot(a, b)",
+        "pow": "a ** b",
+    }
+    table.update({name: FusedOp(_FLOAT, "same", expr) for name, expr in libm.items()})
+    # where(cond, x1, x2): kinds are x1's; clip has its own expressions (see _clip_expr)
+    table["where"] = FusedOp(_ALL, "same", "b if a else c")
+    return table
+
+
+#: primitive name -> FusedOp (filled on first use: it reads _numba_kernels' tables)
+FUSIBLE: dict[str, FusedOp] = {}
+
+#: reduction primitive -> dtype kinds fused (mean/var/std: floats)
+REDUCERS = {"sum": _ALL, "prod": _ALL, "max": _REAL, "min": _REAL, "any": _ALL, "all": _ALL,
+            "mean": _FLOAT, "var": _FLOAT, "std": _FLOAT}
+_REDUCER_PARAMS = {"axis", "keepdims", "dtype", "correction"}
+
+# clip(x, lo, hi) as array-api-compat's (the NumPy executor's): with both bounds x is kept on
+# ties and a NaN bound gives NaN; with one bound it is maximum/minimum (NaN from either wins)
+_CLIP = {
+    (True, True): "b if b != b else (c if c != c else (c if (b if a < b else a) > c else (b if a < b else a)))",
+    (True, False): "a if (a > b) | (a != a) else b",
+    (False, True): "a if (a < c) | (a != a) else c",
+}
+
+#: fewest elements a region needs to run as a kernel (below: op by op, as NumPy is as fast;
+#: the executor's ``fusion_min_size``); parallel kernels from PARALLEL_MIN_SIZE elements
+FUSION_MIN_SIZE = 1 << 12
+PARALLEL_MIN_SIZE = 1 << 16
+_BLOCK = 1024  # values folded at a time (the fold buffer stays in L1)
+CACHE_MAX_KERNELS = int(os.environ.get("ARRAYX_NUMBA_FUSED_KERNELS", "512"))
+
+_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float32", "float64")
+_NATIVE_DTYPES = frozenset(np.dtype(d) for d in _DTYPES)
+
+
+# -- partitioning ---------------------------------------------------------------------------------
+
+class Region:
+    """Equations fused into one kernel: elementwise ones of shape ``shape``, then reductions."""
+
+    def __init__(self, shape: tuple):
+        self.shape = shape
+        self.eqns: list[Equation] = []
+        self.values: set = set()  # Vars computed elementwise inside
+        self.reduced: set = set()  # Vars that are reduction results
+        self.axes: tuple | None = None  # the reductions' axes (one block)
+
+    def add(self, eqn: Equation) -> None:
+        self.eqns.append(eqn)
+        if eqn.prim.name in REDUCERS:
+            self.reduced.add(eqn.outputs[0])
+            self.axes = _reduced_axes(eqn)
+        else:
+            self.values.add(eqn.outputs[0])
+
+    def defines(self, v) -> bool:
+        return v in self.values or v in self.reduced
+
+
+def _reduced_axes(eqn) -> tuple:
+    ndim = len(eqn.inputs[0].aval.shape)
+    axis = eqn.params.get("axis")
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if isinstance(axis, int) else axis
+    return tuple(sorted(int(a) % ndim for a in axis))
+
+
+def _dtype_of(a) -> np.dtype:
+    return a.aval.dtype if a.__class__ is Var else np.asarray(a.value).dtype
+
+
+def _fusible_shape(eqn, min_size: int):
+    """The region shape ``eqn`` fuses into, or None when it runs between kernels."""
+    name = eqn.prim.name
+    if eqn.prim.multiple_results or len(eqn.outputs) != 1:
+        return None
+    out = eqn.outputs[0].aval
+    if out.dtype not in _NATIVE_DTYPES or any(_dtype_of(a) not in _NATIVE_DTYPES for a in eqn.inputs
+                                             if not (a.__class__ is Literal and a.value is None)):
+        return None
+    if name in REDUCERS:
+        x = eqn.inputs[0]
+        if x.__class__ is not Var or not set(eqn.params) <= _REDUCER_PARAMS or x.aval.dtype.kind not in REDUCERS[name]:
+            return None
+        axes = _reduced_axes(eqn)
+        shape = x.aval.shape
+        red = math.prod(shape[i] for i in axes)
+        if (not axes or axes[-1] - axes[0] + 1 != len(axes) or red == 0 or math.prod(shape) < min_size
+                or (name in ("var", "std") and red - eqn.params.get("correction", 0.0) <= 0)):
+            return None
+        return shape
+    shape = out.shape
+    if not shape or math.prod(shape) < min_size:
+        return None
+    if name == "broadcast_to":
+        return shape
+    if name == "astype":
+        src, dst = eqn.inputs[0].aval.dtype, out.dtype
+        return shape if not (src.kind == "f" and dst.kind in "iu") else None  # that cast saturates
+    if name == "clip":
+        lo, hi = eqn.inputs[1:3]
+        nones = [a.__class__ is Literal and a.value is None for a in (lo, hi)]
+        ok = out.dtype.kind in _REAL and not all(nones)
+        return shape if ok else None
+    op = FUSIBLE.get(name)
+    if op is None:
+        return None
+    first = eqn.inputs[1] if name == "where" else eqn.inputs[0]
+    if _dtype_of(first).kind not in op.kinds:
+        return None
+    if any(a.__class__ is Var and a.aval.shape != shape for a in eqn.inputs):
+        return None
+    return shape
+
+
+def regions_of(graph: Graph, min_size: int = FUSION_MIN_SIZE) -> list:
+    """The steps of ``graph``: Equations run as they are, and Regions, in an order that respects
+    every dependency (a region runs when something outside needs one of its values)."""
+    if not FUSIBLE:
+        FUSIBLE.update(_fusible_table())
+    steps: list = []
+    open_regions: dict[tuple, Region] = {}
+    owner: dict = {}  # Var -> the open Region computing it
+
+    def close(region: Region) -> None:
+        if open_regions.get(region.shape) is region:
+            del open_regions[region.shape]
+            for v in list(region.values) + list(region.reduced):
+                owner.pop(v, None)
+            steps.append(region)
+
+    for eqn in graph.equations:
+        shape = _fusible_shape(eqn, min_size)
+        ins = [a for a in eqn.inputs if a.__class__ is Var]
+        if shape is None:
+            for a in ins:
+                if a in owner:
+                    close(owner[a])
+            steps.append(eqn)
+            continue
+        region = open_regions.get(shape)
+        if region is not None:
+            reduces = eqn.prim.name in REDUCERS
+            if any(a in region.reduced for a in ins) or (
+                    reduces and region.axes is not None and region.axes != _reduced_axes(eqn)):
+                close(region)
+                region = None
+        for a in ins:  # values of other open regions: those must run first
+            other = owner.get(a)
+            if other is not None and other is not region:
+                close(other)
+        if region is None:
+            region = open_regions[shape] = Region(shape)
+        region.add(eqn)
+        owner[eqn.outputs[0]] = region
+    for region in list(open_regions.values()):
+        close(region)
+    return steps
+
+
+# -- code generation ------------------------------------------------------------------------------
+
+_HEADER = '''\
+# Generated by arrayx.executors._numba_fusion (a fused region); do not edit.
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from arrayx.executors import _numba_fold as fb
+from arrayx.executors import _numba_math as nm
+
+''' + "".join(f"T_{d} = np.{d if d != 'bool' else 'bool_'}\n" for d in _DTYPES)
+
+# Work items are (outer row, split of mid).  Rows (inner == 1) go in blocks through fold buffers;
+# columns (inner > 1) update one accumulator per column, vectorised across the columns.
+_KERNEL = '''
+@njit(parallel=__PARALLEL__, cache=False, nogil=True, error_model="numpy", fastmath={{"contract"}})
+def kernel(outer, mid, inner, step, nsplit{args}):
+    for w in prange(outer * nsplit):
+        o = w // nsplit
+        s = w - o * nsplit
+        lo = s * step
+        hi = min(lo + step, mid)
+{branch}'''
+
+_ROWS = '''\
+        base = o * mid + lo
+{row_setup}
+        for r0 in range(0, hi - lo, {block}):
+            nb = min({block}, hi - lo - r0)
+            rb = base + r0
+{row_slices}
+            for i in range(nb):
+{row_body}
+{row_folds}
+{row_results}
+'''
+
+_COLUMNS = '''\
+        kb = o * inner
+{col_setup}
+        for k in range(lo, hi):
+            rb = (o * mid + k) * inner
+{col_slices}
+            for j in range(inner):
+{col_body}
+'''
+
+
+class _Operand(NamedTuple):
+    var: object  # the Var (or Literal) passed
+    layout: str  # "f" full, "k" kept, "s" scalar
+    broadcast: bool  # a broadcast_to source (copied to full when its shape is not "k")
+    value: object  # a Literal's value cast to its operands' dtype (None for a Var)
+
+
+def _indent(lines, n: int) -> str:
+    return "\n".join(" " * n + line for line in lines) if lines else " " * n + "pass"
+
+
+def _subst(expr: str, names: dict, dtype: np.dtype) -> str:
+    """``expr`` with its operands a/b/c renamed and T/{bits} made ``dtype``'s."""
+    expr = expr.replace("{bits}", str(dtype.itemsize * 8))
+    expr = re.sub(r"\bT\(", f"T_{dtype.name}(", expr)
+    return re.sub(r"\b[abc]\b", lambda m: names[m.group(0)], expr)
+
+
+class _Plan(NamedTuple):
+    """A region made concrete: its kernel source and how to call it."""
+    source: str  # with __PARALLEL__ where the kernel says whether it is parallel
+    operands: tuple  # _Operand per kernel array/scalar argument
+    stored: tuple  # Vars stored as full outputs (elementwise results used outside)
+    reductions: tuple  # (Var, primitive name, accumulator dtype, params) per reduction
+    outer: int
+    mid: int
+    inner: int
+
+
+def _block_of(region: Region, sources) -> tuple[int, int]:
+    """(first, last) axes of the region's block: the reduced axes, else where the first
+    broadcast operand repeats (when that is one block), else every axis."""
+    ndim = len(region.shape)
+    if region.axes is not None:
+        return region.axes[0], region.axes[-1]
+    for v in sources:
+        shape = (1,) * (ndim - len(v.aval.shape)) + tuple(v.aval.shape)
+        if math.prod(shape) <= 1:
+            continue
+        ones = [i for i, (d, s) in enumerate(zip(shape, region.shape)) if d != s]
+        if ones and ones[-1] - ones[0] + 1 == len(ones) and all(shape[i] == 1 for i in ones):
+            return ones[0], ones[-1]
+        break
+    return 0, ndim - 1
+
+
+def _literal_dtype(eqn, position: int) -> np.dtype | None:
+    """The dtype a literal operand is cast to: where's condition bool, else its fellow operands'."""
+    if eqn.prim.name == "where":
+        return np.dtype(bool) if position == 0 else eqn.outputs[0].aval.dtype
+    if eqn.prim.name in ("clip", "astype"):
+        return eqn.inputs[0].aval.dtype if eqn.inputs[0].__class__ is Var else None
+    others = [a for a in eqn.inputs if a.__class__ is Var]
+    return others[0].aval.dtype if others else None
+
+
+def _acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
+    if name in ("any", "all"):
+        return np.dtype(bool)
+    if name in ("max", "min"):
+        return x
+    return np.dtype(np.float64) if out.kind == "f" else out
+
+
+def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
+    """The kernel of ``region``: operands, body, stores and folds (see the module doc)."""
+    shape = region.shape
+    ndim = len(shape)
+    inside = set(region.values)
+    operands: list[_Operand] = []
+    index: dict = {}
+    names: dict = {}  # Var -> the name of its value in the body
+    row_body: list[str] = []  # statements per element; operand loads come first
+    sources = [e.inputs[0] for e in region.eqns if e.prim.name == "broadcast_to" and e.inputs[0].__class__ is Var]
+    first, last = _block_of(region, sources)
+    keep_shape = tuple(1 if first <= i <= last else d for i, d in enumerate(shape))
+
+    def operand(a, broadcast=False, dtype=None) -> str:
+        """The body name of an operand from outside the region (loaded once per element)."""
+        if a.__class__ is Var and a in names:
+            return names[a]
+        key = a if a.__class__ is Var else (id(a), dtype)
+        if key not in index:
+            value = None
+            if a.__class__ is Literal:
+                layout, value = "s", np.asarray(a.value).astype(dtype or _dtype_of(a))[()]
+            elif math.prod(a.aval.shape) == 1:
+                layout = "s"
+            elif tuple(a.aval.shape) == shape:
+                layout = "f"
+            else:
+                padded = (1,) * (ndim - len(a.aval.shape)) + tuple(a.aval.shape)
+                layout = "k" if padded == keep_shape else "f"
+            index[key] = len(operands)
+            operands.append(_Operand(a, layout, broadcast, value))
+        return f"a{index[key]}"
+
+    n = 0
+    reductions = []
+    for eqn in region.eqns:
+        name = eqn.prim.name
+        out = eqn.outputs[0]
+        dt = out.aval.dtype
+        if name in REDUCERS:
+            x = eqn.inputs[0]
+            value = names[x] if x in names else operand(x)
+            reductions.append((out, name, _acc_dtype(name, x.aval.dtype, dt), value, eqn.params))
+            continue
+        if name == "broadcast_to":
+            src = eqn.inputs[0]
+            names[out] = names[src] if src.__class__ is Var and src in names else operand(src, broadcast=True)
+            continue
+        args = [names[a] if a.__class__ is Var and a in names else
+                ("None" if a.__class__ is Literal and a.value is None else
+                 operand(a, dtype=_literal_dtype(eqn, k))) for k, a in enumerate(eqn.inputs)]
+        ab = dict(zip("abc", args))
+        if name == "astype":
+            src_kind = eqn.inputs[0].aval.dtype.kind if eqn.inputs[0].__class__ is Var else "f"
+            expr = f"({ab['a']} != 0)" if dt.kind == "b" and src_kind != "b" else f"T_{dt.name}({ab['a']})"
+        elif name == "clip":
+            has = tuple(not (a.__class__ is Literal and a.value is None) for a in eqn.inputs[1:3])
+            expr = _subst(_CLIP[has], ab, dt)
+        elif name == "pow" and eqn.inputs[1].__class__ is Literal and float(eqn.inputs[1].value) == 2.0:
+            expr = f"{ab['a']} * {ab['a']}"  # NumPy's fast path for x**2 (exact either way)
+        else:
+            op = FUSIBLE[name]
+            in_dt = _dtype_of(eqn.inputs[1] if name == "where" else eqn.inputs[0])
+            expr = _subst(op.expr, ab, in_dt)
+        value = f"v{n}"
+        n += 1
+        row_body.append(f"{value} = T_{dt.name}({expr})")
+        names[out] = value
+
+    members = {id(e) for e in region.eqns}
+    stored = tuple(v for v in region.values if v in graph_outputs
+                   or any(id(e) not in members for e in uses.get(v, ())))
+    # keep the order of definition (outputs are returned in it)
+    order = {e.outputs[0]: i for i, e in enumerate(region.eqns)}
+    stored = tuple(sorted(stored, key=order.__getitem__))
+    outer = math.prod(shape[:first])
+    mid = math.prod(shape[first:last + 1])
+    inner = math.prod(shape[last + 1:])
+    source = _source(operands, names, row_body, stored, reductions, rows=inner == 1)
+    return _Plan(source, tuple(operands), stored,
+                 tuple((v, name, acc, params) for v, name, acc, _, params in reductions), outer, mid, inner)
+
+
+_FOLDS = {"sum": "sum_block", "mean": "sum_block", "prod": "prod_block", "max": "max_block",
+          "min": "min_block", "any": "any_block", "all": "all_block"}
+_COL_FOLDS = {  # (accumulator p, value t) -> the update of one column
+    "sum": "{p}[j] += {t}", "mean": "{p}[j] += {t}", "prod": "{p}[j] *= {t}",
+    "max": "{p}[j] = {p}[j] if ({p}[j] > {t}) | ({p}[j] != {p}[j]) else {t}",
+    "min": "{p}[j] = {p}[j] if ({p}[j] < {t}) | ({p}[j] != {p}[j]) else {t}",
+    "any": "{p}[j] |= {t}", "all": "{p}[j] &= {t}",
+}
+
+
+def _init(name: str, acc: np.dtype) -> str:
+    """The start of a fold, as text (from this table only)."""
+    if name in ("sum", "mean", "var", "std"):
+        return f"T_{acc.name}(0)"
+    if name == "prod":
+        return f"T_{acc.name}(1)"
+    if name in ("any", "all"):
+        return "False" if name == "any" else "True"
+    if acc.kind == "f":
+        return f"T_{acc.name}({'-' if name == 'max' else ''}np.inf)"
+    info = np.iinfo(acc)
+    return f"T_{acc.name}({int(info.min if name == 'max' else info.max)})"
+
+
+def _source(operands, names, body, stored, reductions, rows: bool) -> str:
+    args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
+    row_setup, row_slices, row_loads, col_setup, col_slices, col_loads = [], [], [], [], [], []
+    for i, op in enumerate(operands):
+        if op.layout == "s":
+            row_setup.append(f"a{i} = x{i}")
+            col_setup.append(f"a{i} = x{i}")
+        elif op.layout == "k":
+            row_setup.append(f"a{i} = x{i}[o]")
+            col_slices.append(f"x{i}r = x{i}[kb:kb + inner]")
+            col_loads.append(f"a{i} = x{i}r[j]")
+        else:
+            row_slices.append(f"x{i}b = x{i}[rb:rb + nb]")
+            row_loads.append(f"a{i} = x{i}b[i]")
+            col_slices.append(f"x{i}r = x{i}[rb:rb + inner]")
+            col_loads.append(f"a{i} = x{i}r[j]")
+    row_stores, col_stores = [], []
+    for i, v in enumerate(stored):
+        row_slices.append(f"o{i}b = o{i}[rb:rb + nb]")
+        row_stores.append(f"o{i}b[i] = {names[v]}")
+        col_slices.append(f"o{i}r = o{i}[rb:rb + inner]")
+        col_stores.append(f"o{i}r[j] = {names[v]}")
+    row_folds, row_results = [], []
+    for r, (_, name, acc, value, _) in enumerate(reductions):
+        cast = f"({value} != 0)" if name in ("any", "all") else f"T_{acc.name}({value})"
+        args.append(f"p{r}")
+        row_setup.append(f"t{r} = np.empty({_BLOCK}, T_{acc.name})")
+        row_stores.append(f"t{r}[i] = {cast}")
+        col_setup.append(f"p{r}c = p{r}[o, s]")
+        if name in ("var", "std"):
+            args.append(f"q{r}")
+            row_setup += [f"c{r} = T_{acc.name}(0)", f"m{r} = T_{acc.name}(0)", f"d{r} = T_{acc.name}(0)"]
+            row_folds += [f"bm{r}, bq{r} = fb.mean_m2_block(t{r}, nb, T_{acc.name}(0))",
+                          f"c{r}, m{r}, d{r} = fb.chan_join(c{r}, m{r}, d{r}, T_{acc.name}(nb), bm{r}, bq{r})"]
+            row_results += [f"p{r}[o, s, 0] = m{r}", f"q{r}[o, s, 0] = d{r}"]
+            col_setup += [f"q{r}c = q{r}[o, s]", f"p{r}c[:] = 0", f"q{r}c[:] = 0"]
+            # Welford per column: mean and sum of squared deviations, rows lo .. k
+            col_slices.append(f"n{r} = T_{acc.name}(k - lo + 1)")
+            col_stores += [f"e{r} = {cast} - p{r}c[j]", f"p{r}c[j] += e{r} / n{r}",
+                           f"q{r}c[j] += e{r} * ({cast} - p{r}c[j])"]
+        else:
+            row_setup.append(f"g{r} = {_init(name, acc)}")
+            row_folds.append(f"g{r} = fb.{_FOLDS[name]}(t{r}, nb, g{r})")
+            row_results.append(f"p{r}[o, s, 0] = g{r}")
+            col_setup.append(f"p{r}c[:] = {_init(name, acc)}")
+            col_stores.append(_COL_FOLDS[name].format(p=f"p{r}c", t=cast))
+    if rows:
+        branch = _ROWS.format(block=_BLOCK, row_setup=_indent(row_setup, 8), row_slices=_indent(row_slices, 12),
+                              row_body=_indent(row_loads + body + row_stores, 16),
+                              row_folds=_indent(row_folds, 12), row_results=_indent(row_results, 8))
+    else:
+        branch = _COLUMNS.format(col_setup=_indent(col_setup, 8), col_slices=_indent(col_slices, 12),
+                                 col_body=_indent(col_loads + body + col_stores, 16))
+    return _HEADER + _KERNEL.format(args="".join(", " + a for a in args), branch=branch)
+
+
+# -- kernels on disk ----------------------------------------------------------------------------------
+
+_stats_lock = threading.Lock()
+_loaded: dict[str, object] = {}  # stem -> dispatcher, this process
+
+
+def _kernel(source: str):
+    """The compiled kernel of ``source`` (its file named from the source's hash; see the module doc)."""
+    from arrayx.executors import _numba_kernels as K
+
+    stem = "fused_" + hashlib.sha256(source.encode()).hexdigest()[:24]
+    folder = K.cache_dir()
+    new = folder is not None and not (folder / f"{stem}.py").exists()
+    fn = K._cached(("fused", stem), lambda: (stem, source))
+    with _stats_lock:
+        _loaded[stem] = fn
+    if folder is not None:
+        if new:
+            _prune(folder)
+        else:
+            _touch(folder, stem)
+    return fn
+
+
+def _touch(folder, stem: str) -> None:
+    """Mark a kernel as used (its Numba index file: touching the source would invalidate it)."""
+    for p in folder.glob(f"{stem}.*.nbi"):
+        try:
+            os.utime(p)
+        except OSError:
+            pass
+
+
+def _prune(folder, keep: int | None = None) -> None:
+    """Remove the least recently used fused kernels beyond ``keep`` (CACHE_MAX_KERNELS)."""
+    keep = CACHE_MAX_KERNELS if keep is None else keep
+    try:
+        stems = {}
+        for p in folder.glob("fused_*"):
+            stem = p.name.split(".")[0]
+            stems[stem] = max(stems.get(stem, 0.0), p.stat().st_mtime)
+    except OSError:
+        return
+    if len(stems) <= keep:
+        return
+    for stem in sorted(stems, key=stems.__getitem__)[:len(stems) - keep]:
+        for p in folder.glob(f"{stem}.*"):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
+def kernel_stats() -> dict:
+    """{"kernels": fused kernels used by this process, "compiled": compiled here, "loaded": loaded
+    from the disk cache} (Numba's per-dispatcher counters)."""
+    with _stats_lock:
+        kernels = list(_loaded.values())
+    return {"kernels": len(kernels),
+            "compiled": sum(sum(k._cache_misses.values()) for k in kernels),
+            "loaded": sum(sum(k._cache_hits.values()) for k in kernels)}
+
+
+# -- running regions ------------------------------------------------------------------------------
+
+class _FusedRegionPrim:
+    """Stands in for a region in the lowered graph (``straight_line`` calls its runner)."""
+    name = "fused_region"
+    multiple_results = True
+    call_like = False
+    lowerings = {"*": lambda executor, params: params["runner"]}
+
+
+_FUSED = _FusedRegionPrim()
+
+
+def _combine(name: str, p, q, counts, mid: int, params: dict):
+    """A reduction's result over mid from its (outer, nsplit, inner) partials."""
+    if p.shape[1] == 1 and name not in ("mean", "var", "std"):
+        return p[:, 0, :]
+    if name == "sum":
+        return p.sum(axis=1)
+    if name == "mean":
+        return p.sum(axis=1) / mid
+    if name == "prod":
+        return p.prod(axis=1)
+    if name in ("max", "min"):
+        return (np.maximum if name == "max" else np.minimum).reduce(p, axis=1)
+    if name in ("any", "all"):
+        return p.any(axis=1) if name == "any" else p.all(axis=1)
+    mean = (p * counts).sum(axis=1) / mid  # var, std: the blocks' means and squared deviations
+    m2 = q.sum(axis=1) + (counts * (p - mean[:, None, :]) ** 2).sum(axis=1)
+    res = m2 / (mid - params.get("correction", 0.0))
+    return np.sqrt(res) if name == "std" else res
+
+
+class RegionRunner:
+    """Runs one region's kernel on buffers (see the module doc); op by op if Numba fails on it."""
+
+    def __init__(self, ex, region: Region, plan_: _Plan, donors: dict, fallback):
+        self.ex = ex
+        self.plan = plan_
+        self.shape = region.shape
+        self.donors = donors  # stored output index -> operand position whose buffer it may take
+        self.fallback = fallback
+        self.kernels: dict = {}  # parallel? -> dispatcher
+        self.failed: str | None = None
+        self.parallel = ex.parallel and math.prod(region.shape) >= ex.fusion_parallel_size
+        arrays = [i for i, op in enumerate(plan_.operands) if op.var.__class__ is Var]
+        self.positions = {i: k for k, i in enumerate(arrays)}  # operand position -> buffer position
+        self.out_dtypes = [v.aval.dtype for v in plan_.stored]
+        self.red_shapes = [v.aval.shape for v, *_ in plan_.reductions]
+        self.red_dtypes = [v.aval.dtype for v, *_ in plan_.reductions]
+
+    @property
+    def sources(self) -> dict:
+        """{parallel: generated source} of the kernels (for inspection and the tests)."""
+        return {p: self.plan.source.replace("__PARALLEL__", str(p)) for p in (False, True)}
+
+    def kernel(self, parallel: bool):
+        k = self.kernels.get(parallel)
+        if k is None:
+            k = self.kernels[parallel] = _kernel(self.sources[parallel])
+        return k
+
+    def split(self, parallel: bool) -> tuple[int, int]:
+        plan_ = self.plan
+        if not parallel:
+            return plan_.mid, 1
+        import numba
+
+        outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
+        nsplit = max(1, min(mid, -(-4 * numba.get_num_threads() // outer), (mid * inner) // 8192 or 1))
+        step = -(-mid // nsplit)
+        return step, -(-mid // step)
+
+    def __call__(self, *bufs):
+        if self.failed is not None:
+            return self.fallback(*bufs)
+        plan_ = self.plan
+        shape = self.shape
+        args = []
+        for i, op in enumerate(plan_.operands):
+            if op.value is not None:
+                args.append(op.value)
+                continue
+            b = bufs[self.positions[i]]
+            if op.layout == "s":
+                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
+            elif op.layout == "k":
+                args.append(np.ascontiguousarray(b).reshape(-1))
+            else:
+                if b.shape != shape:
+                    b = np.broadcast_to(b, shape)
+                args.append(np.ascontiguousarray(b).reshape(-1))
+        outs = []
+        for k, dt in enumerate(self.out_dtypes):
+            donor = self.donors.get(k)
+            if donor is not None:
+                b = bufs[self.positions[donor]]
+                if b.__class__ is np.ndarray and b.flags.c_contiguous and b.flags.writeable and b.shape == shape:
+                    outs.append(b)
+                    continue
+            outs.append(np.empty(shape, dt))
+        parallel = self.parallel and self.ex._launch.acquire(False)
+        try:
+            step, nsplit = self.split(parallel)
+            parts = []
+            kargs = [plan_.outer, plan_.mid, plan_.inner, step, nsplit, *args, *(o.reshape(-1) for o in outs)]
+            for _, name, acc, _ in plan_.reductions:
+                p = np.empty((plan_.outer, nsplit, plan_.inner), acc)
+                q = np.empty_like(p) if name in ("var", "std") else None
+                parts.append((p, q))
+                kargs += [p] if q is None else [p, q]
+            try:
+                self.kernel(parallel)(*kargs)
+            except Exception as e:
+                from numba.core.errors import NumbaError
+
+                if not isinstance(e, NumbaError):
+                    raise
+                first = str(e).strip().splitlines()
+                self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
+                self.ex.failed["fused region", str(self.plan.reductions and "reduction" or "elementwise")] = self.failed
+                return self.fallback(*bufs)
+        finally:
+            if parallel:
+                self.ex._launch.release()
+        results = list(outs)
+        if plan_.reductions:
+            counts = None
+            if any(name in ("var", "std") for _, name, _, _ in plan_.reductions):
+                starts = np.arange(nsplit) * step
+                counts = np.minimum(step, plan_.mid - starts).astype(np.float64).reshape(1, nsplit, 1)
+            for (v, name, _, params), (p, q), dt in zip(plan_.reductions, parts, self.red_dtypes):
+                r = _combine(name, p, q, counts, plan_.mid, params)
+                results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
+        return results
+
+
+def fuse(ex, graph: Graph):
+    """The executable of ``graph`` on the Numba executor ``ex``: regions as fused kernels, the rest
+    as the executor's implementations (a straight-line Python function of the input buffers).
+    ``fn.regions`` holds the RegionRunners (their ``sources``, ``failed``)."""
+    from arrayx.executors._lowering import straight_line
+
+    steps = regions_of(graph, ex.fusion_min_size)
+    uses: dict = {}
+    for eqn in graph.equations:
+        for a in eqn.inputs:
+            if a.__class__ is Var:
+                uses.setdefault(a, []).append(eqn)
+    graph_outputs = {o for o in graph.outputs if o.__class__ is Var}
+    fresh: set = set()  # Vars whose buffers a fused kernel allocated (no view of them exists yet)
+    equations, runners = [], []
+    for step in steps:
+        if step.__class__ is not Region:
+            equations.append(step)
+            continue
+        plan_ = plan(step, uses, graph_outputs)
+        members = {id(e) for e in step.eqns}
+        donors, taken = {}, set()
+        for k, v in enumerate(plan_.stored):
+            for i, op in enumerate(plan_.operands):
+                a = op.var
+                if (i not in taken and a.__class__ is Var and a in fresh and op.layout == "f" and not op.broadcast
+                        and a.aval.dtype == v.aval.dtype and a not in graph_outputs
+                        and all(id(e) in members for e in uses.get(a, ()))):
+                    donors[k] = i
+                    taken.add(i)
+                    break
+        ins = tuple(op.var for op in plan_.operands if op.var.__class__ is Var)
+        outs = plan_.stored + tuple(v for v, *_ in plan_.reductions)
+        fallback = straight_line(ex, Graph(ins, (), (), step.eqns, outs, device=graph.device))
+        runner = RegionRunner(ex, step, plan_, donors, fallback)
+        runners.append(runner)
+        fresh.update(plan_.stored)
+        equations.append(Equation(_FUSED, ins, {"runner": runner}, outs))
+    fn = straight_line(ex, Graph(graph.inputs, graph.constvars, graph.consts, equations, graph.outputs,
+                                 device=graph.device))
+    fn.regions = runners
+    return fn
