@@ -1,0 +1,261 @@
+"""jit's fused kernels on the Numba executor (arrayx/executors/_numba_fusion.py).
+
+Every pattern is jitted on every available executor and compared with the NumPy executor; on
+numba the test also checks that the pattern really ran as fused kernels (``regions``), with
+the size thresholds lowered so that small arrays fuse too.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx.executors import base
+from tests.conftest import assert_same, on_numpy
+
+numba = pytest.importorskip("numba")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def fuse_small_arrays():
+    """Fuse regions of any size (the default leaves arrays under 4096 elements to NumPy)."""
+    ex = base.get("numba")
+    if not ex.available():
+        yield
+        return
+    saved = ex.fusion_min_size, ex.fusion_parallel_size
+    ex.fusion_min_size = 0
+    try:
+        yield
+    finally:
+        ex.fusion_min_size, ex.fusion_parallel_size = saved
+
+
+def _compiled(jf, *args, **kwargs):
+    graph = jf.trace(*args, **kwargs).graph
+    fns = [fn for key, fn in graph.derived.items() if isinstance(key, tuple) and key[:2] == ("compiled", "numba")]
+    assert len(fns) == 1
+    return fns[0]
+
+
+def check(fn, *arrays, regions: int | None = None, fused: bool = True):
+    """jit(fn) on the current executor equals fn on NumPy; on numba, ``regions`` kernels ran."""
+    args = [xp.asarray(a) for a in arrays]
+    jf = xp.jit(fn)
+    got = jf(*args)
+    want = on_numpy(fn, *args)
+    assert_same(got, want)
+    if xp.get_executor().name == "numba":
+        runners = _compiled(jf, *args).regions
+        if regions is not None:
+            assert len(runners) == regions, [r.sources[False] for r in runners]
+        if fused:
+            assert runners and all(r.failed is None and r.kernels for r in runners)
+    return got
+
+
+RNG = np.random.default_rng(7)
+
+
+def normal(*shape, dtype=np.float64):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def selu(x):
+    return 1.0507009873554805 * xp.where(x > 0, x, 1.6732632423543772 * (xp.exp(x) - 1))
+
+
+def softmax(x):
+    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_elementwise_chains_keep_the_dtype(executor, dtype):
+    x = normal(50, 33, dtype=dtype)
+    assert check(selu, x, regions=1).dtype == dtype
+    check(lambda x: ((x * 2 + 1) * x - 0.5) * x + 3, x, regions=1)
+    check(lambda x: xp.tanh(x) * xp.expm1(x) + xp.sqrt(xp.abs(x)) - xp.log1p(x * x) ** 2, x, regions=1)
+    check(lambda x: xp.clip(x, -0.5, 0.5) + xp.clip(x, min=0.1) * xp.clip(x, max=0.2), x, regions=1)
+
+
+def test_broadcast_operands(executor):
+    x, row, col = normal(40, 30), normal(30), normal(40, 1)
+    check(lambda x, b: x * b + 1.0, x, row, regions=1)  # (30,) repeated over the rows
+    check(lambda x, c: xp.exp(x - c), x, col, regions=1)  # (40, 1) repeated over the columns
+    check(lambda x, b, c: x * b + c, x, row, col, regions=1)  # both: one is copied to full
+    check(lambda x, s: x + s, normal(6, 7, 8), normal(1, 7, 1), regions=1)  # not one block: copied
+    check(lambda x, s: x * s, x, np.float64(3.0), regions=1)  # a 0-d operand
+
+
+def test_mixed_dtypes_casts_and_literals(executor):
+    i8 = RNG.integers(-128, 127, (40, 30), dtype=np.int8)
+    u8 = RNG.integers(0, 255, (40, 30), dtype=np.uint8)
+    f32 = normal(40, 30, dtype=np.float32)
+    # literals cast to the operand dtype: int8 + 100 wraps in int8, float32 * 1.5 stays float32
+    assert check(lambda a: a + 100, i8, regions=1).dtype == np.int8
+    assert check(lambda a: a * 3 - 7, u8, regions=1).dtype == np.uint8
+    assert check(lambda x: x * 1.5 + 0.25, f32, regions=1).dtype == np.float32
+    # casts and mixed operands (promotion inserts astype)
+    check(lambda a, x: a * x + xp.astype(a > 0, xp.float32), i8, f32, regions=1)
+    check(lambda a, b: xp.astype(a, xp.int32) * xp.astype(b, xp.int32) + 1, i8, u8, regions=1)
+    check(lambda x: xp.astype(x, xp.bool) | (x > 1), f32, regions=1)
+    check(lambda a, b: (a & b) ^ (a | 3), u8, u8[::-1], regions=1)
+
+
+def test_integer_overflow_wraps(executor):
+    big = np.array([2**31 - 1, -2**31, 2**30, 7] * 20, dtype=np.int32)
+    check(lambda a: a * 3 + (2**31 - 1), big, regions=1)
+    check(lambda a: -a - 1, np.array([0, 1, 255, 128] * 20, dtype=np.uint8), regions=1)
+    check(lambda a: xp.sum(a * a), big, regions=1)  # int32 squares wrap, then an int64 sum
+    check(lambda a: xp.sum(a, dtype=xp.int32), big, regions=1)  # the int32 sum wraps too
+
+
+def test_special_values_propagate(executor):
+    x = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, -1e-310, 2.0] * 10)
+    check(lambda x: xp.exp(x) * x - xp.tanh(x) + xp.where(x > 1, x, -x), x, regions=1)
+    check(lambda x: (xp.sum(x), xp.max(x), xp.min(x), xp.mean(x)), x, regions=1)
+    check(lambda x: (xp.max(x[2:]), xp.min(x[1:]), xp.var(x[1:]), xp.prod(x[3:])), x)
+    check(lambda x: xp.expm1(x) + xp.sign(x), x.astype(np.float32), regions=1)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (1, 2), (0, 2)])
+def test_reductions_end_regions(executor, axis):
+    x = normal(9, 10, 11)
+    check(lambda x: xp.sum(x * 2.0 + 1.0, axis=axis), x)
+    check(lambda x: (xp.mean(x * x, axis=axis, keepdims=True), xp.std(xp.exp(x), axis=axis)), x)
+    check(lambda x: (xp.var(x - 1.0, axis=axis, correction=1), xp.prod(x * 0.5 + 1.0, axis=axis)), x)
+    check(lambda x: (xp.max(xp.abs(x), axis=axis), xp.min(x, axis=axis)), x)
+    check(lambda x: (xp.any(x > 2.0, axis=axis), xp.all(x > -3.0, axis=axis)), x)
+
+
+def test_one_pass_var_and_softmax(executor):
+    x = normal(30, 200) * 10 + 1e3  # a large mean: the one-pass update must not cancel
+    check(lambda x: xp.var(x), x, regions=1)
+    check(lambda x: xp.sum((x - xp.mean(x)) ** 2), x, regions=2)
+    check(softmax, x, regions=3)
+    check(softmax, x.astype(np.float32), regions=3)
+
+
+def test_several_outputs_and_glue_between_kernels(executor):
+    x = normal(20, 20)
+    check(lambda x: (x + 1, x * 2, xp.sum(x * 3)), x, regions=1)
+    # matmul runs between two kernels, the second reads the first's output
+    check(lambda x: xp.tanh(xp.exp(x) @ x) * 2 - 1, x, regions=2)
+    check(lambda x: xp.sort(x * 2, axis=0) + x, x, regions=2)
+
+
+def test_non_contiguous_inputs(executor):
+    x = normal(40, 30)
+    check(lambda x: x * 2 + xp.exp(x), x.T, regions=1)
+    check(lambda x: xp.sum(x * x, axis=1), x[::2, ::3], regions=1)
+    check(lambda x, y: x * y, x[:20, 5:25], x.T[:20, :20].T, regions=1)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (1,), (1, 1), ()])
+def test_size_0_and_1(executor, shape):
+    x = normal(*shape)
+    check(lambda x: selu(x) * 2, x, fused=False)
+    check(lambda x: (xp.sum(x * 2), xp.prod(x + 1), xp.any(x > 0)), x, fused=False)
+    if 0 not in shape:
+        check(lambda x: (xp.max(x * 2), xp.mean(x), xp.var(x)), x, fused=False)
+
+
+def test_parallel_kernels_match(executor):
+    ex = base.get("numba")
+    if ex.available():
+        ex.fusion_parallel_size = 0  # parallel kernels even on small arrays
+    x = normal(3000, 7, dtype=np.float32)
+    check(lambda x: (selu(x), xp.var(x), xp.sum(x * 2, axis=0), xp.max(x, axis=1)), x)
+    check(softmax, x.T.copy())
+
+
+def test_buffer_reuse_never_overwrites_live_values(executor):
+    x = normal(30, 40)
+    # e is consumed by the next region only: its buffer may be reused; x and the outputs never
+    got = check(softmax, x)
+    check(lambda x: (xp.exp(x) @ x.T, xp.exp(x) + 1), x)
+    np.testing.assert_array_equal(np.asarray(xp.asarray(x)), x)
+    assert np.all(np.isfinite(np.asarray(got)))
+
+
+HOSTILE = "__import__('os').system('echo pwned')\n#\"'; import sys"
+
+
+def test_generated_source_never_holds_user_strings():
+    if not base.get("numba").available():
+        pytest.skip("numba unavailable")
+    ns: dict = {}
+    exec(f"def f(**kw):\n    return {{k: v * 2 + 1 for k, v in kw.items()}}", ns)  # noqa: S102
+    f = ns["f"]
+    f.__name__ = f.__qualname__ = HOSTILE
+    with xp.use_executor("numba"):
+        x = xp.asarray(normal(50, 10))
+        jf = xp.jit(f)
+        out = jf(**{HOSTILE: x, "ok": x})
+        assert_same(out[HOSTILE], np.asarray(x) * 2 + 1)
+        runners = _compiled(jf, **{HOSTILE: x, "ok": x}).regions
+    assert runners
+    for r in runners:
+        for source in r.sources.values():
+            assert "pwned" not in source and "import sys" not in source and "kw" not in source
+            assert all(line.isascii() for line in source.splitlines())
+    from arrayx.executors import _numba_kernels
+
+    folder = _numba_kernels.cache_dir()
+    if folder is not None:
+        for path in folder.glob("fused_*.py"):
+            assert "pwned" not in path.read_text()
+
+
+_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import arrayx as xp
+from arrayx.executors import base, _numba_fusion
+with xp.use_executor("numba"):
+    f = xp.jit(lambda x: xp.sum(xp.where(x > 0, x, xp.exp(x) - 1) * 1.5))
+    r = float(f(xp.asarray(np.linspace(-3, 3, 100_000))))
+print(json.dumps(dict(_numba_fusion.kernel_stats(), result=r)))
+"""
+
+
+def test_kernels_load_from_disk_in_a_new_process(tmp_path):
+    if not base.get("numba").available():
+        pytest.skip("numba unavailable")
+    env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(REPO)], env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert first["kernels"] == 1 and first["compiled"] == 1 and first["loaded"] == 0
+    assert second["kernels"] == 1 and second["compiled"] == 0 and second["loaded"] == 1
+    assert first["result"] == second["result"]
+
+
+def test_cache_is_pruned_to_the_newest_kernels(tmp_path):
+    from arrayx.executors import _numba_fusion as F
+
+    for i in range(5):
+        for suffix in (".py", ".kernel-22.py311.nbi", ".kernel-22.py311.1.nbc"):
+            p = tmp_path / f"fused_{i:024d}{suffix}"
+            p.write_text("x")
+            os.utime(p, (1000 + i, 1000 + i))
+    (tmp_path / "add_vv_float64.py").write_text("x")  # eager kernels are not the fused cache's
+    F._prune(tmp_path, keep=2)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["add_vv_float64.py"] + sorted(
+        f"fused_{i:024d}{s}" for i in (3, 4) for s in (".py", ".kernel-22.py311.nbi", ".kernel-22.py311.1.nbc"))
