@@ -151,12 +151,12 @@ def _fusible_shape(eqn, min_size: int):
         axes = _reduced_axes(eqn)
         shape = x.aval.shape
         red = math.prod(shape[i] for i in axes)
-        if (not axes or axes[-1] - axes[0] + 1 != len(axes) or red == 0 or math.prod(shape) < min_size
+        if (not axes or axes[-1] - axes[0] + 1 != len(axes) or math.prod(shape) in range(max(min_size, 1))
                 or (name in ("var", "std") and red - eqn.params.get("correction", 0.0) <= 0)):
             return None
         return shape
     shape = out.shape
-    if not shape or math.prod(shape) < min_size:
+    if not shape or math.prod(shape) in range(max(min_size, 1)):  # (size 0: nothing to compute)
         return None
     if name == "broadcast_to":
         return shape
@@ -231,19 +231,20 @@ _HEADER = '''\
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from arrayx.executors import _numba_fold as fb
 from arrayx.executors import _numba_math as nm
 
 ''' + "".join(f"T_{d} = np.{d if d != 'bool' else 'bool_'}\n" for d in _DTYPES)
 
-# Work items are (outer row, split of mid).  Rows (inner == 1) go in blocks through fold buffers;
+# Work items are (outer row, split of mid); a kernel runs items w0 .. w1 - 1, and threads run
+# ranges of them side by side (nogil: no parfors compile, no threading layer).  Rows (inner == 1) go in blocks through fold buffers;
 # columns (inner > 1) update one accumulator per column, vectorised across the columns.
 _KERNEL = '''
-@njit(parallel=__PARALLEL__, cache=False, nogil=True, error_model="numpy", fastmath={{"contract"}})
-def kernel(outer, mid, inner, step, nsplit{args}):
-    for w in prange(outer * nsplit):
+@njit(cache=False, nogil=True, error_model="numpy", fastmath={{"contract"}})
+def kernel(w0, w1, outer, mid, inner, step, nsplit{args}):
+    for w in range(w0, w1):
         o = w // nsplit
         s = w - o * nsplit
         lo = s * step
@@ -294,7 +295,7 @@ def _subst(expr: str, names: dict, dtype: np.dtype) -> str:
 
 class _Plan(NamedTuple):
     """A region made concrete: its kernel source and how to call it."""
-    source: str  # with __PARALLEL__ where the kernel says whether it is parallel
+    source: str
     operands: tuple  # _Operand per kernel array/scalar argument
     stored: tuple  # Vars stored as full outputs (elementwise results used outside)
     reductions: tuple  # (Var, primitive name, accumulator dtype, params) per reduction
@@ -606,36 +607,36 @@ class RegionRunner:
         self.shape = region.shape
         self.donors = donors  # stored output index -> operand position whose buffer it may take
         self.fallback = fallback
-        self.kernels: dict = {}  # parallel? -> dispatcher
+        self.kernel = None  # the compiled kernel, on first call
         self.failed: str | None = None
-        self.parallel = ex.parallel and math.prod(region.shape) >= ex.fusion_parallel_size
+        size = math.prod(region.shape)
+        self.threads = _threads() if ex.parallel and size >= ex.fusion_parallel_size else 1
         arrays = [i for i, op in enumerate(plan_.operands) if op.var.__class__ is Var]
         self.positions = {i: k for k, i in enumerate(arrays)}  # operand position -> buffer position
         self.out_dtypes = [v.aval.dtype for v in plan_.stored]
-        self.red_shapes = [v.aval.shape for v, *_ in plan_.reductions]
         self.red_dtypes = [v.aval.dtype for v, *_ in plan_.reductions]
+        outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
+        # work items: enough splits of mid for every thread, each at least ~8192 elements
+        nsplit = 1 if self.threads == 1 else max(1, min(mid, -(-4 * self.threads // outer), (mid * inner) // 8192 or 1))
+        self.step = -(-mid // nsplit)
+        self.nsplit = -(-mid // self.step)
 
     @property
-    def sources(self) -> dict:
-        """{parallel: generated source} of the kernels (for inspection and the tests)."""
-        return {p: self.plan.source.replace("__PARALLEL__", str(p)) for p in (False, True)}
+    def source(self) -> str:
+        return self.plan.source
 
-    def kernel(self, parallel: bool):
-        k = self.kernels.get(parallel)
-        if k is None:
-            k = self.kernels[parallel] = _kernel(self.sources[parallel])
-        return k
-
-    def split(self, parallel: bool) -> tuple[int, int]:
-        plan_ = self.plan
-        if not parallel:
-            return plan_.mid, 1
-        import numba
-
-        outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
-        nsplit = max(1, min(mid, -(-4 * numba.get_num_threads() // outer), (mid * inner) // 8192 or 1))
-        step = -(-mid // nsplit)
-        return step, -(-mid // step)
+    def run_kernel(self, kargs) -> None:
+        items = self.plan.outer * self.nsplit
+        threads = min(self.threads, items)
+        if threads <= 1:
+            self.kernel(0, items, *kargs)
+            return
+        cuts = [items * t // threads for t in range(threads + 1)]
+        pool = _pool(threads)
+        futures = [pool.submit(self.kernel, cuts[t], cuts[t + 1], *kargs) for t in range(1, threads)]
+        self.kernel(cuts[0], cuts[1], *kargs)
+        for f in futures:
+            f.result()
 
     def __call__(self, *bufs):
         if self.failed is not None:
@@ -665,30 +666,27 @@ class RegionRunner:
                     outs.append(b)
                     continue
             outs.append(np.empty(shape, dt))
-        parallel = self.parallel and self.ex._launch.acquire(False)
+        step, nsplit = self.step, self.nsplit
+        parts = []
+        kargs = [plan_.outer, plan_.mid, plan_.inner, step, nsplit, *args, *(o.reshape(-1) for o in outs)]
+        for _, name, acc, _ in plan_.reductions:
+            p = np.empty((plan_.outer, nsplit, plan_.inner), acc)
+            q = np.empty_like(p) if name in ("var", "std") else None
+            parts.append((p, q))
+            kargs += [p] if q is None else [p, q]
         try:
-            step, nsplit = self.split(parallel)
-            parts = []
-            kargs = [plan_.outer, plan_.mid, plan_.inner, step, nsplit, *args, *(o.reshape(-1) for o in outs)]
-            for _, name, acc, _ in plan_.reductions:
-                p = np.empty((plan_.outer, nsplit, plan_.inner), acc)
-                q = np.empty_like(p) if name in ("var", "std") else None
-                parts.append((p, q))
-                kargs += [p] if q is None else [p, q]
-            try:
-                self.kernel(parallel)(*kargs)
-            except Exception as e:
-                from numba.core.errors import NumbaError
+            if self.kernel is None:
+                self.kernel = _kernel(plan_.source)
+            self.run_kernel(kargs)
+        except Exception as e:
+            from numba.core.errors import NumbaError
 
-                if not isinstance(e, NumbaError):
-                    raise
-                first = str(e).strip().splitlines()
-                self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
-                self.ex.failed["fused region", str(self.plan.reductions and "reduction" or "elementwise")] = self.failed
-                return self.fallback(*bufs)
-        finally:
-            if parallel:
-                self.ex._launch.release()
+            if not isinstance(e, NumbaError):
+                raise
+            first = str(e).strip().splitlines()
+            self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
+            self.ex.failed["fused region", "reduction" if plan_.reductions else "elementwise"] = self.failed
+            return self.fallback(*bufs)
         results = list(outs)
         if plan_.reductions:
             counts = None
@@ -701,10 +699,33 @@ class RegionRunner:
         return results
 
 
+_pool_lock = threading.Lock()
+_pools: dict = {}
+
+
+def _threads() -> int:
+    import numba
+
+    return numba.get_num_threads()
+
+
+def _pool(threads: int):
+    """The thread pool running fused kernels side by side (one per thread count, made once)."""
+    pool = _pools.get(threads)
+    if pool is None:
+        with _pool_lock:
+            pool = _pools.get(threads)
+            if pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                pool = _pools[threads] = ThreadPoolExecutor(threads - 1, thread_name_prefix="arrayx-fused")
+    return pool
+
+
 def fuse(ex, graph: Graph):
     """The executable of ``graph`` on the Numba executor ``ex``: regions as fused kernels, the rest
     as the executor's implementations (a straight-line Python function of the input buffers).
-    ``fn.regions`` holds the RegionRunners (their ``sources``, ``failed``)."""
+    ``fn.regions`` holds the RegionRunners (their ``source``, ``failed``)."""
     from arrayx.executors._lowering import straight_line
 
     steps = regions_of(graph, ex.fusion_min_size)

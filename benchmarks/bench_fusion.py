@@ -1,0 +1,204 @@
+"""Fused kernels: ``arrayx.jit`` on the numba executor against ``jax.jit``, NumPy eager and hand-written Numba.
+
+Run:  nice python benchmarks/bench_fusion.py [--quick]
+      (writes benchmarks/results/fusion.json)
+
+All peers run in one process, interleaved, best of several repeats (JAX results waited for).
+Ratios are peer time / arrayx time, so >= 1 means arrayx is faster.  Rows:
+
+- ``selu`` (SELU) and ``chain6`` (the 6-op chain ``exp(-(x * x)) * tanh(x) + 0.5``: multiply,
+  negative, exp, tanh, multiply, add) at 1e6 and 1e7 elements, float32 and float64, against
+  ``jax.jit``, NumPy eager and a hand-written parallel ``numba.njit`` loop (``math.exp``/``tanh``);
+- ``arith`` (``((x * 2 + 1) * x - 0.5) * x + 3``, 1e7 float64) as bandwidth (16 bytes per element:
+  read x, write the result) against a STREAM triad (``a = b + s * c``, parallel Numba,
+  preallocated, 24 bytes per element) measured in the same run, and NumPy's bandwidth on it;
+- ``var`` (``jit(lambda x: var(x))``, 1e7) and ``softmax`` (rows of 1000, 1e4 x 1e3) against jax.jit;
+- compile latency of one fused kernel: the first call of a jitted chain in a new process with
+  an empty kernel cache (cold) and with the cache the first process left (cached), minus a warm
+  call; Numba itself is imported and initialised before the clock starts.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+import arrayx as ax  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+REPEAT = 3 if QUICK else 7
+
+
+def best_times(fns: dict) -> dict:
+    """Best seconds per call of each function, timed in alternation (each called once first)."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, math.inf)
+    for _ in range(REPEAT):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best
+
+
+# -- the functions, written once against a namespace m (arrayx, jax.numpy or numpy) -------------------
+
+def selu(m, x):
+    return 1.0507009873554805 * m.where(x > 0, x, 1.6732632423543772 * (m.exp(x) - 1.0))
+
+
+def chain6(m, x):
+    return m.exp(-(x * x)) * m.tanh(x) + 0.5
+
+
+def arith(m, x):
+    return ((x * 2 + 1) * x - 0.5) * x + 3
+
+
+def softmax(m, x):
+    e = m.exp(x - m.max(x, axis=-1, keepdims=True))
+    return e / m.sum(e, axis=-1, keepdims=True)
+
+
+def hand_numba():
+    import numba
+
+    @numba.njit(parallel=True, fastmath={"contract"})
+    def selu_nb(x):
+        out = np.empty_like(x)
+        a = x.dtype.type(1.6732632423543772)
+        s = x.dtype.type(1.0507009873554805)
+        for i in numba.prange(x.size):
+            v = x[i]
+            out[i] = s * (v if v > 0 else a * (math.exp(v) - 1))
+        return out
+
+    @numba.njit(parallel=True, fastmath={"contract"})
+    def chain6_nb(x):
+        out = np.empty_like(x)
+        h = x.dtype.type(0.5)
+        for i in numba.prange(x.size):
+            v = x[i]
+            out[i] = math.exp(-(v * v)) * math.tanh(v) + h
+        return out
+
+    @numba.njit(parallel=True)
+    def triad(a, b, c, s):
+        for i in numba.prange(a.size):
+            a[i] = b[i] + s * c[i]
+
+    return {"selu": selu_nb, "chain6": chain6_nb}, triad
+
+
+def main() -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    nb_fns, triad = hand_numba()
+    ex = ax.executors.get("numba")
+    ex.available()
+    rng = np.random.default_rng(0)
+    results: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+                     "threads": __import__("numba").get_num_threads(), "rows": []}
+
+    def compare(name, fn, host, dtype, nb=None):
+        x_ax = ax.asarray(host, device="numba")
+        x_jx = jnp.asarray(host)
+        f_ax = ax.jit(lambda x: fn(ax, x))
+        f_jx = jax.jit(lambda x: fn(jnp, x))
+        peers = {"arrayx": lambda: f_ax(x_ax), "jax.jit": lambda: f_jx(x_jx).block_until_ready(),
+                 "numpy": lambda: fn(np, host)}
+        if nb is not None:
+            flat = host.reshape(-1)
+            peers["numba (hand-written)"] = lambda: nb(flat)
+        got = np.asarray(f_ax(x_ax))
+        want = fn(np, host)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        assert np.allclose(got, want, rtol=tol, atol=tol), name
+        t = best_times(peers)
+        row = {"function": name, "shape": list(host.shape), "dtype": np.dtype(dtype).name,
+               "ms": {k: round(v * 1e3, 3) for k, v in t.items()},
+               "speedup": {k: round(v / t["arrayx"], 2) for k, v in t.items() if k != "arrayx"}}
+        results["rows"].append(row)
+        print(json.dumps(row), flush=True)
+        return t
+
+    sizes = (10**6,) if QUICK else (10**6, 10**7)
+    for n in sizes:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(n).astype(dtype)
+            for name, fn in (("selu", selu), ("chain6", chain6)):
+                compare(name, fn, x, dtype, nb_fns[name])
+    n = 10**6 if QUICK else 10**7
+    for dtype in (np.float32, np.float64):
+        x = rng.standard_normal(n).astype(dtype) * 3 + 10
+        compare("var", lambda m, x: m.var(x), x, dtype)
+        compare("softmax", softmax, x.reshape(-1, 1000), dtype)
+
+    # bandwidth: the arithmetic chain against a STREAM triad, one run
+    x = rng.standard_normal(n)
+    a, b, c = np.empty(n), rng.standard_normal(n), rng.standard_normal(n)
+    t_chain = compare("arith", arith, x, np.float64)
+    t_triad = best_times({"triad": lambda: triad(a, b, c, 3.0)})["triad"]
+    triad_gbs = 24 * n / t_triad / 1e9
+    results["bandwidth"] = {
+        "stream_triad_GBps": round(triad_gbs, 2),
+        "arith_arrayx_GBps": round(16 * n / t_chain["arrayx"] / 1e9, 2),
+        "arith_numpy_GBps": round(16 * n / t_chain["numpy"] / 1e9, 2),
+        "arith_jax_GBps": round(16 * n / t_chain["jax.jit"] / 1e9, 2),
+    }
+    bw = results["bandwidth"]
+    bw["arrayx_fraction_of_triad"] = round(bw["arith_arrayx_GBps"] / triad_gbs, 3)
+    bw["numpy_fraction_of_triad"] = round(bw["arith_numpy_GBps"] / triad_gbs, 3)
+    print(json.dumps(bw), flush=True)
+    results["compile_ms"] = compile_latency()
+    print(json.dumps(results["compile_ms"]), flush=True)
+    return results
+
+
+_LATENCY_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import numba, numpy as np
+numba.njit(lambda v: v + 1)(1.0)  # Numba imported and initialised before the clock starts
+import arrayx as ax
+from arrayx.executors import _numba_fusion
+x = ax.asarray(np.linspace(-2, 2, 100_000), device="numba")
+f = ax.jit(lambda x: ax.exp(-(x * x)) * ax.tanh(x) + 0.5)
+t0 = time.perf_counter(); f(x); t1 = time.perf_counter(); f(x); t2 = time.perf_counter()
+print(json.dumps({"first_ms": (t1 - t0) * 1e3, "warm_ms": (t2 - t1) * 1e3, **_numba_fusion.kernel_stats()}))
+"""
+
+
+def compile_latency() -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=os.path.join(d, "cache"))
+        runs = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", _LATENCY_CHILD, str(REPO)], env=env, capture_output=True,
+                                 text=True, check=True)
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    cold, cached = runs
+    return {"cold_ms": round(cold["first_ms"] - cold["warm_ms"], 1), "cold_compiled": cold["compiled"],
+            "cached_ms": round(cached["first_ms"] - cached["warm_ms"], 1), "cached_loaded": cached["loaded"],
+            "cached_compiled": cached["compiled"]}
+
+
+if __name__ == "__main__":
+    res = main()
+    out = REPO / "benchmarks" / "results" / "fusion.json"
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    print(f"wrote {out}")
