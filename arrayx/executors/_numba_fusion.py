@@ -737,9 +737,11 @@ def fuse(ex, graph: Graph):
     graph_outputs = {o for o in graph.outputs if o.__class__ is Var}
     fresh: set = set()  # Vars whose buffers a fused kernel allocated (no view of them exists yet)
     equations, runners = [], []
+    done: set = set()  # ids of the equations of the steps before this one
     for step in steps:
         if step.__class__ is not Region:
             equations.append(step)
+            done.add(id(step))
             continue
         plan_ = plan(step, uses, graph_outputs)
         members = {id(e) for e in step.eqns}
@@ -749,7 +751,7 @@ def fuse(ex, graph: Graph):
                 a = op.var
                 if (i not in taken and a.__class__ is Var and a in fresh and op.layout == "f" and not op.broadcast
                         and a.aval.dtype == v.aval.dtype and a not in graph_outputs
-                        and all(id(e) in members for e in uses.get(a, ()))):
+                        and all(id(e) in members or id(e) in done for e in uses.get(a, ()))):
                     donors[k] = i
                     taken.add(i)
                     break
@@ -759,6 +761,7 @@ def fuse(ex, graph: Graph):
         runner = RegionRunner(ex, step, plan_, donors, fallback)
         runners.append(runner)
         fresh.update(plan_.stored)
+        done.update(members)
         equations.append(Equation(_FUSED, ins, {"runner": runner}, outs))
     fn = straight_line(ex, Graph(graph.inputs, graph.constvars, graph.consts, equations, graph.outputs,
                                  device=graph.device))

@@ -258,3 +258,24 @@ def test_cache_is_pruned_to_the_newest_kernels(tmp_path):
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["add_vv_float64.py"] + sorted(
         f"fused_{i:024d}{s}" for i in (3, 4) for s in (".py", ".kernel-22.py311.nbi", ".kernel-22.py311.1.nbc"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inline_transcendentals_special_values_and_ulps(executor, dtype):
+    special = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-40, -1e-40, 100.0, -100.0, 800.0, -800.0] * 40)
+    dense = np.linspace(-30, 30, 20_001)
+    for fn in (xp.exp, xp.expm1, xp.tanh):
+        x = special.astype(dtype)
+        got = np.asarray(check(lambda v: fn(v) * 1.0, x, regions=1))
+        want = np.asarray(on_numpy(lambda v: fn(v), xp.asarray(x)))
+        if executor != "jax":  # (XLA flushes the subnormals: the jax-flushes-subnormals deviation)
+            exact = ~np.isfinite(want) | (want == 0) | (x == 0)
+            np.testing.assert_array_equal(np.signbit(got[exact]), np.signbit(want[exact]))  # -0 stays -0
+            np.testing.assert_array_equal(got[exact], want[exact])  # NaN/inf/0 exactly
+        if executor != "numba":  # the ulp bound is the inline code's (other executors: check's tolerance)
+            continue
+        x = dense.astype(dtype)
+        got = np.asarray(check(lambda v: fn(v) + 0.0, x, regions=1))
+        want = np.asarray(on_numpy(lambda v: fn(v), xp.asarray(x)))
+        ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+        assert ulps.max() <= 4, (fn.__name__, float(ulps.max()), float(x[np.argmax(ulps)]))
