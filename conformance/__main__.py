@@ -244,7 +244,8 @@ def main(argv=None) -> int:
         "command": "python -m conformance " + " ".join(sys.argv[1:] if argv is None else argv),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "arrayx": arrayx.__version__, "machine": platform.platform(), "python": platform.python_version(),
-        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
+        # folders are named, not spelled out: a report must not carry this machine's paths
+        "settings": {k: ("(set)" if k.endswith("_DIR") else v) for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
         "max_examples": n, "quick": args.quick, "seed": args.seed,
         "executors": exs, "transforms": list(transforms),
         "unavailable": {name: _base.get(name).unavailable_reason for name in _base.registered()
