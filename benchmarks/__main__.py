@@ -103,9 +103,13 @@ def headline(bench: dict) -> dict:
     return {pair: math.exp(sum(math.log(r) for r in rs) / len(rs)) for pair, rs in by_pair.items()}
 
 
-def plot(name: str, bench: dict, path: pathlib.Path) -> None:
+def plot(name: str, bench: dict, path: pathlib.Path) -> bool:
     """Bars per workload: each label's speed relative to the workload's first peer (the line at 1)."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"{name}: no plot: matplotlib is not installed (pip install -e '.[bench]')", flush=True)
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -135,9 +139,10 @@ def plot(name: str, bench: dict, path: pathlib.Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
-def markdown(data: dict, folder: pathlib.Path = RESULTS) -> str:
+def markdown(data: dict) -> str:
     lines = [f"# Benchmarks ({data['command']})", "", f"{data['machine']}, python {data['python']}, "
              f"{data['created']}; ratio = peer time / arrayx time (above 1: arrayx is faster), best of "
              f"{data['rounds']} interleaved rounds.", ""]
@@ -154,7 +159,7 @@ def markdown(data: dict, folder: pathlib.Path = RESULTS) -> str:
             rs = ", ".join(f"{p}: {v:.3g}" for p, v in r["ratios"].items())
             lines.append(f"| {w} | " + " | ".join(cells) + f" | {rs} |")
         lines += ["", "headline (geometric mean): " + ", ".join(f"{p} **{v:.3g}x**" for p, v in b["headline"].items()),
-                  "", f"![{name}]({pathlib.Path(b['plot']).relative_to(folder)})" if b.get("plot") else "", ""]
+                  "", f"![{name}]({b['plot']})" if b.get("plot") else "", ""]
     if data["standalone"]:
         lines += ["Standalone benchmarks (not registered, run them alone): " + ", ".join(data["standalone"]), ""]
     return "\n".join(lines)
@@ -204,19 +209,19 @@ def main(argv=None) -> int:
         bench["headline"] = headline(bench)
         if bench["workloads"]:
             path = out / "plots" / f"{name}{suffix}.png"
-            plot(name, bench, path)
-            bench["plot"] = str(path)
+            if plot(name, bench, path):
+                bench["plot"] = str(path.relative_to(out))  # relative: the JSON names no machine path
         data["benches"][name] = bench
     data["duration_s"] = round(time.perf_counter() - start, 1)
     out.mkdir(parents=True, exist_ok=True)
     out_json, out_md = out / f"runner{suffix}.json", out / f"summary{suffix}.md"
     out_json.write_text(json.dumps(data, indent=1) + "\n")
-    out_md.write_text(markdown(data, out))
+    out_md.write_text(markdown(data))
     print(f"\nheadline ratios (peer time / arrayx time, geometric mean over workloads; {data['duration_s']} s):")
     for name, b in data["benches"].items():
         heads = ", ".join(f"{pair} {v:.3g}x" for pair, v in b["headline"].items()) or b.get("error", "no workloads")
         print(f"  {name:<10} {heads}")
-    print(f"plots: {', '.join(b['plot'] for b in data['benches'].values() if b.get('plot'))}")
+    print(f"plots: {', '.join(str(out / b['plot']) for b in data['benches'].values() if b.get('plot'))}")
     print(f"wrote {out_json} and {out_md}")
     return 1 if any(b.get("error") for b in data["benches"].values()) else 0
 

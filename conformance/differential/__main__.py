@@ -46,7 +46,7 @@ def run(max_examples: int, executors: list[str], names: list[str], seed: int | N
     found_classes = classes(found)
     return {
         "max_examples": max_examples, "seed": seed, "executors": executors,
-        "settings": {k: v for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
+        "settings": {k: ("(set)" if k.endswith("_DIR") else v) for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
         "machine": platform.platform(), "duration_s": round(time.perf_counter() - start, 1),
         "examples": sum(v["examples"] for v in per_function.values()),
         "pairs": sum(v["pairs"] for v in per_function.values()),
