@@ -82,7 +82,8 @@ def main(argv=None) -> int:
     failed = sorted(outcomes.get("failed", []) + outcomes.get("error", []))
     summary = {
         "executor": args.executor,
-        "command": " ".join([f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")]
+        "command": " ".join([f"{k}={v}" for k, v in sorted(os.environ.items())
+                             if k.startswith("ARRAYX_") and not k.endswith("_DIR")]  # a folder is this machine's
                             + ["python -m conformance.official"]
                             + _without_paths(argv if argv is not None else sys.argv[1:])),
         "max_examples": args.max_examples,
