@@ -9,13 +9,35 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["native_basic_key", "gather_key", "index_dims_at", "drop_out_of_range", "dynamic_window",
-           "NUMPY_LIKE"]
+           "NUMPY_LIKE", "resolved_basic_key"]
 
 
 def native_basic_key(key: tuple) -> tuple:
     """The key of the ``slice``/``slice_update`` param: ints, None (a new axis) and
     ``(start, stop, step)`` tuples (slices, hashable that way)."""
     return tuple(slice(*e) if e.__class__ is tuple else e for e in key)
+
+
+def resolved_basic_key(key: tuple, shape: tuple) -> tuple:
+    """``native_basic_key`` with each slice resolved against its axis length into non-negative
+    bounds (an empty one as ``0:0``), for buffers whose slicing gets clamped negative bounds wrong
+    (Dask reads ``x[-4::-2]`` on an axis of length 2 as ``x[-1::-2]``); axes of unknown length
+    keep their slice."""
+    out, axis = [], 0
+    for e in key:
+        if e is None:
+            out.append(None)
+            continue
+        n = shape[axis]
+        axis += 1
+        if e.__class__ is not tuple:
+            out.append(e)
+        elif n != n or n is None:  # unknown length (NaN in Dask): nothing to resolve against
+            out.append(slice(*e))
+        else:
+            r = range(*slice(*e).indices(int(n)))
+            out.append(slice(r.start, r.stop if r.stop >= 0 else None, r.step) if len(r) else slice(0, 0))
+    return tuple(out)
 
 
 def gather_key(index_bufs, axes: tuple) -> tuple:

@@ -64,7 +64,7 @@ import warnings
 import numpy as np
 
 from arrayx.executors import _linalg as _linalg_rule
-from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, native_basic_key
+from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, resolved_basic_key
 from arrayx.executors.base import Device, Executor
 
 __all__ = [
@@ -377,10 +377,33 @@ def _scatter(buf, u, *index_bufs, axes, kind, mode, unique_indices=False):
     return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks, name=False)
 
 
+def _slice(buf, *, key):
+    return buf[resolved_basic_key(key, buf.shape)]
+
+
 def _slice_update(buf, v, *, key):
+    """Dask's ``__setitem__`` fails on keys with several Nones and on a negative step after an
+    int: the Nones go (with the length-1 axes they give the region) and negative steps become
+    positive ones over the same elements (with the region's values reversed along that axis)."""
+    key = resolved_basic_key(key, buf.shape)
+    if getattr(v, "ndim", 0):
+        v = da.broadcast_to(v, buf[key].shape)  # v may be broadcastable to the region only
+    region_dims = [e for e in key if not isinstance(e, (int, np.integer))]
+    region_dims += [slice(None)] * (getattr(v, "ndim", 0) - len(region_dims))
+    if getattr(v, "ndim", 0):
+        v = v[tuple(0 if e is None else slice(None, None, -1) if e.step is not None and e.step < 0
+                    else slice(None) for e in region_dims)]
     out = buf.copy()
-    out[native_basic_key(key)] = v
+    out[tuple(_forward(e) for e in key if e is not None)] = v
     return out
+
+
+def _forward(e):
+    """A resolved slice with a negative step as the positive-step slice over the same elements."""
+    if not isinstance(e, slice) or e.step is None or e.step > 0 or e.start == e.stop:
+        return e
+    r = range(e.start, -1 if e.stop is None else e.stop, e.step)
+    return slice(r[-1], r[0] + 1, -e.step)
 
 
 def _take_along_axis(x, indices, *, axis):
@@ -715,6 +738,7 @@ class DaskExecutor(Executor):
         "gather": _gather,
         "boolean_mask": _boolean_mask,
         "scatter": _scatter,
+        "slice": _slice,
         "slice_update": _slice_update,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,

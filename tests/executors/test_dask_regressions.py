@@ -178,3 +178,55 @@ def test_repr_of_summarised_arrays_is_numpys(executor, a):
     text = repr(xp.asarray(a))
     assert text == "Array(" + np.array2string(a, separator=", ", prefix="Array(") + (
         f", dtype={a.dtype}, device={xp.asarray(a).device.executor}:{xp.asarray(a).device.label})")
+
+
+# -- slices with bounds past the start of an axis (Dask clamped them wrongly) -------------------
+
+_X = np.arange(2 * 3 * 3, dtype=np.int16).reshape(2, 3, 3)
+
+
+@pytest.mark.parametrize("key", [
+    (None, slice(-4, None, -2), Ellipsis),  # the suite's reproducer: numpy (1, 0, 3, 3), dask gave (1, 1, 3, 3)
+    (slice(-4, None, -2),), (slice(-3, None, -1),), (slice(-5, -1, -1),), (slice(-3, 1, -1),),
+    (slice(None, -3, -1),), (slice(5, -4, -1),), (slice(1, None, -1), slice(-9, None, -2)),
+    (Ellipsis, slice(-7, None, -3)), (slice(-9, 9, 2), slice(9, -9, -1)),
+], ids=repr)
+def test_slices_with_bounds_out_of_range(executor, key):
+    x = xp.asarray(_X)
+    got = assert_matches_numpy(lambda a: a[key], x)
+    assert got.shape == _X[key].shape
+    assert_same(got, _X[key])
+    assert_same(xp.jit(lambda a: a[key])(x), _X[key])
+
+    def set_region(a):
+        a = xp.asarray(a, copy=True)
+        a[key] = -1
+        return a
+
+    want = _X.copy()
+    want[key] = -1
+    assert_same(assert_matches_numpy(set_region, x), want)
+
+
+# -- a None in a setitem key (issue 17: `x[None, :, ...] = 100` on dask) ----------------------
+
+@pytest.mark.parametrize("key,value", [
+    ((None, 1), 7),
+    ((None, 1), np.array([[1, 2, 3]])),
+    ((None, slice(None), Ellipsis), 100),
+    ((None, 0, None, slice(None, None, -1)), np.array([5, 6, 7])),
+    ((Ellipsis, None), np.arange(9).reshape(3, 3, 1)),
+    ((1, None, slice(1, None)), np.array([[8, 9]])),
+], ids=lambda v: repr(v) if isinstance(v, tuple) else None)
+def test_none_in_a_setitem_key(executor, key, value):
+    host = np.arange(9, dtype=np.int32).reshape(3, 3)
+
+    def set_key(a, v):
+        a = xp.asarray(a, copy=True)
+        a[key] = v
+        return a
+
+    v = xp.asarray(value, dtype=xp.int32) if isinstance(value, np.ndarray) else value
+    want = host.copy()
+    want[key] = value
+    assert_same(assert_matches_numpy(set_key, xp.asarray(host), v), want)

@@ -626,8 +626,9 @@ def _tensordot_batch(vals, dims, *, axes):
         k *= x1.shape[a + 1]
     free1 = tuple(x1.shape[i] for i in f1)
     free2 = tuple(x2.shape[i] for i in f2)
-    m1 = ax.reshape(ax.permute_dims(x1, (0, *f1, *(a + 1 for a in a1))), (size, -1, k))
-    m2 = ax.reshape(ax.permute_dims(x2, (0, *(a + 1 for a in a2), *f2)), (size, k, -1))
+    # sizes spelled out, not -1: a size-0 operand leaves -1 undetermined
+    m1 = ax.reshape(ax.permute_dims(x1, (0, *f1, *(a + 1 for a in a1))), (size, math.prod(free1), k))
+    m2 = ax.reshape(ax.permute_dims(x2, (0, *(a + 1 for a in a2), *f2)), (size, k, math.prod(free2)))
     return ax.reshape(la.matmul_p.bind(m1, m2), (size,) + free1 + free2), 0
 
 
