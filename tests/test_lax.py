@@ -107,6 +107,8 @@ WINDOWS = {
     "sum_explicit": ("sum", (1, 2, 3, 2), (1, 1, 2, 1), ((0, 0), (1, 0), (1, 2), (0, 1)), None, None),
     "min_dilated": ("min", (1, 1, 2, 2), (1, 1, 1, 1), "VALID", None, (1, 1, 2, 2)),
     "sum_base_dilation": ("sum", (1, 1, 2, 2), (1, 1, 1, 1), "VALID", (1, 1, 2, 1), None),
+    "max_negative_padding": ("max", (1, 1, 2, 3), (1, 1, 1, 2), ((0, 0), (0, 0), (-1, 1), (1, -2)), None, None),
+    "max_base_dilation": ("max", (1, 1, 3, 2), (1, 1, 2, 1), "SAME", (1, 1, 2, 1), None),
 }
 _JAX_OPS = {"max": (jax.lax.max, -np.inf, "maximum"), "sum": (jax.lax.add, 0.0, "add"),
             "min": (jax.lax.min, np.inf, "minimum")}
@@ -122,7 +124,7 @@ def test_reduce_window_matches_jax(executor, case):
     want = jax.lax.reduce_window(jnp.asarray(x), init, jop, *args)
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
     g = ax.grad(lambda v: ax.sum(ax.sin(ax.lax.reduce_window(v, init, getattr(ax, name), *args))))(ax.asarray(x))
-    if wdil is not None:  # JAX has no VJP of a max/min window with window dilation; check numerically
+    if wdil is not None or case == "max_negative_padding":  # JAX has no VJP of these; check numerically
         ax.check_grads(lambda v: ax.lax.reduce_window(v, init, getattr(ax, name), *args), (ax.asarray(x),), order=1)
         return
     h = jax.grad(lambda v: jnp.sum(jnp.sin(jax.lax.reduce_window(v, init, jop, *args))))(jnp.asarray(x))
@@ -171,6 +173,36 @@ def test_pool_axes_for_nhwc(executor):
     want = jax.lax.reduce_window(jnp.asarray(x), -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 1, 1), "VALID")
     np.testing.assert_allclose(to_numpy(got), np.asarray(want))
     ax.check_grads(lambda v: ax.lax.max_pool(v, (2, 2), axes=(1, 2)), (ax.asarray(x),), order=2)
+
+
+def test_max_pool_ties_send_the_gradient_to_the_first_winner(executor):
+    x = np.array([[[[1.0, 3.0, 2.0, 2.0], [3.0, 0.0, 2.0, 2.0]]]])  # windows: a 3 twice, then all 2s
+    g = ax.grad(lambda v: ax.sum(ax.lax.max_pool(v, (2, 2)) * ax.asarray([5.0, 7.0])))(ax.asarray(x))
+    np.testing.assert_array_equal(to_numpy(g), [[[[0.0, 5.0, 7.0, 0.0], [0.0, 0.0, 0.0, 0.0]]]])
+    mn = ax.lax.min_pool(ax.asarray(-x), (2, 2))
+    np.testing.assert_array_equal(to_numpy(mn), [[[[-3.0, -2.0]]]])
+
+
+def test_max_pool_vmap_jit_and_second_order(executor):
+    rng = np.random.default_rng(8)
+    xs = rng.normal(size=(3, 2, 2, 6, 5))
+    pool = lambda v: ax.lax.max_pool(v, (3, 2), strides=(2, 1), padding="SAME")  # noqa: E731 - overlapping
+    jpool = lambda v: jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 3, 2), (1, 1, 2, 1), "SAME")  # noqa: E731
+    want = np.stack([np.asarray(jpool(jnp.asarray(x))) for x in xs])
+    np.testing.assert_allclose(to_numpy(ax.vmap(pool)(ax.asarray(xs))), want)
+    np.testing.assert_allclose(to_numpy(ax.vmap(pool, in_axes=2, out_axes=2)(ax.asarray(np.moveaxis(xs, 0, 2)))),
+                               np.moveaxis(want, 0, 2))
+    loss = lambda v: ax.sum(ax.sin(pool(v)))  # noqa: E731
+    jloss = lambda v: jnp.sum(jnp.sin(jpool(v)))  # noqa: E731
+    got = ax.jit(ax.vmap(ax.grad(loss)))(ax.asarray(xs))
+    np.testing.assert_allclose(to_numpy(got), np.stack([np.asarray(jax.grad(jloss)(jnp.asarray(x))) for x in xs]),
+                               rtol=1e-12, atol=1e-12)
+    hvp = lambda v, t: ax.jvp(ax.grad(loss), (v,), (t,))[1]  # noqa: E731 - scatter's transpose is select
+    t = rng.normal(size=xs.shape[1:])
+    want = jax.jvp(jax.grad(jloss), (jnp.asarray(xs[0]),), (jnp.asarray(t),))[1]
+    np.testing.assert_allclose(to_numpy(ax.jit(hvp)(ax.asarray(xs[0]), ax.asarray(t))), np.asarray(want),
+                               rtol=1e-11, atol=1e-12)
+    ax.check_grads(pool, (ax.asarray(xs[0]),), order=2)
 
 
 # -- dynamic slices ------------------------------------------------------------------------------------
@@ -267,9 +299,11 @@ def test_control_flow_is_reexported():
     assert int(out) == 6
 
 
-def test_rules_cover_conv():
+def test_rules_cover_conv_and_windows():
     from arrayx.transforms.rules import coverage
 
     c = coverage()
-    assert "conv" not in c["jvp"] and "conv" not in c["abstract_eval"] and "conv" not in c["batch_loop"]
-    assert "conv" not in c["transpose"]
+    for name in ("conv", "reduce_window", "window_select", "window_scatter"):
+        assert name not in c["jvp"] and name not in c["abstract_eval"] and name not in c["batch_loop"]
+    for name in ("conv", "window_select", "window_scatter"):
+        assert name not in c["transpose"]

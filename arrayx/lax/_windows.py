@@ -1,13 +1,12 @@
 """``reduce_window`` (JAX's signature) and max/avg/sum pooling.
 
-A window reduction is written as a reduction over the window's offsets: the operand is padded
-with the reduction's identity (base dilation fills its holes with it too, as XLA does), and for
-each offset of the window one strided static slice of it (every window's element at that
-offset) is combined with the running result by the elementwise reducer.  That is prod(window)
-vectorised operations over the output (4 for 2x2 pooling), each one native on every executor and
-fused by XLA under jit; grad/vmap/jit come from the rules of slicing and of the reducers.
-(Measured against ``jax.jit`` in benchmarks/bench_lax.py; a dedicated primitive would be the
-next step if that ratio asked for one.)
+Maximum and minimum windows are one primitive, native on every executor, with its own select /
+scatter derivative (``_window_prims.py``).  Sum and product windows are a reduction over the
+window's offsets: the operand is padded with the reduction's identity (base dilation fills its
+holes with it too, as XLA does), and for each offset of the window one strided static slice of
+it (every window's element at that offset) is combined with the running result by the
+elementwise reducer: prod(window) vectorised operations over the output (4 for 2x2 pooling),
+fused by XLA under jit; grad/vmap/jit come from the rules of slicing and addition.
 """
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from arrayx.api._checks import array_arg
 from arrayx.lax._conv import padding_pairs
+from arrayx.lax._window_prims import identity, reduce_window_p, window_out_shape
 
 __all__ = ["reduce_window", "max_pool", "min_pool", "avg_pool", "sum_pool"]
 
@@ -38,21 +38,6 @@ def _reducers():
 
 
 _COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
-
-
-def identity(kind: str, dtype) -> object:
-    """The value padding takes for a window reduction: the reduction's identity."""
-    dtype = np.dtype(dtype)
-    if kind == "sum":
-        return 0
-    if kind == "prod":
-        return 1
-    if dtype.kind == "f":
-        return -math.inf if kind == "max" else math.inf
-    if dtype.kind == "b":
-        return kind == "min"
-    info = np.iinfo(dtype)
-    return int(info.min) if kind == "max" else int(info.max)
 
 
 def _ints(fname, name, value, n):
@@ -115,11 +100,14 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     x = _spread(x, base, fill)
     span = tuple((k - 1) * d + 1 for k, d in zip(window, wdil))
     pads = padding_pairs(fname, padding, x.shape, span, strides)
-    x = _padded(x, pads, fill)
-    out_shape = tuple(max((n - w) // s + 1, 0) if n >= w else 0 for n, w, s in zip(x.shape, span, strides))
     combine = getattr(ax, _COMBINE[kind])
+    out_shape = window_out_shape(tuple(x.shape), window, strides, pads, wdil)
     result = None
-    if math.prod(out_shape):
+    if kind in ("max", "min") and math.prod(out_shape):  # one native primitive (see _window_prims)
+        result = reduce_window_p.bind(x, kind=kind, window=window, strides=strides, padding=pads,
+                                      window_dilation=wdil)
+    elif math.prod(out_shape):
+        x = _padded(x, pads, fill)
         for offset in itertools.product(*(range(k) for k in window)):
             key = tuple(slice(o * d, o * d + (m - 1) * s + 1, s)
                         for o, d, m, s in zip(offset, wdil, out_shape, strides))

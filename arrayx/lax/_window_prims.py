@@ -1,0 +1,311 @@
+"""The max/min window reduction as primitives, native on every executor, and their derivative.
+
+``reduce_window_p(x)``: the maximum (``kind="max"``) or minimum of every window of ``x``; params
+``kind``, ``window``, ``strides``, ``padding`` ((low, high) per axis, negative crops; padding holds
+the reduction's identity, so it never wins) and ``window_dilation``, one entry per axis of ``x``.
+
+Its tangent picks, in every window, the tangent of the element that won (the first in row-major
+window order on ties):
+
+- ``window_select_p(x, t)``: ``t`` at each window's winner of ``x`` (result: the pooled shape);
+- ``window_scatter_p(x, ct)``: ``ct`` added back at each window's winner (result: ``x``'s shape).
+
+Both are linear in their second operand and each is the other's transpose, so grad works to any
+order (``x`` only chooses positions: its own derivative there is zero).
+
+Implementations:
+
+- numpy / numba / cupy: the maximum is separable, so it is taken one axis at a time: per axis,
+  one elementwise ``maximum`` per window offset over strided views (2 + 2 for 2x2 pooling, on ever
+  smaller arrays), written into the accumulator in place; select/scatter take one comparison and
+  one masked copy (add) per window offset;
+- jax: ``jax.lax.reduce_window`` (XLA's reduce-window) and the same select/scatter in jax.numpy
+  (``.at[].add``), fused by XLA under jit;
+- dask: the host implementation per block, with the windowed axes in one chunk each.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from arrayx.transforms.core import Primitive
+from arrayx.transforms._tracer import ShapeDtypeStruct
+
+__all__ = ["reduce_window_p", "window_select_p", "window_scatter_p", "identity", "window_out_shape"]
+
+reduce_window_p = Primitive("reduce_window")
+window_select_p = Primitive("window_select")
+window_scatter_p = Primitive("window_scatter")
+
+_COMBINE = {"max": "maximum", "min": "minimum"}
+
+
+def identity(kind: str, dtype) -> object:
+    """The value padding takes for a window reduction: the reduction's identity."""
+    dtype = np.dtype(dtype)
+    if kind == "sum":
+        return 0
+    if kind == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -math.inf if kind == "max" else math.inf
+    if dtype.kind == "b":
+        return kind == "min"
+    info = np.iinfo(dtype)
+    return int(info.min) if kind == "max" else int(info.max)
+
+
+def _axis_out(n, k, s, d) -> int:
+    span = (k - 1) * d + 1
+    return (n - span) // s + 1 if n >= span else 0
+
+
+def window_out_shape(shape, window, strides, padding, window_dilation) -> tuple:
+    """The pooled shape of an operand of ``shape`` (padding applied)."""
+    return tuple(_axis_out(n + lo + hi, k, s, d)
+                 for n, k, s, (lo, hi), d in zip(shape, window, strides, padding, window_dilation))
+
+
+def _pooled_abstract(x, *_, window, strides, padding, window_dilation, **__):
+    shape = window_out_shape(tuple(x.shape), window, strides, padding, window_dilation)
+    return ShapeDtypeStruct._trusted(shape, x.dtype, False)
+
+
+def _scatter_abstract(x, ct, **_):
+    return ShapeDtypeStruct._trusted(tuple(x.shape), ct.dtype, False)
+
+
+reduce_window_p.abstract_eval = _pooled_abstract
+window_select_p.abstract_eval = _pooled_abstract
+window_scatter_p.abstract_eval = _scatter_abstract
+
+
+# -- host implementation (any array module with NumPy's pad/where/out=) -------------------------------
+
+def _crop(padding, shape) -> tuple:
+    """The slice of an operand that negative padding keeps."""
+    return tuple(slice(max(-lo, 0), max(max(-lo, 0), n - max(-hi, 0))) for n, (lo, hi) in zip(shape, padding))
+
+
+def _padded(m, x, padding, fill):
+    x = x[_crop(padding, x.shape)]
+    widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in padding)
+    return m.pad(x, widths, constant_values=fill) if any(w != (0, 0) for w in widths) else x
+
+
+def _offset_key(offset, window_dilation, out_shape, strides) -> tuple:
+    """Every window's element at ``offset``: one strided slice per axis."""
+    return tuple(slice(o * d, o * d + (n - 1) * s + 1, s) if n else slice(0, 0)
+                 for o, d, n, s in zip(offset, window_dilation, out_shape, strides))
+
+
+def _reduce_host(m, x, *, kind, window, strides, padding, window_dilation):
+    combine = getattr(m, _COMBINE[kind])
+    x = _padded(m, x, padding, identity(kind, x.dtype))
+    fresh = False  # whether x is already a new buffer (the result must never alias the operand)
+    for axis, (k, s, d) in enumerate(zip(window, strides, window_dilation)):
+        if k == 1 and s == 1:
+            continue
+        n = _axis_out(x.shape[axis], k, s, d)
+
+        def part(o, axis=axis, n=n, s=s, d=d):
+            key = [slice(None)] * x.ndim
+            key[axis] = slice(o * d, o * d + (n - 1) * s + 1, s) if n else slice(0, 0)
+            return x[tuple(key)]
+
+        if k == 1:
+            x = part(0)
+            continue
+        acc = combine(part(0), part(1))
+        for o in range(2, k):
+            combine(acc, part(o), out=acc)
+        x, fresh = acc, True
+    return x if fresh else m.array(x, copy=True)
+
+
+def _winners(m, x, out, *, kind, window, strides, padding, window_dilation):
+    """For each window offset, the key of its strided slice and where it holds the window's winner
+    (the first offset that attains the window's max/min)."""
+    xp = _padded(m, x, padding, identity(kind, x.dtype))
+    taken = None
+    for offset in itertools.product(*(range(k) for k in window)):
+        key = _offset_key(offset, window_dilation, out.shape, strides)
+        hit = xp[key] == out
+        if taken is None:
+            taken = hit
+        else:
+            hit = hit & ~taken
+            taken = taken | hit
+        yield key, hit
+
+
+def _select_host(m, reduce, x, t, **params):
+    out = reduce(x, **params)
+    tp = _padded(m, t, params["padding"], 0)
+    zero = m.zeros((), dtype=t.dtype)
+    res = None
+    for key, hit in _winners(m, x, out, **params):
+        res = m.where(hit, tp[key], zero if res is None else res)
+    return res if res is not None else m.zeros(out.shape, dtype=t.dtype)
+
+
+def _add_at_inplace(buf, key, value):
+    view = buf[key]
+    view += value
+    return buf
+
+
+def _add_at_jax(buf, key, value):
+    return buf.at[key].add(value)
+
+
+def _scatter_host(m, reduce, add_at, x, ct, **params):
+    out = reduce(x, **params)
+    padding = params["padding"]
+    kept = _crop(padding, x.shape)
+    inner = tuple(k.stop - k.start for k in kept)
+    dxp = m.zeros(tuple(n + max(lo, 0) + max(hi, 0) for n, (lo, hi) in zip(inner, padding)), dtype=ct.dtype)
+    zero = m.zeros((), dtype=ct.dtype)
+    for key, hit in _winners(m, x, out, **params):
+        dxp = add_at(dxp, key, m.where(hit, ct, zero))
+    dx = dxp[tuple(slice(max(lo, 0), max(lo, 0) + n) for n, (lo, _) in zip(inner, padding))]
+    if inner == tuple(x.shape):
+        return dx
+    return add_at(m.zeros(tuple(x.shape), dtype=ct.dtype), kept, dx)  # cropped elements get no cotangent
+
+
+def _reduce_numpy(x, **params):
+    return _reduce_host(np, x, **params)
+
+
+def _select_numpy(x, t, **params):
+    return _select_host(np, _reduce_numpy, x, t, **params)
+
+
+def _scatter_numpy(x, ct, **params):
+    return _scatter_host(np, _reduce_numpy, _add_at_inplace, x, ct, **params)
+
+
+def _reduce_cupy(x, **params):
+    import cupy
+
+    return _reduce_host(cupy, x, **params)
+
+
+def _select_cupy(x, t, **params):
+    import cupy
+
+    return _select_host(cupy, _reduce_cupy, x, t, **params)
+
+
+def _scatter_cupy(x, ct, **params):
+    import cupy
+
+    return _scatter_host(cupy, _reduce_cupy, _add_at_inplace, x, ct, **params)
+
+
+def _reduce_jax(x, *, kind, window, strides, padding, window_dilation):
+    import jax
+
+    init = np.array(identity(kind, x.dtype), dtype=x.dtype)
+    reducer = jax.lax.max if kind == "max" else jax.lax.min
+    return jax.lax.reduce_window(x, init, reducer, window, strides, padding, window_dilation=window_dilation)
+
+
+def _select_jax(x, t, **params):
+    import jax.numpy as jnp
+
+    return _select_host(jnp, _reduce_jax, x, t, **params)
+
+
+def _scatter_jax(x, ct, **params):
+    import jax.numpy as jnp
+
+    return _scatter_host(jnp, _reduce_jax, _add_at_jax, x, ct, **params)
+
+
+def _windowed_axes(window, strides, padding) -> tuple:
+    return tuple(a for a, (k, s, p) in enumerate(zip(window, strides, padding)) if k != 1 or s != 1 or p != (0, 0))
+
+
+def _dask_blocks(fn, out_of, *operands, dtype, **params):
+    """``fn`` per block, the windowed axes of every operand in one chunk (the others chunked alike)."""
+    import dask.array as da
+
+    axes = _windowed_axes(params["window"], params["strides"], params["padding"])
+    x = operands[0].rechunk({a: -1 for a in axes})
+    rest = [v.rechunk(tuple(-1 if a in axes else c for a, c in enumerate(x.chunks))) for v in operands[1:]]
+    out_shape = out_of(x.shape)
+    chunks = tuple((out_shape[a],) if a in axes else c for a, c in enumerate(x.chunks))
+    return da.map_blocks(lambda *bufs: fn(*bufs, **params), x, *rest, chunks=chunks, dtype=dtype,
+                         meta=np.empty((0,) * x.ndim, dtype=dtype))
+
+
+def _pooled_shape_of(params):
+    return lambda shape: window_out_shape(shape, params["window"], params["strides"], params["padding"],
+                                          params["window_dilation"])
+
+
+def _reduce_dask(x, **params):
+    return _dask_blocks(_reduce_numpy, _pooled_shape_of(params), x, dtype=x.dtype, **params)
+
+
+def _select_dask(x, t, **params):
+    return _dask_blocks(_select_numpy, _pooled_shape_of(params), x, t, dtype=t.dtype, **params)
+
+
+def _scatter_dask(x, ct, **params):
+    return _dask_blocks(_scatter_numpy, lambda shape: shape, x, ct, dtype=ct.dtype, **params)
+
+
+reduce_window_p.impls.update(numpy=_reduce_numpy, numba=_reduce_numpy, cupy=_reduce_cupy, jax=_reduce_jax,
+                             dask=_reduce_dask)
+window_select_p.impls.update(numpy=_select_numpy, numba=_select_numpy, cupy=_select_cupy, jax=_select_jax,
+                             dask=_select_dask)
+window_scatter_p.impls.update(numpy=_scatter_numpy, numba=_scatter_numpy, cupy=_scatter_cupy, jax=_scatter_jax,
+                              dask=_scatter_dask)
+
+
+# -- rules ----------------------------------------------------------------------------------------------
+
+def _select_transpose(ct, x, t, **params):
+    return None, window_scatter_p.bind(x, ct, **params)
+
+
+def _scatter_transpose(ct, x, c, **params):
+    return None, window_select_p.bind(x, ct, **params)
+
+
+def _with_batch_axis(params) -> dict:
+    """The params for operands with a leading batch axis (a window of 1 there)."""
+    return dict(params, window=(1,) + params["window"], strides=(1,) + params["strides"],
+                padding=((0, 0),) + params["padding"], window_dilation=(1,) + params["window_dilation"])
+
+
+def _batch(prim):
+    def rule(vals, dims, **params):
+        from arrayx.transforms.rules._batch import full_batch, size_of
+
+        size = size_of(vals, dims)
+        args = [full_batch(v, d, size, v.shape if d is None else v.shape[:d] + v.shape[d + 1:])
+                for v, d in zip(vals, dims)]
+        return prim.bind(*args, **_with_batch_axis(params)), 0
+
+    rule.__name__ = f"{prim.name}_batch"
+    return rule
+
+
+def _define_rules():
+    from arrayx.transforms.rules import defjvp, deflinear
+    from arrayx.transforms.rules._batch import defbatch
+
+    defjvp(reduce_window_p, lambda t, out, x, **params: window_select_p.bind(x, t, **params))
+    deflinear(window_select_p, _select_transpose, linear_argnums=(1,))
+    deflinear(window_scatter_p, _scatter_transpose, linear_argnums=(1,))
+    for prim in (reduce_window_p, window_select_p, window_scatter_p):
+        defbatch(prim, _batch(prim))
+
+
+_define_rules()
