@@ -86,6 +86,34 @@ def test_conv_vmap_and_jit(executor, case):
     np.testing.assert_allclose(to_numpy(got), ref[0][0], rtol=1e-11, atol=1e-12)
 
 
+def _xla_ops(fn, *args) -> list:
+    import re
+
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    return sorted(re.findall(r"= \S+ ([a-z][\w-]*)\(", text))
+
+
+def test_conv_on_jax_compiles_to_what_jax_compiles():
+    """The jax executor's jit(grad(conv)) is one XLA convolution per cotangent, with no layout
+    transposes or copies beyond those of jax.jit(jax.grad) itself (issue 16's speed goal)."""
+    from arrayx.executors.base import get
+
+    rng = np.random.default_rng(9)
+    x, w, g = (rng.normal(size=s).astype(np.float32) for s in ((2, 8, 10, 10), (8, 8, 3, 3), (2, 8, 10, 10)))
+    with ax.use_executor("jax"):
+        xa, wa, ga = ax.asarray(x), ax.asarray(w), ax.asarray(g)
+    conv = lambda a, b: ax.lax.conv_general_dilated(a, b, (1, 1), "SAME")  # noqa: E731
+    jconv = lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), "SAME")  # noqa: E731
+    loss_grad = ax.grad(lambda a, b, c: ax.sum(conv(a, b) * c), argnums=(0, 1))
+    jloss_grad = jax.grad(lambda a, b, c: jnp.sum(jconv(a, b) * c), argnums=(0, 1))
+    jaxex = get("jax")
+    for ours, theirs, args in ((conv, jconv, (x, w)), (loss_grad, jloss_grad, (x, w, g))):
+        graph = ax.jit(ours).trace(*(xa, wa, ga)[:len(args)]).graph
+        got = _xla_ops(jaxex.lower(graph), *args)
+        assert got == _xla_ops(theirs, *args)
+        assert got.count("convolution") == len(args) - 1
+
+
 def test_conv_shorthand_and_errors(executor):
     x, w, _ = _conv_operands("valid")
     got = ax.lax.conv(ax.asarray(x), ax.asarray(w), (1, 1), "SAME")

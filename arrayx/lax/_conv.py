@@ -366,13 +366,18 @@ def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, gr
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if math.prod(ct.shape) == 0:  # no output: nothing flows back (XLA refuses an empty window)
         return ax.zeros(tuple(x.shape), dtype=ct.dtype, device=ct.device)
-    wc = _permuted(w, rhs_spec)  # the kernel is small: canonical (O, I, *window)
-    o, cg = wc.shape[:2]
-    window = tuple(wc.shape[2:])
+    window = _take(w.shape, rhs_spec)[2:]
     d = len(window)
-    kernel = ax.reshape(wc, (groups, o // groups, cg) + window)
-    kernel = ax.permute_dims(kernel, (0, 2, 1) + tuple(range(3, 3 + d)))
-    kernel = ax.flip(ax.reshape(kernel, (groups * cg, o // groups) + window), axis=tuple(range(2, 2 + d)))
+    if groups == 1:  # the flipped kernel in its own layout, its O and I axes exchanged by the specs
+        kernel = ax.flip(w, axis=tuple(rhs_spec[2:]))
+        kernel_spec = (rhs_spec[1], rhs_spec[0]) + tuple(rhs_spec[2:])
+    else:  # each group's kernel transposed on its own: canonical (groups x I, O / groups, *window)
+        wc = _permuted(w, rhs_spec)
+        o, cg = wc.shape[:2]
+        kernel = ax.reshape(wc, (groups, o // groups, cg) + window)
+        kernel = ax.permute_dims(kernel, (0, 2, 1) + tuple(range(3, 3 + d)))
+        kernel = ax.flip(ax.reshape(kernel, (groups * cg, o // groups) + window), axis=tuple(range(2, 2 + d)))
+        kernel_spec = _CANONICAL[d + 2][1]
     pads = []
     for n, k, s, (lo, hi), ld, rd, m in zip(_take(x.shape, lhs_spec)[2:], window, strides, padding, lhs_dilation,
                                             rhs_dilation, _take(ct.shape, out_spec)[2:]):
@@ -380,7 +385,7 @@ def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, gr
         pads.append((k_eff - 1 - lo, dilated + lo - (m - 1) * s - 1))
     dx = conv_p.bind(ct, kernel, strides=(1,) * d, padding=tuple(pads), lhs_dilation=strides,
                      rhs_dilation=rhs_dilation, groups=groups,
-                     dimension_numbers=(out_spec, _CANONICAL[d + 2][1], lhs_spec))
+                     dimension_numbers=(out_spec, kernel_spec, lhs_spec))
     if any(ld != 1 for ld in lhs_dilation):
         key = [slice(None)] * dx.ndim
         for axis, ld in zip(lhs_spec[2:], lhs_dilation):
