@@ -173,30 +173,30 @@ def _reduced_shape(shape, axes, keepdims):
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def _masked_max(x, axis, where):
+def _shifted_exp(fname, x, axis, where):
+    """``(x - max(x), exp(x - max(x)), axes)``: the max is a constant (stop_gradient), masked entries
+    are left out of it and are 0 in the exponential."""
     if where is None:
-        return ax.max(x, axis=axis, keepdims=True)
-    return ax.max(ax.where(where, x, -math.inf), axis=axis, keepdims=True)
+        top = ax.max(x, axis=axis, keepdims=True)
+    else:
+        top = ax.max(ax.where(where, x, -math.inf), axis=axis, keepdims=True)
+    shifted = x - ax.stop_gradient(top)
+    e = ax.exp(shifted)
+    if where is not None:
+        e = ax.where(where, e, 0.0)
+    return shifted, e, normalize_axes(fname, axis, x.ndim)
 
 
 def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x))`` along ``axis`` (``jax.nn.softmax``); ``where`` masks entries out (0 there)."""
-    x = _inexact("softmax", x)
-    shifted = x - ax.stop_gradient(_masked_max(x, axis, where))
-    e = ax.exp(shifted)
-    if where is not None:
-        e = ax.where(where, e, 0.0)
-    return e / ax.sum(e, axis=normalize_axes("softmax", axis, x.ndim), keepdims=True)
+    _, e, axes = _shifted_exp("softmax", _inexact("softmax", x), axis, where)
+    return e / ax.sum(e, axis=axes, keepdims=True)
 
 
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x)`` along ``axis`` (``jax.nn.log_softmax``); ``where`` masks entries out (-inf there)."""
-    x = _inexact("log_softmax", x)
-    shifted = x - ax.stop_gradient(_masked_max(x, axis, where))
-    e = ax.exp(shifted)
-    if where is not None:
-        e = ax.where(where, e, 0.0)
-    out = shifted - ax.log(ax.sum(e, axis=normalize_axes("log_softmax", axis, x.ndim), keepdims=True))
+    shifted, e, axes = _shifted_exp("log_softmax", _inexact("log_softmax", x), axis, where)
+    out = shifted - ax.log(ax.sum(e, axis=axes, keepdims=True))
     return out if where is None else ax.where(where, out, -math.inf)
 
 

@@ -105,28 +105,29 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *, allo
 # -- functional index updates (jax.ops' old helpers) over x.at[idx] -------------------------------------
 
 
+def _at(fname, method, x, idx, y, indices_are_sorted, unique_indices):
+    update = getattr(array_arg(fname, x).at[idx], method)
+    return update(y, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+
+
 def index_update(x, idx, y, indices_are_sorted: bool = False, unique_indices: bool = False):
     """``x.at[idx].set(y)``: a copy of x with ``x[idx] = y``."""
-    return array_arg("index_update", x).at[idx].set(y, indices_are_sorted=indices_are_sorted,
-                                                    unique_indices=unique_indices)
+    return _at("index_update", "set", x, idx, y, indices_are_sorted, unique_indices)
 
 
 def index_add(x, idx, y, indices_are_sorted: bool = False, unique_indices: bool = False):
     """``x.at[idx].add(y)`` (repeated indices accumulate)."""
-    return array_arg("index_add", x).at[idx].add(y, indices_are_sorted=indices_are_sorted,
-                                                 unique_indices=unique_indices)
+    return _at("index_add", "add", x, idx, y, indices_are_sorted, unique_indices)
 
 
 def index_min(x, idx, y, indices_are_sorted: bool = False, unique_indices: bool = False):
     """``x.at[idx].min(y)``."""
-    return array_arg("index_min", x).at[idx].min(y, indices_are_sorted=indices_are_sorted,
-                                                 unique_indices=unique_indices)
+    return _at("index_min", "min", x, idx, y, indices_are_sorted, unique_indices)
 
 
 def index_max(x, idx, y, indices_are_sorted: bool = False, unique_indices: bool = False):
     """``x.at[idx].max(y)``."""
-    return array_arg("index_max", x).at[idx].max(y, indices_are_sorted=indices_are_sorted,
-                                                 unique_indices=unique_indices)
+    return _at("index_max", "max", x, idx, y, indices_are_sorted, unique_indices)
 
 
 # -- sorting ---------------------------------------------------------------------------------------------

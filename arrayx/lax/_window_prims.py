@@ -176,36 +176,6 @@ def _scatter_host(m, reduce, add_at, x, ct, **params):
     return add_at(m.zeros(tuple(x.shape), dtype=ct.dtype), kept, dx)  # cropped elements get no cotangent
 
 
-def _reduce_numpy(x, **params):
-    return _reduce_host(np, x, **params)
-
-
-def _select_numpy(x, t, **params):
-    return _select_host(np, _reduce_numpy, x, t, **params)
-
-
-def _scatter_numpy(x, ct, **params):
-    return _scatter_host(np, _reduce_numpy, _add_at_inplace, x, ct, **params)
-
-
-def _reduce_cupy(x, **params):
-    import cupy
-
-    return _reduce_host(cupy, x, **params)
-
-
-def _select_cupy(x, t, **params):
-    import cupy
-
-    return _select_host(cupy, _reduce_cupy, x, t, **params)
-
-
-def _scatter_cupy(x, ct, **params):
-    import cupy
-
-    return _scatter_host(cupy, _reduce_cupy, _add_at_inplace, x, ct, **params)
-
-
 def _reduce_jax(x, *, kind, window, strides, padding, window_dilation):
     import jax
 
@@ -214,16 +184,34 @@ def _reduce_jax(x, *, kind, window, strides, padding, window_dilation):
     return jax.lax.reduce_window(x, init, reducer, window, strides, padding, window_dilation=window_dilation)
 
 
-def _select_jax(x, t, **params):
+def _impls_over(load_module, add_at, reduce=None) -> tuple:
+    """(reduce, select, scatter) over the array module ``load_module()`` (imported on first use)."""
+    if reduce is None:
+        def reduce(x, **params):
+            return _reduce_host(load_module(), x, **params)
+
+    def select(x, t, **params):
+        return _select_host(load_module(), reduce, x, t, **params)
+
+    def scatter(x, ct, **params):
+        return _scatter_host(load_module(), reduce, add_at, x, ct, **params)
+
+    return reduce, select, scatter
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def _jax_numpy():
     import jax.numpy as jnp
 
-    return _select_host(jnp, _reduce_jax, x, t, **params)
+    return jnp
 
 
-def _scatter_jax(x, ct, **params):
-    import jax.numpy as jnp
-
-    return _scatter_host(jnp, _reduce_jax, _add_at_jax, x, ct, **params)
+_HOST = _impls_over(lambda: np, _add_at_inplace)
 
 
 def _windowed_axes(window, strides, padding) -> tuple:
@@ -249,23 +237,27 @@ def _pooled_shape_of(params):
 
 
 def _reduce_dask(x, **params):
-    return _dask_blocks(_reduce_numpy, _pooled_shape_of(params), x, dtype=x.dtype, **params)
+    return _dask_blocks(_HOST[0], _pooled_shape_of(params), x, dtype=x.dtype, **params)
 
 
 def _select_dask(x, t, **params):
-    return _dask_blocks(_select_numpy, _pooled_shape_of(params), x, t, dtype=t.dtype, **params)
+    return _dask_blocks(_HOST[1], _pooled_shape_of(params), x, t, dtype=t.dtype, **params)
 
 
 def _scatter_dask(x, ct, **params):
-    return _dask_blocks(_scatter_numpy, lambda shape: shape, x, ct, dtype=ct.dtype, **params)
+    return _dask_blocks(_HOST[2], lambda shape: shape, x, ct, dtype=ct.dtype, **params)
 
 
-reduce_window_p.impls.update(numpy=_reduce_numpy, numba=_reduce_numpy, cupy=_reduce_cupy, jax=_reduce_jax,
-                             dask=_reduce_dask)
-window_select_p.impls.update(numpy=_select_numpy, numba=_select_numpy, cupy=_select_cupy, jax=_select_jax,
-                             dask=_select_dask)
-window_scatter_p.impls.update(numpy=_scatter_numpy, numba=_scatter_numpy, cupy=_scatter_cupy, jax=_scatter_jax,
-                              dask=_scatter_dask)
+#: executor -> (reduce_window, window_select, window_scatter) implementations
+_IMPLS = {
+    "numpy": _HOST,
+    "numba": _HOST,  # the strided maximum is memory-bound: NumPy's SIMD loops are what a kernel would be
+    "cupy": _impls_over(_cupy, _add_at_inplace),
+    "jax": _impls_over(_jax_numpy, _add_at_jax, reduce=_reduce_jax),
+    "dask": (_reduce_dask, _select_dask, _scatter_dask),
+}
+for _i, _prim in enumerate((reduce_window_p, window_select_p, window_scatter_p)):
+    _prim.impls.update({name: fns[_i] for name, fns in _IMPLS.items()})
 
 
 # -- rules ----------------------------------------------------------------------------------------------
