@@ -24,3 +24,22 @@ def block(out):
         elif hasattr(buf, "dask") and hasattr(buf, "compute"):
             buf.compute()
     return out
+
+
+def interleaved_best(fns: dict, rounds: int, repeat: int) -> dict:
+    """Best seconds per call of each label: ``rounds`` rounds, each label timed ``repeat`` times per
+    round, the order rotating every round so each label follows each other label (on a shared
+    machine load hits all alike, and one library's idle worker threads never tax only its successor)."""
+    import time
+
+    for fn in fns.values():
+        fn()  # warm up: compile, fill caches
+    labels = list(fns)
+    best = {k: float("inf") for k in labels}
+    for r in range(rounds):
+        for k in labels[r % len(labels):] + labels[: r % len(labels)]:
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fns[k]()
+                best[k] = min(best[k], time.perf_counter() - t0)
+    return best

@@ -1,24 +1,26 @@
 """arrayx.lax / arrayx.nn against their peers: convolution, pooling, logsumexp.
 
 Run:  nice python benchmarks/bench_lax.py [--quick]
-      or, interleaved with the peers (rounds rotate the order, so load hits all alike):
-      nice python -m benchmarks --only lax [--quick] --tag lax
-      (writes benchmarks/results/lax.json; --quick: batch 8 instead of 32, fewer repeats,
+      (writes benchmarks/results/lax.json; --quick: batch 8 instead of the issue's 32, fewer rounds,
       benchmarks/results/lax_quick.json)
+      or, in the runner with the other benches:  nice python -m benchmarks --only lax [--quick] --tag lax
 
-Side by side in one process, best of several repeats, float32:
+Side by side in one process, float32, each workload's labels timed in interleaved rounds whose
+order rotates (so every label follows every other; best time kept):
 
 - ``conv_general_dilated``, NCHW 32x64x56x56 input, 64->64 3x3 filters, stride 1, SAME: forward,
   and forward+backward (the gradient of ``sum(conv(x, w) * g)`` for both operands), on the numpy
   executor (eager forward; ``jit(grad)`` for the backward) and the jax executor (``ax.jit`` of the
   same functions), against ``jax.jit(jax.lax.conv_general_dilated)`` / ``jax.jit(jax.grad(...))``.
   Issue 16's goals: numpy within 2x of jax.jit (ratio peer/arrayx >= 0.5), jax >= 0.9x.
-- ``max_pool`` / ``avg_pool`` 2x2 stride 2 on the same tensor: the numpy executor against
-  ``jax.jit(jax.lax.reduce_window)`` (goal >= 0.5x).
+- ``max_pool`` / ``avg_pool`` 2x2 stride 2 on the same tensor: the numpy executor (eager) against
+  ``jax.jit(jax.lax.reduce_window)`` (goal >= 0.5x); ``max_pool`` forward+backward (``jit(grad)``)
+  against ``jax.jit(jax.grad(...))`` for information (no goal).
 - ``logsumexp`` over the last axis of 4096x4096: the numpy executor against
   ``scipy.special.logsumexp`` on NumPy (goal: within 1.2x, ratio >= 0.83).
 
-Each row's "speed vs peer" is peer time / arrayx time (above 1: arrayx is faster).
+Each row's "speed vs peer" is peer time / arrayx time (above 1: arrayx is faster).  The JSON
+records the load average before and after the run.
 """
 from __future__ import annotations
 
@@ -27,7 +29,6 @@ import os
 import pathlib
 import platform
 import sys
-import timeit
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's arrayx
 
@@ -68,6 +69,12 @@ def workloads(quick: bool) -> dict:
     win = ((1, 1, 2, 2), (1, 1, 2, 2), "VALID")
     jmax = jax.jit(lambda a: jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, *win))
     javg = jax.jit(lambda a: jax.lax.reduce_window(a, 0.0, jax.lax.add, *win) / 4.0)
+    gp = np.ascontiguousarray(g[:, :, ::2, ::2])  # a cotangent of the pooled shape
+    jgp = jnp.asarray(gp)
+    with ax.use_executor("numpy"):
+        gpn = ax.asarray(gp)
+    jmax_grad = jax.jit(jax.grad(lambda a, c: jnp.sum(jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, *win) * c)))
+    amax_grad = ax.jit(ax.grad(lambda a, c: ax.sum(ax.lax.max_pool(a, (2, 2)) * c)))
     big = rng.normal(size=(4096, 4096)).astype(np.float32)
     with ax.use_executor("numpy"):
         bign = ax.asarray(big)
@@ -81,6 +88,8 @@ def workloads(quick: bool) -> dict:
                                   "arrayx[jax]": lambda: block(agrad(xj, wj, gj))},
         f"max_pool 2x2/2 {n}x64x56x56": {"jax": lambda: block(jmax(jx)),
                                          "arrayx[numpy]": lambda: ax.lax.max_pool(xn, (2, 2))},
+        f"max_pool fwd+bwd 2x2/2 {n}x64x56x56": {"jax": lambda: block(jmax_grad(jx, jgp)),
+                                                 "arrayx[numpy]": lambda: amax_grad(xn, gpn)},
         f"avg_pool 2x2/2 {n}x64x56x56": {"jax": lambda: block(javg(jx)),
                                          "arrayx[numpy]": lambda: ax.lax.avg_pool(xn, (2, 2))},
         "logsumexp 4096x4096 last axis f32": {"scipy": lambda: scipy.special.logsumexp(big, axis=-1),
@@ -88,92 +97,51 @@ def workloads(quick: bool) -> dict:
     }
 
 
-def best(fn, repeat: int) -> float:
-    fn()  # warm up: compile, caches
-    return min(timeit.repeat(fn, number=1, repeat=repeat))
+#: workload prefix -> (peer's name in the rows, goal per arrayx label: speed vs peer)
+GOALS = {
+    "conv fwd ": ("jax.jit(lax.conv_general_dilated)", {"arrayx[numpy]": 0.5, "arrayx[jax]": 0.9}),
+    "conv fwd+bwd": ("jax.jit(jax.grad(conv))", {"arrayx[numpy]": 0.5, "arrayx[jax]": 0.9}),
+    "max_pool 2x2": ("jax.jit(lax.reduce_window max)", {"arrayx[numpy]": 0.5}),
+    "max_pool fwd+bwd": ("jax.jit(jax.grad(reduce_window max))", {"arrayx[numpy]": None}),
+    "avg_pool": ("jax.jit(lax.reduce_window add / 4)", {"arrayx[numpy]": 0.5}),
+    "logsumexp": ("scipy.special.logsumexp", {"arrayx[numpy]": 1 / 1.2}),
+}
 
 
-def _ready(x):
-    """Block until a JAX (or arrayx-on-jax) result is computed."""
-    buf = getattr(x, "_buf", x)
-    if hasattr(buf, "block_until_ready"):
-        buf.block_until_ready()
-    return x
-
-
-def _ready_tree(t):
-    for leaf in (t if isinstance(t, (tuple, list)) else (t,)):
-        _ready(leaf)
-    return t
+def agree(fns: dict, rtol: float = 2e-3, atol: float = 2e-3) -> None:
+    """Every arrayx label computes what the first peer computes (a benchmark of wrong results is void)."""
+    peer = next(k for k in fns if not k.startswith("arrayx"))
+    want = [np.asarray(getattr(v, "_buf", v)) for v in ax.pytree.leaves(fns[peer]())]
+    for label in (k for k in fns if k.startswith("arrayx")):
+        got = [np.asarray(v) for v in ax.pytree.leaves(fns[label]())]
+        assert len(got) == len(want), label
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=label)
 
 
 def main(quick: bool = False) -> dict:
     import jax
-    import jax.numpy as jnp
-    import scipy.special
 
-    repeat = 3 if quick else 5
-    n = 8 if quick else 32
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
-    w = (rng.normal(size=(64, 64, 3, 3)) * 0.05).astype(np.float32)
-    g = rng.normal(size=(n, 64, 56, 56)).astype(np.float32)
+    from benchmarks._harness import interleaved_best
+
+    load_before = os.getloadavg()
+    rounds, repeat = (3, 1) if quick else (6, 2)
     rows = []
-
-    def row(name, arrayx_s, peer_s, peer, goal):
-        r = {"case": name, "arrayx ms": arrayx_s * 1e3, "peer": peer, "peer ms": peer_s * 1e3,
-             "speed vs peer": peer_s / arrayx_s, "goal (speed vs peer)": goal}
-        rows.append(r)
-        print(json.dumps(r), flush=True)
-
-    # -- convolution ------------------------------------------------------------------------------
-    conv_args = ((1, 1), "SAME")
-    jconv = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, *conv_args))
-    jx, jw, jg = jnp.asarray(x), jnp.asarray(w), jnp.asarray(g)
-    peer_fwd = best(lambda: _ready(jconv(jx, jw)), repeat)
-    jgrad = jax.jit(jax.grad(lambda a, b, c: jnp.sum(jax.lax.conv_general_dilated(a, b, *conv_args) * c),
-                             argnums=(0, 1)))
-    peer_bwd = best(lambda: _ready_tree(jgrad(jx, jw, jg)), repeat)
-
-    def loss(a, b, c):
-        return ax.sum(ax.lax.conv_general_dilated(a, b, *conv_args) * c)
-
-    for executor in ("numpy", "jax"):
-        with ax.use_executor(executor):
-            ax_x, ax_w, ax_g = ax.asarray(x), ax.asarray(w), ax.asarray(g)
-            if executor == "numpy":
-                fwd = lambda: ax.lax.conv_general_dilated(ax_x, ax_w, *conv_args)  # noqa: E731 - eager
-            else:
-                jitted = ax.jit(lambda a, b: ax.lax.conv_general_dilated(a, b, *conv_args))
-                fwd = lambda: _ready(jitted(ax_x, ax_w))  # noqa: E731
-            row(f"conv fwd {executor}", best(fwd, repeat), peer_fwd, "jax.jit(lax.conv_general_dilated)",
-                0.5 if executor == "numpy" else 0.9)
-            grad = ax.jit(ax.grad(loss, argnums=(0, 1)))
-            row(f"conv fwd+bwd {executor}", best(lambda: _ready_tree(grad(ax_x, ax_w, ax_g)), repeat), peer_bwd,
-                "jax.jit(jax.grad(conv))", 0.5 if executor == "numpy" else 0.9)
-
-    # -- pooling ------------------------------------------------------------------------------------
-    win = ((1, 1, 2, 2), (1, 1, 2, 2), "VALID")
-    jmax = jax.jit(lambda a: jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, *win))
-    javg = jax.jit(lambda a: jax.lax.reduce_window(a, 0.0, jax.lax.add, *win) / 4.0)
-    with ax.use_executor("numpy"):
-        ax_x = ax.asarray(x)
-        row("max_pool 2x2/2 numpy", best(lambda: ax.lax.max_pool(ax_x, (2, 2)), repeat),
-            best(lambda: _ready(jmax(jx)), repeat), "jax.jit(lax.reduce_window max)", 0.5)
-        row("avg_pool 2x2/2 numpy", best(lambda: ax.lax.avg_pool(ax_x, (2, 2)), repeat),
-            best(lambda: _ready(javg(jx)), repeat), "jax.jit(lax.reduce_window add / 4)", 0.5)
-
-    # -- logsumexp -----------------------------------------------------------------------------------
-    big = rng.normal(size=(4096, 4096)).astype(np.float32)
-    with ax.use_executor("numpy"):
-        ax_big = ax.asarray(big)
-        got = ax.nn.logsumexp(ax_big, axis=-1)
-        np.testing.assert_allclose(np.asarray(got), scipy.special.logsumexp(big, axis=-1), rtol=1e-5)
-        row("logsumexp 4096x4096 last axis numpy", best(lambda: ax.nn.logsumexp(ax_big, axis=-1), repeat),
-            best(lambda: scipy.special.logsumexp(big, axis=-1), repeat), "scipy.special.logsumexp", 1 / 1.2)
-
+    for name, fns in workloads(quick).items():
+        agree(fns)
+        times = interleaved_best(fns, rounds, repeat)
+        peer_label = next(k for k in fns if not k.startswith("arrayx"))
+        peer, goals = next(v for prefix, v in GOALS.items() if name.startswith(prefix))
+        for label, goal in goals.items():
+            r = {"case": f"{name} {label}", "arrayx ms": times[label] * 1e3, "peer": peer,
+                 "peer ms": times[peer_label] * 1e3, "speed vs peer": times[peer_label] / times[label],
+                 "goal (speed vs peer)": goal}
+            rows.append(r)
+            print(json.dumps(r), flush=True)
     return {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "python": sys.version.split()[0], "jax": jax.__version__, "batch": n, "quick": quick, "rows": rows}
+            "python": sys.version.split()[0], "jax": jax.__version__, "batch": 8 if quick else 32, "quick": quick,
+            "rounds": rounds, "repeats per round": repeat, "load average before (1, 5, 15 min)": load_before,
+            "load average after (1, 5, 15 min)": os.getloadavg(), "rows": rows}
 
 
 if __name__ == "__main__":

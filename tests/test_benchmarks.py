@@ -66,3 +66,26 @@ def test_unknown_bench_is_refused_with_the_registered_names():
     out = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "nope"], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 2 and "nope" in out.stderr and "pytree" in out.stderr
+
+
+def test_interleaved_best_rotates_every_label_through_every_position():
+    from benchmarks._harness import interleaved_best
+
+    order = []
+    fns = {k: (lambda k=k: order.append(k)) for k in ("peer", "arrayx[a]", "arrayx[b]")}
+    best = interleaved_best(fns, rounds=3, repeat=2)
+    assert set(best) == set(fns) and all(v > 0 for v in best.values())
+    timed = order[3:]  # after one warm-up call each
+    assert len(timed) == 3 * 3 * 2
+    firsts = [timed[r * 6] for r in range(3)]
+    assert sorted(firsts) == sorted(fns)  # each label opens one round
+
+
+def test_lax_bench_refuses_a_label_that_disagrees_with_its_peer():
+    import numpy as np
+
+    from benchmarks.bench_lax import agree
+
+    agree({"peer": lambda: np.ones(3), "arrayx[numpy]": lambda: np.ones(3) + 1e-6})
+    with pytest.raises(AssertionError, match="arrayx"):
+        agree({"peer": lambda: np.ones(3), "arrayx[numpy]": lambda: np.zeros(3)})
