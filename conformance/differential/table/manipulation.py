@@ -122,18 +122,9 @@ SIGNATURES.update(concat=_concat, stack=_stack, repeat=_repeat, reshape=_reshape
                   expand_dims=_expand_dims, moveaxis=_moveaxis, permute_dims=_permute_dims, squeeze=_squeeze,
                   roll=_roll, unstack=_unstack)
 
-add("broadcast_arrays", "broadcast_arrays", "any", tolerance="exact")
+# every entry is compared exactly (elements only move); most draw with the signature of their own name
+for _name in ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "moveaxis", "permute_dims", "repeat",
+              "reshape", "roll", "squeeze", "stack", "tile", "unstack"):
+    add(_name, _name, "any", tolerance="exact")
 add("broadcast_shapes", "broadcast_shapes", tolerance="exact")
-add("broadcast_to", "broadcast_to", "any", tolerance="exact")
-add("concat", "concat", "any", tolerance="exact")
-add("expand_dims", "expand_dims", "any", tolerance="exact")
 add("flip", "unary", "any", kw=("axes",), tolerance="exact")
-add("moveaxis", "moveaxis", "any", tolerance="exact")
-add("permute_dims", "permute_dims", "any", tolerance="exact")
-add("repeat", "repeat", "any", tolerance="exact")
-add("reshape", "reshape", "any", tolerance="exact")
-add("roll", "roll", "any", tolerance="exact")
-add("squeeze", "squeeze", "any", tolerance="exact")
-add("stack", "stack", "any", tolerance="exact")
-add("tile", "tile", "any", tolerance="exact")
-add("unstack", "unstack", "any", tolerance="exact")

@@ -36,17 +36,16 @@ def _isin(draw, fn):
 
 SIGNATURES.update(where=_where, searchsorted=_searchsorted, isin=_isin)
 
-add("argmax", "unary", "real numeric", kw=("axis", "keepdims"), tolerance="exact")
-add("argmin", "unary", "real numeric", kw=("axis", "keepdims"), tolerance="exact")
+# every entry is compared exactly: results are positions, counts, and elements picked or sorted
+for _name in ("argmax", "argmin"):
+    add(_name, "unary", "real numeric", kw=("axis", "keepdims"), tolerance="exact")
 add("count_nonzero", "unary", "any", kw=("axes", "keepdims"), tolerance="exact")
 add("nonzero", "unary1", "any", tolerance="exact")
 add("searchsorted", "searchsorted", "real numeric", "moderate", kw=("side",), tolerance="exact")
 add("where", "where", "any", tolerance="exact")
 add("isin", "isin", "real numeric", kw=("invert",), tolerance="exact")
-add("unique_all", "unary", "real numeric", tolerance="exact")
-add("unique_counts", "unary", "real numeric", tolerance="exact")
-add("unique_inverse", "unary", "real numeric", tolerance="exact")
-add("unique_values", "unary", "real numeric", tolerance="exact")
+for _name in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
+    add(_name, "unary", "real numeric", tolerance="exact")
 # argsort stays stable (the default): the order of ties is unspecified otherwise
 add("argsort", "unary", "real numeric", kw=("axis_int", "descending"), tolerance="exact")
 add("sort", "unary", "real numeric", kw=("axis_int", "descending", "stable"), tolerance="exact")
