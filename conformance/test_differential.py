@@ -243,3 +243,29 @@ def test_input_repr_rebuilds_the_values_bit_for_bit(values) -> None:
     again = eval(repr(x))  # noqa: S307 - the repr of our own test data
     assert again.layout == "reversed" and again.values.dtype == values.dtype and again.values.shape == values.shape
     assert again.values.tobytes() == values.tobytes()
+
+
+def test_layout_free_executors_build_the_contiguous_buffer(executor: str) -> None:
+    from conformance.differential.strategies import LAYOUT_FREE, build
+
+    values = np.arange(12.0).reshape(3, 4)
+    for layout in ("strided", "transposed", "reversed"):
+        x = build(arrayx, Input(values, layout), executor)
+        np.testing.assert_array_equal(np.asarray(x), values)
+        if executor not in LAYOUT_FREE and executor in ("numpy", "numba"):  # real strides: a view, not a copy
+            assert not x._buf.flags.c_contiguous, layout
+
+
+def test_jax_programs_are_kept_in_the_named_folder(tmp_path, monkeypatch) -> None:
+    jax = pytest.importorskip("jax")
+    from conformance.differential.runner import keep_jax_programs_on_disk
+
+    saved = jax.config.jax_compilation_cache_dir, jax.config.jax_persistent_cache_min_compile_time_secs
+    monkeypatch.setenv("ARRAYX_JAX_CACHE_DIR", str(tmp_path / "jax"))
+    try:
+        assert keep_jax_programs_on_disk() == str(tmp_path / "jax")
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "jax")
+        assert jax.config.jax_persistent_cache_min_compile_time_secs == 0
+    finally:
+        jax.config.update("jax_compilation_cache_dir", saved[0])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])

@@ -27,7 +27,7 @@ import time
 from conformance import deviations as _deviations
 from conformance.differential import functions as F
 from conformance.differential.explore import classes, explore
-from conformance.differential.runner import REFERENCE, available_executors
+from conformance.differential.runner import REFERENCE, available_executors, keep_jax_programs_on_disk
 
 DEFAULT_JSON = pathlib.Path(__file__).parent.parent / "results" / "differential.json"
 
@@ -142,6 +142,7 @@ def main(argv=None) -> int:
     if args.shard:
         k, n = (int(v) for v in args.shard.split("/"))
         names = names[k::n]
+    keep_jax_programs_on_disk()
     data = run(args.max_examples, exs, names, args.seed, None if args.quiet else (lambda s: print(s, flush=True)))
     print(render(data))
     path = pathlib.Path(args.json)

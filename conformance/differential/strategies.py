@@ -200,11 +200,21 @@ def python_scalar(dtype: str, kind: str = "mixed"):
 # -- building an input on an executor ---------------------------------------------------------------
 
 
+#: executors whose buffers have no layout, and why: there every layout builds the same buffer as
+#: "contiguous", so it is built that way (skipping one compiled slice/transpose per example)
+LAYOUT_FREE = {
+    "jax": "XLA buffers are dense and immutable: a slice, transpose or reversal is a new dense array, "
+           "the one asarray of its values gives",
+}
+
+
 def build(xp, item, device: str):
     """``item`` (an Input, or a plain argument) as the executor's array with the Input's layout."""
     if not isinstance(item, Input):
         return item
     v = item.values
+    if device in LAYOUT_FREE:
+        return xp.asarray(v, device=device)
     if item.layout == "strided":
         base = np.zeros((2 * v.shape[0],) + v.shape[1:], v.dtype)
         base[::2] = v

@@ -220,3 +220,21 @@ def test_known_deviation_subnormals_flush_to_zero_on_jax_only():
     with xp.use_executor("numpy"):
         assert np.asarray(xp.asarray(tiny32) * 1.0)[0] == np.float32(1e-40)
         assert np.asarray(xp.asarray(tiny64) * 1.0)[0] == 1e-310
+
+
+@pytest.mark.parametrize("host", [
+    np.arange(6.0).reshape(2, 3), np.array(-3, np.int8), np.zeros((0, 2), np.complex64), np.array([True, False]),
+    np.asfortranarray(np.arange(6, dtype=np.uint16).reshape(2, 3)), np.arange(10, dtype=np.uint64)[::3],
+    np.array([1e-40, -0.0, np.nan], np.float32), np.array([2 ** 62 + 1], np.int64),
+], ids=["f64", "0d-i8", "empty-c64", "bool", "fortran-u16", "strided-u64", "subnormal-f32", "big-i64"])
+def test_asarray_of_host_data_keeps_every_bit_and_owns_its_buffer(host):
+    # host arrays are placed as a private copy (no compiled conversion per shape): same dtype and
+    # bits, and later writes to the host array do not show through
+    a = xp.asarray(host, device="jax")
+    assert a.dtype == host.dtype and a.shape == host.shape
+    assert np.asarray(a).tobytes() == np.ascontiguousarray(host).tobytes()
+    if host.size and host.flags.writeable:
+        before = np.asarray(a).copy()
+        host[...] = ~host if host.dtype.kind == "b" else host + 1
+        assert np.asarray(a).tobytes() == before.tobytes()
+    assert xp.asarray(host, dtype=xp.float64, device="jax").dtype == xp.float64  # a conversion takes JAX's path
