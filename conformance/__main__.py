@@ -228,6 +228,9 @@ def main(argv=None) -> int:
         p.error(str(e))
     n = args.max_examples or (QUICK_EXAMPLES if args.quick else DEFAULT_EXAMPLES)
 
+    from conformance.differential.runner import keep_jax_programs_on_disk
+
+    keep_jax_programs_on_disk()  # a rerun skips JAX's per-shape compiles
     start = time.perf_counter()
     advance, close = _progress(len(names), not args.no_progress)
     open_table = matrix.open_issues()
