@@ -118,6 +118,21 @@ class KernelCache(FunctionCache):
         )
 
 
-def attach(dispatcher) -> None:
-    """Give a Numba dispatcher (made with cache=False) the on-disk cache in its source's folder."""
-    dispatcher._cache = KernelCache(dispatcher.py_func)
+def _cache_in(folder: str) -> type:
+    """KernelCache keeping its files in ``folder`` instead of next to the function's source."""
+    class Locator(_VerifiedFolderLocator):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            locator = cls(py_func, py_file)
+            locator._cache_path = folder
+            return locator
+
+    impl = type("FolderCacheImpl", (_KernelCacheImpl,), {"_locator_classes": [Locator]})
+    return type("FolderKernelCache", (KernelCache,), {"_impl_class": impl})
+
+
+def attach(dispatcher, folder=None) -> None:
+    """Give a Numba dispatcher (made with cache=False) the on-disk cache in its source's folder,
+    or in ``folder`` (a verified cache folder: for functions of arrayx's own modules)."""
+    cache = KernelCache if folder is None else _cache_in(str(folder))
+    dispatcher._cache = cache(dispatcher.py_func)

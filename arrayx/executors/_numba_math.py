@@ -23,6 +23,9 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 _INLINE = dict(inline="always", fastmath={"contract"}, error_model="numpy")
+# The large functions that kernels call are compiled once each (and kept in the kernel disk cache)
+# and inlined by LLVM: Numba's own inlining would type their bodies again in every kernel (~300 ms)
+_ENTRY = dict(nogil=True, fastmath={"contract"}, error_model="numpy")
 
 
 # -- float64 <-> int64 bit patterns (a bitcast, which LLVM vectorises) -------------------------
@@ -103,7 +106,7 @@ def _expm1_poly(r):
     return (p * r) * r + r
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def exp64(x):
     """exp(x) for float64 x."""
     k, r = _reduce_ln2(min(max(x, -746.0), 710.0))
@@ -114,7 +117,7 @@ def exp64(x):
     return x if x != x else y
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def expm1_64(x):
     """exp(x) - 1 for float64 x (accurate near 0; ±0 and NaN returned as they are)."""
     k, r = _reduce_ln2(min(max(x, -60.0), 710.0))  # below -60 the result rounds to -1
@@ -125,7 +128,7 @@ def expm1_64(x):
     return x if (x != x) | (x == 0.0) else y
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def tanh64(x):
     """tanh(x) for float64 x, as u / (u + 2) with u = expm1(2|x|)."""
     ax = abs(x)
@@ -174,14 +177,14 @@ def _sincos_quadrant(x, shift):
     return -v if (q & 2) != 0 else v
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def sin64(x):
     """sin(x) for float64 x with |x| <= TRIG_LIMIT; NaN gives NaN, ±0 stays ±0."""
     y = _sincos_quadrant(x, 0)
     return x if (x != x) | (x == 0.0) else y
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def cos64(x):
     """cos(x) for float64 x with |x| <= TRIG_LIMIT; NaN gives NaN."""
     y = _sincos_quadrant(x, 1)
@@ -254,7 +257,7 @@ def _expm1_poly_f32(r):
     return (p * r) * r + r
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def exp32(x):
     """exp(x) for float32 x."""
     k, r = _reduce_ln2_f32(min(max(x, _F(-104.0)), _F(89.0)))
@@ -264,7 +267,7 @@ def exp32(x):
     return x if x != x else y
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def expm1_32(x):
     """exp(x) - 1 for float32 x."""
     k, r = _reduce_ln2_f32(min(max(x, _F(-20.0)), _F(89.0)))  # below -17.4 the result rounds to -1
@@ -275,7 +278,7 @@ def expm1_32(x):
     return x if (x != x) | (x == _ZERO_F) else y
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def tanh32(x):
     """tanh(x) for float32 x."""
     ax = abs(x)
@@ -316,14 +319,14 @@ def _sincos_quadrant_f32(x, shift):
     return -v if q >= _TWO_F else v
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def sin32(x):
     """sin(x) for float32 x with |x| <= TRIG_LIMIT_F."""
     y = _sincos_quadrant_f32(x, _ZERO_F)
     return x if (x != x) | (x == _ZERO_F) else y
 
 
-@njit(**_INLINE)
+@njit(**_ENTRY)
 def cos32(x):
     """cos(x) for float32 x with |x| <= TRIG_LIMIT_F."""
     y = _sincos_quadrant_f32(x, _ONE_F)
@@ -340,3 +343,20 @@ def round_half_even32(x):
     ax = abs(x)
     r = math.copysign((ax + _TWO23_F) - _TWO23_F, x)
     return r if ax < _TWO23_F else x
+
+
+#: the functions compiled on their own (see _ENTRY), given the kernels' disk cache
+ENTRY_POINTS = (exp64, expm1_64, tanh64, sin64, cos64, exp32, expm1_32, tanh32, sin32, cos32)
+
+
+def _attach_disk_cache() -> None:
+    from arrayx.executors import _numba_cache
+    from arrayx.executors import _numba_kernels as K
+
+    folder = K.cache_dir()
+    if folder is not None:
+        for fn in ENTRY_POINTS:
+            _numba_cache.attach(fn, folder)
+
+
+_attach_disk_cache()
