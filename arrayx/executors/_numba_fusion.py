@@ -66,7 +66,7 @@ def _fusible_table() -> dict:
     }
     table.update({name: FusedOp(_FLOAT, "same", expr) for name, expr in libm.items()})
     # where(cond, x1, x2): kinds are x1's; clip has its own expressions (see _clip_expr)
-    table["where"] = FusedOp(_ALL, "same", "b if a else c")
+    table["where"] = table["select"] = FusedOp(_ALL, "same", "b if a else c")
     return table
 
 
@@ -77,6 +77,14 @@ FUSIBLE: dict[str, FusedOp] = {}
 REDUCERS = {"sum": _ALL, "prod": _ALL, "max": _REAL, "min": _REAL, "any": _ALL, "all": _ALL,
             "mean": _FLOAT, "var": _FLOAT, "std": _FLOAT}
 _REDUCER_PARAMS = {"axis", "keepdims", "dtype", "correction"}
+
+# primitives that share one rule in the kernels (the internal ones of api/_internal.py with their
+# standard counterparts)
+_WHERE_LIKE = ("where", "select")  # (cond, x1, x2)
+_CASTS = ("astype", "convert_element_type")
+_BROADCASTS = ("broadcast_to", "broadcast_in_dim")
+#: nullary creation primitives computed in the kernel from the element's flat index ``e``
+NULLARY = frozenset({"full", "iota", "arange", "eye"})
 
 # clip(x, lo, hi) as array-api-compat's (the NumPy executor's): with both bounds x is kept on
 # ties and a NaN bound gives NaN; with one bound it is maximum/minimum (NaN from either wins)
@@ -169,9 +177,11 @@ def _fusible_shape(eqn, min_size: int):
     shape = out.shape
     if not shape or math.prod(shape) in range(max(min_size, 1)):  # (size 0: nothing to compute)
         return None
-    if name == "broadcast_to":
+    if name in _BROADCASTS:
         return shape
-    if name == "astype":
+    if name in NULLARY:
+        return shape if _nullary_fusible(eqn) else None
+    if name in _CASTS:
         src, dst = eqn.inputs[0].aval.dtype, out.dtype
         return shape if not (src.kind == "f" and dst.kind in "iu") else None  # that cast saturates
     if name == "clip":
@@ -182,12 +192,28 @@ def _fusible_shape(eqn, min_size: int):
     op = FUSIBLE.get(name)
     if op is None:
         return None
-    first = eqn.inputs[1] if name == "where" else eqn.inputs[0]
+    first = eqn.inputs[1] if name in _WHERE_LIKE else eqn.inputs[0]
     if _dtype_of(first).kind not in op.kinds:
         return None
     if any(a.__class__ is Var and a.aval.shape != shape for a in eqn.inputs):
         return None
     return shape
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _nullary_fusible(eqn) -> bool:
+    """Whether the kernel reproduces the creation primitive's values bit for bit (linspace: never,
+    its values are NumPy's host computation; a float arange only where ``i * delta`` is exact, as
+    LLVM may contract ``i * delta + start`` into one fused multiply-add)."""
+    p = eqn.params
+    if eqn.prim.name != "arange":
+        return True
+    if p["dtype"].kind in "iu":
+        return all(_INT64.min <= int(p[k]) <= _INT64.max for k in ("start", "stop", "step"))
+    delta = (p["start"] + p["step"]) - p["start"]
+    return float(delta).is_integer() and abs(delta) * p["shape"][0] <= 2.0 ** 53
 
 
 def regions_of(graph: Graph, min_size: int = FUSION_MIN_SIZE) -> list:
@@ -204,7 +230,10 @@ def regions_of(graph: Graph, min_size: int = FUSION_MIN_SIZE) -> list:
             del open_regions[region.shape]
             for v in list(region.values) + list(region.reduced):
                 owner.pop(v, None)
-            steps.append(region)
+            if all(e.prim.name in NULLARY for e in region.eqns):  # nothing read: NumPy fills as fast
+                steps.extend(region.eqns)
+            else:
+                steps.append(region)
 
     for eqn in graph.equations:
         shape = _fusible_shape(eqn, min_size)
@@ -297,8 +326,9 @@ _COLUMNS = '''\
 class _Operand(NamedTuple):
     var: object  # the Var (or Literal) passed
     layout: str  # "f" full, "k" kept, "s" scalar
-    broadcast: bool  # a broadcast_to source (copied to full when its shape is not "k")
+    broadcast: bool  # a broadcast source (copied to full when its shape is not "k")
     value: object  # a Literal's value cast to its operands' dtype (None for a Var)
+    expand: tuple | None  # a broadcast source's shape with the region's rank (its buffer is reshaped to it)
 
 
 def _indent(lines, n: int) -> str:
@@ -324,14 +354,24 @@ class _Plan(NamedTuple):
     flat: bool  # elementwise, full and scalar operands: a kernel over element ranges (_FLAT)
 
 
+def _expanded(eqn) -> tuple:
+    """The shape of a broadcast's source with the result's rank (size-1 axes where it repeats)."""
+    src, shape = tuple(eqn.inputs[0].aval.shape), tuple(eqn.outputs[0].aval.shape)
+    if eqn.prim.name == "broadcast_to":
+        return (1,) * (len(shape) - len(src)) + src
+    expanded = [1] * len(shape)
+    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+        expanded[d] = src[i]
+    return tuple(expanded)
+
+
 def _block_of(region: Region, sources) -> tuple[int, int]:
     """(first, last) axes of the region's block: the reduced axes, else where the first
     broadcast operand repeats (when that is one block), else every axis."""
     ndim = len(region.shape)
     if region.axes is not None:
         return region.axes[0], region.axes[-1]
-    for v in sources:
-        shape = (1,) * (ndim - len(v.aval.shape)) + tuple(v.aval.shape)
+    for shape in sources:
         if math.prod(shape) <= 1:
             continue
         ones = [i for i, (d, s) in enumerate(zip(shape, region.shape)) if d != s]
@@ -343,9 +383,9 @@ def _block_of(region: Region, sources) -> tuple[int, int]:
 
 def _literal_dtype(eqn, position: int) -> np.dtype | None:
     """The dtype a literal operand is cast to: where's condition bool, else its fellow operands'."""
-    if eqn.prim.name == "where":
+    if eqn.prim.name in _WHERE_LIKE:
         return np.dtype(bool) if position == 0 else eqn.outputs[0].aval.dtype
-    if eqn.prim.name in ("clip", "astype"):
+    if eqn.prim.name in ("clip", *_CASTS):
         return eqn.inputs[0].aval.dtype if eqn.inputs[0].__class__ is Var else None
     others = [a for a in eqn.inputs if a.__class__ is Var]
     return others[0].aval.dtype if others else None
@@ -368,15 +408,16 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
     index: dict = {}
     names: dict = {}  # Var -> the name of its value in the body
     row_body: list[str] = []  # statements per element; operand loads come first
-    sources = [e.inputs[0] for e in region.eqns if e.prim.name == "broadcast_to" and e.inputs[0].__class__ is Var]
+    sources = [_expanded(e) for e in region.eqns if e.prim.name in _BROADCASTS and e.inputs[0].__class__ is Var]
     first, last = _block_of(region, sources)
     keep_shape = tuple(1 if first <= i <= last else d for i, d in enumerate(shape))
 
-    def operand(a, broadcast=False, dtype=None) -> str:
-        """The body name of an operand from outside the region (loaded once per element)."""
+    def operand(a, expand=None, dtype=None) -> str:
+        """The body name of an operand from outside the region (loaded once per element); a
+        broadcast source comes with its ``expand``ed shape (one operand per way it is broadcast)."""
         if a.__class__ is Var and a in names:
             return names[a]
-        key = a if a.__class__ is Var else (id(a), dtype)
+        key = (a, expand) if a.__class__ is Var else (id(a), dtype)
         if key not in index:
             value = None
             if a.__class__ is Literal:
@@ -386,14 +427,19 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
             elif tuple(a.aval.shape) == shape:
                 layout = "f"
             else:
-                padded = (1,) * (ndim - len(a.aval.shape)) + tuple(a.aval.shape)
+                padded = expand or (1,) * (ndim - len(a.aval.shape)) + tuple(a.aval.shape)
                 layout = "k" if padded == keep_shape else "f"
             index[key] = len(operands)
-            operands.append(_Operand(a, layout, broadcast, value))
+            operands.append(_Operand(a, layout, expand is not None, value, expand))
         return f"a{index[key]}"
+
+    def constant(value, dtype) -> str:
+        """A kernel argument holding ``value`` (a shape or parameter: never text in the source)."""
+        return operand(Literal(value), dtype=np.dtype(dtype))
 
     n = 0
     reductions = []
+    uses_index = False  # whether the body reads the element's flat index e (creation primitives)
     for eqn in region.eqns:
         name = eqn.prim.name
         out = eqn.outputs[0]
@@ -403,15 +449,26 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
             value = names[x] if x in names else operand(x)
             reductions.append((out, name, _acc_dtype(name, x.aval.dtype, dt), value, eqn.params))
             continue
-        if name == "broadcast_to":
+        if name in _BROADCASTS:
             src = eqn.inputs[0]
-            names[out] = names[src] if src.__class__ is Var and src in names else operand(src, broadcast=True)
+            names[out] = names[src] if src.__class__ is Var and src in names else operand(src, _expanded(eqn))
+            continue
+        if name in NULLARY:
+            expr = _nullary_expr(eqn, shape, constant)
+            if expr is None:  # a constant: no statement in the body
+                names[out] = constant(0 if eqn.params["fill_value"] is None else eqn.params["fill_value"], dt)
+                continue
+            uses_index = True
+            value = f"v{n}"
+            n += 1
+            row_body.append(f"{value} = T_{dt.name}({expr})")
+            names[out] = value
             continue
         args = [names[a] if a.__class__ is Var and a in names else
                 ("None" if a.__class__ is Literal and a.value is None else
                  operand(a, dtype=_literal_dtype(eqn, k))) for k, a in enumerate(eqn.inputs)]
         ab = dict(zip("abc", args))
-        if name == "astype":
+        if name in _CASTS:
             src_kind = eqn.inputs[0].aval.dtype.kind if eqn.inputs[0].__class__ is Var else "f"
             expr = f"({ab['a']} != 0)" if dt.kind == "b" and src_kind != "b" else f"T_{dt.name}({ab['a']})"
         elif name == "clip":
@@ -421,7 +478,7 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
             expr = f"{ab['a']} * {ab['a']}"  # NumPy's fast path for x**2 (exact either way)
         else:
             op = FUSIBLE[name]
-            in_dt = _dtype_of(eqn.inputs[1] if name == "where" else eqn.inputs[0])
+            in_dt = _dtype_of(eqn.inputs[1] if name in _WHERE_LIKE else eqn.inputs[0])
             expr = _subst(op.expr, ab, in_dt)
         value = f"v{n}"
         n += 1
@@ -438,8 +495,8 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
     mid = math.prod(shape[first:last + 1])
     inner = math.prod(shape[last + 1:])
     flat = not reductions and all(op.layout != "k" for op in operands)
-    source = (_flat_source(operands, row_body, stored, names) if flat
-              else _source(operands, names, row_body, stored, reductions, rows=inner == 1))
+    source = (_flat_source(operands, row_body, stored, names, uses_index) if flat
+              else _source(operands, names, row_body, stored, reductions, inner == 1, uses_index))
     return _Plan(source, tuple(operands), stored,
                  tuple((v, name, acc, params) for v, name, acc, _, params in reductions), outer, mid, inner, flat)
 
@@ -474,7 +531,32 @@ def _module(kernel: str) -> str:
     return _HEADER + imports + "\n" + _DTYPE_NAMES + kernel
 
 
-def _flat_source(operands, body, stored, names) -> str:
+def _axis_index(shape: tuple, axis: int, constant) -> str:
+    """The element's index along ``axis`` of ``shape``, from its flat (C-order) index e."""
+    stride = math.prod(shape[axis + 1:])
+    e = "e" if stride == 1 else f"(e // {constant(stride, np.int64)})"
+    return e if axis == 0 else f"({e} % {constant(shape[axis], np.int64)})"
+
+
+def _nullary_expr(eqn, shape: tuple, constant) -> str | None:
+    """A creation primitive's value at element e (None for ``full``: one constant)."""
+    p, dt = eqn.params, eqn.outputs[0].aval.dtype
+    name = eqn.prim.name
+    if name == "full":
+        return None
+    if name == "iota":
+        return _axis_index(shape, p["dimension"], constant)
+    if name == "eye":
+        diagonal = f"{_axis_index(shape, 1, constant)} - {_axis_index(shape, 0, constant)} == {constant(p['k'], np.int64)}"
+        return f"1 if {diagonal} else 0"
+    if dt.kind in "iu":  # arange
+        return f"{constant(p['start'], np.int64)} + e * {constant(p['step'], np.int64)}"
+    after = p["start"] + p["step"]  # NumPy's float arange: start + i * delta, element 1 is start + step
+    start, delta = constant(p["start"], np.float64), constant(after - p["start"], np.float64)
+    return f"{constant(after, np.float64)} if e == 1 else T_float64(e) * {delta} + {start}"
+
+
+def _flat_source(operands, body, stored, names, uses_index=False) -> str:
     args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
     setup, loads = [], []
     for i, op in enumerate(operands):
@@ -485,11 +567,12 @@ def _flat_source(operands, body, stored, names) -> str:
             loads.append(f"a{i} = x{i}b[i]")
     setup += [f"o{i}b = o{i}[w0:w1]" for i in range(len(stored))]
     stores = [f"o{i}b[i] = {names[v]}" for i, v in enumerate(stored)]
+    loads = (["e = w0 + i"] if uses_index else []) + loads
     return _module(_FLAT.format(args="".join(", " + a for a in args), setup=_indent(setup, 4),
                                 body=_indent(loads + body + stores, 8)))
 
 
-def _source(operands, names, body, stored, reductions, rows: bool) -> str:
+def _source(operands, names, body, stored, reductions, rows: bool, uses_index=False) -> str:
     args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
     row_setup, row_slices, row_loads, col_setup, col_slices, col_loads = [], [], [], [], [], []
     for i, op in enumerate(operands):
@@ -535,6 +618,9 @@ def _source(operands, names, body, stored, reductions, rows: bool) -> str:
             row_results.append(f"p{r}[o, s, 0] = g{r}")
             col_setup.append(f"p{r}c[:] = {_init(name, acc)}")
             col_stores.append(_COL_FOLDS[name].format(p=f"p{r}c", t=cast))
+    if uses_index:  # the element's flat index: rb is the first element of the block (rows) or row (columns)
+        row_loads.insert(0, "e = rb + i")
+        col_loads.insert(0, "e = rb + j")
     if rows:
         branch = _ROWS.format(block=_BLOCK, row_setup=_indent(row_setup, 8), row_slices=_indent(row_slices, 12),
                               row_body=_indent(row_loads + body + row_stores, 16),
@@ -654,8 +740,9 @@ class RegionRunner:
         self.failed: str | None = None
         size = math.prod(region.shape)
         self.threads = _threads() if ex.parallel and size >= ex.fusion_parallel_size else 1
-        arrays = [i for i, op in enumerate(plan_.operands) if op.var.__class__ is Var]
-        self.positions = {i: k for k, i in enumerate(arrays)}  # operand position -> buffer position
+        ins = _inputs(plan_)
+        self.positions = {i: ins.index(op.var) for i, op in enumerate(plan_.operands)  # operand -> buffer position
+                          if op.var.__class__ is Var}
         self.out_dtypes = [v.aval.dtype for v in plan_.stored]
         self.red_dtypes = [v.aval.dtype for v, *_ in plan_.reductions]
         outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
@@ -699,7 +786,7 @@ class RegionRunner:
                 args.append(np.ascontiguousarray(b).reshape(-1))
             else:
                 if b.shape != shape:
-                    b = np.broadcast_to(b, shape)
+                    b = np.broadcast_to(b if op.expand is None else b.reshape(op.expand), shape)
                 args.append(np.ascontiguousarray(b).reshape(-1))
         outs = []
         for k, dt in enumerate(self.out_dtypes):
@@ -771,6 +858,11 @@ def _pool(threads: int):
     return pool
 
 
+def _inputs(plan_: _Plan) -> tuple:
+    """The region's input Vars, each once (a Var may be several operands: broadcast in two ways)."""
+    return tuple(dict.fromkeys(op.var for op in plan_.operands if op.var.__class__ is Var))
+
+
 def fuse(ex, graph: Graph):
     """The executable of ``graph`` on the Numba executor ``ex``: regions as fused kernels, the rest
     as the executor's implementations (a straight-line Python function of the input buffers).
@@ -804,7 +896,7 @@ def fuse(ex, graph: Graph):
                     donors[k] = i
                     taken.add(i)
                     break
-        ins = tuple(op.var for op in plan_.operands if op.var.__class__ is Var)
+        ins = _inputs(plan_)
         outs = plan_.stored + tuple(v for v, *_ in plan_.reductions)
         fallback = straight_line(ex, Graph(ins, (), (), step.eqns, outs, device=graph.device))
         runner = RegionRunner(ex, step, plan_, donors, fallback)

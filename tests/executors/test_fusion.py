@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
+from arrayx.api import _internal as I
 from arrayx.executors import base
 from tests.conftest import assert_same, on_numpy
 
@@ -151,6 +152,96 @@ def test_several_outputs_and_glue_between_kernels(executor):
     # matmul runs between two kernels, the second reads the first's output
     check(lambda x: xp.tanh(xp.exp(x) @ x) * 2 - 1, x, regions=2)
     check(lambda x: xp.sort(x * 2, axis=0) + x, x, regions=2)
+
+
+def test_internal_primitives_fuse(executor):
+    """broadcast_in_dim (any axes), convert_element_type and select join the region (one kernel)."""
+    x, col, row = normal(40, 30), normal(40), normal(30, dtype=np.float32)
+
+    def f(x, col, row):
+        c = I.broadcast_in_dim(col, (40, 30), (0,))  # (40,) along the rows: not a trailing broadcast
+        r = I.convert_element_type(I.broadcast_in_dim(row, (40, 30), (1,)), xp.float64)
+        return I.select(x > c, x * r, c - I.convert_element_type(x < 0, xp.float64))
+
+    check(f, x, col, row, regions=1)
+    # the same operand broadcast along two different axes is two operands of one kernel
+    sq = normal(30)
+    check(lambda v: I.broadcast_in_dim(v, (30, 30), (0,)) - I.broadcast_in_dim(v, (30, 30), (1,)) * v, sq,
+          regions=1)
+    # ... and a reduction still ends the region
+    check(lambda x, col: xp.sum(I.select(x > 0, x, I.broadcast_in_dim(col, (40, 30), (0,))), axis=1),
+          x, col, regions=1)
+
+
+def _buffers_read(fn, *arrays):
+    """How many array buffers the fused kernels of jit(fn) read (None off numba)."""
+    if xp.get_executor().name != "numba":
+        return None
+    args = [xp.asarray(a) for a in arrays]
+    jf = xp.jit(fn)
+    jf(*args)
+    return sum(len(set(r.positions.values())) for r in _compiled(jf, *args).regions)
+
+
+def _device(x):
+    return xp.get_executor().default_device()
+
+
+def test_creation_primitives_fuse_bit_for_bit(executor):
+    """full, iota, arange and eye are computed in the kernel from the element's index: one kernel,
+    and the created values themselves (stored outputs) equal the eager ones exactly."""
+    x = normal(40, 30, dtype=np.float32)
+
+    def f(x):
+        d = _device(x)
+        i0 = I.iota(xp.float32, (40, 30), 0, device=d)
+        i1 = I.iota(xp.int32, (40, 30), 1, device=d)
+        e = xp.eye(40, 30, k=2, dtype=xp.float32, device=d)
+        z = xp.full((40, 30), 0.5, dtype=xp.float32, device=d)
+        return x * i0 + xp.astype(i1, xp.float32) - e + z, i1, e
+
+    check(f, x, regions=1)
+    assert _buffers_read(f, x) in (None, 1)  # the kernel reads x only: nothing created is materialised
+    got = xp.jit(f)(xp.asarray(x))
+    want = on_numpy(f, xp.asarray(x))
+    for g, w in zip(got[1:], want[1:]):
+        assert np.array_equal(np.asarray(g), np.asarray(w))
+
+    n = 5000
+    v = normal(n)
+
+    def g(v):
+        d = _device(v)
+        r = xp.arange(3, 3 + 2 * n, 2, dtype=xp.int64, device=d)  # int: start + i * step
+        rf = xp.arange(-7.0, n - 7.0, dtype=xp.float32, device=d)  # float, exact step: fused
+        return v * xp.astype(r, xp.float64) + xp.astype(rf, xp.float64), r, rf
+
+    check(g, v, regions=1)
+    assert _buffers_read(g, v) in (None, 1)
+    for a, b in zip(xp.jit(g)(xp.asarray(v))[1:], on_numpy(g, xp.asarray(v))[1:]):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    # a float step whose products round (and linspace) run op by op on numba: their bits are NumPy's
+    h = lambda v: (v + xp.arange(0.0, n * 0.1, 0.1, device=_device(v))[:n],  # noqa: E731
+                   v * xp.linspace(0, 1, n, device=_device(v)))
+    out = check(h, v)
+    if xp.get_executor().name == "numba":
+        for a, b in zip(out, on_numpy(h, xp.asarray(v))):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+    # a 1-D iota against a reduction's block (rows and columns kernels read the flat index)
+    m = normal(40, 30)
+    check(lambda m: xp.sum(m * I.iota(xp.float64, (40, 30), 1, device=_device(m)), axis=0), m, regions=1)
+    check(lambda m: xp.max(m + I.iota(xp.float64, (40, 30), 0, device=_device(m)), axis=1), m, regions=1)
+
+
+def test_regions_of_creation_primitives_alone_run_op_by_op(executor):
+    # nothing is read: NumPy fills an array as fast as a kernel would, without compiling one
+    jf = xp.jit(lambda: (xp.zeros((64, 64), device=xp.get_executor().default_device()),
+                         I.iota(xp.int64, (64, 64), 1, device=xp.get_executor().default_device())))
+    got = jf()
+    assert np.array_equal(np.asarray(got[1]), np.broadcast_to(np.arange(64), (64, 64)))
+    assert not np.asarray(got[0]).any()
+    if xp.get_executor().name == "numba":
+        assert _compiled(jf).regions == []
 
 
 def test_non_contiguous_inputs(executor):
