@@ -117,8 +117,8 @@ def exp64(x):
     return x if x != x else y
 
 
-@njit(**_ENTRY)
-def expm1_64(x):
+@njit(**_INLINE)
+def _expm1_64(x):
     """exp(x) - 1 for float64 x (accurate near 0; ±0 and NaN returned as they are)."""
     k, r = _reduce_ln2(min(max(x, -60.0), 710.0))  # below -60 the result rounds to -1
     p = _expm1_poly(r)
@@ -128,11 +128,14 @@ def expm1_64(x):
     return x if (x != x) | (x == 0.0) else y
 
 
+expm1_64 = njit(**_ENTRY)(_expm1_64.py_func)  # tanh64 inlines it: one compile for tanh, not two
+
+
 @njit(**_ENTRY)
 def tanh64(x):
     """tanh(x) for float64 x, as u / (u + 2) with u = expm1(2|x|)."""
     ax = abs(x)
-    u = expm1_64(2.0 * min(ax, 20.0))  # tanh(x) rounds to ±1 beyond |x| = 19.1
+    u = _expm1_64(2.0 * min(ax, 20.0))  # tanh(x) rounds to ±1 beyond |x| = 19.1
     return x if x != x else math.copysign(u / (u + 2.0), x)
 
 
@@ -267,8 +270,8 @@ def exp32(x):
     return x if x != x else y
 
 
-@njit(**_ENTRY)
-def expm1_32(x):
+@njit(**_INLINE)
+def _expm1_32(x):
     """exp(x) - 1 for float32 x."""
     k, r = _reduce_ln2_f32(min(max(x, _F(-20.0)), _F(89.0)))  # below -17.4 the result rounds to -1
     p = _expm1_poly_f32(r)
@@ -278,11 +281,14 @@ def expm1_32(x):
     return x if (x != x) | (x == _ZERO_F) else y
 
 
+expm1_32 = njit(**_ENTRY)(_expm1_32.py_func)
+
+
 @njit(**_ENTRY)
 def tanh32(x):
     """tanh(x) for float32 x."""
     ax = abs(x)
-    u = expm1_32(_TWO_F * min(ax, _F(10.0)))  # tanh rounds to ±1 beyond |x| = 9.1
+    u = _expm1_32(_TWO_F * min(ax, _F(10.0)))  # tanh rounds to ±1 beyond |x| = 9.1
     return x if x != x else math.copysign(u / (u + _TWO_F), x)
 
 
