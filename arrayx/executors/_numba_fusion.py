@@ -16,6 +16,10 @@ or scalar (one element, passed by value: literals are cast to their operands' dt
 broadcast or a non-contiguous array is copied to full first.  Work items are (outer row, split
 of mid); ``mid`` runs in blocks whose values go to a small buffer folded by ``_numba_fold``
 (float sums accumulate in float64, var/std combine blocks with Chan's update: one pass).
+Kernels are compiled without fast-math flags: every operation rounds as it does eagerly (no
+contraction into fused multiply-adds), which keeps code that emulates exact arithmetic (the
+random module's float conversions) bit-identical under jit; the math functions they call keep
+their own flags.
 
 The generated source is built from this module's templates, primitive names of the table and
 dtype names only: values are named from positions (``a3``, ``v7``), literals are kernel
@@ -27,15 +31,15 @@ fused kernels (``ARRAYX_NUMBA_FUSED_KERNELS``), older ones are removed.
 """
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 import re
-import threading
 from typing import NamedTuple
 
 import numpy as np
 
+from arrayx.executors._numba_fused_run import (  # noqa: F401 (kernel_stats, _prune: used from here)
+    _FUSED, CACHE_MAX_KERNELS, RegionRunner, _inputs, _prune, kernel_stats,
+)
 from arrayx.transforms.graph import Equation, Graph, Literal, Var
 
 __all__ = ["FUSIBLE", "REDUCERS", "fuse", "regions_of", "kernel_stats", "CACHE_MAX_KERNELS"]
@@ -67,6 +71,10 @@ def _fusible_table() -> dict:
     table.update({name: FusedOp(_FLOAT, "same", expr) for name, expr in libm.items()})
     # where(cond, x1, x2): kinds are x1's; clip has its own expressions (see _clip_expr)
     table["where"] = table["select"] = FusedOp(_ALL, "same", "b if a else c")
+    # NumPy's shifts: a count outside [0, bits) gives 0 (right shift of a negative value: -1)
+    in_range = "(b >= T(0)) & (b < T({bits}))"
+    table["bitwise_left_shift"] = FusedOp("iu", "same", f"T(a << b) if {in_range} else T(0)")
+    table["bitwise_right_shift"] = FusedOp("iu", "same", f"T(a >> b) if {in_range} else (T(0) if a >= T(0) else T(-1))")
     return table
 
 
@@ -85,6 +93,8 @@ _CASTS = ("astype", "convert_element_type")
 _BROADCASTS = ("broadcast_to", "broadcast_in_dim")
 #: nullary creation primitives computed in the kernel from the element's flat index ``e``
 NULLARY = frozenset({"full", "iota", "arange", "eye"})
+#: creation primitives: a region of only these runs op by op (nothing is read; NumPy fills as fast)
+_CREATION = NULLARY | {"full_like"}
 
 # clip(x, lo, hi) as array-api-compat's (the NumPy executor's): with both bounds x is kept on
 # ties and a NaN bound gives NaN; with one bound it is maximum/minimum (NaN from either wins)
@@ -99,7 +109,6 @@ _CLIP = {
 FUSION_MIN_SIZE = 1 << 12
 PARALLEL_MIN_SIZE = 1 << 16
 _BLOCK = 1024  # values folded at a time (the fold buffer stays in L1)
-CACHE_MAX_KERNELS = int(os.environ.get("ARRAYX_NUMBA_FUSED_KERNELS", "512"))
 
 _COMPARISONS = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "isnan",
                           "logical_and", "logical_or", "logical_xor", "logical_not"})
@@ -181,6 +190,8 @@ def _fusible_shape(eqn, min_size: int):
         return shape
     if name in NULLARY:
         return shape if _nullary_fusible(eqn) else None
+    if name == "full_like":  # a constant of its operand's shape (the operand is not read)
+        return shape if eqn.params.get("fill_value") is not None and eqn.inputs[0].aval.shape == shape else None
     if name in _CASTS:
         src, dst = eqn.inputs[0].aval.dtype, out.dtype
         return shape if not (src.kind == "f" and dst.kind in "iu") else None  # that cast saturates
@@ -230,7 +241,7 @@ def regions_of(graph: Graph, min_size: int = FUSION_MIN_SIZE) -> list:
             del open_regions[region.shape]
             for v in list(region.values) + list(region.reduced):
                 owner.pop(v, None)
-            if all(e.prim.name in NULLARY for e in region.eqns):  # nothing read: NumPy fills as fast
+            if all(e.prim.name in _CREATION for e in region.eqns):  # nothing read: NumPy fills as fast
                 steps.extend(region.eqns)
             else:
                 steps.append(region)
@@ -279,7 +290,7 @@ _DTYPE_NAMES = "".join(f"T_{d} = np.{d if d != 'bool' else 'bool_'}\n" for d in 
 # An elementwise region with only full and scalar operands is one flat loop over elements w0 .. w1 - 1
 # (the smallest kernel: compile time grows with the code Numba types and LLVM optimises).
 _FLAT = '''
-@njit(cache=False, nogil=True, error_model="numpy", fastmath={{"contract"}})
+@njit(cache=False, nogil=True, error_model="numpy")
 def kernel(w0, w1{args}):
 {setup}
     for i in range(w1 - w0):
@@ -290,7 +301,7 @@ def kernel(w0, w1{args}):
 # ranges of them side by side (nogil: no parfors compile, no threading layer).  Rows (inner == 1) go in blocks through fold buffers;
 # columns (inner > 1) update one accumulator per column, vectorised across the columns.
 _KERNEL = '''
-@njit(cache=False, nogil=True, error_model="numpy", fastmath={{"contract"}})
+@njit(cache=False, nogil=True, error_model="numpy")
 def kernel(w0, w1, outer, mid, inner, step, nsplit{args}):
     for w in range(w0, w1):
         o = w // nsplit
@@ -403,7 +414,6 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
     """The kernel of ``region``: operands, body, stores and folds (see the module doc)."""
     shape = region.shape
     ndim = len(shape)
-    inside = set(region.values)
     operands: list[_Operand] = []
     index: dict = {}
     names: dict = {}  # Var -> the name of its value in the body
@@ -452,6 +462,9 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
         if name in _BROADCASTS:
             src = eqn.inputs[0]
             names[out] = names[src] if src.__class__ is Var and src in names else operand(src, _expanded(eqn))
+            continue
+        if name == "full_like":
+            names[out] = constant(eqn.params["fill_value"], dt)
             continue
         if name in NULLARY:
             expr = _nullary_expr(eqn, shape, constant)
@@ -629,238 +642,6 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
         branch = _COLUMNS.format(col_setup=_indent(col_setup, 8), col_slices=_indent(col_slices, 12),
                                  col_body=_indent(col_loads + body + col_stores, 16))
     return _module(_KERNEL.format(args="".join(", " + a for a in args), branch=branch))
-
-
-# -- kernels on disk ----------------------------------------------------------------------------------
-
-_stats_lock = threading.Lock()
-_loaded: dict[str, object] = {}  # stem -> dispatcher, this process
-
-
-def _kernel(source: str):
-    """The compiled kernel of ``source`` (its file named from the source's hash; see the module doc)."""
-    from arrayx.executors import _numba_kernels as K
-
-    stem = "fused_" + hashlib.sha256(source.encode()).hexdigest()[:24]
-    folder = K.cache_dir()
-    new = folder is not None and not (folder / f"{stem}.py").exists()
-    fn = K._cached(("fused", stem), lambda: (stem, source))
-    with _stats_lock:
-        _loaded[stem] = fn
-    if folder is not None:
-        if new:
-            _prune(folder)
-        else:
-            _touch(folder, stem)
-    return fn
-
-
-def _touch(folder, stem: str) -> None:
-    """Mark a kernel as used (its Numba index file: touching the source would invalidate it)."""
-    for p in folder.glob(f"{stem}.*.nbi"):
-        try:
-            os.utime(p)
-        except OSError:
-            pass
-
-
-def _prune(folder, keep: int | None = None) -> None:
-    """Remove the least recently used fused kernels beyond ``keep`` (CACHE_MAX_KERNELS)."""
-    keep = CACHE_MAX_KERNELS if keep is None else keep
-    try:
-        stems = {}
-        for p in folder.glob("fused_*"):
-            stem = p.name.split(".")[0]
-            stems[stem] = max(stems.get(stem, 0.0), p.stat().st_mtime)
-    except OSError:
-        return
-    if len(stems) <= keep:
-        return
-    for stem in sorted(stems, key=stems.__getitem__)[:len(stems) - keep]:
-        for p in folder.glob(f"{stem}.*"):
-            try:
-                p.unlink()
-            except OSError:
-                pass
-
-
-def kernel_stats() -> dict:
-    """{"kernels": fused kernels used by this process, "compiled": compiled here, "loaded": loaded
-    from the disk cache} (Numba's per-dispatcher counters)."""
-    with _stats_lock:
-        kernels = list(_loaded.values())
-    return {"kernels": len(kernels),
-            "compiled": sum(sum(k._cache_misses.values()) for k in kernels),
-            "loaded": sum(sum(k._cache_hits.values()) for k in kernels)}
-
-
-# -- running regions ------------------------------------------------------------------------------
-
-class _FusedRegionPrim:
-    """Stands in for a region in the lowered graph (``straight_line`` calls its runner)."""
-    name = "fused_region"
-    multiple_results = True
-    call_like = False
-    lowerings = {"*": lambda executor, params: params["runner"]}
-
-
-_FUSED = _FusedRegionPrim()
-
-
-def _combine(name: str, p, q, counts, mid: int, params: dict):
-    """A reduction's result over mid from its (outer, nsplit, inner) partials."""
-    if p.shape[1] == 1 and name not in ("mean", "var", "std"):
-        return p[:, 0, :]
-    if name == "sum":
-        return p.sum(axis=1)
-    if name == "mean":
-        return p.sum(axis=1) / mid
-    if name == "prod":
-        return p.prod(axis=1)
-    if name in ("max", "min"):
-        return (np.maximum if name == "max" else np.minimum).reduce(p, axis=1)
-    if name in ("any", "all"):
-        return p.any(axis=1) if name == "any" else p.all(axis=1)
-    mean = (p * counts).sum(axis=1) / mid  # var, std: the blocks' means and squared deviations
-    m2 = q.sum(axis=1) + (counts * (p - mean[:, None, :]) ** 2).sum(axis=1)
-    res = m2 / (mid - params.get("correction", 0.0))
-    return np.sqrt(res) if name == "std" else res
-
-
-class RegionRunner:
-    """Runs one region's kernel on buffers (see the module doc); op by op if Numba fails on it."""
-
-    def __init__(self, ex, region: Region, plan_: _Plan, donors: dict, fallback):
-        self.ex = ex
-        self.plan = plan_
-        self.shape = region.shape
-        self.donors = donors  # stored output index -> operand position whose buffer it may take
-        self.fallback = fallback
-        self.kernel = None  # the compiled kernel, on first call
-        self.failed: str | None = None
-        size = math.prod(region.shape)
-        self.threads = _threads() if ex.parallel and size >= ex.fusion_parallel_size else 1
-        ins = _inputs(plan_)
-        self.positions = {i: ins.index(op.var) for i, op in enumerate(plan_.operands)  # operand -> buffer position
-                          if op.var.__class__ is Var}
-        self.out_dtypes = [v.aval.dtype for v in plan_.stored]
-        self.red_dtypes = [v.aval.dtype for v, *_ in plan_.reductions]
-        outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
-        # work items: enough splits of mid for every thread, each at least ~8192 elements
-        nsplit = 1 if self.threads == 1 else max(1, min(mid, -(-4 * self.threads // outer), (mid * inner) // 8192 or 1))
-        self.step = -(-mid // nsplit)
-        self.nsplit = -(-mid // self.step)
-        self.items = size if plan_.flat else outer * self.nsplit  # what run_kernel splits among threads
-
-    @property
-    def source(self) -> str:
-        return self.plan.source
-
-    def run_kernel(self, kargs) -> None:
-        items = self.items
-        threads = min(self.threads, items)
-        if threads <= 1:
-            self.kernel(0, items, *kargs)
-            return
-        cuts = [items * t // threads for t in range(threads + 1)]
-        pool = _pool(threads)
-        futures = [pool.submit(self.kernel, cuts[t], cuts[t + 1], *kargs) for t in range(1, threads)]
-        self.kernel(cuts[0], cuts[1], *kargs)
-        for f in futures:
-            f.result()
-
-    def __call__(self, *bufs):
-        if self.failed is not None:
-            return self.fallback(*bufs)
-        plan_ = self.plan
-        shape = self.shape
-        args = []
-        for i, op in enumerate(plan_.operands):
-            if op.value is not None:
-                args.append(op.value)
-                continue
-            b = bufs[self.positions[i]]
-            if op.layout == "s":
-                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
-            elif op.layout == "k":
-                args.append(np.ascontiguousarray(b).reshape(-1))
-            else:
-                if b.shape != shape:
-                    b = np.broadcast_to(b if op.expand is None else b.reshape(op.expand), shape)
-                args.append(np.ascontiguousarray(b).reshape(-1))
-        outs = []
-        for k, dt in enumerate(self.out_dtypes):
-            donor = self.donors.get(k)
-            if donor is not None:
-                b = bufs[self.positions[donor]]
-                if b.__class__ is np.ndarray and b.flags.c_contiguous and b.flags.writeable and b.shape == shape:
-                    outs.append(b)
-                    continue
-            outs.append(np.empty(shape, dt))
-        step, nsplit = self.step, self.nsplit
-        parts = []
-        kargs = [*args, *(o.reshape(-1) for o in outs)]
-        if not plan_.flat:
-            kargs[:0] = [plan_.outer, plan_.mid, plan_.inner, step, nsplit]
-        for _, name, acc, _ in plan_.reductions:
-            p = np.empty((plan_.outer, nsplit, plan_.inner), acc)
-            q = np.empty_like(p) if name in ("var", "std") else None
-            parts.append((p, q))
-            kargs += [p] if q is None else [p, q]
-        try:
-            if self.kernel is None:
-                self.kernel = _kernel(plan_.source)
-                self.kernel(0, 0, *kargs)  # compiled here, not in a pool thread (no items run)
-            self.run_kernel(kargs)
-        except Exception as e:
-            from numba.core.errors import NumbaError
-
-            if not isinstance(e, NumbaError):
-                raise
-            first = str(e).strip().splitlines()
-            self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
-            self.ex.failed["fused region", "reduction" if plan_.reductions else "elementwise"] = self.failed
-            return self.fallback(*bufs)
-        results = list(outs)
-        if plan_.reductions:
-            counts = None
-            if any(name in ("var", "std") for _, name, _, _ in plan_.reductions):
-                starts = np.arange(nsplit) * step
-                counts = np.minimum(step, plan_.mid - starts).astype(np.float64).reshape(1, nsplit, 1)
-            for (v, name, _, params), (p, q), dt in zip(plan_.reductions, parts, self.red_dtypes):
-                r = _combine(name, p, q, counts, plan_.mid, params)
-                results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
-        return results
-
-
-_pool_lock = threading.Lock()
-_pools: dict = {}
-
-
-def _threads() -> int:
-    """Numba's thread count, without starting Numba's threading layer (~20 ms) just to read it."""
-    import numba
-    from numba.np.ufunc import parallel
-
-    return numba.get_num_threads() if parallel._is_initialized else numba.config.NUMBA_NUM_THREADS
-
-
-def _pool(threads: int):
-    """The thread pool running fused kernels side by side (one per thread count, made once)."""
-    pool = _pools.get(threads)
-    if pool is None:
-        with _pool_lock:
-            pool = _pools.get(threads)
-            if pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                pool = _pools[threads] = ThreadPoolExecutor(threads - 1, thread_name_prefix="arrayx-fused")
-    return pool
-
-
-def _inputs(plan_: _Plan) -> tuple:
-    """The region's input Vars, each once (a Var may be several operands: broadcast in two ways)."""
-    return tuple(dict.fromkeys(op.var for op in plan_.operands if op.var.__class__ is Var))
 
 
 def fuse(ex, graph: Graph):
