@@ -8,6 +8,7 @@ reductions' partials per (row, split) are combined here.  The cache keeps the ne
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import threading
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from arrayx.executors._numba_fusion import Region, _Plan
 
 CACHE_MAX_KERNELS = int(os.environ.get("ARRAYX_NUMBA_FUSED_KERNELS", "512"))
+#: ranges of work items per thread (1: one fixed share each); see RegionRunner.run_kernel
+CHUNKS_PER_THREAD = 4
 
 
 # -- kernels on disk ----------------------------------------------------------------------------------
@@ -154,10 +157,21 @@ class RegionRunner:
         if threads <= 1:
             self.kernel(0, items, *kargs)
             return
-        cuts = [items * t // threads for t in range(threads + 1)]
+        # ranges taken in turn by the calling thread and the pool's: a pool thread that starts
+        # late (a busy machine) leaves its share to the others instead of being waited for
+        chunks = min(items, threads * CHUNKS_PER_THREAD)
+        cuts = [items * c // chunks for c in range(chunks + 1)]
+        taken = itertools.count()  # next() is atomic under the GIL
+
+        def work():
+            for c in iter(taken.__next__, None):
+                if c >= chunks:
+                    return
+                self.kernel(cuts[c], cuts[c + 1], *kargs)
+
         pool = _pool(threads)
-        futures = [pool.submit(self.kernel, cuts[t], cuts[t + 1], *kargs) for t in range(1, threads)]
-        self.kernel(cuts[0], cuts[1], *kargs)
+        futures = [pool.submit(work) for _ in range(1, threads)]
+        work()
         for f in futures:
             f.result()
 
