@@ -13,6 +13,8 @@ Ratios are peer time / arrayx time, so >= 1 means arrayx is faster.  Rows:
   read x, write the result) against a STREAM triad (``a = b + s * c``, parallel Numba,
   preallocated, 24 bytes per element) measured in the same run, and NumPy's bandwidth on it;
 - ``var`` (``jit(lambda x: var(x))``, 1e7) and ``softmax`` (rows of 1000, 1e4 x 1e3) against jax.jit;
+- ``random.normal`` (float64, 1e7) under jit against ``jax.jit(jax.random.normal)`` (the same bits,
+  checked) and eager arrayx;
 - compile latency of one fused kernel: the first call of a jitted chain in a new process with
   an empty kernel cache (cold), with the cache the first process left (cached), and of another
   kernel (SELU) whose math functions that cache already holds (cold kernel), minus a warm call; Numba itself is imported and initialised before the clock starts (wall time, and the
@@ -113,6 +115,7 @@ def main() -> dict:
     ex.available()
     rng = np.random.default_rng(0)
     results: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+                     "load_average_at_start": round(os.getloadavg()[0], 2),
                      "threads": __import__("numba").get_num_threads(), "rows": []}
 
     def compare(name, fn, host, dtype, nb=None):
@@ -149,6 +152,24 @@ def main() -> dict:
         compare("var", lambda m, x: m.var(x), x, dtype)
         compare("softmax", softmax, x.reshape(-1, 1000), dtype)
 
+    # random numbers under jit: threefry and the float conversion in fused kernels, same bits as jax.random
+    key = ax.random.key(0)
+    k_ax = ax.asarray(np.asarray(key), device="numba")
+    for dtype in (np.float64,):
+        draw_ax = ax.jit(lambda k: ax.random.normal(k, (n,), dtype=dtype))
+        with jax.threefry_partitionable(True):
+            k_jx = jax.random.PRNGKey(0)
+            draw_jx = jax.jit(lambda k: jax.random.normal(k, (n,), dtype=dtype))
+            want = np.asarray(draw_jx(k_jx))
+            assert np.array_equal(np.asarray(draw_ax(k_ax)), want), "jit(random.normal) differs from jax.random"
+            t = best_times({"arrayx": lambda: draw_ax(k_ax), "jax.jit": lambda: draw_jx(k_jx).block_until_ready(),
+                            "arrayx eager": lambda: ax.random.normal(k_ax, (n,), dtype=dtype)})
+        row = {"function": "random.normal", "shape": [n], "dtype": np.dtype(dtype).name,
+               "ms": {k: round(v * 1e3, 3) for k, v in t.items()},
+               "speedup": {k: round(v / t["arrayx"], 2) for k, v in t.items() if k != "arrayx"}}
+        results["rows"].append(row)
+        print(json.dumps(row), flush=True)
+
     # bandwidth: the arithmetic chain against a STREAM triad, one run
     x = rng.standard_normal(n)
     a, b, c = np.empty(n), rng.standard_normal(n), rng.standard_normal(n)
@@ -166,6 +187,7 @@ def main() -> dict:
     bw["numpy_fraction_of_triad"] = round(bw["arith_numpy_GBps"] / triad_gbs, 3)
     print(json.dumps(bw), flush=True)
     results["compile_ms"] = compile_latency()
+    results["load_average_at_end"] = round(os.getloadavg()[0], 2)
     print(json.dumps(results["compile_ms"]), flush=True)
     return results
 
