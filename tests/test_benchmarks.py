@@ -86,6 +86,6 @@ def test_lax_bench_refuses_a_label_that_disagrees_with_its_peer():
 
     from benchmarks.bench_lax import agree
 
-    agree({"peer": lambda: np.ones(3), "arrayx[numpy]": lambda: np.ones(3) + 1e-6})
+    agree({"peer": lambda: np.ones(3) * 500, "arrayx[numpy]": lambda: np.ones(3) * 500 + np.array([0.0, 0.5, -0.5])})
     with pytest.raises(AssertionError, match="arrayx"):
         agree({"peer": lambda: np.ones(3), "arrayx[numpy]": lambda: np.zeros(3)})
