@@ -287,7 +287,11 @@ def _dynamic_bounds(fname, start, stop, step, n):
         start = 0
     if isinstance(stop, int) and not isinstance(start, Array):
         raise IndexError(f"{fname}: slice bounds must be ints or None, got {stop!r}")
-    size = _static_offset(start, stop) if isinstance(stop, Array) else None
+    size = None
+    if isinstance(stop, Array):
+        size = _static_offset(start, stop)
+        if size is None:
+            size = _shared_offset(start, stop)
     if size is None or not 0 <= size <= n:
         raise IndexError(
             f"{fname}: a slice with a traced start needs a stop of start + a static size "
@@ -297,11 +301,32 @@ def _dynamic_bounds(fname, start, stop, step, n):
     return start, size
 
 
+def _same_trace(a, b) -> bool:
+    trace = getattr(getattr(a, "_buf", None), "trace", None)
+    return trace is not None and trace is getattr(getattr(b, "_buf", None), "trace", None) and hasattr(a, "_inner")
+
+
+def _shared_offset(start, stop):
+    """``stop - start`` when every vmap member has the same one (eager vmap: values are known), else None."""
+    from arrayx.transforms.core import ConcretizationError
+
+    d = stop - start
+    if not hasattr(d, "_shared_host_value"):
+        return None
+    try:
+        return operator.index(d._shared_host_value("__getitem__").item())
+    except (ConcretizationError, TypeError):
+        return None
+
+
 def _static_offset(start, stop):
     """``k`` when the symbolic ``stop`` was computed as ``start + k`` (k a Python int), else None.
 
-    Reads the equation that produced ``stop`` in the staging trace that owns it.
+    Reads the equation that produced ``stop`` in the staging trace that owns it, one level
+    below any vmap/jvp trace that holds both bounds (jit of vmap).
     """
+    while _same_trace(start, stop) and stop._inner() is not None and start._inner() is not None:
+        start, stop = start._inner(), stop._inner()
     state = getattr(stop, "_buf", None)
     var = getattr(state, "var", None)
     trace = getattr(state, "trace", None)

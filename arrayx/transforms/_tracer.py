@@ -194,6 +194,11 @@ class Tracer(Array):
         """The value one level down (the primal of a JVP tracer), or None when there is none."""
         return None
 
+    def _shared_host_value(self, what: str) -> np.ndarray:
+        """The value every vmap member shares, as a NumPy array (slice sizes under vmap); raises
+        ConcretizationError when members differ or the value is only staged."""
+        return np.asarray(self._concrete(what))
+
     # -- attributes that need a concrete buffer ------------------------------------------
     @property
     def device(self):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
@@ -53,6 +55,20 @@ class BatchTracer(Tracer):
             f"{what}: the value is batched by vmap (it differs between batch members), so it has no single "
             f"Python value; use arrayx.where / arrayx.cond / arrayx.while_loop instead of Python control flow"
         )
+
+    def _shared_host_value(self, what: str):
+        """The member value when every member has the same one (eager vmap only: a staged value is unknown)."""
+        self._check_alive(what)
+        from arrayx.transforms.core import ConcretizationError
+
+        val, dim = self._buf.val, self._buf.dim
+        host = val._shared_host_value(what) if isinstance(val, Tracer) else np.asarray(val)
+        if host.shape[dim] == 0:
+            raise ConcretizationError(f"{what}: an empty batch has no member value")
+        first = np.take(host, 0, axis=dim)
+        if not (host == np.expand_dims(first, dim)).all():
+            raise ConcretizationError(f"{what}: the value differs between vmap's batch members")
+        return first
 
 
 def moveaxis_to(x, src: int | None, dst: int, size: int):

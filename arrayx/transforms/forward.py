@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.api.creation import asarray, zeros_like
@@ -52,6 +54,11 @@ class JVPTracer(Tracer):
         if isinstance(p, Tracer):
             return p._concrete(what)
         return p
+
+    def _shared_host_value(self, what: str):
+        self._check_alive(what)
+        p = self._buf.primal
+        return p._shared_host_value(what) if isinstance(p, Tracer) else np.asarray(p)
 
     # A Python number carries no tangent: the derivative would silently be zero.  bool() and
     # __index__ stay allowed (control flow on primal values; indices are not differentiated).

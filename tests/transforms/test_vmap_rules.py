@@ -204,3 +204,41 @@ def test_debug_callback_once_per_member_in_order(executor):
     seen.clear()
     ax.jit(ax.vmap(f, in_axes=(0, None)))(ax.asarray(xs), ax.asarray(10.0))
     assert seen == [(r.tolist(), 10.0) for r in xs]
+
+
+def test_eager_slice_with_batched_start(executor):
+    # x[i:i + 2] with a batched i, eagerly: the window size is the stop - start every member shares
+    starts = np.array([0, 2, 1])
+    _loop_check(lambda a, s: a[s:s + 2], X, starts)
+    _loop_check(lambda a, s: a[:, s:2 + s, 1], X[0], starts, in_axes=(None, 0))
+    _loop_check(lambda a, s: a[1, s:s + ax.asarray(3)], X, starts)  # a traced offset with one value
+    _loop_check(lambda a, s, v: a.at[s:s + 2, 1].set(v), X, starts, rng.standard_normal((3, 2, 4)))
+    # a window past the end clamps its start, as dynamic_slice and jax.lax.dynamic_slice do
+    jax = pytest.importorskip("jax")
+    late = np.array([3, 0, 4])
+    got = np.asarray(ax.vmap(lambda a, s: a[s:s + 2])(ax.asarray(X[:, :, 0, 0]), ax.asarray(late)))
+    want = jax.vmap(lambda a, s: jax.lax.dynamic_slice(a, (s,), (2,)))(X[:, :, 0, 0], late)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6)
+    np.testing.assert_allclose(got[0], X[0, 2:4, 0, 0], rtol=1e-12)
+
+
+def test_eager_slice_with_batched_start_sizes_that_differ_raise(executor):
+    with pytest.raises(IndexError, match="static size"):
+        ax.vmap(lambda a, s: a[s:2 * s])(ax.asarray(X), ax.asarray(np.array([1, 2, 3])))
+
+
+def test_grad_of_vmap_with_batched_slice_start(executor):
+    starts = np.array([0, 2, 1])
+    a = X[:, :, 0, 0]
+
+    def loss(xs):
+        return ax.sum(ax.vmap(lambda x, s: x[s:s + 2] ** 2)(xs, ax.asarray(starts)))
+
+    want = np.zeros_like(a)
+    for b, s in enumerate(starts):
+        want[b, s:s + 2] = 2 * a[b, s:s + 2]
+    np.testing.assert_allclose(np.asarray(ax.grad(loss)(ax.asarray(a))), want, rtol=1e-12)
+    per_member = ax.vmap(ax.grad(lambda x, s: ax.sum(x[s:s + 2] ** 2)))(ax.asarray(a), ax.asarray(starts))
+    np.testing.assert_allclose(np.asarray(per_member), want, rtol=1e-12)
+    jitted = ax.jit(ax.vmap(lambda x, s: x[s:s + 2]))(ax.asarray(a), ax.asarray(starts))
+    np.testing.assert_allclose(np.asarray(jitted), np.stack([a[b, s:s + 2] for b, s in enumerate(starts)]))
