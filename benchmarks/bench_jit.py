@@ -23,34 +23,22 @@ import pathlib
 import platform
 import sys
 import time
-import timeit
 
-import numpy as np
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's arrayx
 
-import arrayx as ax
+import numpy as np  # noqa: E402
+
+import arrayx as ax  # noqa: E402
+from benchmarks import _models  # noqa: E402
+from benchmarks._harness import block as _block  # noqa: E402
+from benchmarks._models import logreg_loss, mlp_xent_loss as mlp_loss  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 REPEAT = 3 if QUICK else 7
 
 
-def _block(out):
-    for leaf in ax.pytree.leaves(out):
-        buf = leaf._buf if isinstance(leaf, ax.Array) else leaf
-        if hasattr(buf, "block_until_ready"):
-            buf.block_until_ready()
-    return out
-
-
 def interleaved(fns: dict, number: int) -> dict:
-    """Best seconds per call of each function, timed in alternation."""
-    for fn in fns.values():
-        _block(fn())
-    best = {k: float("inf") for k in fns}
-    for _ in range(REPEAT):
-        for k, fn in fns.items():
-            t = min(timeit.repeat(lambda: _block(fn()), number=number, repeat=1)) / number
-            best[k] = min(best[k], t)
-    return best
+    return _models.interleaved(fns, number=number, repeat=REPEAT)
 
 
 # -- the functions, written once against a namespace m (arrayx or jax.numpy) ------------------------
@@ -64,29 +52,9 @@ def chain6(m, x):
     return m.sqrt(m.abs(m.sin(x) * 2.0 + m.cos(x)) + 1.0) - x
 
 
-def logreg_loss(m, w, x, y):
-    z = x @ w
-    return m.mean(m.log(1.0 + m.exp(-z * y)))
-
-
-def mlp_loss(m, params, x, y):
-    h = x
-    for w, b in params[:-1]:
-        h = m.tanh(h @ w + b)
-    w, b = params[-1]
-    logits = h @ w + b
-    top = m.max(logits, axis=1, keepdims=True)
-    logp = logits - top - m.log(m.sum(m.exp(logits - top), axis=1, keepdims=True))
-    return -m.mean(m.sum(logp * y, axis=1))
-
-
-def _models(rng, dtype):
-    lx = rng.standard_normal((10000, 100)).astype(dtype)
-    lw = (rng.standard_normal(100) * 0.1).astype(dtype)
-    ly = np.sign(rng.standard_normal(10000)).astype(dtype)
-    sizes = [784, 512, 512, 10]
-    params = [((rng.standard_normal((a, b)) / np.sqrt(a)).astype(dtype), np.zeros(b, dtype))
-              for a, b in zip(sizes[:-1], sizes[1:])]
+def _bench_data(rng, dtype):
+    lw, lx, ly = _models.logreg_data(rng, dtype=dtype)
+    params = _models.mlp_params(rng, dtype=dtype)
     mx = rng.standard_normal((256, 784)).astype(dtype)
     my = np.eye(10, dtype=dtype)[rng.integers(0, 10, 256)]
     return (lw, lx, ly), (params, mx, my)
@@ -111,7 +79,7 @@ def bench_jax(rows):
                 t = interleaved({"arrayx": lambda: fa(xa), "jax": lambda: fj(xj)}, number=5 if n > 10**6 else 20)
                 rows.append({"case": f"jax {name} {n:.0e} float32", "arrayx_s": t["arrayx"], "jax_s": t["jax"],
                              "ratio_jax_over_arrayx": t["jax"] / t["arrayx"], "goal": ">= 0.95"})
-        (lw, lx, ly), (params, mx, my) = _models(rng, np.float32)
+        (lw, lx, ly), (params, mx, my) = _bench_data(rng, np.float32)
         for name, loss, args in (("logreg 10000x100", logreg_loss, (lw, lx, ly)),
                                  ("mlp 784-512-512-10 batch 256", mlp_loss, (params, mx, my))):
             a_args = _to(args, ax.asarray)
@@ -125,7 +93,7 @@ def bench_jax(rows):
 
 def bench_numpy(rows):
     rng = np.random.default_rng(1)
-    (lw, lx, ly), (params, mx, my) = _models(rng, np.float64)
+    (lw, lx, ly), (params, mx, my) = _bench_data(rng, np.float64)
     with ax.use_executor("numpy"):
         for name, loss, args in (("logreg 10000x100", logreg_loss, (lw, lx, ly)),
                                  ("mlp 784-512-512-10 batch 256", mlp_loss, (params, mx, my))):
@@ -154,7 +122,7 @@ def bench_numpy(rows):
 
 def bench_compile_time(rows):
     rng = np.random.default_rng(2)
-    _, (params, mx, my) = _models(rng, np.float32)
+    _, (params, mx, my) = _bench_data(rng, np.float32)
 
     def step(params, x, y):
         g = ax.grad(lambda p: mlp_loss(ax, p, x, y))(params)
@@ -223,7 +191,7 @@ def workloads(quick: bool = False) -> dict:
                 fa = ax.jit(lambda x, f=f: f(ax, x))
                 row[f"arrayx[{e}] jit"] = lambda fa=fa, xa=xa: block(fa(xa))
             out[f"{name} {n:.0e} float32"] = row
-    (lw, lx, ly), _ = _models(rng, np.float32)
+    (lw, lx, ly), _ = _bench_data(rng, np.float32)
     row = {}
     if installed("jax"):  # tracing + compiling a fresh function each call: what a new shape or function costs
         import jax

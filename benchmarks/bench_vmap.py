@@ -22,73 +22,40 @@ import json
 import pathlib
 import platform
 import sys
-import timeit
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's arrayx
 
 import numpy as np  # noqa: E402
 
 import arrayx as ax  # noqa: E402
+from benchmarks import _models  # noqa: E402
+from benchmarks._models import MLP_SIZES as SIZES, mlp_params, mlp_squared_loss as mlp_loss  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 REPEAT = 3 if QUICK else 5
 
 
-def _block(out):
-    for leaf in ax.pytree.leaves(out):
-        buf = leaf._buf if isinstance(leaf, ax.Array) else leaf
-        if hasattr(buf, "block_until_ready"):
-            buf.block_until_ready()
-    return out
-
-
 def interleaved(fns: dict, number: int = 1) -> dict:
-    """Best seconds per call of each function, timed in alternation."""
-    for fn in fns.values():
-        _block(fn())
-    best = {k: float("inf") for k in fns}
-    for _ in range(REPEAT):
-        for k, fn in fns.items():
-            t = timeit.timeit(lambda: _block(fn()), number=number) / number
-            best[k] = min(best[k], t)
-    return best
+    return _models.interleaved(fns, number=number, repeat=REPEAT)
 
 
 # -- per-example gradients --------------------------------------------------------------------------
 
-SIZES = (784, 512, 512, 10)
 BATCH = 128
 
 
-def mlp_params(rng, dtype=np.float32):
-    out = {}
-    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
-        out[f"w{i}"] = (rng.standard_normal((a, b)) / np.sqrt(a)).astype(dtype)
-        out[f"b{i}"] = np.zeros(b, dtype)
-    return out
-
-
-def mlp_loss(m, p, x, y):
-    h = x
-    for i in range(len(SIZES) - 2):
-        h = m.tanh(h @ p[f"w{i}"] + p[f"b{i}"])
-    out = h @ p[f"w{len(SIZES) - 2}"] + p[f"b{len(SIZES) - 2}"]
-    return m.sum((out - y) ** 2)
-
-
-def numpy_per_example(p, x, y):
-    """Hand-written backprop, batched over examples: one gradient per row of x."""
+def numpy_per_example(params, x, y):
+    """Hand-written backprop, batched over examples: one gradient per row of x, as [(gw, gb), ...]."""
     hs = [x]
-    for i in range(len(SIZES) - 2):
-        hs.append(np.tanh(hs[-1] @ p[f"w{i}"] + p[f"b{i}"]))
-    last = len(SIZES) - 2
-    delta = 2 * (hs[-1] @ p[f"w{last}"] + p[f"b{last}"] - y)  # (B, out)
-    grads = {}
-    for i in range(last, -1, -1):
-        grads[f"w{i}"] = hs[i][:, :, None] * delta[:, None, :]
-        grads[f"b{i}"] = delta
+    for w, b in params[:-1]:
+        hs.append(np.tanh(hs[-1] @ w + b))
+    w, b = params[-1]
+    delta = 2 * (hs[-1] @ w + b - y)  # (B, out)
+    grads = [None] * len(params)
+    for i in range(len(params) - 1, -1, -1):
+        grads[i] = (hs[i][:, :, None] * delta[:, None, :], delta)
         if i:
-            delta = (delta @ p[f"w{i}"].T) * (1 - hs[i] ** 2)
+            delta = (delta @ params[i][0].T) * (1 - hs[i] ** 2)
     return grads
 
 
@@ -112,8 +79,8 @@ def per_example_rows():
     jax_vg = jax.jit(jax.vmap(jax.grad(lambda q, a, b: mlp_loss(jnp, q, a, b)), in_axes=(None, 0, 0)))
     # the same values: checked once
     got, want = vg(pa, xa, ya), numpy_per_example(p, x, y)
-    for k in p:
-        np.testing.assert_allclose(np.asarray(got[k]), want[k], rtol=2e-3, atol=2e-4)
+    for g, w in zip(ax.pytree.leaves(got), ax.pytree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=2e-3, atol=2e-4)
     t = interleaved({
         "arrayx vmap(grad), numpy executor": lambda: vg(pa, xa, ya),
         "hand-written NumPy batched backprop": lambda: numpy_per_example(p, x, y),

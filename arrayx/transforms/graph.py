@@ -28,7 +28,7 @@ import numpy as np
 from arrayx.transforms.core import Primitive
 from arrayx.transforms._tracer import ShapeDtypeStruct, short_dtype
 
-__all__ = ["Var", "Literal", "Equation", "Graph", "GraphTypeError", "dce", "eval_graph", "typecheck"]
+__all__ = ["Var", "Literal", "Equation", "Graph", "GraphTypeError", "cse", "dce", "eval_graph", "typecheck"]
 
 
 class Var:
@@ -126,6 +126,56 @@ def dce(graph: Graph) -> Graph:
     consts = [(v, c) for v, c in zip(graph.constvars, graph.consts) if v in live]
     return Graph(graph.inputs, [v for v, _ in consts], [c for _, c in consts], kept, graph.outputs,
                  device=graph.device)
+
+
+def cse(graph: Graph) -> Graph:
+    """``graph`` with each repeated equation (same primitive, operands and params) computed once.
+
+    User code repeats itself (``logits - top`` twice in a log-softmax) and so do rules (one
+    ``broadcast_to`` per use); the repeats cost a pass over memory each.  Equations with effects,
+    with sub-graphs or with unhashable params are left alone; ``empty`` (``full`` with no fill) too,
+    since two of them are two distinct buffers.
+    """
+    seen: dict = {}
+    renamed: dict = {}
+    kept = []
+    for eqn in graph.equations:
+        inputs = tuple(renamed.get(a, a) if a.__class__ is Var else a for a in eqn.inputs)
+        if inputs != eqn.inputs:
+            eqn = Equation(eqn.prim, inputs, eqn.params, eqn.outputs)
+        key = _cse_key(eqn)
+        if key is not None:
+            earlier = seen.get(key)
+            if earlier is not None:
+                renamed.update(zip(eqn.outputs, earlier))
+                continue
+            seen[key] = eqn.outputs
+        kept.append(eqn)
+    outputs = [renamed.get(o, o) if o.__class__ is Var else o for o in graph.outputs]
+    return Graph(graph.inputs, graph.constvars, graph.consts, kept, outputs, device=graph.device)
+
+
+def _cse_key(eqn: Equation):
+    """What makes two equations compute the same value, or None when they must both run."""
+    if has_effects(eqn) or eqn.params.get("fill_value", 0) is None:
+        return None
+    atoms = []
+    for a in eqn.inputs:
+        if a.__class__ is Var:
+            atoms.append(a)
+        elif a is None or a.value is None:
+            atoms.append(None)
+        else:
+            v = np.asarray(a.value)
+            atoms.append((v.dtype.str, v.tobytes(), type(a.value)))
+    try:
+        params = tuple(eqn.params.items())
+        hash(params)
+    except TypeError:
+        return None
+    if any(_graphs_in(v) for _, v in params):
+        return None
+    return (eqn.prim, tuple(atoms), params)
 
 
 def has_effects(eqn: Equation) -> bool:

@@ -39,7 +39,7 @@ from arrayx.executors.base import get_executor
 from arrayx.transforms import nan_checks as _nan_checks
 from arrayx.transforms.core import _TRACE, CallPrimitive, bind_with
 from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
-from arrayx.transforms.graph import Graph, Literal, Var, dce
+from arrayx.transforms.graph import Graph, Literal, Var, cse, dce
 from arrayx.transforms.staging import StagingTrace, StagingTracer, _as_output
 
 __all__ = ["jit", "disable_jit", "JitFunction", "call_p", "compiled_for"]
@@ -504,7 +504,7 @@ class JitFunction:
         finally:
             _TRACE.reset(token)
             out_leaves = trace.finish(out_leaves)
-        graph = dce(trace.to_graph(list(trace.inputs), out_leaves))  # effects (debug callbacks) are kept
+        graph = dce(cse(trace.to_graph(list(trace.inputs), out_leaves)))  # effects (debug callbacks) are kept
         # closure conversion: captured tracers (of enclosing transforms) become leading inputs
         captured = [i for i, c in enumerate(graph.consts) if isinstance(c, Tracer)]
         consts: tuple = ()

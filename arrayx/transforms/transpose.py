@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from arrayx import pytree
-from arrayx.api.creation import eye, ones_like, zeros, zeros_like
+from arrayx.api.creation import eye, ones, zeros, zeros_like
 from arrayx.api.data_types import astype
 from arrayx.api.manipulation import moveaxis, reshape
 from arrayx.transforms._tracer import UndefinedPrimal
@@ -218,7 +218,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
                 f"grad: the function must return a real floating-point scalar, got dtype {y.dtype}"
                 + ("; for complex outputs pass holomorphic=True or take real()/abs()" if y.dtype.kind == "c" else "")
             )
-        cts_in = iter(backward_pass(lin.graph, [ones_like(y)]))
+        # the seed depends on y's dtype only, so jit's DCE can drop what computed y's value
+        cts_in = iter(backward_pass(lin.graph, [ones((), dtype=y.dtype, device=y.device)]))
         cts = []
         for p, has in zip(leaves, lin.has_tangent):
             c = next(cts_in) if has else None

@@ -24,6 +24,53 @@ def test_dead_code_is_eliminated_from_jit_graphs(executor):
                                rtol=1e-12)
 
 
+def test_repeated_equations_are_computed_once(executor):
+    def log_softmax(z):
+        top = ax.max(z, axis=-1, keepdims=True)
+        return z - top - ax.log(ax.sum(ax.exp(z - top), axis=-1, keepdims=True))
+
+    z = np.array([[0.5, -1.0, 2.0], [3.0, 0.0, 1.0]])
+    jitted = ax.jit(log_softmax)
+    names = _names(jitted.trace(ax.asarray(z)).graph)
+    assert names.count("subtract") == 2 and names.count("broadcast_to") == 2, names  # z - top once
+    want = z - z.max(-1, keepdims=True)
+    want = want - np.log(np.exp(want).sum(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(jitted(ax.asarray(z))), want, rtol=1e-12)
+    # equal operands but different params, or different literals, stay apart
+    g = ax.jit(lambda x: (ax.sum(x, axis=0), ax.sum(x, axis=1), x + 1.0, x + 2.0))
+    assert _names(g.trace(ax.asarray(z)).graph) == ["sum", "sum", "add", "add"]
+    outs = g(ax.asarray(z))
+    for got, want in zip(outs, (z.sum(0), z.sum(1), z + 1, z + 2)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+
+
+def test_repeated_effects_and_empty_buffers_are_kept(executor):
+    seen = []
+
+    def f(x):
+        ax.debug.callback(lambda v: seen.append(float(v.sum())), x)
+        ax.debug.callback(lambda v: seen.append(float(v.sum())), x)
+        return ax.empty(2), ax.empty(2)
+
+    graph = ax.jit(f).trace(ax.ones(2)).graph
+    assert _names(graph).count("debug_callback") == 2 and _names(graph).count("full") == 2
+    ax.jit(f)(ax.asarray([1.0, 2.0]))
+    assert seen == [3.0, 3.0]
+
+
+def test_jit_grad_does_not_compute_the_loss_value(executor):
+    # the cotangent seed depends on the loss's dtype only: log and mean of the forward pass are dead
+    def loss(w, x):
+        return ax.mean(ax.log(1.0 + ax.exp(x @ w)))
+
+    w, x = np.array([0.5, -0.25]), np.array([[1.0, 2.0], [0.5, -1.0], [2.0, 0.0]])
+    g = ax.jit(ax.grad(loss))
+    names = _names(g.trace(ax.asarray(w), ax.asarray(x)).graph)
+    assert "log" not in names and "mean" not in names, names
+    s = 1 / (1 + np.exp(-(x @ w)))
+    np.testing.assert_allclose(np.asarray(g(ax.asarray(w), ax.asarray(x))), x.T @ s / 3, rtol=1e-12)
+
+
 def test_effects_survive_dead_code_elimination(executor):
     seen = []
 
