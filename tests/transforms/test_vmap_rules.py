@@ -242,3 +242,14 @@ def test_grad_of_vmap_with_batched_slice_start(executor):
     np.testing.assert_allclose(np.asarray(per_member), want, rtol=1e-12)
     jitted = ax.jit(ax.vmap(lambda x, s: x[s:s + 2]))(ax.asarray(a), ax.asarray(starts))
     np.testing.assert_allclose(np.asarray(jitted), np.stack([a[b, s:s + 2] for b, s in enumerate(starts)]))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_matrix_times_batched_vectors_is_one_batch_major_product(executor, axis):
+    # A @ v per member is V @ A.T: one GEMM whose result is already batch-major (per-example backprop)
+    a, v = rng.standard_normal((5, 4)), rng.standard_normal((3, 4))
+    vs = v if axis == 0 else v.T
+    _loop_check(lambda m, w: m @ w, a, vs, in_axes=(None, axis))
+    graph = ax.make_graph(ax.vmap(lambda m, w: m @ w, in_axes=(None, axis)))(ax.asarray(a), ax.asarray(vs))
+    names = [e.prim.name for e in graph.equations]
+    assert names.count("matmul") == 1 and "moveaxis" not in names[names.index("matmul"):], names

@@ -582,8 +582,8 @@ def _matmul_batch(vals, dims):
     # a stack of matrix-vector products): the per-example layers of vmap(grad(mlp))
     if r1 == 1 and d2 is None and r2 <= 2:
         return la.matmul_p.bind(to_front(x1, d1), x2), 0
-    if r2 == 1 and d1 is None and r1 == 2:
-        return la.matmul_p.bind(x1, ax.moveaxis(x2, d2, -1)), 1
+    if r2 == 1 and d1 is None and r1 == 2:  # A @ v per member: V @ A.T, batch-major like V (no transposed result)
+        return la.matmul_p.bind(to_front(x2, d2), ax.matrix_transpose(x1)), 0
     if d1 is not None:
         x1 = to_front(x1, d1)
     if d2 is not None:
