@@ -19,6 +19,7 @@ result waited for.  float32 throughout except the Jacobians (float64).  Rows:
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import platform
 import sys
@@ -166,11 +167,14 @@ def linalg_rows():
 
 
 def main():
+    load_before = os.getloadavg()
     rows = [per_example_rows(), jacobian_rows(), linalg_rows()]
     for r in rows:
         print(json.dumps(r, indent=1))
     out = pathlib.Path(__file__).parent / "results" / "vmap.json"
     out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
+                               "command": "nice python benchmarks/bench_vmap.py" + (" --quick" if QUICK else ""),
+                               "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
                                "quick": QUICK, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
 

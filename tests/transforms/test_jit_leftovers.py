@@ -157,3 +157,27 @@ def test_grad_of_fori_loop_and_hessian_through_scan(executor):
     hj = jax.hessian(lambda x: jnp.sum(lax.scan(lambda c, xi: (c * jnp.sin(xi), c), 1.0, x)[1]))(
         jnp.array([0.2, 0.5, 0.9]))
     np.testing.assert_allclose(np.asarray(h), np.asarray(hj), rtol=1e-11, atol=1e-13)
+
+
+def test_jax_executor_lowers_to_the_same_hlo_as_jax_jit():
+    # arrayx.jit on jax must add nothing XLA has to run (no converts, copies or weak-type casts)
+    jax = pytest.importorskip("jax")
+    import re
+
+    def selu(m, x):
+        return 1.0507009873554805 * m.where(x > 0, x, 1.6732632423543772 * (m.exp(x) - 1.0))
+
+    xn = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
+    with ax.use_executor("jax"):
+        xa = ax.asarray(xn)
+    fa = ax.jit(lambda x: selu(ax, x))
+    graph = fa.trace(xa).graph
+    mine = jax.jit(ax.executors.get("jax").lower(graph)).lower(xa._buf).as_text()
+    theirs = jax.jit(lambda x: selu(jax.numpy, x)).lower(xn).as_text()
+
+    def body(text):  # the ops, without the module's name and the result's pytree label
+        return [re.sub(r"\{jax\.result_info = [^}]*\}", "", line).strip() for line in text.splitlines()
+                if "stablehlo." in line or "call @" in line]
+
+    assert body(mine) == body(theirs)
+    np.testing.assert_allclose(np.asarray(fa(xa)), np.asarray(jax.jit(lambda x: selu(jax.numpy, x))(xn)), rtol=1e-6)
