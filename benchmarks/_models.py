@@ -5,24 +5,16 @@ of a comparison computes the same function.  Parameters are lists of ``(w, b)`` 
 """
 from __future__ import annotations
 
-import timeit
-
 import numpy as np
 
-from benchmarks._harness import block
+from benchmarks._harness import block, interleaved_best
 
 MLP_SIZES = (784, 512, 512, 10)
 
 
 def interleaved(fns: dict, number: int = 1, repeat: int = 5) -> dict:
-    """Best seconds per call of each function, timed in alternation (A, B, A, B, ...)."""
-    for fn in fns.values():
-        block(fn())
-    best = {k: float("inf") for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            best[k] = min(best[k], timeit.timeit(lambda fn=fn: block(fn()), number=number) / number)
-    return best
+    """Best seconds per call of each function (waited for), ``repeat`` rotating rounds of ``number`` calls."""
+    return interleaved_best({k: (lambda fn=fn: block(fn())) for k, fn in fns.items()}, rounds=repeat, repeat=number)
 
 
 def mlp_params(rng, sizes=MLP_SIZES, dtype=np.float32) -> list:
