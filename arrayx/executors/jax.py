@@ -110,8 +110,8 @@ def _linalg_nan_where_failed(name):
 # of reciprocal(-0.36+3.4e38j) underflowed to +0, not -0); the other elements stay XLA's
 
 _COMPLEX_SPECIAL = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "divide", "exp", "expm1",
-                    "log", "log1p", "log2", "log10", "pow", "reciprocal", "sign", "sin", "sinh", "sqrt", "tan",
-                    "tanh")
+                    "log", "log1p", "log2", "log10", "pow", "reciprocal", "sign", "sin", "sinh", "sqrt", "square",
+                    "tan", "tanh")
 
 
 def _flush_subnormals(a: np.ndarray) -> np.ndarray:
@@ -250,25 +250,53 @@ class _Jitted:
     tracing ever needs a concrete value, the primitive falls back to eager for good.
     """
 
-    __slots__ = ("fn", "by_params", "eager")
+    __slots__ = ("fn", "jitted", "eager")
 
     def __init__(self, fn):
         self.fn = fn
-        self.by_params: dict = {}
+        self.jitted = None
         self.eager = False
 
     def __call__(self, *bufs, **params):
         if self.eager:
             return self.fn(*bufs, **params)
-        names = tuple(params)
-        jitted = self.by_params.get(names)
-        if jitted is None:
-            jitted = self.by_params[names] = _jax.jit(self.fn, static_argnames=names)
+        if self.jitted is None:
+            fn = self.fn
+            self.jitted = _jax.jit(lambda *bufs, params: fn(*bufs, **params.values), static_argnames=("params",))
         try:
-            return jitted(*bufs, **params)
+            return self.jitted(*bufs, params=_StaticParams(params))
         except _NEEDS_CONCRETE:
             self.eager = True
             return self.fn(*bufs, **params)
+
+
+class _StaticParams:
+    """A primitive's params as one static argument of ``jax.jit``, equal only when every value is
+    the same bit for bit: Python's ``-0.0 == 0.0`` and ``True == 1`` would let ``jit``'s cache hand
+    ``full((), -0.0)`` the program compiled for ``0.0``."""
+
+    __slots__ = ("values", "key")
+
+    def __init__(self, values: dict):
+        self.values = values
+        self.key = tuple((k, _exact(v)) for k, v in values.items())
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, _StaticParams) and self.key == other.key
+
+
+def _exact(v):
+    """A hashable form of a param that tells apart what ``==`` confuses (signed zeros, bool/int/float)."""
+    if isinstance(v, (float, np.floating)):
+        return type(v), float(v).hex()
+    if isinstance(v, (complex, np.complexfloating)):
+        return type(v), complex(v).real.hex(), complex(v).imag.hex()
+    if isinstance(v, tuple):
+        return tuple, tuple(_exact(e) for e in v)
+    return type(v), v
 
 
 _jax = None  # the jax module, set by JaxExecutor._load

@@ -17,7 +17,7 @@ PARTS = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, INF, -INF, NAN]
 GRID = np.array([complex(a, b) for a in PARTS for b in PARTS])
 
 UNARY = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1", "log",
-         "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh"]
+         "log1p", "log2", "log10", "sin", "sinh", "sqrt", "square", "tan", "tanh"]
 
 
 def _same_part(got, want):
@@ -202,3 +202,12 @@ def test_complex_results_that_underflow_keep_the_sign_of_their_zero(executor):
     assert np.signbit(want[0].real) and want[0].real == 0
     _assert_same_complex(xp.reciprocal(xp.asarray(z)), want, z)
     _assert_same_complex(1 / xp.asarray(z), want, z)
+
+
+def test_square_of_overflowing_and_underflowing_complex_matches_numpy(executor):
+    # the differential suite's reproducers (seed 3): jax gave 0+infj and -0-0j
+    m, t = np.finfo(np.float64).max, np.finfo(np.float64).smallest_normal
+    z = np.array([complex(-m, -m), complex(0.0, -t), complex(m, t), complex(t, t), complex(-m, 0.5)])
+    with xp.use_executor("numpy"):
+        want = np.asarray(xp.square(xp.asarray(z)))
+    _assert_same_complex(xp.square(xp.asarray(z)), want, z)
