@@ -357,6 +357,17 @@ def _sum_from_plus_zero(name):
     return impl
 
 
+def _prod(x, **params):
+    """NumPy's complex product starts from 1+0j, so one element a+bi gives (a*1 - b*0) + (a*0 + b*1)i:
+    nan+0j becomes nan+nanj; XLA returns a lone element as it is."""
+    out = jnp.prod(x, **params)
+    if out.dtype.kind != "c":
+        return out
+    re, im = out.real, out.imag
+    zero = jnp.zeros((), re.dtype)
+    return _jax.lax.complex(re - im * zero, re * zero + im)
+
+
 def _plus_zero(out):
     """``out + 0`` in IEEE arithmetic (-0 becomes +0), written so that XLA cannot simplify it away."""
     if out.dtype.kind == "f":
@@ -407,6 +418,7 @@ class JaxExecutor(Executor):
         "remainder": _remainder,
         "abs": _abs,
         **{name: _sum_from_plus_zero(name) for name in ("sum", "mean", "matmul", "tensordot", "vecdot")},
+        "prod": _prod,
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
         "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
