@@ -20,7 +20,7 @@ Implementations:
   smaller arrays), written into the accumulator in place; select/scatter take one comparison and
   one masked copy (add) per window offset;
 - jax: ``jax.lax.reduce_window`` (XLA's reduce-window) and the same select/scatter in jax.numpy
-  (``.at[].add``), fused by XLA under jit;
+  (the scatter's strided placement as interior padding), fused by XLA under jit;
 - dask: the host implementation per block, with the windowed axes in one chunk each.
 """
 from __future__ import annotations
@@ -158,7 +158,17 @@ def _add_at_inplace(buf, key, value):
 
 
 def _add_at_jax(buf, key, value):
-    return buf.at[key].add(value)
+    """``buf`` plus ``value`` placed at the strided slices ``key``: a padding with holes (interior
+    padding), which XLA fuses into the sum; ``.at[].add`` would be a serial XLA scatter on CPU."""
+    import jax
+
+    if value.size == 0:
+        return buf
+    config = []
+    for sl, n, m in zip(key, buf.shape, value.shape):
+        start, _, step = sl.indices(n)
+        config.append((start, n - start - (m - 1) * step - 1, step - 1))
+    return buf + jax.lax.pad(value, np.zeros((), dtype=value.dtype), config)
 
 
 def _scatter_host(m, reduce, add_at, x, ct, **params):
