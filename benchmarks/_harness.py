@@ -26,18 +26,25 @@ def block(out):
     return out
 
 
-def interleaved_best(fns: dict, rounds: int, repeat: int) -> dict:
+def interleaved_best(fns: dict, rounds: int, repeat: int, pause_s: float = 0.1) -> dict:
     """Best seconds per call of each label: ``rounds`` rounds, each label timed ``repeat`` times per
-    round, the order rotating every round so each label follows each other label (on a shared
-    machine load hits all alike, and one library's idle worker threads never tax only its successor)."""
+    round, in a shuffled order per round (seeded) so no label always follows the same one, with a
+    pause between labels so the previous library's spinning worker threads (BLAS, Numba, XLA) go
+    idle before the next is timed; on a shared machine load hits all alike."""
+    import random
     import time
 
     for fn in fns.values():
         fn()  # warm up: compile, fill caches
     labels = list(fns)
     best = {k: float("inf") for k in labels}
+    order = random.Random(0)
     for r in range(rounds):
-        for k in labels[r % len(labels):] + labels[: r % len(labels)]:
+        this_round = labels[r % len(labels):] + labels[: r % len(labels)]  # each label opens a round
+        rest = this_round[1:]
+        order.shuffle(rest)
+        for k in this_round[:1] + rest:
+            time.sleep(pause_s)
             for _ in range(repeat):
                 t0 = time.perf_counter()
                 fns[k]()

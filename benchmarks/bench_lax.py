@@ -5,8 +5,8 @@ Run:  nice python benchmarks/bench_lax.py [--quick]
       benchmarks/results/lax_quick.json)
       or, in the runner with the other benches:  nice python -m benchmarks --only lax [--quick] --tag lax
 
-Side by side in one process, float32, each workload's labels timed in interleaved rounds whose
-order rotates (so every label follows every other; best time kept):
+Side by side in one process, float32, each workload's labels timed in interleaved rounds (a
+shuffled order per round, a pause between labels; best time kept):
 
 - ``conv_general_dilated``, NCHW 32x64x56x56 input, 64->64 3x3 filters, stride 1, SAME: forward,
   and forward+backward (the gradient of ``sum(conv(x, w) * g)`` for both operands), on the numpy
