@@ -50,3 +50,27 @@ def interleaved_best(fns: dict, rounds: int, repeat: int, pause_s: float = 0.1) 
                 fns[k]()
                 best[k] = min(best[k], time.perf_counter() - t0)
     return best
+
+
+def run_record(quick: bool, rounds: int, repeat: int, load_before: tuple, rows: list, **extra) -> dict:
+    """A bench file's JSON: the machine, the settings, the load average before and after, the rows."""
+    import os
+    import platform
+    import sys
+
+    return {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "python": sys.version.split()[0], **extra, "quick": quick, "rounds": rounds,
+            "repeats per round": repeat, "load average before (1, 5, 15 min)": load_before,
+            "load average after (1, 5, 15 min)": os.getloadavg(), "rows": rows}
+
+
+def write_results(stem: str, quick: bool, result: dict):
+    """``benchmarks/results/<stem>.json`` (``<stem>_quick.json`` for a quick run); returns the path."""
+    import json
+    import pathlib
+
+    out = pathlib.Path(__file__).parent / "results" / (f"{stem}_quick.json" if quick else f"{stem}.json")
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+    return out

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import platform
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's arrayx
@@ -40,12 +39,15 @@ def _data(batch: int):
     return images, labels, params
 
 
-def _loss(lib, conv, max_pool, log_softmax, one_hot):
+def cnn_loss(lib, conv, max_pool, log_softmax, one_hot):
+    """conv -> bias -> relu -> max_pool 2x2 -> dense -> log_softmax cross-entropy in the library ``lib``
+    (channels and classes read from the params); tests/test_cnn.py trains the same model."""
     def loss(params, images, labels):
-        h = conv(images, params["conv"], (1, 1), "SAME") + lib.reshape(params["bias"], (1, 16, 1, 1))
+        channels, classes = params["bias"].shape[0], params["dense"].shape[1]
+        h = conv(images, params["conv"], (1, 1), "SAME") + lib.reshape(params["bias"], (1, channels, 1, 1))
         h = max_pool(lib.maximum(h, 0.0))
         logits = lib.reshape(h, (h.shape[0], -1)) @ params["dense"]
-        return -lib.mean(lib.sum(one_hot(labels, 10) * log_softmax(logits), axis=-1))
+        return -lib.mean(lib.sum(one_hot(labels, classes) * log_softmax(logits), axis=-1))
 
     return loss
 
@@ -67,12 +69,12 @@ def workloads(quick: bool) -> dict:
 
     batch = 16 if quick else 64
     images, labels, params = _data(batch)
-    jloss = _loss(jnp, jax.lax.conv, lambda h: jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
+    jloss = cnn_loss(jnp, jax.lax.conv, lambda h: jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
                                                                      (1, 1, 2, 2), "VALID"),
                   jax.nn.log_softmax, lambda y, n: jax.nn.one_hot(y, n, dtype=jnp.float32))
     jstep = jax.jit(_step(jax.value_and_grad(jloss), jax.tree.map))
     jargs = (jax.tree.map(jnp.asarray, params), jnp.asarray(images), jnp.asarray(labels))
-    aloss = _loss(ax, ax.lax.conv, lambda h: ax.lax.max_pool(h, (2, 2)), ax.nn.log_softmax,
+    aloss = cnn_loss(ax, ax.lax.conv, lambda h: ax.lax.max_pool(h, (2, 2)), ax.nn.log_softmax,
                   lambda y, n: ax.nn.one_hot(y, n, dtype=ax.float32))
     astep = ax.jit(_step(ax.value_and_grad(aloss), ax.pytree.map))
     fns = {"jax": lambda: block(jstep(*jargs))}
@@ -86,7 +88,7 @@ def workloads(quick: bool) -> dict:
 def main(quick: bool = False) -> dict:
     import jax
 
-    from benchmarks._harness import interleaved_best
+    from benchmarks._harness import interleaved_best, run_record
     from benchmarks.bench_lax import agree
 
     load_before = os.getloadavg()
@@ -100,16 +102,10 @@ def main(quick: bool = False) -> dict:
                  "peer ms": times["jax"] * 1e3, "speed vs peer": times["jax"] / times[label]}
             rows.append(r)
             print(json.dumps(r), flush=True)
-    return {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "python": sys.version.split()[0], "jax": jax.__version__, "quick": quick, "rounds": rounds,
-            "repeats per round": repeat, "load average before (1, 5, 15 min)": load_before,
-            "load average after (1, 5, 15 min)": os.getloadavg(), "rows": rows}
+    return run_record(quick, rounds, repeat, load_before, rows, jax=jax.__version__)
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    result = main(quick=quick)
-    out = pathlib.Path(__file__).parent / "results" / ("cnn_quick.json" if quick else "cnn.json")
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    from benchmarks._harness import write_results
+
+    write_results("cnn", "--quick" in sys.argv, main(quick="--quick" in sys.argv))

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import platform
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's arrayx
@@ -124,7 +123,7 @@ def agree(fns: dict, rtol: float = 2e-3) -> None:
 def main(quick: bool = False) -> dict:
     import jax
 
-    from benchmarks._harness import interleaved_best
+    from benchmarks._harness import interleaved_best, run_record
 
     load_before = os.getloadavg()
     rounds, repeat = (3, 1) if quick else (6, 2)
@@ -140,16 +139,10 @@ def main(quick: bool = False) -> dict:
                  "goal (speed vs peer)": goal}
             rows.append(r)
             print(json.dumps(r), flush=True)
-    return {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "python": sys.version.split()[0], "jax": jax.__version__, "batch": 8 if quick else 32, "quick": quick,
-            "rounds": rounds, "repeats per round": repeat, "load average before (1, 5, 15 min)": load_before,
-            "load average after (1, 5, 15 min)": os.getloadavg(), "rows": rows}
+    return run_record(quick, rounds, repeat, load_before, rows, jax=jax.__version__, batch=8 if quick else 32)
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    result = main(quick=quick)
-    out = pathlib.Path(__file__).parent / "results" / ("lax_quick.json" if quick else "lax.json")
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    from benchmarks._harness import write_results
+
+    write_results("lax", "--quick" in sys.argv, main(quick="--quick" in sys.argv))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
+from benchmarks.bench_cnn import cnn_loss as _loss  # the model the CNN benchmark times
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -27,16 +28,6 @@ def _data():
         "dense": (rng.normal(size=(4 * 4 * 4, 3)) * 0.2).astype(np.float32),
     }
     return images, labels, params
-
-
-def _loss(lib, lax_conv, max_pool, log_softmax, one_hot):
-    def loss(params, images, labels):
-        h = lax_conv(images, params["conv"], (1, 1), "SAME") + lib.reshape(params["bias"], (1, 4, 1, 1))
-        h = max_pool(lib.maximum(h, 0.0))
-        logits = lib.reshape(h, (h.shape[0], -1)) @ params["dense"]
-        return -lib.mean(lib.sum(one_hot(labels, 3) * log_softmax(logits), axis=-1))
-
-    return loss
 
 
 def _sgd(tree_map):
