@@ -52,7 +52,7 @@ OK, DEVIATION, OPEN, DIFFERS, ERROR, GAP, UNLISTED_GAP, NA = (
 SEVERITY = {NA: 0, OK: 1, DEVIATION: 2, GAP: 3, OPEN: 4, UNLISTED_GAP: 5, DIFFERS: 6, ERROR: 7}
 KEEP_FAILURES = 3
 #: comparison classes from strictest to loosest: grad sums products, so it takes at least "reduction"
-_TOLERANCE_ORDER = ("exact", "elementwise", "reduction", "fft", "linalg")
+_TOLERANCE_ORDER = ("exact", "unique", "elementwise", "reduction", "fft", "linalg")
 
 
 class NotApplicable(Exception):

@@ -177,6 +177,19 @@ def _complex_special(name, fn=None):
     return impl
 
 
+def _atan2(x1, x2):
+    """``atan2`` of operands whose subnormals are made zeros of their sign first.
+
+    XLA's atan2 reads a subnormal operand as zero in some of its steps and not in others
+    (atan2(1.5e-323, -0.5) gave -pi, atan2(1.5e-323, 1e-308) pi/2); flushed first, the result is
+    NumPy's for those zeros, as everywhere else on XLA:CPU (the jax-flushes-subnormals deviation).
+    """
+    if _XLA_FLUSHES:
+        x1, x2 = (jnp.where(jnp.abs(x) < jnp.finfo(x.dtype).smallest_normal, jnp.copysign(jnp.zeros((), x.dtype), x), x)
+                  if jnp.issubdtype(x.dtype, jnp.floating) else x for x in (x1, x2))
+    return jnp.arctan2(x1, x2)
+
+
 def _on_host(obj) -> bool:
     try:
         return obj.__dlpack_device__()[0] == 1  # kDLCPU
@@ -417,6 +430,7 @@ class JaxExecutor(Executor):
         "floor_divide": _floor_divide,
         "remainder": _remainder,
         "abs": _abs,
+        "atan2": _atan2,
         **{name: _sum_from_plus_zero(name) for name in ("sum", "mean", "matmul", "tensordot", "vecdot")},
         "prod": _prod,
         "any": _truth_reduction("any"),

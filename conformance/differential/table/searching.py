@@ -36,7 +36,7 @@ def _isin(draw, fn):
 
 SIGNATURES.update(where=_where, searchsorted=_searchsorted, isin=_isin)
 
-# every entry is compared exactly: results are positions, counts, and elements picked or sorted
+# every entry is compared exactly (unique: up to the sign of its zero): results are positions, counts, and elements picked or sorted
 for _name in ("argmax", "argmin"):
     add(_name, "unary", "real numeric", kw=("axis", "keepdims"), tolerance="exact")
 add("count_nonzero", "unary", "any", kw=("axes", "keepdims"), tolerance="exact")
@@ -44,8 +44,9 @@ add("nonzero", "unary1", "any", tolerance="exact")
 add("searchsorted", "searchsorted", "real numeric", "moderate", kw=("side",), tolerance="exact")
 add("where", "where", "any", tolerance="exact")
 add("isin", "isin", "real numeric", kw=("invert",), tolerance="exact")
+# unique: +0 and -0 are one element, and the standard leaves to the implementation which one stands for it
 for _name in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
-    add(_name, "unary", "real numeric", tolerance="exact")
+    add(_name, "unary", "real numeric", tolerance="unique")
 # argsort stays stable (the default): the order of ties is unspecified otherwise
 add("argsort", "unary", "real numeric", kw=("axis_int", "descending"), tolerance="exact")
 add("sort", "unary", "real numeric", kw=("axis_int", "descending", "stable"), tolerance="exact")
