@@ -564,6 +564,17 @@ def _stand_in(buf):
     return np.zeros(shape, buf.dtype)
 
 
+def _prod(x, *, axis, dtype, keepdims):
+    """NumPy's product of one complex element z is (1+0j) * z (inf+0j gives inf+nanj); Dask's chunk
+    and combine steps each multiply by 1+0j (nan+nanj), so a product over one element is that product."""
+    out = _compat.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
+    if out.dtype.kind != "c" or not all(x.shape[a] == 1 for a in axes):  # an unknown (nan) length is not 1
+        return out
+    one = x.astype(out.dtype) * (1 + 0j)
+    return one if keepdims or not axes else da.squeeze(one, axis=axes)
+
+
 def _empty_on_host(prim, native):
     from arrayx.executors.base import get
 
@@ -605,6 +616,7 @@ class DaskExecutor(Executor):
         "slice_update": _slice_update,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
+        "prod": _prod,
         "reshape": _reshape,
         "repeat": _repeat,
         "diff": _diff,

@@ -217,8 +217,6 @@ def test_square_of_overflowing_and_underflowing_complex_matches_numpy(executor):
                                     lambda x: xp.prod(x, axis=(), dtype=xp.complex64)], ids=["axis=()", "length-1", "to-c64"])
 def test_prod_of_one_complex_element_starts_from_one(executor, reduce):
     # NumPy multiplies by 1+0j: nan+0j -> nan+nanj, inf+0j -> inf+nanj (differential seed 3: jax kept nan+0j)
-    if executor == "dask":
-        pytest.xfail("open: Dask multiplies chunk partials by 1+0j again (inf+0j -> nan+nanj, -0-0j -> +0+0j)")
     z = np.array([complex(NAN, 0), complex(INF, 0), complex(0, INF), complex(-0.0, -0.0), complex(2, 3), complex(NAN, NAN)])
     with xp.use_executor("numpy"):
         want = np.asarray(reduce(xp.asarray(z)))
