@@ -58,6 +58,7 @@ import numpy as np
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
 from arrayx.executors.base import Device, Executor
+from arrayx.transforms._keys import exact_key
 
 _INDEX = np.dtype("int64")
 
@@ -292,24 +293,13 @@ class _StaticParams:
 
     def __init__(self, values: dict):
         self.values = values
-        self.key = tuple((k, _exact(v)) for k, v in values.items())
+        self.key = tuple((k, exact_key(v)) for k, v in values.items())
 
     def __hash__(self):
         return hash(self.key)
 
     def __eq__(self, other):
         return isinstance(other, _StaticParams) and self.key == other.key
-
-
-def _exact(v):
-    """A hashable form of a param that tells apart what ``==`` confuses (signed zeros, bool/int/float)."""
-    if isinstance(v, (float, np.floating)):
-        return type(v), float(v).hex()
-    if isinstance(v, (complex, np.complexfloating)):
-        return type(v), complex(v).real.hex(), complex(v).imag.hex()
-    if isinstance(v, tuple):
-        return tuple, tuple(_exact(e) for e in v)
-    return type(v), v
 
 
 _jax = None  # the jax module, set by JaxExecutor._load

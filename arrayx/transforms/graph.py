@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from arrayx.transforms.core import Primitive
+from arrayx.transforms._keys import exact_key
 from arrayx.transforms._tracer import ShapeDtypeStruct, short_dtype
 
 __all__ = ["Var", "Literal", "Equation", "Graph", "GraphTypeError", "cse", "dce", "eval_graph", "typecheck"]
@@ -168,12 +169,12 @@ def _cse_key(eqn: Equation):
         else:
             v = np.asarray(a.value)
             atoms.append((v.dtype.str, v.tobytes(), type(a.value)))
+    if any(_graphs_in(v) for v in eqn.params.values()):
+        return None
     try:
-        params = tuple(eqn.params.items())
+        params = tuple((k, exact_key(v)) for k, v in eqn.params.items())
         hash(params)
     except TypeError:
-        return None
-    if any(_graphs_in(v) for _, v in params):
         return None
     return (eqn.prim, tuple(atoms), params)
 

@@ -44,6 +44,16 @@ def test_repeated_equations_are_computed_once(executor):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 
 
+def test_params_equal_only_by_python_equality_stay_apart(executor):
+    # -0.0 == 0.0 and True == 1 in Python: CSE must not merge full((), -0.0) into full((), 0.0)
+    g = ax.jit(lambda: (ax.full((2,), -0.0), ax.full((2,), 0.0), ax.full((2,), 1), ax.full((2,), True)))
+    assert _names(g.trace().graph).count("full") == 4
+    neg, pos, one, true = g()
+    np.testing.assert_array_equal(np.signbit(np.asarray(neg)), [True, True])
+    np.testing.assert_array_equal(np.signbit(np.asarray(pos)), [False, False])
+    assert np.asarray(one).dtype.kind == "i" and np.asarray(true).dtype == np.bool_
+
+
 def test_repeated_effects_and_empty_buffers_are_kept(executor):
     seen = []
 
