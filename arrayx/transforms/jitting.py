@@ -37,6 +37,7 @@ from arrayx.api._array import Array
 from arrayx.executors import base as _base
 from arrayx.executors.base import get_executor
 from arrayx.transforms import nan_checks as _nan_checks
+from arrayx.transforms._keys import exact_key
 from arrayx.transforms.core import _TRACE, CallPrimitive, bind_with
 from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
 from arrayx.transforms.graph import Graph, Literal, Var, cse, dce
@@ -413,14 +414,16 @@ class JitFunction:
                 if ex is None and x.__class__ is Array:
                     ex = x._ex
             elif isinstance(x, _PY_SCALARS):
-                sig.append((type(x), x))  # weakly typed: a constant of the graph
+                sig.append((type(x), x, exact_key(x)))  # weakly typed: a constant of the graph; -0.0 is not 0.0
             else:
                 raise TypeError(
                     f"jit({getattr(self.fun, '__name__', 'f')}): arguments must be arrayx arrays, Python scalars or "
                     f"pytrees of them, got {type(x).__name__}; convert it with arrayx.asarray(...) or mark it "
                     f"static with static_argnums/static_argnames"
                 )
-        return (statics, static_kw, tree, tuple(sig), ex, get_executor(), donated), ex
+        exact_statics = tuple((i, v, exact_key(v)) for i, v in statics)  # static -0.0 and 0.0 stage apart
+        exact_kw = tuple((k, v, exact_key(v)) for k, v in static_kw)
+        return (exact_statics, exact_kw, tree, tuple(sig), ex, get_executor(), donated), ex
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -191,3 +191,11 @@ def test_jax_executor_lowers_to_the_same_hlo_as_jax_jit():
 
     assert body(mine) == body(theirs)
     np.testing.assert_allclose(np.asarray(fa(xa)), np.asarray(jax.jit(lambda x: selu(jax.numpy, x))(xn)), rtol=1e-6)
+
+
+def test_python_scalars_that_differ_only_in_the_sign_of_zero_stage_apart(executor):
+    # a Python scalar argument is a constant of the graph, keyed bit for bit: -0.0 after 0.0 stages again
+    x = ax.asarray([1.0, 2.0])
+    for jitted in (ax.jit(lambda x, s: x * s), ax.jit(lambda x, s: x * s, static_argnums=1)):
+        np.testing.assert_array_equal(np.signbit(np.asarray(jitted(x, 0.0))), [False, False])
+        np.testing.assert_array_equal(np.signbit(np.asarray(jitted(x, -0.0))), [True, True])
