@@ -2,7 +2,8 @@
 
     python -m conformance [--quick] [--executors numpy,jax] [--functions sin,linalg.inv,random.*]
                           [--transforms eager,jit,vmap,grad] [--max-examples N] [--output DIR]
-                          [--array-api-tests PATH] [--seed N] [--no-progress]
+                          [--array-api-tests PATH] [--seed N] [--no-progress] [--shard K/N]
+    python -m conformance --merge PART.json ... [--output DIR] [--array-api-tests PATH]
 
 runs the parity matrix (``matrix.py``: every function of the standard, the operators, linalg, fft
 and the PRNG, each eagerly and under ``jit``, ``vmap`` and ``grad``, on every available executor,
@@ -12,7 +13,9 @@ a local checkout per executor (``official.py``) and folds its counts in, then pr
 table and writes ``DIR/conformance.json`` and a self-contained ``DIR/conformance.html`` (a
 filterable, colour-coded function x executor x transform matrix; a red cell opens its failing
 inputs and both results).  ``--quick`` draws one example per function and transform and keeps
-the PRNG rows of ``matrix.QUICK_RANDOM`` (under ten minutes on two cores).  Exit status 1 when a cell is DIFFERS, ERROR or GAP! (an unlisted gap).
+the PRNG rows of ``matrix.QUICK_RANDOM`` (under ten minutes on two cores).  ``--shard K/N`` runs
+every N-th row starting at row K (one process per core); ``--merge`` joins the parts' JSON files
+into one report, as if one process had run them.  Exit status 1 when a cell is DIFFERS, ERROR or GAP! (an unlisted gap).
 """
 from __future__ import annotations
 
@@ -205,11 +208,23 @@ def main(argv=None) -> int:
     p.add_argument("--official-max-examples", type=int, default=10, help="--max-examples of the official suite")
     p.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: fixed per row, repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--shard", default=None, metavar="K/N", help="run every N-th row starting at row K (0 <= K < N)")
+    p.add_argument("--merge", nargs="+", default=None, metavar="PART",
+                   help="join the conformance.json files of shards (same executors, transforms, examples, seed) and exit")
     args = p.parse_args(argv)
+    if args.merge:
+        try:
+            data = merge([json.loads(pathlib.Path(f).read_text()) for f in args.merge])
+        except ValueError as e:
+            p.error(str(e))
+        data["command"] = "python -m conformance " + " ".join(sys.argv[1:] if argv is None else argv)
+        if args.array_api_tests:
+            data["official"] = run_official(args.array_api_tests, data["executors"], args.official_max_examples)
+        return _write(data, pathlib.Path(args.output))
 
     import arrayx
     from arrayx.executors import base as _base
-    from conformance import capabilities, html, matrix
+    from conformance import capabilities, matrix
 
     exs = args.executors.split(",") if args.executors else [n for n in _base.registered() if _base.get(n).available()]
     for ex in exs:
@@ -226,6 +241,12 @@ def main(argv=None) -> int:
         names = select([fn.name for fn in matrix.entries(quick=args.quick and not args.functions)], args.functions)
     except ValueError as e:
         p.error(str(e))
+    if args.shard:
+        try:
+            k, of = shard(args.shard)
+        except ValueError as e:
+            p.error(str(e))
+        names = names[k::of]
     n = args.max_examples or (QUICK_EXAMPLES if args.quick else DEFAULT_EXAMPLES)
 
     from conformance.differential.runner import keep_jax_programs_on_disk
@@ -249,7 +270,7 @@ def main(argv=None) -> int:
         "arrayx": arrayx.__version__, "machine": platform.platform(), "python": platform.python_version(),
         # folders are named, not spelled out: a report must not carry this machine's paths
         "settings": {k: ("(set)" if k.endswith("_DIR") else v) for k, v in sorted(os.environ.items()) if k.startswith("ARRAYX_")},
-        "max_examples": n, "quick": args.quick, "seed": args.seed,
+        "max_examples": n, "quick": args.quick, "seed": args.seed, "shard": args.shard,
         "executors": exs, "transforms": list(transforms),
         "unavailable": {name: _base.get(name).unavailable_reason for name in _base.registered()
                         if not _base.get(name).available()},
@@ -263,7 +284,72 @@ def main(argv=None) -> int:
         data["official"] = run_official(args.array_api_tests, exs, args.official_max_examples)
     else:
         data["official"] = stored_official(exs)
-    out = pathlib.Path(args.output)
+    return _write(data, pathlib.Path(args.output))
+
+
+def shard(spec: str) -> tuple[int, int]:
+    """``"K/N"`` as ``(K, N)``; ValueError naming the option for anything else."""
+    try:
+        k, of = (int(v) for v in spec.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard: expected K/N with integers, e.g. 0/2; got {spec!r}") from None
+    if not (of >= 1 and 0 <= k < of):
+        raise ValueError(f"--shard: need 0 <= K < N; got {spec!r}")
+    return k, of
+
+
+#: what every part of a merge must share: rows drawn under other settings are other measurements
+_SAME_IN_EVERY_PART = ("schema", "executors", "transforms", "max_examples", "quick", "seed")
+
+
+def merge(parts: list[dict]) -> dict:
+    """The shards' reports as one report: their rows in the table's order, summary, capabilities and
+    duration recomputed.  ValueError when the parts differ in a setting or share a row."""
+    from conformance import capabilities
+
+    first = parts[0]
+    for i, part in enumerate(parts[1:], 1):
+        for key in _SAME_IN_EVERY_PART:
+            if part.get(key) != first.get(key):
+                raise ValueError(f"--merge: part {i} has {key}={part.get(key)!r}, part 0 has {first.get(key)!r}")
+    seen: dict[str, int] = {}
+    for i, part in enumerate(parts):
+        for r in part["rows"]:
+            if r["function"] in seen:
+                raise ValueError(f"--merge: row {r['function']!r} is in part {seen[r['function']]} and part {i}")
+            seen[r["function"]] = i
+    rows = sorted((r for part in parts for r in part["rows"]), key=_row_position(parts))
+    exs, transforms = first["executors"], tuple(first["transforms"])
+    data = {k: v for k, v in first.items() if k not in ("rows", "summary", "official")}
+    data.update({
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "shard": None, "merged": [p.get("shard") for p in parts], "rows": rows,
+        "capabilities": capabilities.table(exs, sorted({r["standard_name"] for r in rows})),
+        "duration_s": round(sum(p["duration_s"] for p in parts), 1),
+        "summary": summarise(rows, exs, transforms),
+        "official": next((p["official"] for p in parts if p.get("official")), {}),
+    })
+    return data
+
+
+def _row_position(parts: list[dict]):
+    """Where each row stood in the run the shards were cut from (part K/N holds rows K, K+N, ...);
+    the function table's order for parts that are not shards of one run."""
+    specs = [p.get("shard") for p in parts]
+    if all(specs) and len({s.split("/")[1] for s in specs}) == 1:
+        place = {r["function"]: i * int(s.split("/")[1]) + int(s.split("/")[0])
+                 for p, s in zip(parts, specs) for i, r in enumerate(p["rows"])}
+    else:
+        from conformance import matrix
+
+        place = {name: i for i, name in enumerate(fn.name for fn in matrix.entries())}
+    return lambda row: place.get(row["function"], len(place))
+
+
+def _write(data: dict, out: pathlib.Path) -> int:
+    """``conformance.json`` and ``.html`` under ``out``, the summary printed; the exit status."""
+    from conformance import html
+
     out.mkdir(parents=True, exist_ok=True)
     (out / "conformance.json").write_text(json.dumps(data, indent=1) + "\n")
     (out / "conformance.html").write_text(html.render(data))

@@ -191,6 +191,48 @@ def test_unknown_rows_and_transforms_are_refused():
         assert out.returncode == 2 and words in out.stderr, out.stderr
 
 
+def _cells(data: dict) -> dict:
+    """What a run measured, without its timings."""
+    return {(r["function"], t, e): (c["status"], c["examples"], c["disagreements"])
+            for r in data["rows"] for t, per in r["cells"].items() for e, c in per.items()}
+
+
+def test_shards_merged_are_the_whole_run(tmp_path, capsys):
+    common = ["--functions", "negative,abs,floor,random.bits", "--max-examples", "1", "--no-progress",
+              "--executors", "numpy,numba" if _base.get("numba").available() else "numpy"]
+    paths = {}
+    for label, extra in (("whole", []), ("s0", ["--shard", "0/2"]), ("s1", ["--shard", "1/2"])):
+        cli.main(common + extra + ["--output", str(tmp_path / label)])
+        paths[label] = tmp_path / label / "conformance.json"
+    parts = [json.loads(paths[k].read_text()) for k in ("s0", "s1")]
+    assert [r["function"] for r in parts[0]["rows"]] == ["negative", "floor"]  # every 2nd row from row 0
+    assert [r["function"] for r in parts[1]["rows"]] == ["abs", "random.bits"]
+    cli.main(["--merge", str(paths["s1"]), str(paths["s0"]), "--output", str(tmp_path / "merged")])
+    whole, merged = (json.loads((tmp_path / k / "conformance.json").read_text()) for k in ("whole", "merged"))
+    validate(merged, SCHEMA)
+    assert [r["function"] for r in merged["rows"]] == [r["function"] for r in whole["rows"]]  # the table's order
+    assert _cells(merged) == _cells(whole) and merged["summary"] == whole["summary"]
+    assert merged["capabilities"] == whole["capabilities"] and merged["merged"] == ["1/2", "0/2"]
+    assert merged["duration_s"] == round(parts[0]["duration_s"] + parts[1]["duration_s"], 1)
+
+
+def test_a_merge_of_parts_that_do_not_fit_is_refused(tmp_path):
+    out = tmp_path / "a"
+    cli.main(["--functions", "negative", "--max-examples", "1", "--no-progress", "--executors", "numpy", "--output", str(out)])
+    part = json.loads((out / "conformance.json").read_text())
+    other = tmp_path / "b.json"
+    for changed, words in (({**part, "max_examples": 2}, "part 1 has max_examples=2"),
+                           (part, "row 'negative' is in part 0 and part 1")):
+        other.write_text(json.dumps(changed))
+        got = subprocess.run([sys.executable, "-m", "conformance", "--merge", str(out / "conformance.json"), str(other)],
+                             capture_output=True, text=True, cwd=HERE.parent, timeout=300)
+        assert got.returncode == 2 and words in got.stderr, got.stderr
+    for spec in ("2/2", "x/2", "1"):
+        with pytest.raises(ValueError, match="--shard"):
+            cli.shard(spec)
+    assert cli.shard("1/3") == (1, 3)
+
+
 def _browser() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         if shutil.which(name):
