@@ -32,13 +32,14 @@ def _getitem(draw, fn):
     index = []
     for n in x.values.shape[: draw(st.integers(0, x.values.ndim))]:
         choice = draw(st.integers(0, 3))
+        if choice == 2:  # a new axis uses none of x's: the entry for axis n follows it
+            index.append(None)
+            choice = draw(st.sampled_from([0, 1, 3]))
         if choice == 0 and n:
             index.append(draw(st.integers(-n, n - 1)))
         elif choice == 1:
             index.append(slice(draw(st.one_of(st.none(), st.integers(-4, 4))), draw(st.one_of(st.none(), st.integers(-4, 4))),
                                draw(st.sampled_from([None, 1, 2, -1, -2]))))
-        elif choice == 2:
-            index.append(None)
         else:
             index.append(slice(None))
     if draw(st.booleans()):
