@@ -86,6 +86,47 @@ def test_conv_vmap_and_jit(executor, case):
     np.testing.assert_allclose(to_numpy(got), ref[0][0], rtol=1e-11, atol=1e-12)
 
 
+# name -> (lhs shape, rhs shape, keyword arguments): three images, so that blocks of two leave a partial one
+BLOCKED_CONVS = {
+    "groups_strided_dilated": ((3, 4, 9, 8), (6, 2, 3, 2), dict(window_strides=(2, 1), padding=((-3, 1), (1, -1)),
+                                                                 lhs_dilation=(2, 1), rhs_dilation=(1, 2),
+                                                                 feature_group_count=2)),
+    "nhwc_same": ((3, 7, 6, 4), (3, 3, 4, 5), dict(window_strides=(1, 1), padding="SAME",
+                                                   dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    "conv1d_depthwise": ((3, 3, 11), (6, 1, 3), dict(window_strides=(2,), padding=((1, 2),), rhs_dilation=(2,),
+                                                     feature_group_count=3)),
+    "conv3d": ((3, 2, 4, 5, 3), (2, 2, 2, 3, 2), dict(window_strides=(1, 2, 1), padding="SAME")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BLOCKED_CONVS))
+@pytest.mark.parametrize("blocks", ["one_row", "two_images"])
+def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
+    """The host im2col in blocks smaller than the batch (its budget lowered): one output row of one
+    image per block, or two images per block with a partial last block; values and gradients vs JAX."""
+    from arrayx.lax import _conv
+
+    lshape, rshape, kw = BLOCKED_CONVS[case]
+    rng = np.random.default_rng(5)
+    x, w = rng.normal(size=lshape), rng.normal(size=rshape)
+    conv = lambda f: lambda a, b: f(a, b, **kw)  # noqa: E731
+    want = jax.lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), **kw)
+    dn = _conv.conv_dimension_numbers(lshape, rshape, kw.get("dimension_numbers"))
+    spatial, window = _conv._take(want.shape, dn.out_spec)[2:], _conv._take(rshape, dn.rhs_spec)[2:]
+    row_bytes = _conv._take(lshape, dn.lhs_spec)[1] * int(np.prod(window)) * 8
+    budget = 1 if blocks == "one_row" else 2 * int(np.prod(spatial)) * row_bytes
+    plan = _conv.column_blocks(3, spatial, row_bytes, budget)
+    assert plan == ((1, 1) if blocks == "one_row" else (2, spatial[0]))
+    monkeypatch.setattr(_conv, "_COLUMN_BYTES", budget)
+    got = conv(ax.lax.conv_general_dilated)(ax.asarray(x), ax.asarray(w))
+    np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-11, atol=1e-12)
+    loss = lambda f, s: lambda a, b: s(conv(f)(a, b) ** 2)  # noqa: E731
+    got = ax.grad(loss(ax.lax.conv_general_dilated, ax.sum), argnums=(0, 1))(ax.asarray(x), ax.asarray(w))
+    want = jax.grad(loss(jax.lax.conv_general_dilated, jnp.sum), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(w))
+    for g, h in zip(got, want):
+        np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-10, atol=1e-10)
+
+
 def _xla_ops(fn, *args) -> list:
     import re
 
