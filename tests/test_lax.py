@@ -103,7 +103,8 @@ BLOCKED_CONVS = {
 @pytest.mark.parametrize("blocks", ["one_row", "two_images"])
 def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     """The host im2col in blocks smaller than the batch (its budget lowered): one output row of one
-    image per block, or two images per block with a partial last block; values and gradients vs JAX."""
+    image per block, or two images per block with a partial last block; values and gradients vs JAX
+    (the kernel's gradient, by output position, then sums blocks of one or more features)."""
     from arrayx.lax import _conv
 
     lshape, rshape, kw = BLOCKED_CONVS[case]

@@ -114,7 +114,7 @@ def _conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_d
     lhs, kernel = m.asarray(lhs, dtype=dtype), m.asarray(rhs, dtype=dtype)
     if math.prod(out_shape[2:]) <= math.prod(rhs.shape[2:]):
         x = m.ascontiguousarray(_pad(m, _dilate(m, lhs, lhs_dilation), padding))
-        return _by_output_position(m, x, kernel, out_shape, strides, rhs_dilation, groups)
+        return _by_output_position(m, x, kernel, out_shape, strides, rhs_dilation, groups, column_bytes)
     return _by_columns(m, as_strided, lhs, kernel, out_shape, strides, padding, lhs_dilation, rhs_dilation, groups,
                        column_bytes)
 
@@ -187,26 +187,33 @@ def _by_columns(m, as_strided, lhs, rhs, out_shape, strides, padding, lhs_dilati
     return m.moveaxis(m.reshape(out, (n,) + spatial + (o,)), -1, 1)
 
 
-def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups):
+def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups, column_bytes):
     """Few output positions and a large window (the kernel gradient): every position's input patch (a
     plain strided slice) stacked into one matrix (position x image, feature x window), times the
-    kernel matrix in one GEMM per group (a 64 x 64 output per GEMM would leave BLAS idle)."""
+    kernel matrix, in blocks of features whose products are summed (one GEMM per block of each group:
+    a 64 x 64 output per position would leave BLAS idle; blocks keep the patches in cache)."""
     n, c = x.shape[:2]
     o = rhs.shape[0]
     window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
     cg, og = c // groups, o // groups
-    depth = cg * math.prod(window)
     positions = list(np.ndindex(*spatial))
-    out = m.empty((len(positions), n, o), dtype=x.dtype)
+    features = max(1, min(cg, column_bytes // (len(positions) * n * math.prod(window) * x.dtype.itemsize)))
+    out = m.empty((len(positions) * n, o), dtype=x.dtype)
     for g in range(groups):
-        kernel = m.ascontiguousarray(m.reshape(rhs[g * og:(g + 1) * og], (og, depth)).T)
-        patches = m.empty((len(positions), n, cg) + window, dtype=x.dtype)
-        for j, pos in enumerate(positions):
-            key = tuple(slice(p * s, p * s + (k - 1) * r + 1, r)
-                        for p, s, k, r in zip(pos, strides, window, rhs_dilation))
-            patches[j] = x[(slice(None), slice(g * cg, (g + 1) * cg)) + key]
-        out[:, :, g * og:(g + 1) * og] = m.reshape(m.reshape(patches, (len(positions) * n, depth)) @ kernel,
-                                                   (len(positions), n, og))
+        total = out[:, g * og:(g + 1) * og]
+        for f0 in range(0, cg, features):
+            f1 = min(cg, f0 + features)
+            patches = m.empty((len(positions), n, f1 - f0) + window, dtype=x.dtype)
+            for j, pos in enumerate(positions):
+                key = tuple(slice(p * s, p * s + (k - 1) * r + 1, r)
+                            for p, s, k, r in zip(pos, strides, window, rhs_dilation))
+                patches[j] = x[(slice(None), slice(g * cg + f0, g * cg + f1)) + key]
+            kernel = m.reshape(rhs[g * og:(g + 1) * og, f0:f1], (og, (f1 - f0) * math.prod(window)))
+            part = m.matmul(m.reshape(patches, (len(positions) * n, -1)), kernel.T)
+            if f0 == 0:
+                total[...] = part
+            else:
+                total += part
     return m.moveaxis(m.reshape(out, spatial + (n, o)), tuple(range(len(spatial))),
                       tuple(range(2, 2 + len(spatial))))
 
