@@ -663,9 +663,11 @@ class DaskExecutor(Executor):
             ) from e
 
     def compile(self, graph, donate_argnums: tuple = ()):
-        # the graph replayed op by op on dask arrays is one lazy dask graph: nothing is computed
-        # until the user asks (control flow that needs a value, e.g. while_loop's predicate, computes it)
-        return self.lower(graph)
+        # one lazy dask graph, each fusible region one blockwise task per chunk (_dask_fusion): nothing
+        # is computed until the user asks (control flow that needs a value, e.g. while_loop's predicate, computes it)
+        from arrayx.executors._dask_fusion import fuse
+
+        return fuse(self, graph)
 
     def finish_impl(self, prim, fn):
         from arrayx.transforms._tracer import CallPrimitive
