@@ -75,6 +75,7 @@ def _fusible_table() -> dict:
     in_range = "(b >= T(0)) & (b < T({bits}))"
     table["bitwise_left_shift"] = FusedOp("iu", "same", f"T(a << b) if {in_range} else T(0)")
     table["bitwise_right_shift"] = FusedOp("iu", "same", f"T(a >> b) if {in_range} else (T(0) if a >= T(0) else T(-1))")
+    table["numba_fma"] = FusedOp(_FLOAT, "same", "nm.fma(a, b, c)")  # staged by _numba_contract only
     return table
 
 
@@ -117,7 +118,7 @@ _COMPARISONS = frozenset({"equal", "not_equal", "greater", "greater_equal", "les
 #: Not integers: Numba computes int8 + int8 in int64.
 _UNCAST = {
     "f": frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "square", "maximum",
-                    "minimum", "where", "exp", "expm1", "tanh"}),
+                    "minimum", "where", "exp", "expm1", "tanh", "numba_fma"}),
     "b": _COMPARISONS,
 }
 
@@ -649,7 +650,9 @@ def fuse(ex, graph: Graph):
     as the executor's implementations (a straight-line Python function of the input buffers).
     ``fn.regions`` holds the RegionRunners (their ``source``, ``failed``)."""
     from arrayx.executors._lowering import straight_line
+    from arrayx.executors._numba_contract import contract_fmas
 
+    graph = contract_fmas(graph)  # exact fma emulations -> one hardware fma (where the CPU has one)
     steps = regions_of(graph, ex.fusion_min_size)
     uses: dict = {}
     for eqn in graph.equations:

@@ -62,6 +62,19 @@ def bits_of_f32(typingctx, value):
     return types.int64(types.float32), codegen
 
 
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a * b + c rounded once (LLVM's ``llvm.fma``: one instruction on a CPU with FMA; see
+    ``_numba_contract``, which emits it only there)."""
+    if not (isinstance(a, types.Float) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ty = args[0].type
+        return builder.call(builder.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty] * 3)), args)
+    return a(a, b, c), codegen
+
+
 # -- constants -------------------------------------------------------------------------------
 
 _ROUND_SHIFT = 6755399441055744.0  # 1.5 * 2**52: adding it rounds |v| < 2**51 to an integer
@@ -351,8 +364,15 @@ def round_half_even32(x):
     return r if ax < _TWO23_F else x
 
 
+@njit(**_ENTRY)
+def fma_into(a, b, c, out):
+    """out[i] = fma(a[i], b[i], c[i]) over flat float64 arrays (a numba_fma outside a fused kernel)."""
+    for i in range(out.shape[0]):
+        out[i] = fma(a[i], b[i], c[i])
+
+
 #: the functions compiled on their own (see _ENTRY), given the kernels' disk cache
-ENTRY_POINTS = (exp64, expm1_64, tanh64, sin64, cos64, exp32, expm1_32, tanh32, sin32, cos32)
+ENTRY_POINTS = (exp64, expm1_64, tanh64, sin64, cos64, exp32, expm1_32, tanh32, sin32, cos32, fma_into)
 
 
 def _attach_disk_cache() -> None:
