@@ -19,7 +19,8 @@ of mid); ``mid`` runs in blocks whose values go to a small buffer folded by ``_n
 Kernels are compiled without fast-math flags: every operation rounds as it does eagerly (no
 contraction into fused multiply-adds), which keeps code that emulates exact arithmetic (the
 random module's float conversions) bit-identical under jit; the math functions they call keep
-their own flags.
+their own flags.  The one contraction is explicit: where the CPU has FMA, ``_numba_contract``
+first replaces the random module's exact fma emulations by ``numba_fma`` (``llvm.fma``).
 
 The generated source is built from this module's templates, primitive names of the table and
 dtype names only: values are named from positions (``a3``, ``v7``), literals are kernel
