@@ -385,8 +385,11 @@ def _slice_update(buf, v, *, key):
     int: the Nones go (with the length-1 axes they give the region) and negative steps become
     positive ones over the same elements (with the region's values reversed along that axis)."""
     key = resolved_basic_key(key, buf.shape)
+    region = buf[key].shape
     if getattr(v, "ndim", 0):
-        v = da.broadcast_to(v, buf[key].shape)  # v may be broadcastable to the region only
+        v = da.broadcast_to(v, region)  # v may be broadcastable to the region only
+    if 0 in region:  # nothing to write; Dask's __setitem__ refuses a value of size 0
+        return buf.copy()
     region_dims = [e for e in key if not isinstance(e, (int, np.integer))]
     region_dims += [slice(None)] * (getattr(v, "ndim", 0) - len(region_dims))
     if getattr(v, "ndim", 0):

@@ -117,6 +117,18 @@ def test_size_zero_index_arrays_and_setitem(executor):
     with pytest.raises(IndexError):
         set_none_0(xp.zeros((0, 3)))
 
+    def set_empty_region(a, v):  # found by the differential's deep run: Dask refused the size-0 value
+        a = xp.asarray(a, copy=True)
+        a[0:0, :] = v
+        return a
+
+    host = np.asarray([[[-1], [127]]], dtype=np.int8)
+    for x in (xp.asarray(host), xp.asarray(np.repeat(host, 2, axis=0))[::2]):  # contiguous and strided
+        out = assert_matches_numpy(set_empty_region, x, xp.asarray([2], dtype=xp.int8))
+        assert_same(out, host)
+    with pytest.raises(ValueError):  # a value that does not broadcast to the empty region still fails
+        set_empty_region(xp.asarray(host), xp.asarray([1, 2, 3], dtype=xp.int8))
+
     def add_at(a, i):
         return a.at[i].add(1.0)
 
