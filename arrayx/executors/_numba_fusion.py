@@ -123,6 +123,16 @@ _UNCAST = {
     "b": _COMPARISONS,
 }
 
+#: shifts by a literal count in [0, bits), which the mask leaves as it is: LLVM then vectorises
+#: the shift (threefry's rotations: ~3x faster than testing the count per element as the table does)
+_SHIFTS = {"bitwise_left_shift": "T(a << (b & T({mask})))", "bitwise_right_shift": "T(a >> (b & T({mask})))"}
+
+
+def _literal_count_in_range(eqn) -> bool:
+    count = eqn.inputs[1]
+    return count.__class__ is Literal and 0 <= int(count.value) < eqn.outputs[0].aval.dtype.itemsize * 8
+
+
 _DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float32", "float64")
 _NATIVE_DTYPES = frozenset(np.dtype(d) for d in _DTYPES)
@@ -491,6 +501,8 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
             expr = _subst(_CLIP[has], ab, dt)
         elif name == "pow" and eqn.inputs[1].__class__ is Literal and float(eqn.inputs[1].value) == 2.0:
             expr = f"{ab['a']} * {ab['a']}"  # NumPy's fast path for x**2 (exact either way)
+        elif name in _SHIFTS and _literal_count_in_range(eqn):
+            expr = _subst(_SHIFTS[name].replace("{mask}", str(dt.itemsize * 8 - 1)), ab, dt)
         else:
             op = FUSIBLE[name]
             in_dt = _dtype_of(eqn.inputs[1] if name in _WHERE_LIKE else eqn.inputs[0])

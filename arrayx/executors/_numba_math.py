@@ -25,6 +25,12 @@ def _define() -> None:
             path = pathlib.Path(__file__).with_name("_numba_math_defs.py")
             exec(compile(path.read_text(), str(path), "exec"), globals())  # noqa: S102 - our own file
             _defined = True
+            # usually first read while Numba types a kernel, after it loaded the typing templates:
+            # the intrinsics just made must be loaded too (else "Unknown attribute 'fma'")
+            from numba.core.registry import cpu_target
+
+            cpu_target.typing_context.refresh()
+            cpu_target.target_context.refresh()
 
 
 def __getattr__(name: str):
