@@ -253,6 +253,16 @@ def test_shifts_follow_numpy(executor):
         check(lambda a, b: (a << b) ^ (a >> b), a, b, regions=1)
 
 
+def test_shifts_by_literal_counts_follow_numpy(executor):
+    """A literal count in range is a masked shift in the kernel; one outside keeps NumPy's rule."""
+    for dt in (np.uint32, np.int8, np.int64, np.uint8):
+        signed = np.dtype(dt).kind == "i"
+        a = RNG.integers(-100 if signed else 0, 100, 64).astype(dt)
+        bits = np.dtype(dt).itemsize * 8
+        for c in [0, 1, 3, bits - 1, bits, bits + 5] + ([-3] if signed else []):
+            check(lambda a, c=c: ((a << c) ^ (a >> c)) + a, a, regions=1)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_random_under_jit_fuses_bit_for_bit(executor, dtype):
     """threefry and the float conversions run in fused kernels, with the same bits as eager (and as
