@@ -135,7 +135,7 @@ _XLA_FLUSHES = False
 _HOST_THREAD = None
 
 
-def _numpy_reference(name):
+def _numpy_reference(name, **params):
     """``name`` on host arrays, as the NumPy executor computes it (its own fixes included).
 
     Where XLA flushes subnormals, so does the host (operands and result): a patched element
@@ -149,7 +149,7 @@ def _numpy_reference(name):
 
     def compute(*xs):
         with np.errstate(all="ignore"):
-            return flush(np.asarray(fn(*(flush(np.asarray(x)) for x in xs))))
+            return flush(np.asarray(fn(*(flush(np.asarray(x)) for x in xs), **params)))
 
     def host(*xs):
         return _HOST_THREAD.submit(compute, *xs).result()
@@ -176,6 +176,32 @@ def _complex_special(name, fn=None):
 
     impl.__name__ = name
     return impl
+
+
+def _log1p(x):
+    """Complex log1p as NumPy computes it, log|1+z| + i arg(1+z) (XLA's formula parts from it by
+    up to ~8 ulp at ordinary values, e.g. -0.28-0.28j, and stays finite where |1+z| overflows)."""
+    if not jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return jnp.log1p(x)
+    re, im = x.real + 1, x.imag
+    return _jax.lax.complex(jnp.log(jnp.hypot(re, im)), jnp.arctan2(im, re))
+
+
+def _cumulative_prod(x, **params):
+    """XLA's running complex product starts from 1+0j, NumPy's from the first element: 1*(nan-9.1j)
+    is nan+nanj, and so on after it.  They part only where a non-finite or zero part appears, so
+    there the host computes the product as the NumPy executor does; finite products stay XLA's."""
+    out = jnp.cumulative_prod(x, **params)
+    if out.dtype.kind != "c":
+        return out
+    special = ~jnp.isfinite(out) | (out.real == 0) | (out.imag == 0)
+
+    def patch(out):
+        ref = _jax.pure_callback(_numpy_reference("cumulative_prod", **params),
+                                 _jax.ShapeDtypeStruct(out.shape, out.dtype), x)
+        return jnp.where(special, ref, out)
+
+    return _jax.lax.cond(jnp.any(special), patch, lambda out: out, out)
 
 
 def _atan2(x1, x2):
@@ -423,11 +449,12 @@ class JaxExecutor(Executor):
         "atan2": _atan2,
         **{name: _sum_from_plus_zero(name) for name in ("sum", "mean", "matmul", "tensordot", "vecdot")},
         "prod": _prod,
+        "cumulative_prod": _cumulative_prod,
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
         "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
         "convert_element_type": lambda buf, *, dtype, weak_type: buf.astype(dtype),  # as astype
-        **{name: _complex_special(name, {"sign": _sign}.get(name)) for name in _COMPLEX_SPECIAL},
+        **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p}.get(name)) for name in _COMPLEX_SPECIAL},
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
     }

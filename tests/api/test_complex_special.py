@@ -221,3 +221,35 @@ def test_prod_of_one_complex_element_starts_from_one(executor, reduce):
     with xp.use_executor("numpy"):
         want = np.asarray(reduce(xp.asarray(z)))
     _assert_same_complex(reduce(xp.asarray(z)), want, z)
+
+
+@pytest.mark.parametrize("axis,include_initial", [(0, False), (1, False), (1, True), (0, True)])
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "jit"])
+def test_cumulative_prod_of_complex_starts_from_the_first_element(executor, axis, include_initial, staged):
+    # NumPy's running product starts from the first element, XLA's from 1+0j: 1*(nan-9.1j) is nan+nanj
+    # (differential seed 4: cumulative_prod([nan-9.1j, -9.1j], include_initial=True) on jax)
+    z = GRID.reshape(len(PARTS), len(PARTS))
+
+    def f(a):
+        return xp.cumulative_prod(a, axis=axis, include_initial=include_initial)
+
+    with xp.use_executor("numpy"):
+        want = np.asarray(f(xp.asarray(z)))
+    got = (xp.jit(f) if staged else f)(xp.asarray(z))
+    _assert_same_complex(np.asarray(got).ravel(), want.ravel(), np.arange(want.size))  # flat positions
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_log1p_of_ordinary_and_huge_complex_values_matches_numpy(executor, dtype):
+    # differential seed 4: XLA's log1p(-0.28-0.28j) was 8 ulp from NumPy's (and from the exact value),
+    # and stayed finite (710.13) where NumPy's |1+z| overflows to inf
+    big = np.finfo(np.float32 if dtype == "complex64" else np.float64).max
+    z = np.array([complex(-0.28163522542470965, -0.28163522542470965), complex(big, big), 3 - 4j, -0.5 + 0.866j,
+                  0.25 + 1e-3j], dtype=dtype)
+    with xp.use_executor("numpy"):
+        want = np.asarray(xp.log1p(xp.asarray(z)))
+    got = np.asarray(xp.log1p(xp.asarray(z)))
+    assert np.isinf(want[1].real) and np.isinf(got[1].real)
+    eps = np.finfo(want.real.dtype).eps
+    np.testing.assert_allclose(got.real, want.real, rtol=4 * eps, atol=4 * eps)
+    np.testing.assert_allclose(got.imag, want.imag, rtol=4 * eps, atol=0)
