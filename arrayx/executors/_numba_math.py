@@ -11,16 +11,17 @@ Importing this module imports nothing; reading a name imports Numba.
 from __future__ import annotations
 
 import pathlib
-import threading
 
-_lock = threading.Lock()
 _defined = False
 
 
 def _define() -> None:
     """Run ``_numba_math_defs.py`` here, once (its functions belong to this module)."""
     global _defined
-    with _lock:
+    from numba.core.compiler_lock import global_compiler_lock
+
+    # Numba's (reentrant) lock, which a thread typing a kernel holds: defining and typing never interleave
+    with global_compiler_lock:
         if not _defined:
             path = pathlib.Path(__file__).with_name("_numba_math_defs.py")
             exec(compile(path.read_text(), str(path), "exec"), globals())  # noqa: S102 - our own file
