@@ -19,7 +19,7 @@ from arrayx.api._array import Array
 from arrayx.executors import _libm
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.core import Primitive, current_trace
-from arrayx.transforms.rules._define import defabstract, defjvp_coef
+from arrayx.transforms.rules._define import defabstract, defjvp, defjvp_coef
 from arrayx.transforms.rules._batch import defvectorized
 
 # XLA fuses ``floats * span + minval`` into one fused multiply-add.  The standard has no fma,
@@ -404,3 +404,139 @@ _ERFINV64 = (
                      7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026,
                      1.0103004648645343977, 4.8499064014085844221)),
 )
+
+
+# -- XLA's own operations, as primitives ------------------------------------------------------------
+# The emulations above give XLA's bits only when each of their steps is rounded on its own: on
+# the jax executor under arrayx.jit, XLA:CPU compiles the whole emulation into one loop and
+# contracts its error-free ``a * b - p`` steps into fmas, which breaks them (1-2 ulp off in
+# 0.03% of normals, and in a fifth of float64 uniforms with a span that is not a power of two).
+# So each operation the samplers emulate is a primitive: where an executor has that operation
+# itself (the jax executor: XLA's), its impl is that operation, so XLA compiles the same program
+# as for jax.random, eagerly and under jit; on the other executors it is the emulation, in
+# arrayx operations (so it is staged, batched and differentiated as they are).
+
+def _jax_impl(fn: str):
+    def impl(*bufs):
+        import jax  # jitted on its own too: eagerly with ARRAYX_JAX_JIT_OPS=0, a * b + c is an fma only in XLA
+
+        return _JAX_JITTED.setdefault(fn, jax.jit(getattr(_JaxOps, fn)))(*bufs)
+
+    impl.__name__ = f"xla_{fn}"
+    return impl
+
+
+_JAX_JITTED: dict = {}
+
+
+class _JaxOps:
+    """XLA's operations as jax.random's samplers call them."""
+
+    @staticmethod
+    def fma(a, b, c):
+        return a * b + c  # one fma: XLA contracts a product with no other use into the addition
+
+    @staticmethod
+    def log1p(x):
+        import jax
+
+        return jax.lax.log1p(x)
+
+    @staticmethod
+    def log(x):
+        import jax
+
+        return jax.lax.log(x)
+
+    @staticmethod
+    def erf(x):
+        import jax  # the barrier: XLA would evaluate erf of constant bounds itself, rounding otherwise
+
+        return jax.lax.erf(jax.lax.optimization_barrier(x))
+
+    @staticmethod
+    def erf_inv(x):
+        import jax
+
+        return jax.lax.erf_inv(x)
+
+
+def _same_avals(name: str):
+    def rule(*xs):
+        first = xs[0]
+        for x in xs[1:]:
+            if tuple(x.shape) != tuple(first.shape) or x.dtype != first.dtype:
+                raise TypeError(f"{name}: operands must have one shape and dtype, got "
+                                f"{[(tuple(v.shape), str(v.dtype)) for v in xs]}; broadcast and cast them first")
+        if first.dtype not in (_dtypes.float32, _dtypes.float64):
+            raise TypeError(f"{name}: expects float32 or float64, got {first.dtype}")
+        return ShapeDtypeStruct(tuple(first.shape), first.dtype)
+    return rule
+
+
+XLA_OPS: dict = {}  # name -> (primitive, emulation): the table _xla_op reads
+
+
+def _xla_primitive(name: str, emulation) -> Primitive:
+    prim = Primitive(f"xla_{name}")
+    prim.impls["jax"] = _jax_impl(name)
+    defabstract(prim, _same_avals(prim.name))
+    defvectorized(prim)
+    XLA_OPS[name] = (prim, emulation)
+    return prim
+
+
+def _has_own(prim: Primitive, x: Array) -> bool:
+    return x.device.executor in prim.impls
+
+
+def _xla_op(name: str, x: Array) -> Array:
+    """XLA's operation ``name`` on ``x``: the executor's own where it has it, else the emulation."""
+    prim, emulation = XLA_OPS[name]
+    return prim.bind(x) if _has_own(prim, x) else emulation(x)
+
+
+def _erf_in_dtype(x: Array) -> Array:
+    return xp.astype(_erf(xp.astype(x, _dtypes.float64)), x.dtype)
+
+
+def _xla_log_emulated(x: Array) -> Array:
+    return _log32(x) if x.dtype == _dtypes.float32 else libm_log(x)
+
+
+_SQRT_PI = math.sqrt(math.pi)
+xla_fma_p = _xla_primitive("fma", _fma)
+defjvp(xla_fma_p, lambda t, out, a, b, c: t * b, lambda t, out, a, b, c: a * t, lambda t, out, a, b, c: t)
+defjvp_coef(_xla_primitive("log1p", _log1p), lambda y, x: 1.0 / (x + 1.0))
+defjvp_coef(_xla_primitive("log", _xla_log_emulated), lambda y, x: 1.0 / x)
+defjvp_coef(_xla_primitive("erf", _erf_in_dtype), lambda y, x: (2.0 / _SQRT_PI) * xp.exp(-(x * x)))
+defjvp_coef(_xla_primitive("erf_inv", _erf_inv), lambda y, x: (_SQRT_PI / 2.0) * xp.exp(y * y))
+
+
+def fma(a: Array, b, c) -> Array:
+    """a * b + c rounded once, in a's float dtype (b and c: arrays or Python floats, broadcast to a)."""
+    if not _has_own(xla_fma_p, a):
+        return _fma(a, b, c)
+    b, c = (xp.broadcast_to(xp.astype(v, a.dtype) if isinstance(v, Array)
+                            else xp.asarray(v, dtype=a.dtype, device=a.device), a.shape) for v in (b, c))
+    return xla_fma_p.bind(a, b, c)
+
+
+def log1p(x: Array) -> Array:
+    """log(1 + x) as XLA:CPU computes it."""
+    return _xla_op("log1p", x)
+
+
+def log(x: Array) -> Array:
+    """log as XLA:CPU computes it: its own float32 polynomial; the C library's float64 log."""
+    return _xla_op("log", x)
+
+
+def erf(x: Array) -> Array:
+    """erf in x's dtype: XLA's on the jax executor, Cephes' (in float64) elsewhere (agrees to ~1e-16)."""
+    return _xla_op("erf", x)
+
+
+def erf_inv(x: Array) -> Array:
+    """Inverse error function on [-1, 1] as XLA:CPU computes it."""
+    return _xla_op("erf_inv", x)

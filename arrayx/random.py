@@ -32,7 +32,9 @@ Compatibility with ``jax.random``
     evaluates the erf^-1 and log1p polynomials with fused multiply-adds and has its
     own float32 ``log``; both are emulated), ``randint``, ``bernoulli``,
     ``permutation``, ``choice``, ``gumbel`` (every mode) and ``categorical``.  ``truncated_normal`` uses JAX's formula and agrees to ~1e-13
-    (float64) or ~1e-6 (float32): JAX computes the erf of its bounds its own way.
+    (float64) or ~1e-6 (float32): JAX computes the erf of its bounds its own way (on the jax
+    executor that is XLA's erf, so there it is bit for bit too).  Under ``jit`` and ``vmap`` the
+    values are the same bits as eagerly (tests/test_random_jit.py).
 
 Seeds
     A Python int in [-2**63, 2**63) (its 64-bit two's complement is split into
@@ -52,7 +54,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import check_size, normalize_axis, shape_arg
 from arrayx.transforms.core import current_trace
-from arrayx._random_math import _erf, _erf_inv, _fma, _log1p, _log32, libm_log
+from arrayx._random_math import erf, erf_inv, fma, log, log1p
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "threefry_partitionable",
@@ -434,9 +436,9 @@ def _affine(floats: Array, minval, maxval) -> Array:
         if span == 0 or abs(math.frexp(float(span))[0]) == 0.5:  # exact product: one rounding, as in an fma
             out = floats * float(span) + float(minval)
         else:
-            out = _fma(floats, float(span), float(minval))
+            out = fma(floats, float(span), float(minval))
         return xp.maximum(out, float(minval))
-    return xp.maximum(_fma(floats, maxval - minval, minval), minval)
+    return xp.maximum(fma(floats, maxval - minval, minval), minval)
 
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
@@ -475,7 +477,7 @@ def normal(key, shape=(), dtype=None) -> Array:
 def _normal_real(key: Array, shape: tuple, dtype) -> Array:
     lo, hi = np.nextafter(dtype.type(-1.0), dtype.type(0.0)), dtype.type(1.0)
     sqrt2 = float(dtype.type(math.sqrt(2)))
-    return _draw(key, shape, lambda start, count: _erf_inv(_uniform_range(key, dtype, lo, hi, start, count)) * sqrt2)
+    return _draw(key, shape, lambda start, count: erf_inv(_uniform_range(key, dtype, lo, hi, start, count)) * sqrt2)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
@@ -493,12 +495,12 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     sqrt2 = dt.type(math.sqrt(2))
     lo_a = lo if isinstance(lo, Array) else xp.asarray(lo, device=key.device)
     hi_a = hi if isinstance(hi, Array) else xp.asarray(hi, device=key.device)
-    a = xp.astype(_erf(xp.astype(lo_a / float(sqrt2), _dtypes.float64)), dt)
-    b = xp.astype(_erf(xp.astype(hi_a / float(sqrt2), _dtypes.float64)), dt)
+    inv_sqrt2 = float(dt.type(1.0) / sqrt2)  # XLA compiles jax's division by the constant sqrt(2) to this product
+    a, b = erf(lo_a * inv_sqrt2), erf(hi_a * inv_sqrt2)
     above, below = xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf)  # the open interval
 
     def clipped(u):
-        return xp.clip(_erf_inv(u) * float(sqrt2), above, below)
+        return xp.clip(erf_inv(u) * float(sqrt2), above, below)
 
     if _is_scalar(a) and _is_scalar(b):
         return _draw(key, shape, lambda start, count: clipped(_uniform_range(key, dt, a, b, start, count)))
@@ -512,7 +514,7 @@ def exponential(key, shape=(), dtype=None) -> Array:
     dt = _float_dtype("exponential", dtype)
     check_size("exponential", shape, dt, key._ex)
     zero, one = dt.type(0.0), dt.type(1.0)
-    return _draw(key, shape, lambda start, count: -_log1p(-_uniform_range(key, dt, zero, one, start, count)))
+    return _draw(key, shape, lambda start, count: -log1p(-_uniform_range(key, dt, zero, one, start, count)))
 
 
 _GUMBEL_MODES = ("low", "high", "highest")
@@ -545,21 +547,16 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
         u = _uniform(key, (2, *shape), dtype, dtype.type(0.0), dtype.type(1.0))
         high, low = u[0], u[1]
         x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
-        return -_xla_log(-_log1p(-x))
+        return -log(-log1p(-x))
     tiny, one = dtype.type(info.tiny), dtype.type(1.0)
-    return _draw(key, shape, lambda start, count: -_xla_log(-_xla_log(_uniform_range(key, dtype, tiny, one, start, count))))
-
-
-def _xla_log(x: Array) -> Array:
-    """log as XLA:CPU computes it: its own float32 polynomial; the C library's float64 log."""
-    return _log32(x) if x.dtype == _dtypes.float32 else libm_log(x)
+    return _draw(key, shape, lambda start, count: -log(-log(_uniform_range(key, dtype, tiny, one, start, count))))
 
 
 def _xla_log_daz(x: Array) -> Array:
-    """_xla_log of any input: XLA:CPU reads subnormal operands as zero (log gives -inf there)."""
+    """log of any input as XLA:CPU computes it, which reads subnormal operands as zero (log gives -inf there)."""
     if x.dtype == _dtypes.float32:
-        return _log32(x)  # which reads them as zero already
-    return libm_log(xp.where(xp.abs(x) < float(np.finfo(x.dtype).tiny), 0.0, x))
+        return log(x)  # whose emulation reads them as zero already
+    return log(xp.where(xp.abs(x) < float(np.finfo(x.dtype).tiny), 0.0, x))
 
 
 def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
