@@ -166,11 +166,12 @@ def _known(trace, a) -> bool:
 def partial_eval_graph(graph: Graph, known: tuple):
     """Split ``graph`` by which inputs are known now.
 
-    Returns ``(known_graph, unknown_graph, out_known)``, or None when an equation with
-    both kinds of inputs has its own staging rule (control flow).  ``known_graph`` maps the
+    Returns ``(known_graph, unknown_graph, out_known)``.  ``known_graph`` maps the
     known inputs to the known outputs followed by residuals (known values the rest
     needs); ``unknown_graph`` maps ``(*residuals, *unknown inputs)`` to the unknown
-    outputs; ``out_known[i]`` tells where output ``i`` comes from.
+    outputs; ``out_known[i]`` tells where output ``i`` comes from.  A graph with an
+    equation that has both kinds of inputs and a staging rule of its own (control flow
+    under linearize) is split by :func:`_partial_eval_by_staging`, so that rule splits it.
     """
     key = ("partial_eval", known)
     if key in graph.derived:
@@ -191,8 +192,8 @@ def partial_eval_graph(graph: Graph, known: tuple):
                 residuals.setdefault(a)
                 mixed = True
         if mixed and getattr(eqn.prim, "stage", None) is not None:
-            graph.derived[key] = None  # its own rule must split it: the caller inlines the graph
-            return None
+            hit = graph.derived[key] = _partial_eval_by_staging(graph, known)
+            return hit
     out_known = tuple(o.__class__ is not Var or o in known_vars for o in graph.outputs)
     known_outs = [o for o, k in zip(graph.outputs, out_known) if k]
     kg = Graph([v for v, k in zip(graph.inputs, known) if k], graph.constvars, graph.consts, known_eqns,
@@ -201,6 +202,28 @@ def partial_eval_graph(graph: Graph, known: tuple):
                [o for o, k in zip(graph.outputs, out_known) if not k])
     hit = graph.derived[key] = (kg, ug, out_known)
     return hit
+
+
+def _partial_eval_by_staging(graph: Graph, known: tuple):
+    """partial_eval_graph's split made by evaluating ``graph`` on two staging traces: the known
+    inputs are tracers of ``outer``, the unknown ones of ``inner`` (above it), so each equation
+    lands where its operands say and a nested cond / scan / call with both kinds of operands
+    goes through its own staging rule (its primal part bound on ``outer``, its linear part
+    recorded by ``inner``), recursively, instead of being unrolled or run on both branches."""
+    device = graph.device if graph.device is not None else get_executor().default_device()
+    outer = StagingTrace(None, device, "partial_eval")
+    inner = StagingTrace(outer, device, "partial_eval", stage_nullary=False)
+    args = [outer.new_input(v.aval) if k else inner.new_input(v.aval) for v, k in zip(graph.inputs, known)]
+    try:
+        outs = inner.run(lambda *xs: list(graph(*xs)), args)
+        out_known = tuple(not inner.owns(o) for o in outs)
+        residuals = [value for _, value in inner.const_values]  # known values the unknown part reads
+        kg = outer.to_graph(list(outer.inputs), [*(o for o, k in zip(outs, out_known) if k), *residuals])
+        ug = Graph([*(var for var, _ in inner.const_values), *inner.inputs], (), (), inner.equations,
+                   [inner.atom(o) for o, k in zip(outs, out_known) if not k], device=graph.device)
+    finally:
+        outer.finish()
+    return kg, ug, out_known
 
 
 def _call_stage(trace, args, params):
