@@ -9,9 +9,9 @@ compiled bodies) and the JVP trace differentiates them through their jvp rules.
 
 Reverse mode: the jvp rules bind the primitive with a ``tangent_mask`` param; a
 staging trace that sees the primal operands known and tangents staged (that is,
-linearize) evaluates ``scan`` unrolled and ``cond`` on its branch (both branches
-and a select when the index is itself staged), so their linear parts transpose
-equation by equation; ``while_loop`` has no static trip count and raises, as in JAX.
+linearize) splits ``scan`` into a primal scan and a linear one, and ``cond`` into a
+primal cond and a linear one (the taken branch only; control_flow_reverse.py), also when
+they are nested in one another; ``while_loop`` has no static trip count and raises, as in JAX.
 """
 from __future__ import annotations
 
@@ -207,17 +207,7 @@ def _cond_stage(trace, args, params):
             return tuple(branches[_clamp(int(index), len(branches))](*rest))
     from arrayx.transforms.control_flow_reverse import cond_partial_eval
 
-    split = cond_partial_eval(trace, index, rest, branches, mask[1:])
-    if split is not None:
-        return split
-    from arrayx.api.searching import where
-
-    with set_trace(trace):  # a branch needs its own staging rule: all branches and a select
-        results = [b(*rest) for b in branches]
-        outs = list(results[0])
-        for i, res in enumerate(results[1:], 1):
-            outs = [where(index == i, r, o) for r, o in zip(res, outs)]
-        return tuple(outs)
+    return cond_partial_eval(trace, index, rest, branches, mask[1:])  # the taken branch only, forward and back
 
 
 def _cond_lowering(ex, params):
@@ -599,7 +589,7 @@ def _scan_stage(trace, args, params):
         split = scan_partial_eval(trace, args, params)  # a primal scan now, a linear scan recorded
         if split is not None:
             return split
-        with set_trace(trace):  # a step holds control flow of its own: unrolled, step by step
+        with set_trace(trace):  # a known carry computed from tangents (not a linearized scan): unrolled
             return tuple(_scan_loop(args, params))
     return trace.record(scan_p, args, params)
 

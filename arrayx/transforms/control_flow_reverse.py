@@ -22,12 +22,9 @@ __all__ = ["cond_partial_eval", "scan_partial_eval"]
 def cond_partial_eval(trace, index, rest, branches, mask):
     """The index is staged further out (``jit(grad)``): split every branch into its primal part,
     bound now as one cond (so only the taken branch runs), and its linear part, recorded as a
-    second cond over the residuals, which transposes into a cond too.  None if a branch cannot
-    be split (it holds control flow of its own with mixed operands)."""
+    second cond over the residuals, which transposes into a cond too."""
     known = tuple(not m for m in mask)
     splits = [partial_eval_graph(b, known) for b in branches]
-    if any(s is None for s in splits):
-        return None
     n_out = len(branches[0].outputs)
     out_known = tuple(all(s[2][j] for s in splits) for j in range(n_out))
     # per branch: residual slots = its residuals, then its outputs known here but not in every branch
@@ -94,13 +91,10 @@ def _stacked(aval, length):
 def scan_partial_eval(trace, args, params):
     """Split a linearized scan (its jvp, primal operands known, tangents staged by ``trace``) into a
     primal scan computed now, whose ys include every step's residuals, and a linear scan recorded
-    over the stacked residuals.  None if the step cannot be split (control flow of its own)."""
+    over the stacked residuals.  None if a known carry is computed from tangents (not a linearized scan)."""
     body, nc, k, length = params["body"], params["num_consts"], params["num_carry"], params["length"]
     known = tuple(not m for m in params["tangent_mask"])
-    split = partial_eval_graph(body, known)
-    if split is None:
-        return None
-    kg, ug, out_known = split
+    kg, ug, out_known = partial_eval_graph(body, known)
     ny = len(body.outputs) - k
     carry_known = known[nc:nc + k]
     if any(ck and not ok for ck, ok in zip(carry_known, out_known[:k])):

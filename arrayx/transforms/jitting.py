@@ -231,14 +231,7 @@ def _call_stage(trace, args, params):
     known = tuple(_known(trace, a) for a in args)
     if not any(known):
         return trace.record(call_p, args, params)
-    split = partial_eval_graph(graph, known)
-    if split is None:  # an equation needs its own staging rule (control flow under linearize): inline
-        token = _TRACE.set(trace)
-        try:
-            return tuple(graph(*args))
-        finally:
-            _TRACE.reset(token)
-    kg, ug, out_known = split
+    kg, ug, out_known = partial_eval_graph(graph, known)
     known_out = bind_with(trace.parent, call_p, [a for a, k in zip(args, known) if k], {"graph": kg, "name": name})
     n_known = sum(out_known)
     residuals = known_out[n_known:]
