@@ -7,7 +7,8 @@ Every comparison runs its sides in one process, interleaved, best of several rep
 result waited for.  float32 throughout except the Jacobians (float64).  Rows:
 
 - per-example gradients of the 784-512-512-10 tanh MLP (squared error), batch 128 (issue 12):
-  arrayx eager ``vmap(grad)`` on the numpy executor; a Python loop of arrayx ``grad`` calls;
+  arrayx eager ``vmap(grad)`` on the numpy executor; a Python loop of 128 arrayx ``grad`` calls
+  (its stacked results checked against vmap's);
   hand-written batched NumPy backprop; ``jax.jit(jax.vmap(jax.grad))``; arrayx
   ``jit(vmap(grad))`` on the numpy and jax executors;
 - ``jacrev`` of a 200 -> 200 function and ``hessian`` of a 200-input scalar function (now vmapped)
@@ -78,20 +79,25 @@ def per_example_rows():
     jit_vg_jax = ax.jit(vg)
     pj, xj, yj = jax.tree_util.tree_map(jnp.asarray, p), jnp.asarray(x), jnp.asarray(y)
     jax_vg = jax.jit(jax.vmap(jax.grad(lambda q, a, b: mlp_loss(jnp, q, a, b)), in_axes=(None, 0, 0)))
-    # the same values: checked once
-    got, want = vg(pa, xa, ya), numpy_per_example(p, x, y)
-    for g, w in zip(ax.pytree.leaves(got), ax.pytree.leaves(want)):
+    def loop():  # one eager grad per example: BATCH separate results, each computed when called
+        return [grad_ax(pa, xa[i], ya[i]) for i in range(BATCH)]
+
+    # the same values, checked once: vmap against the hand-written backprop and against the loop
+    got, want, looped = vg(pa, xa, ya), numpy_per_example(p, x, y), loop()
+    for j, (g, w) in enumerate(zip(ax.pytree.leaves(got), ax.pytree.leaves(want))):
         np.testing.assert_allclose(np.asarray(g), w, rtol=2e-3, atol=2e-4)
+        per_example = np.stack([np.asarray(ax.pytree.leaves(looped[i])[j]) for i in range(BATCH)])
+        np.testing.assert_allclose(per_example, np.asarray(g), rtol=1e-4, atol=1e-6)
+    # every side in one interleaved run, best of REPEAT rounds, the loop included (it once ran
+    # alone, after the others, and swung 196-655 ms between runs on the shared machine)
     t = interleaved({
         "arrayx vmap(grad), numpy executor": lambda: vg(pa, xa, ya),
+        "Python loop of arrayx grad (per batch)": loop,
         "hand-written NumPy batched backprop": lambda: numpy_per_example(p, x, y),
         "jax.jit(jax.vmap(jax.grad))": lambda: jax_vg(pj, xj, yj),
         "arrayx jit(vmap(grad)), numpy executor": lambda: jit_vg(pa, xa, ya),
         "arrayx jit(vmap(grad)), jax executor": lambda: jit_vg_jax(pj_ax, xj_ax, yj_ax),
     })
-    n_loop = 16 if QUICK else BATCH  # the loop's time per batch is scaled from n_loop examples
-    loop = interleaved({"loop": lambda: [grad_ax(pa, xa[i], ya[i]) for i in range(n_loop)]})["loop"] * BATCH / n_loop
-    t["Python loop of arrayx grad (per batch)"] = loop
     base = t["arrayx vmap(grad), numpy executor"]
     return {"case": f"per-example gradients, MLP {SIZES}, batch {BATCH}, float32",
             "ms": {k: v * 1e3 for k, v in t.items()},
