@@ -155,7 +155,7 @@ def _region_run(ex, eqns, outputs):
                 b = da.from_array(np.asarray(b), name=False)
             if expand is not None and tuple(b.shape) != expand:
                 b = b.reshape(expand)
-            args += [b, ind]
+            args += [b, ind[len(ind) - b.ndim:]]  # a 0-d operand (a clip bound) has no block index
         meta = np.empty((0,) * len(ind), dtypes[0])
         if len(outputs) == 1:
             return [da.blockwise(chunk_fn, ind, *args, dtype=dtypes[0], meta=meta, concatenate=True, token=_TOKEN)]
