@@ -386,6 +386,18 @@ def _sum_from_plus_zero(name):
     return impl
 
 
+def _mean(x, **params):
+    """NumPy's complex mean divides the sum by the count as a complex number, (a + b*0)/n + i(b - a*0)/n,
+    so a non-finite part makes the other part NaN (mean of nan+1j is nan+nanj); XLA divides each part."""
+    if not jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return _plus_zero(jnp.mean(x, **params))
+    total = _plus_zero(jnp.sum(x, **params))
+    a, b = total.real, total.imag
+    zero = jnp.zeros((), a.dtype)
+    scale = jnp.ones((), a.dtype) / jnp.asarray(x.size // max(total.size, 1) if x.size else 0, a.dtype)
+    return _jax.lax.complex((a + b * zero) * scale, (b - a * zero) * scale)
+
+
 def _prod(x, **params):
     """NumPy's complex product starts from 1+0j, so one element a+bi gives (a*1 - b*0) + (a*0 + b*1)i:
     nan+0j becomes nan+nanj; XLA returns a lone element as it is."""
@@ -447,7 +459,8 @@ class JaxExecutor(Executor):
         "remainder": _remainder,
         "abs": _abs,
         "atan2": _atan2,
-        **{name: _sum_from_plus_zero(name) for name in ("sum", "mean", "matmul", "tensordot", "vecdot")},
+        **{name: _sum_from_plus_zero(name) for name in ("sum", "matmul", "tensordot", "vecdot")},
+        "mean": _mean,
         "prod": _prod,
         "cumulative_prod": _cumulative_prod,
         "any": _truth_reduction("any"),
