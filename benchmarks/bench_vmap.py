@@ -87,7 +87,7 @@ def per_example_rows():
     for j, (g, w) in enumerate(zip(ax.pytree.leaves(got), ax.pytree.leaves(want))):
         np.testing.assert_allclose(np.asarray(g), w, rtol=2e-3, atol=2e-4)
         per_example = np.stack([np.asarray(ax.pytree.leaves(looped[i])[j]) for i in range(BATCH)])
-        np.testing.assert_allclose(per_example, np.asarray(g), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(per_example, np.asarray(g), rtol=1e-4, atol=1e-5)  # float32, other sum orders
     # every side in one interleaved run, best of REPEAT rounds, the loop included (it once ran
     # alone, after the others, and swung 196-655 ms between runs on the shared machine)
     t = interleaved({
