@@ -27,6 +27,7 @@ import numpy as np
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.core import Primitive
 from arrayx.transforms.graph import Equation, Graph, Literal, Var, dce
+from arrayx.transforms.rules._batch import defvectorized
 
 __all__ = ["contract_fmas", "hardware_fma", "fma_p"]
 
@@ -63,6 +64,7 @@ def _fma_buffers(a, b, c):
 fma_p = Primitive("numba_fma")
 fma_p.abstract_eval = lambda a, b, c: ShapeDtypeStruct(np.broadcast_shapes(*(np.shape(v) for v in (a, b, c))), _F64)
 fma_p.lowerings["numba"] = lambda executor, params: _fma_buffers
+defvectorized(fma_p)  # elementwise, like the emulation it stands for: no loop-and-stack fallback
 
 
 # -- recognising the emulation ----------------------------------------------------------------------
