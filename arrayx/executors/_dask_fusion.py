@@ -25,7 +25,7 @@ import numpy as np
 
 from arrayx.executors._numba_fusion import _BROADCASTS, NULLARY, REDUCERS, Region, _expanded, regions_of
 from arrayx.transforms._tracer import ShapeDtypeStruct
-from arrayx.transforms.graph import Equation, Graph, Var
+from arrayx.transforms.graph import Equation, Graph, Var, uses_of
 
 __all__ = ["fuse", "ChunkRegion"]
 
@@ -171,11 +171,7 @@ def fuse(ex, graph: Graph):
     task per chunk), the rest as the executor's implementations (a straight-line function)."""
     from arrayx.executors._lowering import straight_line
 
-    uses: dict = {}
-    for eqn in graph.equations:
-        for a in eqn.inputs:
-            if a.__class__ is Var:
-                uses.setdefault(a, []).append(eqn)
+    uses = uses_of(graph)
     graph_outputs = {o for o in graph.outputs if o.__class__ is Var}
     equations = []
     regions = 0

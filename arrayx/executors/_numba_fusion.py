@@ -41,7 +41,7 @@ import numpy as np
 from arrayx.executors._numba_fused_run import (  # noqa: F401 (kernel_stats, _prune: used from here)
     _FUSED, CACHE_MAX_KERNELS, RegionRunner, _inputs, _prune, kernel_stats,
 )
-from arrayx.transforms.graph import Equation, Graph, Literal, Var
+from arrayx.transforms.graph import Equation, Graph, Literal, Var, uses_of
 
 __all__ = ["FUSIBLE", "REDUCERS", "fuse", "regions_of", "kernel_stats", "CACHE_MAX_KERNELS"]
 
@@ -667,11 +667,7 @@ def fuse(ex, graph: Graph):
 
     graph = contract_fmas(graph)  # exact fma emulations -> one hardware fma (where the CPU has one)
     steps = regions_of(graph, ex.fusion_min_size)
-    uses: dict = {}
-    for eqn in graph.equations:
-        for a in eqn.inputs:
-            if a.__class__ is Var:
-                uses.setdefault(a, []).append(eqn)
+    uses = uses_of(graph)
     graph_outputs = {o for o in graph.outputs if o.__class__ is Var}
     fresh: set = set()  # Vars whose buffers a fused kernel allocated (no view of them exists yet)
     equations, runners = [], []

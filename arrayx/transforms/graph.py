@@ -111,6 +111,16 @@ def _atom_aval(o):
 # -- passes ---------------------------------------------------------------------------------------
 
 
+def uses_of(graph: Graph) -> dict:
+    """Each Var of ``graph`` -> the equations that read it, in order (Vars nothing reads are absent)."""
+    uses: dict = {}
+    for eqn in graph.equations:
+        for a in eqn.inputs:
+            if a.__class__ is Var:
+                uses.setdefault(a, []).append(eqn)
+    return uses
+
+
 def dce(graph: Graph) -> Graph:
     """``graph`` without the equations (and constants) no output depends on.
 
