@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.executors import _linalg
+from arrayx.executors import _buffer_pool, _linalg
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING
 from arrayx.executors.base import Device, Executor
 
@@ -146,17 +146,23 @@ class NumpyExecutor(Executor):
         "eigvals": _eigvals,
     }
 
+    #: large results of ufuncs and matmul are written into reused buffers (executors/_buffer_pool.py)
+    buffer_pool = _buffer_pool.POOL
+
     def _load(self):
         import array_api_compat.numpy as xp
 
         return xp
 
+    def finish_impl(self, prim, fn):
+        return _buffer_pool.pooled(fn, self.buffer_pool) if _buffer_pool.ENABLED else fn
+
     def coerce(self, out):
         return np.asarray(out)
 
     def compile(self, graph, donate_argnums: tuple = ()):
-        # generated straight-line Python over this executor's table; buffers are never reused, so
-        # donation has nothing to give back
+        # generated straight-line Python over this executor's table; donation has nothing to give
+        # back (a large result whose input buffer is dropped may reuse it through the buffer pool)
         return self.lower(graph)
 
     def index_range(self, buf) -> tuple[int, int]:
