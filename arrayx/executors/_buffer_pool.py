@@ -202,8 +202,11 @@ def _pooled_matmul(pool: BufferPool, min_bytes: int):
 
     def run(x1, x2, /):
         try:
+            # surely small: the result has at most size1 * size2 elements
+            if x1.size * x2.nbytes < min_bytes:
+                return matmul(x1, x2)
             s1, s2 = x1.shape, x2.shape
-            if len(s1) < 2 or len(s2) < 2 or s1[-1] != s2[-2] or s1[-2] * s2[-1] * max(x1.size // max(s1[-1], 1) // max(s1[-2], 1), x2.size // max(s2[-1], 1) // max(s2[-2], 1), 1) * x1.itemsize < min_bytes:  # noqa: E501
+            if len(s1) < 2 or len(s2) < 2:  # vector operands: NumPy drops their axis
                 return matmul(x1, x2)
             out = pool.empty((*np.broadcast_shapes(s1[:-2], s2[:-2]), s1[-2], s2[-1]),
                              _out_dtype(matmul, x1.dtype, x2.dtype))
