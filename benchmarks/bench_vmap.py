@@ -7,7 +7,8 @@ Every comparison runs its sides in one process, interleaved, best of several rep
 result waited for.  float32 throughout except the Jacobians (float64).  Rows:
 
 - per-example gradients of the 784-512-512-10 tanh MLP (squared error), batch 128 (issue 12):
-  arrayx eager ``vmap(grad)`` on the numpy executor; a Python loop of 128 arrayx ``grad`` calls
+  arrayx eager ``vmap(grad)`` on the numpy executor, also with its buffer pool off (each result a
+  fresh allocation, as before the pool); a Python loop of 128 arrayx ``grad`` calls
   (its stacked results checked against vmap's);
   hand-written batched NumPy backprop; ``jax.jit(jax.vmap(jax.grad))``; arrayx
   ``jit(vmap(grad))`` on the numpy and jax executors;
@@ -79,6 +80,15 @@ def per_example_rows():
     jit_vg_jax = ax.jit(vg)
     pj, xj, yj = jax.tree_util.tree_map(jnp.asarray, p), jnp.asarray(x), jnp.asarray(y)
     jax_vg = jax.jit(jax.vmap(jax.grad(lambda q, a, b: mlp_loss(jnp, q, a, b)), in_axes=(None, 0, 0)))
+    pool = ax.executors.get("numpy").buffer_pool
+
+    def vg_fresh():  # the pool's limit at 0: every large result a fresh np.empty, as before the pool
+        limit, pool.limit_bytes = pool.limit_bytes, 0
+        try:
+            return vg(pa, xa, ya)
+        finally:
+            pool.limit_bytes = limit
+
     def loop():  # one eager grad per example: BATCH separate results, each computed when called
         return [grad_ax(pa, xa[i], ya[i]) for i in range(BATCH)]
 
@@ -92,6 +102,7 @@ def per_example_rows():
     # alone, after the others, and swung 196-655 ms between runs on the shared machine)
     t = interleaved({
         "arrayx vmap(grad), numpy executor": lambda: vg(pa, xa, ya),
+        "arrayx vmap(grad), numpy executor, buffer pool off": vg_fresh,
         "Python loop of arrayx grad (per batch)": loop,
         "hand-written NumPy batched backprop": lambda: numpy_per_example(p, x, y),
         "jax.jit(jax.vmap(jax.grad))": lambda: jax_vg(pj, xj, yj),
@@ -101,7 +112,8 @@ def per_example_rows():
     base = t["arrayx vmap(grad), numpy executor"]
     return {"case": f"per-example gradients, MLP {SIZES}, batch {BATCH}, float32",
             "ms": {k: v * 1e3 for k, v in t.items()},
-            "speedup of arrayx eager vmap(grad) over": {k: v / base for k, v in t.items() if v is not base}}
+            "speedup of arrayx eager vmap(grad) over": {k: v / base for k, v in t.items() if v is not base},
+            "buffer pool": pool.stats()}
 
 
 # -- Jacobians ------------------------------------------------------------------------------------------
