@@ -3,7 +3,7 @@
     python -m conformance [--quick] [--executors numpy,jax] [--functions sin,linalg.inv,random.*]
                           [--transforms eager,jit,vmap,grad] [--max-examples N] [--output DIR]
                           [--array-api-tests PATH] [--seed N] [--no-progress] [--shard K/N]
-    python -m conformance --merge PART.json ... [--output DIR] [--array-api-tests PATH]
+    python -m conformance --merge PART.json ... [--rerun PART.json ...] [--output DIR] [--array-api-tests PATH]
 
 runs the parity matrix (``matrix.py``: every function of the standard, the operators, linalg, fft
 and the PRNG, each eagerly and under ``jit``, ``vmap`` and ``grad``, on every available executor,
@@ -15,7 +15,8 @@ filterable, colour-coded function x executor x transform matrix; a red cell open
 inputs and both results).  ``--quick`` draws one example per function and transform and keeps
 the PRNG rows of ``matrix.QUICK_RANDOM`` (under ten minutes on two cores).  ``--shard K/N`` runs
 every N-th row starting at row K (one process per core); ``--merge`` joins the parts' JSON files
-into one report, as if one process had run them.  Exit status 1 when a cell is DIFFERS, ERROR or GAP! (an unlisted gap).
+into one report, as if one process had run them; ``--rerun`` parts (rows run again at the same
+settings after a fix) replace those rows, and the report lists them under ``rerun``.  Exit status 1 when a cell is DIFFERS, ERROR or GAP! (an unlisted gap).
 """
 from __future__ import annotations
 
@@ -211,10 +212,15 @@ def main(argv=None) -> int:
     p.add_argument("--shard", default=None, metavar="K/N", help="run every N-th row starting at row K (0 <= K < N)")
     p.add_argument("--merge", nargs="+", default=None, metavar="PART",
                    help="join the conformance.json files of shards (same executors, transforms, examples, seed) and exit")
+    p.add_argument("--rerun", nargs="+", default=(), metavar="PART",
+                   help="with --merge: parts whose rows (run again at the same settings) replace the shards' rows")
     args = p.parse_args(argv)
+    if args.rerun and not args.merge:
+        p.error("--rerun replaces rows of a --merge: give the shards with --merge PART ...")
     if args.merge:
         try:
-            data = merge([json.loads(pathlib.Path(f).read_text()) for f in args.merge])
+            data = merge([json.loads(pathlib.Path(f).read_text()) for f in args.merge],
+                         [json.loads(pathlib.Path(f).read_text()) for f in args.rerun])
         except ValueError as e:
             p.error(str(e))
         data["command"] = "python -m conformance " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -302,13 +308,14 @@ def shard(spec: str) -> tuple[int, int]:
 _SAME_IN_EVERY_PART = ("schema", "executors", "transforms", "max_examples", "quick", "seed")
 
 
-def merge(parts: list[dict]) -> dict:
+def merge(parts: list[dict], reruns: list[dict] = ()) -> dict:
     """The shards' reports as one report: their rows in the table's order, summary, capabilities and
-    duration recomputed.  ValueError when the parts differ in a setting or share a row."""
+    duration recomputed; each row of a ``reruns`` part replaces the shards' row of that name.
+    ValueError when the parts differ in a setting, share a row, or a rerun's row is in no part."""
     from conformance import capabilities
 
     first = parts[0]
-    for i, part in enumerate(parts[1:], 1):
+    for i, part in enumerate([*parts[1:], *reruns], 1):
         for key in _SAME_IN_EVERY_PART:
             if part.get(key) != first.get(key):
                 raise ValueError(f"--merge: part {i} has {key}={part.get(key)!r}, part 0 has {first.get(key)!r}")
@@ -318,14 +325,22 @@ def merge(parts: list[dict]) -> dict:
             if r["function"] in seen:
                 raise ValueError(f"--merge: row {r['function']!r} is in part {seen[r['function']]} and part {i}")
             seen[r["function"]] = i
-    rows = sorted((r for part in parts for r in part["rows"]), key=_row_position(parts))
+    again = {}
+    for part in reruns:
+        for r in part["rows"]:
+            if r["function"] not in seen or r["function"] in again:
+                raise ValueError(f"--rerun: row {r['function']!r} is " +
+                                 ("in two reruns" if r["function"] in again else "in no --merge part"))
+            again[r["function"]] = r
+    rows = sorted((again.get(r["function"], r) for part in parts for r in part["rows"]), key=_row_position(parts))
     exs, transforms = first["executors"], tuple(first["transforms"])
     data = {k: v for k, v in first.items() if k not in ("rows", "summary", "official")}
     data.update({
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "shard": None, "merged": [p.get("shard") for p in parts], "rows": rows,
         "capabilities": capabilities.table(exs, sorted({r["standard_name"] for r in rows})),
-        "duration_s": round(sum(p["duration_s"] for p in parts), 1),
+        "duration_s": round(sum(p["duration_s"] for p in [*parts, *reruns]), 1),
+        "rerun": sorted(again),
         "summary": summarise(rows, exs, transforms),
         "official": next((p["official"] for p in parts if p.get("official")), {}),
     })

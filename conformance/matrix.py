@@ -20,7 +20,9 @@ example's eager value is that deviation and the transformed result is the execut
 disagreement ``test_differential.OPEN`` lists as being fixed), ``DIFFERS``, ``ERROR`` (an exception
 NumPy does not raise), ``gap`` (NotImplementedError: listed in gaps.py) / ``GAP!`` (not listed),
 or ``n/a`` (the transform does not apply: no array input for vmap, no float input or output for
-grad, results that are not arrays, results whose shape depends on the values under vmap).
+grad, results that are not arrays, results whose shape depends on the values under vmap). grad
+draws only inputs where the gradient exists (``GRAD_DEFINED``: no repeated or zero singular values,
+no repeated eigenvalues, with sqrt(eps) of room).
 A failing cell keeps up to ``KEEP_FAILURES`` failing inputs with both results.
 """
 from __future__ import annotations
@@ -456,13 +458,60 @@ def open_issues() -> dict:
     return dict(table)
 
 
-def applicable(transform: str):
+def applicable(transform: str, fn: F.Fn | None = None):
     """A cheap test on a drawn example (no executor runs): can ``transform`` apply to it?"""
     if transform == "vmap":
         return lambda ex: bool(leaves(*ex))
     if transform == "grad":
-        return lambda ex: any(it.values.dtype.kind == "f" for it in leaves(*ex))
+        defined = GRAD_DEFINED.get(F.standard_name(fn)) if fn is not None else None
+        return lambda ex: any(it.values.dtype.kind == "f" for it in leaves(*ex)) and (
+            defined is None or defined(leaves(*ex)[0].values))
     return lambda ex: True
+
+
+# -- where a gradient exists: spectral functions -------------------------------------------------------
+# The derivative of a singular value or eigenvalue, and of the vectors, has 1/(s_i - s_j) (and for
+# thin non-square svd 1/s_i) in it: at repeated or zero values it does not exist, and near them
+# (closer than sqrt(eps) of the largest) the floats of any two LAPACKs are noise, not a disagreement.
+
+def _spread_apart(values, dtype, with_zero: bool) -> bool:
+    """Every matrix of the stack: its sorted ``values`` (and, ``with_zero``, 0) at least sqrt(eps) x
+    the largest magnitude apart."""
+    if values.size == 0:
+        return True
+    v = np.sort(values, axis=-1)
+    if with_zero:
+        v = np.concatenate([np.zeros(v.shape[:-1] + (1,)), v], axis=-1)
+    scale = np.max(np.abs(v), axis=-1, keepdims=True)
+    tol = np.sqrt(np.finfo(dtype).eps) * np.maximum(scale, np.finfo(dtype).tiny)
+    return bool(np.all(np.diff(v, axis=-1) >= tol)) and bool(np.all(np.isfinite(v)))
+
+
+def _svd_gradient_defined(a) -> bool:
+    if a.size == 0:
+        return True
+    with np.errstate(all="ignore"):
+        try:
+            s = np.linalg.svd(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), compute_uv=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return False
+    return _spread_apart(s, a.dtype, with_zero=True)
+
+
+def _eigh_gradient_defined(a) -> bool:
+    if a.size == 0:
+        return True
+    with np.errstate(all="ignore"):
+        try:
+            w = np.linalg.eigvalsh(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+        except (np.linalg.LinAlgError, ValueError):
+            return False
+    return _spread_apart(w, a.dtype, with_zero=False)
+
+
+#: standard name -> (first input's values -> does the gradient exist there, with room for rounding)
+GRAD_DEFINED = {"linalg.svd": _svd_gradient_defined, "linalg.svdvals": _svd_gradient_defined,
+                "linalg.eigh": _eigh_gradient_defined, "linalg.eigvalsh": _eigh_gradient_defined}
 
 
 _NEEDS = {"vmap": "an array input", "grad": "a real floating input"}
@@ -507,7 +556,7 @@ def run_row(fn: F.Fn, executors: list[str], transforms: tuple, max_examples: int
     def probe_for(t: str):
         @settings(max_examples=max_examples, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
-        @given(examples(fn).filter(applicable(t)))
+        @given(examples(fn).filter(applicable(t, fn)))
         def probe(example):
             args, kwargs = example
             try:

@@ -152,6 +152,30 @@ def test_vmap_batches_a_flipped_copy_and_grad_needs_a_float_input():
     np.testing.assert_allclose(g[1][0][1], w * np.cos(x.values))  # d/dx sum(w * sin x)
 
 
+def test_grad_draws_only_inputs_where_the_spectral_gradient_exists():
+    from conformance.differential.strategies import Input
+
+    # the deep run's one DIFFERS (svd / grad / jax): a float32 matrix whose third singular value is
+    # 1.9e-16 of 3.9, where svd's gradient (1/s terms) is rounding noise on any LAPACK
+    near_singular = np.asarray([[-0.5, 0.0, 1.0], [0.5, -2.2204460e-16, 5.8774718e-39],
+                                [5.8774718e-39, 5.8774718e-39, -5.9604645e-08], [-0.5, 4.2e-45, 3.7028518]], np.float32)
+    rng = np.random.default_rng(0)
+    generic = rng.standard_normal((2, 4, 3)).astype(np.float32)
+    for name in ("linalg.svd", "linalg.svdvals"):
+        ok = matrix.applicable("grad", F.BY_NAME[name])
+        assert ok(((Input(generic),), {})) and ok(((Input(np.zeros((0, 3), np.float32)),), {}))
+        assert not ok(((Input(near_singular),), {}))
+        assert not ok(((Input(np.stack([generic[0], near_singular])),), {}))  # one bad matrix of a stack
+        assert not ok(((Input(np.diag([2.0, 2.0, 1.0])),), {}))  # a repeated singular value
+    sym = generic[0, :3] + generic[0, :3].T
+    for name in ("linalg.eigh", "linalg.eigvalsh"):
+        ok = matrix.applicable("grad", F.BY_NAME[name])
+        assert ok(((Input(sym),), {})) and ok(((Input(np.diag([-1.0, 0.0, 1.0])),), {}))  # zero is fine here
+        assert not ok(((Input(np.eye(3)),), {}))
+    assert matrix.applicable("grad", F.BY_NAME["linalg.inv"])(((Input(np.eye(3)),), {}))  # no rule: any input
+    assert matrix.applicable("eager", F.BY_NAME["linalg.svd"])(((Input(near_singular),), {}))  # eager: any input
+
+
 def test_a_transform_disagreement_from_flushed_subnormals_is_the_jax_deviation():
     if not _base.get("jax").available():
         pytest.skip("jax is not installed")
@@ -214,6 +238,19 @@ def test_shards_merged_are_the_whole_run(tmp_path, capsys):
     assert _cells(merged) == _cells(whole) and merged["summary"] == whole["summary"]
     assert merged["capabilities"] == whole["capabilities"] and merged["merged"] == ["1/2", "0/2"]
     assert merged["duration_s"] == round(parts[0]["duration_s"] + parts[1]["duration_s"], 1)
+    # a row run again at the same settings (after a fix) replaces the shard's row, and is listed
+    cli.main(common[:1] + ["floor"] + common[2:] + ["--output", str(tmp_path / "again")])
+    again = json.loads((tmp_path / "again" / "conformance.json").read_text())
+    again["rows"][0]["seconds"] = -1.0  # to tell it from the shard's row
+    (tmp_path / "again" / "conformance.json").write_text(json.dumps(again))
+    cli.main(["--merge", str(paths["s0"]), str(paths["s1"]), "--rerun", str(tmp_path / "again" / "conformance.json"),
+              "--output", str(tmp_path / "with_rerun")])
+    redone = json.loads((tmp_path / "with_rerun" / "conformance.json").read_text())
+    validate(redone, SCHEMA)
+    assert [r["function"] for r in redone["rows"]] == [r["function"] for r in whole["rows"]]
+    assert [r["seconds"] for r in redone["rows"] if r["function"] == "floor"] == [-1.0] and redone["rerun"] == ["floor"]
+    with pytest.raises(ValueError, match="in no --merge part"):
+        cli.merge([parts[0]], [parts[1]])
 
 
 def test_a_merge_of_parts_that_do_not_fit_is_refused(tmp_path):
