@@ -1,8 +1,9 @@
 """arrayx.lax / arrayx.nn against their peers: convolution, pooling, logsumexp.
 
-Run:  nice python benchmarks/bench_lax.py [--quick]
+Run:  nice python benchmarks/bench_lax.py [--quick] [--rows PREFIX]
       (writes benchmarks/results/lax.json; --quick: batch 8 instead of the issue's 32, fewer rounds,
-      benchmarks/results/lax_quick.json)
+      benchmarks/results/lax_quick.json; --rows "conv fwd+bwd": only the workloads whose name starts
+      so, written to benchmarks/results/lax_rows.json beside the full run's file)
       or, in the runner with the other benches:  nice python -m benchmarks --only lax [--quick] --tag lax
 
 Side by side in one process, float32, each workload's labels timed in interleaved rounds (a
@@ -12,7 +13,9 @@ shuffled order per round, a pause between labels; best time kept):
   and forward+backward (the gradient of ``sum(conv(x, w) * g)`` for both operands), on the numpy
   executor (eager forward; ``jit(grad)`` for the backward) and the jax executor (``ax.jit`` of the
   same functions), against ``jax.jit(jax.lax.conv_general_dilated)`` / ``jax.jit(jax.grad(...))``.
-  Issue 16's goals: numpy within 2x of jax.jit (ratio peer/arrayx >= 0.5), jax >= 0.9x.
+  Issue 16's goals: numpy within 2x of jax.jit (ratio peer/arrayx >= 0.5), jax >= 0.9x.  The conv
+  rows also time a second, separately built ``jax.jit`` of the peer in the same rounds ("jax again":
+  the row's "peer vs peer again" is how far two copies of one program part in this run).
 - ``max_pool`` / ``avg_pool`` 2x2 stride 2 on the same tensor: the numpy executor (eager) against
   ``jax.jit(jax.lax.reduce_window)`` (goal >= 0.5x); ``max_pool`` forward+backward (``jit(grad)``)
   against ``jax.jit(jax.grad(...))`` for information (no goal).
@@ -39,8 +42,9 @@ import arrayx as ax  # noqa: E402
 TITLE = "arrayx.lax conv/pooling and arrayx.nn.logsumexp vs jax.jit(jax.lax) and scipy.special"
 
 
-def workloads(quick: bool) -> dict:
-    """The runner's convention (benchmarks/__main__.py): workload -> label -> callable."""
+def workloads(quick: bool, controls: bool = False) -> dict:
+    """The runner's convention (benchmarks/__main__.py): workload -> label -> callable; ``controls``
+    adds the conv rows' "jax again" label (``main`` only)."""
     import jax
     import jax.numpy as jnp
     import scipy.special
@@ -55,8 +59,9 @@ def workloads(quick: bool) -> dict:
     conv_args = ((1, 1), "SAME")
     jx, jw, jg = jnp.asarray(x), jnp.asarray(w), jnp.asarray(g)
     jconv = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, *conv_args))
-    jgrad = jax.jit(jax.grad(lambda a, b, c: jnp.sum(jax.lax.conv_general_dilated(a, b, *conv_args) * c),
-                             argnums=(0, 1)))
+    jconv_again = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, *conv_args))
+    jgrad, jgrad_again = (jax.jit(jax.grad(lambda a, b, c: jnp.sum(jax.lax.conv_general_dilated(a, b, *conv_args) * c),
+                                           argnums=(0, 1))) for _ in range(2))
     agrad = ax.jit(ax.grad(lambda a, b, c: ax.sum(ax.lax.conv_general_dilated(a, b, *conv_args) * c), argnums=(0, 1)))
     aconv = ax.jit(lambda a, b: ax.lax.conv_general_dilated(a, b, *conv_args))
     on = {}
@@ -78,7 +83,7 @@ def workloads(quick: bool) -> dict:
     with ax.use_executor("numpy"):
         bign = ax.asarray(big)
     shape = f"{n}x64x56x56 3x3 64->64 f32"
-    return {
+    out = {
         f"conv fwd {shape}": {"jax": lambda: block(jconv(jx, jw)),
                               "arrayx[numpy]": lambda: ax.lax.conv_general_dilated(xn, wn, *conv_args),
                               "arrayx[jax]": lambda: block(aconv(xj, wj))},
@@ -94,6 +99,10 @@ def workloads(quick: bool) -> dict:
         "logsumexp 4096x4096 last axis f32": {"scipy": lambda: scipy.special.logsumexp(big, axis=-1),
                                               "arrayx[numpy]": lambda: ax.nn.logsumexp(bign, axis=-1)},
     }
+    if controls:
+        out[f"conv fwd {shape}"]["jax again"] = lambda: block(jconv_again(jx, jw))
+        out[f"conv fwd+bwd {shape}"]["jax again"] = lambda: block(jgrad_again(jx, jw, jg))
+    return out
 
 
 #: workload prefix -> (peer's name in the rows, goal per arrayx label: speed vs peer)
@@ -120,7 +129,7 @@ def agree(fns: dict, rtol: float = 2e-3) -> None:
             np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * scale, err_msg=label)
 
 
-def main(quick: bool = False) -> dict:
+def main(quick: bool = False, rows_prefix: str = "") -> dict:
     import jax
 
     from benchmarks._harness import interleaved_best, run_record
@@ -128,7 +137,9 @@ def main(quick: bool = False) -> dict:
     load_before = os.getloadavg()
     rounds, repeat = (3, 1) if quick else (6, 2)
     rows = []
-    for name, fns in workloads(quick).items():
+    for name, fns in workloads(quick, controls=True).items():
+        if not name.startswith(rows_prefix):
+            continue
         agree(fns)
         times = interleaved_best(fns, rounds, repeat)
         peer_label = next(k for k in fns if not k.startswith("arrayx"))
@@ -137,12 +148,18 @@ def main(quick: bool = False) -> dict:
             r = {"case": f"{name} {label}", "arrayx ms": times[label] * 1e3, "peer": peer,
                  "peer ms": times[peer_label] * 1e3, "speed vs peer": times[peer_label] / times[label],
                  "goal (speed vs peer)": goal}
+            if "jax again" in times:
+                r["peer again ms"] = times["jax again"] * 1e3
+                r["peer vs peer again"] = times[peer_label] / times["jax again"]
             rows.append(r)
             print(json.dumps(r), flush=True)
-    return run_record(quick, rounds, repeat, load_before, rows, jax=jax.__version__, batch=8 if quick else 32)
+    return run_record(quick, rounds, repeat, load_before, rows, jax=jax.__version__, batch=8 if quick else 32,
+                      **({"rows_prefix": rows_prefix} if rows_prefix else {}))
 
 
 if __name__ == "__main__":
     from benchmarks._harness import write_results
 
-    write_results("lax", "--quick" in sys.argv, main(quick="--quick" in sys.argv))
+    prefix = sys.argv[sys.argv.index("--rows") + 1] if "--rows" in sys.argv else ""
+    quick = "--quick" in sys.argv
+    write_results("lax_rows" if prefix else "lax", quick, main(quick=quick, rows_prefix=prefix))

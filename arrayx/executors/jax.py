@@ -525,14 +525,14 @@ class JaxExecutor(Executor):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
         # differentiated and batched it, so JAX only compiles
         jitted = self._jax.jit(self.lower(graph), donate_argnums=tuple(donate_argnums))
-
-        def run(*bufs):
-            try:
-                return jitted(*bufs)
-            except _NEEDS_CONCRETE as e:
-                raise _data_dependent_error(graph) from e
-
-        return run
+        # traced here on the graph's avals (jax keeps the trace for the first call), so a shape XLA
+        # cannot compile fails now with arrayx's message and each call is jax.jit's own C++ dispatch
+        try:
+            jitted.trace(*(self._jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                           for a in graph.in_avals))
+        except _NEEDS_CONCRETE as e:
+            raise _data_dependent_error(graph) from e
+        return jitted
 
     def capabilities(self) -> dict:
         # eager JAX computes data-dependent shapes (boolean masks, unique, nonzero) on the host

@@ -171,6 +171,39 @@ def test_mixed_executor_operands_are_refused():
         a + b
 
 
+def test_jit_runs_jax_jit_dispatch_traced_once_when_compiled():
+    """arrayx.jit on jax hands each call to jax.jit's own dispatch (no Python frame around it), traced
+    once at compile time and not again on the first call; pytrees, keyword, static and donated
+    arguments and a new shape give the numpy executor's values."""
+    import jax
+
+    rng = np.random.default_rng(3)
+    a, b, c = rng.normal(size=3), rng.normal(size=3), rng.normal(size=5)
+
+    def model(p, n, *, bias):
+        return {"s": xp.sin(p["a"]) * p["b"] ** n + bias, "t": xp.sum(p["a"] * p["b"])}
+
+    f = xp.jit(model, static_argnums=1)
+    g = xp.jit(lambda x, y: x * 2.0 + y, donate_argnums=0)
+    got = [f({"a": xp.asarray(a), "b": xp.asarray(b)}, 2, bias=xp.asarray(0.5)),
+           f({"a": xp.asarray(a), "b": xp.asarray(b)}, 3, bias=xp.asarray(0.5)),
+           f({"a": xp.asarray(c), "b": xp.asarray(c)}, 2, bias=xp.asarray(0.5)),
+           g(xp.asarray(a), xp.asarray(b))]
+    assert f.trace_count == 3 and g.trace_count == 1  # a new static value and a new shape retrace
+    for entry in [*f._cache.values(), *g._cache.values()]:
+        assert isinstance(entry.fn, type(jax.jit(abs))), type(entry.fn)
+        assert entry.fn._cache_size() == 1  # the compile-time trace served the first call
+    with xp.use_executor("numpy"):
+        want = [model({"a": xp.asarray(a), "b": xp.asarray(b)}, 2, bias=xp.asarray(0.5)),
+                model({"a": xp.asarray(a), "b": xp.asarray(b)}, 3, bias=xp.asarray(0.5)),
+                model({"a": xp.asarray(c), "b": xp.asarray(c)}, 2, bias=xp.asarray(0.5)),
+                xp.asarray(a) * 2.0 + xp.asarray(b)]
+    for w, h in zip(want[:3], got[:3]):
+        assert_same(h["s"], w["s"])
+        assert_same(h["t"], w["t"])
+    assert_same(got[3], want[3])
+
+
 def test_jit_per_op_matches_eager_and_falls_back(monkeypatch):
     """Each op runs as one jax.jit call; data-dependent results still run (eagerly)."""
     x = xp.asarray([3.0, -1.0, 2.0, -1.0])
