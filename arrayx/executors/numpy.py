@@ -103,6 +103,14 @@ def _prod(x, axis=None, dtype=None, keepdims=False):
     return np.multiply.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
+def _clip(x, lo=None, hi=None):
+    # array-api-compat's clip writes into integer bound arrays (a read-only view, e.g. a broadcast
+    # bound under vmap, raises); arrayx's clip has cast the bounds to x's dtype and clamped scalars
+    if lo is None and hi is None:
+        return x.copy()
+    return np.clip(x, lo, hi)
+
+
 def _complex_of(x):
     return np.result_type(x.dtype, np.complex64)
 
@@ -128,6 +136,7 @@ class NumpyExecutor(Executor):
         "divide": _divide,
         "reciprocal": _reciprocal,
         "tensordot": _tensordot,
+        "clip": _clip,
         # NumPy 2's own functions already have the standard's semantics; array-api-compat's
         # Python wrappers around them would only add per-call cost.
         "matmul": np.matmul,

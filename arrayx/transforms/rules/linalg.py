@@ -537,18 +537,31 @@ def _vector_norm_jvp(primals, tangents, *, axis, keepdims, ord):
         weight = hit / ax.sum(hit, axis=axis, keepdims=True)
     elif ord == 1:
         weight = ax.ones_like(mag)
-    elif ord == 2:
-        safe = ax.where(full == 0, ax.ones_like(full), full)
-        weight = ax.where(full == 0, ax.zeros_like(mag), mag / safe)
     else:
-        safe = ax.where(full == 0, ax.ones_like(full), full)
-        weight = ax.where(full == 0, ax.zeros_like(mag), (mag / safe) ** (ord - 1))
+        weight = _norm_ratio(mag, full, axis, ord)
+        weight = weight if ord == 2 else weight ** (ord - 1)
     coef = _conj(sign) * ax.astype(weight, x.dtype) if x.dtype.kind == "c" else sign * weight
     contribution = _real(t * coef)
     tout = ax.sum(contribution, axis=axis, keepdims=keepdims)
     if tout.dtype != out.dtype:
         tout = ax.astype(tout, out.dtype)
     return out, tout
+
+
+def _norm_ratio(mag, full, axis, ord):
+    """|x| / ||x||_p, from x scaled by its largest |x| where that is finite and nonzero: the forward's
+    sum of powers may have under- or overflowed (NumPy's 2-norm does not scale: ||[-4.6e-162]|| is
+    4.4e-162, so |x| / ||x|| was 1.027)."""
+    safe = ax.where(full == 0, ax.ones_like(full), full)
+    plain = ax.where(full == 0, ax.zeros_like(mag), mag / safe)
+    if math.prod(mag.shape) == 0:
+        return plain
+    top = ax.max(mag, axis=axis, keepdims=True)
+    good = (top > 0) & ax.isfinite(top)
+    scaled = mag / ax.where(good, top, ax.ones_like(top))
+    norm = la.vector_norm_p.bind(scaled, axis=axis, keepdims=True, ord=ord)
+    norm = ax.astype(norm, mag.dtype) if norm.dtype != mag.dtype else norm
+    return ax.where(good, scaled / ax.where(good, norm, ax.ones_like(norm)), plain)
 
 
 def _keepdims_shape(shape, axis):
@@ -654,11 +667,13 @@ def _solve_batch(vals, dims):
     (a, b), (da, db) = vals, dims
     size = size_of(vals, dims)
     one_vector = b.ndim - (db is not None) == 1  # x2 of shape (M,): one right-hand side per member
-    if one_vector and da is None:  # the members' vectors are the columns of one right-hand side
+    if one_vector and da is None and a.ndim == 2:  # one matrix: the members' vectors are its right-hand sides
         return la.solve_p.bind(a, ax.moveaxis(b, db, -1)), 1
     a, b = full_batch(a, da, size, _member(a, da)), full_batch(b, db, size, _member(b, db))
-    if one_vector:
-        return ax.squeeze(la.solve_p.bind(a, ax.expand_dims(b, axis=-1)), axis=-1), 0
+    if one_vector:  # each member's vector as one column, against every matrix of the member's stack
+        batch, m = tuple(a.shape[:-2]), a.shape[-1]
+        column = ax.reshape(b, (size,) + (1,) * (len(batch) - 1) + (m, 1))
+        return ax.squeeze(la.solve_p.bind(a, ax.broadcast_to(column, batch + (m, 1))), axis=-1), 0
     return la.solve_p.bind(a, b), 0
 
 
