@@ -1,7 +1,8 @@
 """arrayx.jit against jax.jit, and jit on the NumPy executor against eager and the forward pass.
 
-Run:  nice python benchmarks/bench_jit.py [--quick]
-      (writes benchmarks/results/jit.json)
+Run:  nice python benchmarks/bench_jit.py [--quick] [--rows jax]
+      (writes benchmarks/results/jit.json; --rows jax: only the jax executor's rows, written to
+      benchmarks/results/jit_rows.json beside the full run's file)
 
 Every comparison runs both sides in one process, interleaved (A, B, A, B, ...), best of
 several repeats, every JAX result waited for (``block_until_ready``).  Rows:
@@ -189,15 +190,18 @@ def bench_compile_time(rows):
 def main():
     rows: list = []
     load_before = os.getloadavg()
+    only_jax = "--rows" in sys.argv and sys.argv[sys.argv.index("--rows") + 1] == "jax"
     if "jax" in ax.executors():
         bench_jax(rows)
-    bench_numpy(rows)
-    bench_compile_time(rows)
+    if not only_jax:
+        bench_numpy(rows)
+        bench_compile_time(rows)
     for r in rows:
         print({k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()})
-    out = pathlib.Path(__file__).parent / "results" / "jit.json"
+    out = pathlib.Path(__file__).parent / "results" / ("jit_rows.json" if only_jax else "jit.json")
     out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
-                               "command": "nice python benchmarks/bench_jit.py" + (" --quick" if QUICK else ""),
+                               "command": "nice python benchmarks/bench_jit.py" + (" --quick" if QUICK else "")
+                               + (" --rows jax" if only_jax else ""),
                                "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
                                "rows": rows}, indent=1))
     print("wrote", out)
