@@ -115,5 +115,11 @@ def table(executors: list[str], functions: list[str]) -> dict:
         counts = {k: sum(1 for r in rows.values() if r["kind"] == k)
                   for k in (NATIVE, ADAPTED, OTHER, GENERIC, UNSUPPORTED, COMPOSITE)}
         out[name] = {"functions": rows, "counts": counts,
-                     "flags": {k: v for k, v in ex.capabilities().items() if isinstance(v, (bool, int, str))}}
+                     "flags": {k: _no_machine_path(v) for k, v in ex.capabilities().items()
+                               if isinstance(v, (bool, int, str))}}
     return out
+
+
+def _no_machine_path(value):
+    """A folder of this machine (the kernel cache) as what it is: reports are shared and committed."""
+    return "(a private folder)" if isinstance(value, str) and value.startswith(("/", "~")) else value
