@@ -1,7 +1,8 @@
 """vmap: per-example gradients, vmapped Jacobians and batched linear algebra, against their peers.
 
 Run:  nice python benchmarks/bench_vmap.py [--quick]
-      (writes benchmarks/results/vmap.json)
+      (writes benchmarks/results/vmap.json; on a shared 2-core machine ``OPENBLAS_NUM_THREADS=1``
+      keeps BLAS's spinning threads from swinging the GEMM-heavy rows: the JSON records it)
 
 Every comparison runs its sides in one process, interleaved, best of several repeats, every JAX
 result waited for.  float32 throughout except the Jacobians (float64).  Rows:
@@ -193,6 +194,7 @@ def main():
     out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
                                "command": "nice python benchmarks/bench_vmap.py" + (" --quick" if QUICK else ""),
                                "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
+                               "environment": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "ARRAYX_BUFFER_POOL")},
                                "quick": QUICK, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
 
