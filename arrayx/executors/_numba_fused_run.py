@@ -125,11 +125,11 @@ def _combine(name: str, p, q, counts, mid: int, params: dict):
 class RegionRunner:
     """Runs one region's kernel on buffers (see the module doc); op by op if Numba fails on it."""
 
-    def __init__(self, ex, region: Region, plan_: _Plan, donors: dict, fallback):
+    def __init__(self, ex, region: Region, plan_: _Plan, fallback):
         self.ex = ex
         self.plan = plan_
         self.shape = region.shape
-        self.donors = donors  # stored output index -> operand position whose buffer it may take
+        self.donors = plan_.donors  # stored output index -> operand whose buffer the kernel writes it into
         self.fallback = fallback
         self.kernel = None  # the compiled kernel, on first call
         self.failed: str | None = None
@@ -197,12 +197,15 @@ class RegionRunner:
         outs = []
         for k, dt in enumerate(self.out_dtypes):
             donor = self.donors.get(k)
-            if donor is not None:
-                b = bufs[self.positions[donor]]
-                if b.__class__ is np.ndarray and b.flags.c_contiguous and b.flags.writeable and b.shape == shape:
-                    outs.append(b)
-                    continue
-            outs.append(np.empty(shape, dt))
+            if donor is None:
+                outs.append(np.empty(shape, dt))
+                continue
+            # the kernel writes this output into the donor operand's argument: the operand's own
+            # buffer where it may (a kernel made it), else a copy of it (e.g. a fallback's view)
+            b = bufs[self.positions[donor]]
+            if not (b.__class__ is np.ndarray and b.flags.c_contiguous and b.flags.writeable and b.shape == shape):
+                args[donor] = args[donor].copy()
+            outs.append(args[donor].reshape(shape))
         step, nsplit = self.step, self.nsplit
         parts = []
         kargs = [*args, *(o.reshape(-1) for o in outs)]

@@ -375,6 +375,7 @@ class _Plan(NamedTuple):
     mid: int
     inner: int
     flat: bool  # elementwise, full and scalar operands: a kernel over element ranges (_FLAT)
+    donors: dict  # stored output index -> operand index whose buffer the kernel writes it into
 
 
 def _expanded(eqn) -> tuple:
@@ -422,8 +423,10 @@ def _acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
     return np.dtype(np.float64) if out.kind == "f" else out
 
 
-def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
-    """The kernel of ``region``: operands, body, stores and folds (see the module doc)."""
+def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) -> _Plan:
+    """The kernel of ``region``: operands, body, stores and folds (see the module doc).
+    A stored output may be written into the buffer of an operand in ``donatable`` (same dtype,
+    full, not broadcast): the kernel then reads and writes that operand through one slice."""
     shape = region.shape
     ndim = len(shape)
     operands: list[_Operand] = []
@@ -522,10 +525,25 @@ def plan(region: Region, uses: dict, graph_outputs: set) -> _Plan:
     mid = math.prod(shape[first:last + 1])
     inner = math.prod(shape[last + 1:])
     flat = not reductions and all(op.layout != "k" for op in operands)
-    source = (_flat_source(operands, row_body, stored, names, uses_index) if flat
-              else _source(operands, names, row_body, stored, reductions, inner == 1, uses_index))
+    donors = _donors(operands, stored, donatable)
+    source = (_flat_source(operands, row_body, stored, names, uses_index, donors) if flat
+              else _source(operands, names, row_body, stored, reductions, inner == 1, uses_index, donors))
     return _Plan(source, tuple(operands), stored,
-                 tuple((v, name, acc, params) for v, name, acc, _, params in reductions), outer, mid, inner, flat)
+                 tuple((v, name, acc, params) for v, name, acc, _, params in reductions), outer, mid, inner, flat,
+                 donors)
+
+
+def _donors(operands, stored, donatable) -> dict:
+    """stored output index -> the operand whose buffer it takes (each operand at most once)."""
+    donors: dict = {}
+    for k, v in enumerate(stored):
+        for i, op in enumerate(operands):
+            a = op.var
+            if (i not in donors.values() and a.__class__ is Var and a in donatable and op.layout == "f"
+                    and not op.broadcast and a.aval.dtype == v.aval.dtype):
+                donors[k] = i
+                break
+    return donors
 
 
 _FOLDS = {"sum": "sum_block", "mean": "sum_block", "prod": "prod_block", "max": "max_block",
@@ -583,7 +601,7 @@ def _nullary_expr(eqn, shape: tuple, constant) -> str | None:
     return f"{constant(after, np.float64)} if e == 1 else T_float64(e) * {delta} + {start}"
 
 
-def _flat_source(operands, body, stored, names, uses_index=False) -> str:
+def _flat_source(operands, body, stored, names, uses_index=False, donors=None) -> str:
     args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
     setup, loads = [], []
     for i, op in enumerate(operands):
@@ -592,14 +610,17 @@ def _flat_source(operands, body, stored, names, uses_index=False) -> str:
         else:  # a slice from 0: LLVM sees non-negative indices (no wraparound test blocks SIMD)
             setup.append(f"x{i}b = x{i}[w0:w1]")
             loads.append(f"a{i} = x{i}b[i]")
-    setup += [f"o{i}b = o{i}[w0:w1]" for i in range(len(stored))]
+    # an output written into an operand's buffer goes through that operand's slice: LLVM sees one
+    # pointer (two arrays that may overlap fail its runtime check and run the scalar loop: ~6x slower)
+    donors = donors or {}
+    setup += [f"o{i}b = x{donors[i]}b" if i in donors else f"o{i}b = o{i}[w0:w1]" for i in range(len(stored))]
     stores = [f"o{i}b[i] = {names[v]}" for i, v in enumerate(stored)]
     loads = (["e = w0 + i"] if uses_index else []) + loads
     return _module(_FLAT.format(args="".join(", " + a for a in args), setup=_indent(setup, 4),
                                 body=_indent(loads + body + stores, 8)))
 
 
-def _source(operands, names, body, stored, reductions, rows: bool, uses_index=False) -> str:
+def _source(operands, names, body, stored, reductions, rows: bool, uses_index=False, donors=None) -> str:
     args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
     row_setup, row_slices, row_loads, col_setup, col_slices, col_loads = [], [], [], [], [], []
     for i, op in enumerate(operands):
@@ -616,10 +637,11 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
             col_slices.append(f"x{i}r = x{i}[rb:rb + inner]")
             col_loads.append(f"a{i} = x{i}r[j]")
     row_stores, col_stores = [], []
-    for i, v in enumerate(stored):
-        row_slices.append(f"o{i}b = o{i}[rb:rb + nb]")
+    donors = donors or {}
+    for i, v in enumerate(stored):  # a donated output through its operand's slice (see _flat_source)
+        row_slices.append(f"o{i}b = x{donors[i]}b" if i in donors else f"o{i}b = o{i}[rb:rb + nb]")
         row_stores.append(f"o{i}b[i] = {names[v]}")
-        col_slices.append(f"o{i}r = o{i}[rb:rb + inner]")
+        col_slices.append(f"o{i}r = x{donors[i]}r" if i in donors else f"o{i}r = o{i}[rb:rb + inner]")
         col_stores.append(f"o{i}r[j] = {names[v]}")
     row_folds, row_results = [], []
     for r, (_, name, acc, value, _) in enumerate(reductions):
@@ -677,22 +699,15 @@ def fuse(ex, graph: Graph):
             equations.append(step)
             done.add(id(step))
             continue
-        plan_ = plan(step, uses, graph_outputs)
         members = {id(e) for e in step.eqns}
-        donors, taken = {}, set()
-        for k, v in enumerate(plan_.stored):
-            for i, op in enumerate(plan_.operands):
-                a = op.var
-                if (i not in taken and a.__class__ is Var and a in fresh and op.layout == "f" and not op.broadcast
-                        and a.aval.dtype == v.aval.dtype and a not in graph_outputs
-                        and all(id(e) in members or id(e) in done for e in uses.get(a, ()))):
-                    donors[k] = i
-                    taken.add(i)
-                    break
+        # buffers no view of which exists and that nothing after this region reads
+        donatable = {a for a in fresh if a not in graph_outputs
+                     and all(id(e) in members or id(e) in done for e in uses.get(a, ()))}
+        plan_ = plan(step, uses, graph_outputs, donatable)
         ins = _inputs(plan_)
         outs = plan_.stored + tuple(v for v, *_ in plan_.reductions)
         fallback = straight_line(ex, Graph(ins, (), (), step.eqns, outs, device=graph.device))
-        runner = RegionRunner(ex, step, plan_, donors, fallback)
+        runner = RegionRunner(ex, step, plan_, fallback)
         runners.append(runner)
         fresh.update(plan_.stored)
         done.update(members)
