@@ -66,12 +66,13 @@ def all_block(t, n, acc):
 
 
 @njit(**_SUMS)
-def mean_m2_block(t, n, zero):
-    """(mean of t[:n], sum of squared deviations from it): two passes over a block in cache."""
+def mean_m2_block(t, n, count, zero):
+    """(mean of t[:n], sum of squared deviations from it): two passes over a block in cache
+    (``count`` is n and ``zero`` 0 in t's dtype: a float32 block stays float32)."""
     s = zero
     for i in range(n):
         s += t[i]
-    m = s / n
+    m = s / count
     q = zero
     for i in range(n):
         d = t[i] - m

@@ -315,6 +315,7 @@ def kernel(w0, w1{args}):
 _KERNEL = '''
 @njit(cache=False, nogil=True, error_model="numpy")
 def kernel(w0, w1, outer, mid, inner, step, nsplit{args}):
+{setup}
     for w in range(w0, w1):
         o = w // nsplit
         s = w - o * nsplit
@@ -415,6 +416,14 @@ def _literal_dtype(eqn, position: int) -> np.dtype | None:
     return others[0].aval.dtype if others else None
 
 
+def _block_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
+    """The dtype a block of values is folded in: float32 sums, means and variances fold each block
+    in float32 (eight lanes, as NumPy's pairwise sum does) and join the blocks in float64."""
+    if name in ("sum", "mean", "var", "std") and x == out == np.float32:
+        return x
+    return _acc_dtype(name, x, out)
+
+
 def _acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
     if name in ("any", "all"):
         return np.dtype(bool)
@@ -472,7 +481,7 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
         if name in REDUCERS:
             x = eqn.inputs[0]
             value = names[x] if x in names else operand(x)
-            reductions.append((out, name, _acc_dtype(name, x.aval.dtype, dt), value, eqn.params))
+            reductions.append((out, name, _acc_dtype(name, x.aval.dtype, dt), value, eqn.params, _block_dtype(name, x.aval.dtype, dt)))
             continue
         if name in _BROADCASTS:
             src = eqn.inputs[0]
@@ -529,7 +538,7 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
     source = (_flat_source(operands, row_body, stored, names, uses_index, donors) if flat
               else _source(operands, names, row_body, stored, reductions, inner == 1, uses_index, donors))
     return _Plan(source, tuple(operands), stored,
-                 tuple((v, name, acc, params) for v, name, acc, _, params in reductions), outer, mid, inner, flat,
+                 tuple((v, name, acc, params) for v, name, acc, _, params, _ in reductions), outer, mid, inner, flat,
                  donors)
 
 
@@ -643,18 +652,19 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
         row_stores.append(f"o{i}b[i] = {names[v]}")
         col_slices.append(f"o{i}r = x{donors[i]}r" if i in donors else f"o{i}r = o{i}[rb:rb + inner]")
         col_stores.append(f"o{i}r[j] = {names[v]}")
-    row_folds, row_results = [], []
-    for r, (_, name, acc, value, _) in enumerate(reductions):
+    row_folds, row_results, kernel_setup = [], [], []
+    for r, (_, name, acc, value, _, blk) in enumerate(reductions):
         cast = f"({value} != 0)" if name in ("any", "all") else f"T_{acc.name}({value})"
         args.append(f"p{r}")
-        row_setup.append(f"t{r} = np.empty({_BLOCK}, T_{acc.name})")
-        row_stores.append(f"t{r}[i] = {cast}")
+        kernel_setup.append(f"t{r} = np.empty({_BLOCK}, T_{blk.name})")  # once per call, not per work item
+        row_stores.append(f"t{r}[i] = " + (cast if blk == acc else f"T_{blk.name}({value})"))
         col_setup.append(f"p{r}c = p{r}[o, s]")
         if name in ("var", "std"):
             args.append(f"q{r}")
             row_setup += [f"c{r} = T_{acc.name}(0)", f"m{r} = T_{acc.name}(0)", f"d{r} = T_{acc.name}(0)"]
-            row_folds += [f"bm{r}, bq{r} = fb.mean_m2_block(t{r}, nb, T_{acc.name}(0))",
-                          f"c{r}, m{r}, d{r} = fb.chan_join(c{r}, m{r}, d{r}, T_{acc.name}(nb), bm{r}, bq{r})"]
+            row_folds += [f"bm{r}, bq{r} = fb.mean_m2_block(t{r}, nb, T_{blk.name}(nb), T_{blk.name}(0))",
+                          f"c{r}, m{r}, d{r} = fb.chan_join(c{r}, m{r}, d{r}, T_{acc.name}(nb), "
+                          f"T_{acc.name}(bm{r}), T_{acc.name}(bq{r}))"]
             row_results += [f"p{r}[o, s, 0] = m{r}", f"q{r}[o, s, 0] = d{r}"]
             col_setup += [f"q{r}c = q{r}[o, s]", f"p{r}c[:] = 0", f"q{r}c[:] = 0"]
             # Welford per column: mean and sum of squared deviations, rows lo .. k
@@ -663,7 +673,8 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
                            f"q{r}c[j] += e{r} * ({cast} - p{r}c[j])"]
         else:
             row_setup.append(f"g{r} = {_init(name, acc)}")
-            row_folds.append(f"g{r} = fb.{_FOLDS[name]}(t{r}, nb, g{r})")
+            row_folds.append(f"g{r} = fb.{_FOLDS[name]}(t{r}, nb, g{r})" if blk == acc else
+                             f"g{r} += T_{acc.name}(fb.{_FOLDS[name]}(t{r}, nb, T_{blk.name}(0)))")
             row_results.append(f"p{r}[o, s, 0] = g{r}")
             col_setup.append(f"p{r}c[:] = {_init(name, acc)}")
             col_stores.append(_COL_FOLDS[name].format(p=f"p{r}c", t=cast))
@@ -677,7 +688,8 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
     else:
         branch = _COLUMNS.format(col_setup=_indent(col_setup, 8), col_slices=_indent(col_slices, 12),
                                  col_body=_indent(col_loads + body + col_stores, 16))
-    return _module(_KERNEL.format(args="".join(", " + a for a in args), branch=branch))
+    setup = _indent(kernel_setup, 4) if rows and kernel_setup else ""
+    return _module(_KERNEL.format(args="".join(", " + a for a in args), setup=setup, branch=branch))
 
 
 def fuse(ex, graph: Graph):
