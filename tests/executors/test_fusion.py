@@ -146,6 +146,25 @@ def test_one_pass_var_and_softmax(executor):
     check(softmax, x.astype(np.float32), regions=3)
 
 
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 3 * 1024 + 7])
+def test_float32_reductions_fold_blocks_in_float32(executor, n):
+    """float32 sums/means/variances fold 1024-blocks in float32 and join them in float64: within
+    float32 tolerance of NumPy on both sides of a block boundary, with a large mean (var's update
+    must not cancel), along a row and over columns; NaN and inf propagate."""
+    x = (normal(4, n) * 10 + 1e3).astype(np.float32)
+    check(lambda x: (xp.sum(x), xp.mean(x * 2), xp.var(x), xp.std(x, correction=1)), x)
+    check(lambda x: (xp.sum(x, axis=1), xp.var(x - 1, axis=1)), x)
+    check(lambda x: (xp.mean(x, axis=0), xp.var(x, axis=0)), x)
+    special = x.copy()
+    special[1, n // 2], special[2, -1] = np.nan, np.inf
+    check(lambda x: (xp.sum(x, axis=1), xp.var(x, axis=1), xp.mean(x)), special)
+    if xp.get_executor().name == "numba":
+        jf, a = xp.jit(lambda x: (xp.sum(x), xp.var(x))), xp.asarray(x)
+        jf(a)
+        source = _compiled(jf, a).regions[0].source
+        assert "fb.sum_block(t0, nb, T_float32(0))" in source and "mean_m2_block(t1, nb, T_float32(nb)" in source
+
+
 def test_several_outputs_and_glue_between_kernels(executor):
     x = normal(20, 20)
     check(lambda x: (x + 1, x * 2, xp.sum(x * 3)), x, regions=1)
