@@ -481,7 +481,7 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
         if name in REDUCERS:
             x = eqn.inputs[0]
             value = names[x] if x in names else operand(x)
-            reductions.append((out, name, _acc_dtype(name, x.aval.dtype, dt), value, eqn.params, _block_dtype(name, x.aval.dtype, dt)))
+            reductions.append((out, name, _acc_dtype(name, x.aval.dtype, dt), value, eqn.params, x.aval.dtype))
             continue
         if name in _BROADCASTS:
             src = eqn.inputs[0]
@@ -653,11 +653,14 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
         col_slices.append(f"o{i}r = x{donors[i]}r" if i in donors else f"o{i}r = o{i}[rb:rb + inner]")
         col_stores.append(f"o{i}r[j] = {names[v]}")
     row_folds, row_results, kernel_setup = [], [], []
-    for r, (_, name, acc, value, _, blk) in enumerate(reductions):
+    for r, (out, name, acc, value, _, x_dtype) in enumerate(reductions):
+        blk = _block_dtype(name, x_dtype, out.aval.dtype)
         cast = f"({value} != 0)" if name in ("any", "all") else f"T_{acc.name}({value})"
         args.append(f"p{r}")
         kernel_setup.append(f"t{r} = np.empty({_BLOCK}, T_{blk.name})")  # once per call, not per work item
-        row_stores.append(f"t{r}[i] = " + (cast if blk == acc else f"T_{blk.name}({value})"))
+        # no cast where the value has the block's dtype already (each cast is typed and lowered: compile time)
+        row_stores.append(f"t{r}[i] = " + (cast if name in ("any", "all") else value if x_dtype == blk
+                                            else f"T_{blk.name}({value})"))
         col_setup.append(f"p{r}c = p{r}[o, s]")
         if name in ("var", "std"):
             args.append(f"q{r}")
