@@ -151,7 +151,8 @@ def test_float32_reductions_fold_blocks_in_float32(executor, n):
     """float32 sums/means/variances fold 1024-blocks in float32 and join them in float64: within
     float32 tolerance of NumPy on both sides of a block boundary, with a large mean (var's update
     must not cancel), along a row and over columns; NaN and inf propagate."""
-    x = (normal(4, n) * 10 + 1e3).astype(np.float32)
+    rng = np.random.default_rng(n)  # its own generator: RNG's draws for the later tests stay as they were
+    x = (rng.standard_normal((4, n)) * 10 + 1e3).astype(np.float32)
     check(lambda x: (xp.sum(x), xp.mean(x * 2), xp.var(x), xp.std(x, correction=1)), x)
     check(lambda x: (xp.sum(x, axis=1), xp.var(x - 1, axis=1)), x)
     check(lambda x: (xp.mean(x, axis=0), xp.var(x, axis=0)), x)
@@ -169,14 +170,15 @@ def test_max_min_folds_in_lanes_keep_numpys_rules(executor):
     """max/min fold a block in eight lanes plus a tail: a NaN in any lane or in the tail wins, ±inf
     and ties as NumPy's, for rows shorter than, equal to and longer than the lanes and a block."""
     for n in (3, 8, 13, 1030):
-        x = normal(5, n)
+        rng = np.random.default_rng(n)  # (not RNG: see above)
+        x = rng.standard_normal((5, n))
         x[1, n - 1] = np.nan  # the tail (or the last lane)
         x[2, min(5, n - 1)] = np.nan  # a lane
         x[3, :] = -np.inf
         x[4, :] = 2.0
         x[4, n // 2] = np.inf
         if n > 1000 and xp.get_executor().name == "jax":  # jax.jit's own max/min over rows this long
-            x[1:3] = normal(2, n)  # drop NaNs on CPU (jax 0.10.2, XLA's vectorised reduction)
+            x[1:3] = rng.standard_normal((2, n))  # drop NaNs on CPU (jax 0.10.2, XLA's vectorised reduction)
         check(lambda x: (xp.max(x * 1.0, axis=1), xp.min(x * 1.0, axis=1), xp.max(x[3:] + 0.0)), x, regions=2)
         check(lambda x: (xp.max(x[:, :n - 1] * 1.0), xp.min(xp.abs(x[2:3]))), x)
 
