@@ -8,7 +8,7 @@ Every comparison runs its sides in one process, interleaved, best of several rep
 result waited for.  float32 throughout except the Jacobians (float64).  Rows:
 
 - per-example gradients of the 784-512-512-10 tanh MLP (squared error), batch 128 (issue 12):
-  arrayx eager ``vmap(grad)`` on the numpy executor, also with its buffer pool off (each result a
+  arrayx eager ``vmap(grad)`` on the numpy executor with its opt-in buffer pool on, and off (each result a
   fresh allocation, as before the pool); a Python loop of 128 arrayx ``grad`` calls
   (its stacked results checked against vmap's);
   hand-written batched NumPy backprop; ``jax.jit(jax.vmap(jax.grad))``; arrayx
@@ -81,6 +81,7 @@ def per_example_rows():
     jit_vg_jax = ax.jit(vg)
     pj, xj, yj = jax.tree_util.tree_map(jnp.asarray, p), jnp.asarray(x), jnp.asarray(y)
     jax_vg = jax.jit(jax.vmap(jax.grad(lambda q, a, b: mlp_loss(jnp, q, a, b)), in_axes=(None, 0, 0)))
+    ax.executors.get("numpy").set_buffer_pool(True)  # opt-in (off by default): on for every arrayx row here
     pool = ax.executors.get("numpy").buffer_pool
 
     def vg_fresh():  # the pool's limit at 0: every large result a fresh np.empty, as before the pool

@@ -14,8 +14,9 @@ it handed out again.  The pool's own count is measured once, by the same functio
 
 Limits: ``limit_bytes`` caps what the pool owns (least recently used free buffers are dropped to
 make room; a result that still does not fit is an ordinary ``np.empty``), ``0`` turns it off.
-``ARRAYX_BUFFER_POOL=0`` leaves the executor's functions unwrapped (no per-op check at all),
-``ARRAYX_BUFFER_POOL_LIMIT`` sets the cap in bytes, ``ARRAYX_BUFFER_POOL_MIN_BYTES`` the size
+Off by default: the size check is a Python frame on every ufunc/matmul call (~0.2 us, over the
+eager budget of a size-8 op), so ``ARRAYX_BUFFER_POOL=1`` (or ``NumpyExecutor.set_buffer_pool``)
+turns it on; off, the executor's functions are NumPy's own, unwrapped.  ``ARRAYX_BUFFER_POOL_LIMIT`` sets the cap in bytes, ``ARRAYX_BUFFER_POOL_MIN_BYTES`` the size
 from which results are pooled.
 """
 from __future__ import annotations
@@ -229,4 +230,4 @@ def pooled(fn, pool: BufferPool):
 
 
 POOL = BufferPool()
-ENABLED = os.environ.get("ARRAYX_BUFFER_POOL", "1").strip().lower() not in ("0", "false", "no", "off")
+ENABLED = os.environ.get("ARRAYX_BUFFER_POOL", "0").strip().lower() in ("1", "true", "yes", "on")

@@ -166,6 +166,16 @@ class NumpyExecutor(Executor):
     def finish_impl(self, prim, fn):
         return _buffer_pool.pooled(fn, self.buffer_pool) if _buffer_pool.ENABLED else fn
 
+    def set_buffer_pool(self, on: bool) -> None:
+        """Large results into reused buffers (True) or NumPy's own allocations (False, the default
+        unless ``ARRAYX_BUFFER_POOL=1``), from the next op on: the executors that run this one's
+        functions (Numba's NumPy fallbacks) resolve theirs again; jitted functions keep theirs."""
+        from arrayx.executors import base
+
+        _buffer_pool.ENABLED = bool(on)
+        for ex in list(base._registry.values()):
+            ex.impls.clear()
+
     def coerce(self, out):
         return np.asarray(out)
 

@@ -218,18 +218,51 @@ def test_turned_off_the_executor_calls_numpy_directly(monkeypatch):
 
 # -- through the executors (4 MiB results: the executor's own threshold) ---------------------------
 
+
+@pytest.fixture
+def pool_on():
+    """The pool turned on for one test (it is off by default: ARRAYX_BUFFER_POOL=1 or set_buffer_pool)."""
+    numpy_ex, was = base.get("numpy"), bp.ENABLED
+    numpy_ex.set_buffer_pool(True)
+    yield numpy_ex.buffer_pool
+    numpy_ex.set_buffer_pool(was)
+
+
+def _made(pool) -> tuple:
+    s = pool.stats()
+    return s["hits"], s["new"]
+
+
+def test_set_buffer_pool_switches_every_executor_that_runs_numpys_functions():
+    from arrayx.api.elementwise import multiply_p
+
+    numpy_ex, was = base.get("numpy"), bp.ENABLED
+    try:
+        numpy_ex.set_buffer_pool(False)
+        assert numpy_ex.resolve(multiply_p) is np.multiply
+        numpy_ex.set_buffer_pool(True)
+        assert numpy_ex.resolve(multiply_p) is not np.multiply
+        big = np.ones(BIG, np.float32)
+        with ax.use_executor("numpy"):
+            r = ax.asarray(big) * ax.asarray(big)
+        assert np.asarray(r).base is not None and bp.POOL.stats()["in_use"] >= 1  # a view of a pooled buffer
+    finally:
+        numpy_ex.set_buffer_pool(was)
+
 BIG = (1024, 1024)  # float32: 4 MiB
 POOLED = [name for name in ("numpy", "numba") if name in base.registered()]  # whose results use the pool
 
 
 @pytest.fixture(params=POOLED)
-def pooled_executor(request) -> str:
+def pooled_executor(request, pool_on) -> str:
     """An executor whose eager and jitted ops write into the pool (Numba through its NumPy fallbacks)."""
     ex = base.get(request.param)
     if not ex.available():
         pytest.skip(f"executor {request.param!r} unavailable: {ex.unavailable_reason}")
+    before = _made(pool_on)
     with ax.use_executor(request.param):
         yield request.param
+    assert _made(pool_on) != before, "the test made no pooled result"
 
 
 def big_operands(executor, seed=0):
@@ -266,7 +299,7 @@ def test_results_alive_across_calls_and_rebinding(pooled_executor):
     np.testing.assert_array_equal(host(kept[0]), a * b)
 
 
-def test_numpy_exports_survive_new_results(executor):
+def test_numpy_exports_survive_new_results(executor, pool_on):
     a, b, xa, xb = big_operands(executor, seed=1)
     r = xa * xb
     exported = np.asarray(r)  # what SciPy does: keeps the executor's buffer (or a copy) alive
@@ -280,7 +313,7 @@ def test_numpy_exports_survive_new_results(executor):
     np.testing.assert_array_equal(host(transposed), (a * b).T)
 
 
-def test_moved_to_another_executor_then_dropped(executor):
+def test_moved_to_another_executor_then_dropped(executor, pool_on):
     a, b = big_operands("numpy", seed=2)[:2]
     with ax.use_executor("numpy"):
         r = ax.asarray(a) * ax.asarray(b)
