@@ -42,7 +42,8 @@ the sign of zero (branch cuts) and does not follow C99 Annex G at infinities.
 The host reads and writes subnormals as zeros of their sign, as XLA does, on a
 thread of its own (XLA runs callbacks with flush-to-zero on).  ``unique_*`` of
 complex arrays run on the host (JAX turns ``0+nanj`` into ``nan+0j``).
-``any``/``all`` of complex look at
+``max``/``min`` return NaN for a slice with one
+(XLA:CPU loses NaNs in reductions of some lengths), ``any``/``all`` of complex look at
 both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
 ``cholesky`` mark failing matrices NaN as LAPACK decides (executors/_linalg.py).
 Still JAX's own: subnormals flush to zero on CPU (README, the known deviation;
@@ -409,6 +410,22 @@ def _prod(x, **params):
     return _jax.lax.complex(re - im * zero, re * zero + im)
 
 
+def _nan_propagating(name: str):
+    """``max``/``min`` that return NaN for a slice holding one: XLA:CPU (jax 0.10) loses NaNs in
+    reductions of some lengths (3x2048 float32 with a NaN: -inf or 1.0 instead of nan, eager and jit)."""
+    def run(x, **params):
+        reduce = getattr(jnp, name)  # jnp is set when the executor loads
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return reduce(x, **params)
+        nan = jnp.isnan(x)
+        fill = jnp.asarray(-jnp.inf if name == "max" else jnp.inf, x.dtype)
+        out = reduce(jnp.where(nan, fill, x), **params)
+        return jnp.where(jnp.any(nan, **params), jnp.asarray(jnp.nan, x.dtype), out)
+
+    run.__name__ = run.__qualname__ = f"_nan_propagating_{name}"
+    return run
+
+
 def _plus_zero(out):
     """``out + 0`` in IEEE arithmetic (-0 becomes +0), written so that XLA cannot simplify it away."""
     if out.dtype.kind == "f":
@@ -462,6 +479,8 @@ class JaxExecutor(Executor):
         **{name: _sum_from_plus_zero(name) for name in ("sum", "matmul", "tensordot", "vecdot")},
         "mean": _mean,
         "prod": _prod,
+        "max": _nan_propagating("max"),
+        "min": _nan_propagating("min"),
         "cumulative_prod": _cumulative_prod,
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
