@@ -1,8 +1,9 @@
 """arrayx.jit against jax.jit, and jit on the NumPy executor against eager and the forward pass.
 
-Run:  nice python benchmarks/bench_jit.py [--quick] [--rows jax]
+Run:  nice python benchmarks/bench_jit.py [--quick] [--rows jax [--runs N]]
       (writes benchmarks/results/jit.json; --rows jax: only the jax executor's rows, written to
-      benchmarks/results/jit_rows.json beside the full run's file)
+      benchmarks/results/jit_rows.json beside the full run's file; --runs N: N whole runs in turn,
+      the rows the median of each figure, every run kept under "runs")
 
 Every comparison runs both sides in one process, interleaved (A, B, A, B, ...), best of
 several repeats, every JAX result waited for (``block_until_ready``).  Rows:
@@ -25,6 +26,7 @@ import json
 import os
 import pathlib
 import platform
+import statistics
 import sys
 import time
 
@@ -187,12 +189,30 @@ def bench_compile_time(rows):
                          "trace_and_compile_s": first - warm})
 
 
+def _median_rows(runs: list) -> list:
+    """Per case, the median over the runs of every ratio (and time): the figure a run's noise does not decide."""
+    out = []
+    for i, first in enumerate(runs[0]):
+        row = dict(first)
+        for key, value in first.items():
+            if isinstance(value, float):
+                row[key] = statistics.median(run[i][key] for run in runs)
+        row["of_runs"] = len(runs)
+        out.append(row)
+    return out
+
+
 def main():
     rows: list = []
     load_before = os.getloadavg()
     only_jax = "--rows" in sys.argv and sys.argv[sys.argv.index("--rows") + 1] == "jax"
+    runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
+    each: list = []
     if "jax" in ax.executors():
-        bench_jax(rows)
+        for _ in range(runs):  # whole runs in turn: one run's ratios swing as far as jax against itself
+            each.append([])
+            bench_jax(each[-1])
+        rows.extend(_median_rows(each) if runs > 1 else each[0])
     if not only_jax:
         bench_numpy(rows)
         bench_compile_time(rows)
@@ -201,9 +221,9 @@ def main():
     out = pathlib.Path(__file__).parent / "results" / ("jit_rows.json" if only_jax else "jit.json")
     out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
                                "command": "nice python benchmarks/bench_jit.py" + (" --quick" if QUICK else "")
-                               + (" --rows jax" if only_jax else ""),
+                               + (" --rows jax" if only_jax else "") + (f" --runs {runs}" if runs > 1 else ""),
                                "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
-                               "rows": rows}, indent=1))
+                               "rows": rows, **({"runs": each} if runs > 1 else {})}, indent=1))
     print("wrote", out)
 
 
