@@ -464,8 +464,12 @@ def applicable(transform: str, fn: F.Fn | None = None):
         return lambda ex: bool(leaves(*ex))
     if transform == "grad":
         defined = GRAD_DEFINED.get(F.standard_name(fn)) if fn is not None else None
-        return lambda ex: any(it.values.dtype.kind == "f" for it in leaves(*ex)) and (
-            defined is None or defined(leaves(*ex)[0].values))
+
+        def has_gradient(ex) -> bool:
+            items = leaves(*ex)
+            return any(it.values.dtype.kind == "f" for it in items) and (defined is None or defined(items[0].values))
+
+        return has_gradient
     return lambda ex: True
 
 

@@ -174,7 +174,8 @@ class NumpyExecutor(Executor):
 
         _buffer_pool.ENABLED = bool(on)
         for ex in list(base._registry.values()):
-            ex.impls.clear()
+            if isinstance(ex, NumpyExecutor):  # this one and those built on its table (Numba)
+                ex.impls.clear()
 
     def coerce(self, out):
         return np.asarray(out)
