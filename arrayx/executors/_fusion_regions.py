@@ -1,0 +1,212 @@
+"""The fusible regions of a staged graph, shared by the lowerings that fuse (Numba, CuPy, Dask).
+
+``regions_of(graph, min_size, fusible)`` partitions a graph into **regions**: maximal runs of
+elementwise equations of one shape (the lowering's table ``fusible``, plus ``where``, ``clip``,
+casts, creation primitives and ``broadcast_to`` of values from outside), ended by reductions
+over one block of consecutive axes (``REDUCERS``: sum/prod/max/min/any/all/mean/var/std), and
+the equations that run between them.  What a region becomes (one ``@njit`` kernel, CUDA kernels,
+one blockwise task per chunk) is each lowering's own.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from arrayx.transforms.graph import Equation, Graph, Literal, Var
+
+__all__ = ["REDUCERS", "NULLARY", "Region", "regions_of"]
+
+_FLOAT = "f"
+_REAL = "iuf"
+_ALL = "biuf"
+
+#: reduction primitive -> dtype kinds fused (mean/var/std: floats)
+REDUCERS = {"sum": _ALL, "prod": _ALL, "max": _REAL, "min": _REAL, "any": _ALL, "all": _ALL,
+            "mean": _FLOAT, "var": _FLOAT, "std": _FLOAT}
+_REDUCER_PARAMS = {"axis", "keepdims", "dtype", "correction"}
+
+# primitives that share one rule in the kernels (the internal ones of api/_internal.py with their
+# standard counterparts)
+_WHERE_LIKE = ("where", "select")  # (cond, x1, x2)
+_CASTS = ("astype", "convert_element_type")
+_BROADCASTS = ("broadcast_to", "broadcast_in_dim")
+#: nullary creation primitives computed in the kernel from the element's flat index ``e``
+NULLARY = frozenset({"full", "iota", "arange", "eye"})
+#: creation primitives: a region of only these runs op by op (nothing is read; NumPy fills as fast)
+_CREATION = NULLARY | {"full_like"}
+
+_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float32", "float64")
+_NATIVE_DTYPES = frozenset(np.dtype(d) for d in _DTYPES)
+
+
+# -- partitioning ---------------------------------------------------------------------------------
+
+class Region:
+    """Equations fused into one kernel: elementwise ones of shape ``shape``, then reductions."""
+
+    def __init__(self, shape: tuple):
+        self.shape = shape
+        self.eqns: list[Equation] = []
+        self.values: set = set()  # Vars computed elementwise inside
+        self.reduced: set = set()  # Vars that are reduction results
+        self.axes: tuple | None = None  # the reductions' axes (one block)
+
+    def add(self, eqn: Equation) -> None:
+        self.eqns.append(eqn)
+        if eqn.prim.name in REDUCERS:
+            self.reduced.add(eqn.outputs[0])
+            self.axes = _reduced_axes(eqn)
+        else:
+            self.values.add(eqn.outputs[0])
+
+    def defines(self, v) -> bool:
+        return v in self.values or v in self.reduced
+
+
+def _reduced_axes(eqn) -> tuple:
+    ndim = len(eqn.inputs[0].aval.shape)
+    axis = eqn.params.get("axis")
+    if axis is None:
+        return tuple(range(ndim))
+    axis = (axis,) if isinstance(axis, int) else axis
+    return tuple(sorted(int(a) % ndim for a in axis))
+
+
+def _dtype_of(a) -> np.dtype:
+    return a.aval.dtype if a.__class__ is Var else np.asarray(a.value).dtype
+
+
+def _fusible_shape(eqn, min_size: int, fusible: dict):
+    """The region shape ``eqn`` fuses into, or None when it runs between kernels."""
+    name = eqn.prim.name
+    if eqn.prim.multiple_results or len(eqn.outputs) != 1:
+        return None
+    out = eqn.outputs[0].aval
+    if out.dtype not in _NATIVE_DTYPES or any(_dtype_of(a) not in _NATIVE_DTYPES for a in eqn.inputs
+                                             if not (a.__class__ is Literal and a.value is None)):
+        return None
+    if name in REDUCERS:
+        x = eqn.inputs[0]
+        if x.__class__ is not Var or not set(eqn.params) <= _REDUCER_PARAMS or x.aval.dtype.kind not in REDUCERS[name]:
+            return None
+        axes = _reduced_axes(eqn)
+        shape = x.aval.shape
+        red = math.prod(shape[i] for i in axes)
+        if (not axes or axes[-1] - axes[0] + 1 != len(axes) or math.prod(shape) in range(max(min_size, 1))
+                or (name in ("var", "std") and red - eqn.params.get("correction", 0.0) <= 0)):
+            return None
+        return shape
+    shape = out.shape
+    if not shape or math.prod(shape) in range(max(min_size, 1)):  # (size 0: nothing to compute)
+        return None
+    if name in _BROADCASTS:
+        return shape
+    if name in NULLARY:
+        return shape if _nullary_fusible(eqn) else None
+    if name == "full_like":  # a constant of its operand's shape (the operand is not read)
+        return shape if eqn.params.get("fill_value") is not None and eqn.inputs[0].aval.shape == shape else None
+    if name in _CASTS:
+        src, dst = eqn.inputs[0].aval.dtype, out.dtype
+        return shape if not (src.kind == "f" and dst.kind in "iu") else None  # that cast saturates
+    if name == "clip":
+        lo, hi = eqn.inputs[1:3]
+        nones = [a.__class__ is Literal and a.value is None for a in (lo, hi)]
+        ok = out.dtype.kind in _REAL and not all(nones)
+        return shape if ok else None
+    op = fusible.get(name)
+    if op is None:
+        return None
+    first = eqn.inputs[1] if name in _WHERE_LIKE else eqn.inputs[0]
+    if _dtype_of(first).kind not in op.kinds:
+        return None
+    if any(a.__class__ is Var and a.aval.shape != shape for a in eqn.inputs):
+        return None
+    return shape
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _nullary_fusible(eqn) -> bool:
+    """Whether the kernel reproduces the creation primitive's values bit for bit (linspace: never,
+    its values are NumPy's host computation; a float arange only where ``i * delta`` is exact, as
+    LLVM may contract ``i * delta + start`` into one fused multiply-add)."""
+    p = eqn.params
+    if eqn.prim.name != "arange":
+        return True
+    if p["dtype"].kind in "iu":
+        return all(_INT64.min <= int(p[k]) <= _INT64.max for k in ("start", "stop", "step"))
+    delta = (p["start"] + p["step"]) - p["start"]
+    return float(delta).is_integer() and abs(delta) * p["shape"][0] <= 2.0 ** 53
+
+
+def regions_of(graph: Graph, min_size: int, fusible: dict) -> list:
+    """The steps of ``graph``: Equations run as they are, and Regions, in an order that respects
+    every dependency (a region runs when something outside needs one of its values).
+    ``fusible`` maps the elementwise primitives a lowering fuses to entries with ``.kinds`` (the
+    dtype kinds of their first operand, x1 for where); regions of fewer than ``min_size``
+    elements are not made."""
+    steps: list = []
+    open_regions: dict[tuple, Region] = {}
+    owner: dict = {}  # Var -> the open Region computing it
+
+    def close(region: Region) -> None:
+        if open_regions.get(region.shape) is region:
+            del open_regions[region.shape]
+            for v in list(region.values) + list(region.reduced):
+                owner.pop(v, None)
+            if all(e.prim.name in _CREATION for e in region.eqns):  # nothing read: NumPy fills as fast
+                steps.extend(region.eqns)
+            else:
+                steps.append(region)
+
+    for eqn in graph.equations:
+        shape = _fusible_shape(eqn, min_size, fusible)
+        ins = [a for a in eqn.inputs if a.__class__ is Var]
+        if shape is None:
+            for a in ins:
+                if a in owner:
+                    close(owner[a])
+            steps.append(eqn)
+            continue
+        region = open_regions.get(shape)
+        if region is not None:
+            reduces = eqn.prim.name in REDUCERS
+            if any(a in region.reduced for a in ins) or (
+                    reduces and region.axes is not None and region.axes != _reduced_axes(eqn)):
+                close(region)
+                region = None
+        for a in ins:  # values of other open regions: those must run first
+            other = owner.get(a)
+            if other is not None and other is not region:
+                close(other)
+        if region is None:
+            region = open_regions[shape] = Region(shape)
+        region.add(eqn)
+        owner[eqn.outputs[0]] = region
+    for region in list(open_regions.values()):
+        close(region)
+    return steps
+
+
+def _expanded(eqn) -> tuple:
+    """The shape of a broadcast's source with the result's rank (size-1 axes where it repeats)."""
+    src, shape = tuple(eqn.inputs[0].aval.shape), tuple(eqn.outputs[0].aval.shape)
+    if eqn.prim.name == "broadcast_to":
+        return (1,) * (len(shape) - len(src)) + src
+    expanded = [1] * len(shape)
+    for i, d in enumerate(eqn.params["broadcast_dimensions"]):
+        expanded[d] = src[i]
+    return tuple(expanded)
+
+
+def _literal_dtype(eqn, position: int) -> np.dtype | None:
+    """The dtype a literal operand is cast to: where's condition bool, else its fellow operands'."""
+    if eqn.prim.name in _WHERE_LIKE:
+        return np.dtype(bool) if position == 0 else eqn.outputs[0].aval.dtype
+    if eqn.prim.name in ("clip", *_CASTS):
+        return eqn.inputs[0].aval.dtype if eqn.inputs[0].__class__ is Var else None
+    others = [a for a in eqn.inputs if a.__class__ is Var]
+    return others[0].aval.dtype if others else None
