@@ -22,6 +22,8 @@ Moving data
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key
@@ -83,6 +85,11 @@ class CupyExecutor(Executor):
     def __init__(self) -> None:
         super().__init__()
         self._devices: list[Device] = []
+        #: jit: fewest elements of a region fused into kernels (every launch costs ~10 us: fuse all)
+        self.fusion_min_size = int(os.environ.get("ARRAYX_CUPY_FUSION_MIN_SIZE", 1))
+        #: ("fused region", kind) -> why NVRTC did not compile a region's kernel (it then runs op by op)
+        self.failed: dict[tuple[str, str], str] = {}
+        self._fused_kernels = None
 
     def _load(self):
         global cupy
@@ -133,8 +140,25 @@ class CupyExecutor(Executor):
 
     # -- buffers ----------------------------------------------------------------------------
     def compile(self, graph, donate_argnums: tuple = ()):
-        # the NumPy-style straight-line lowering over CuPy (fused kernels are the fusion issue's)
-        return self.lower(graph)
+        # fusible regions as generated CUDA kernels, the rest straight-line over this executor's table
+        from arrayx.executors._cupy_fusion import fuse
+
+        self.xp  # noqa: B018 - loads CuPy (raises with the reason when unavailable)
+        return fuse(self, graph)
+
+    def fused_kernels(self):
+        """The launcher of jit's fused kernels (``_cupy_fusion.CupyKernels``), made once."""
+        if self._fused_kernels is None:
+            from arrayx.executors._cupy_fusion import CupyKernels
+
+            self._fused_kernels = CupyKernels(cupy)
+        return self._fused_kernels
+
+    def capabilities(self) -> dict:
+        caps = super().capabilities()
+        caps["fused kernels"] = "cupy.ElementwiseKernel / ReductionKernel per jit region (executors/_cupy_fusion.py)"
+        caps["compile failures"] = {kind: reason for (_, kind), reason in sorted(self.failed.items())}
+        return caps
 
     def coerce(self, out):
         return cupy.asarray(out)
