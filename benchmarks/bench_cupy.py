@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pathlib
 import platform
 import sys
