@@ -118,7 +118,10 @@ def _wrapping(op: str) -> dict:
 _MATH1 = ("ceil", "floor", "trunc", "sqrt", "sin", "cos", "tan", "exp", "expm1", "log", "log1p", "log2",
           "log10", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh")
 _MATH2 = ("copysign", "atan2", "hypot", "pow")
-_IN_RANGE = "((b >= 0) && (b < {bits}))"  # NumPy's shifts: a count outside [0, bits) gives 0 (or -1)
+# NumPy's shifts: a count outside [0, bits) gives 0 (a negative value shifted right: -1)
+_SHIFT_LEFT = {"i": "((b >= 0) && (b < {bits})) ? ({T})(({U})a << b) : ({T})0", "u": "(b < {bits}) ? ({T})(({U})a << b) : ({T})0"}
+_SHIFT_RIGHT = {"i": "((b >= 0) && (b < {bits})) ? ({T})(a >> b) : (a < 0 ? ({T})-1 : ({T})0)",
+                "u": "(b < {bits}) ? ({T})(a >> b) : ({T})0"}
 
 #: primitive name -> CudaOp
 FUSIBLE: dict[str, CudaOp] = {
@@ -145,8 +148,8 @@ FUSIBLE: dict[str, CudaOp] = {
     "bitwise_and": CudaOp("biu", "same", {"biu": "({T})(a & b)"}),
     "bitwise_or": CudaOp("biu", "same", {"biu": "({T})(a | b)"}),
     "bitwise_xor": CudaOp("biu", "same", {"biu": "({T})(a ^ b)"}),
-    "bitwise_left_shift": CudaOp("iu", "same", {"iu": _IN_RANGE + " ? ({T})(({U})a << b) : ({T})0"}),
-    "bitwise_right_shift": CudaOp("iu", "same", {"iu": _IN_RANGE + " ? ({T})(a >> b) : (a < 0 ? ({T})-1 : ({T})0)"}),
+    "bitwise_left_shift": CudaOp("iu", "same", _SHIFT_LEFT),
+    "bitwise_right_shift": CudaOp("iu", "same", _SHIFT_RIGHT),
     **{name: CudaOp(_ALL, "bool", {_ALL: f"a {op} b"}) for name, op in {
         "equal": "==", "not_equal": "!=", "greater": ">", "greater_equal": ">=", "less": "<",
         "less_equal": "<="}.items()},

@@ -10,14 +10,18 @@ elements, as CuPy's threads and its tree do, so the join of two non-empty partia
 
 ``cxx_syntax_check`` compiles the code as C++ with the prelude's CUDA branch (CUDA's keywords and
 intrinsics declared as plain C++), inside CuPy's own kernel shapes (references to the elements,
-``static_cast`` to the reduce type): what NVRTC reads, short of NVRTC itself.
+``static_cast`` to the reduce type); ``nvrtc_check`` compiles the same with NVRTC itself, CUDA's
+runtime compiler (the one CuPy calls), where its library is installed (the ``nvidia-cuda-nvrtc-cu12``
+wheel: it compiles to PTX without a GPU).
 
-What stays unverified without a GPU: NVRTC's compile, CuPy's parsing of the parameter lists, its
-broadcasting, indexing and launch, and the GPU's math functions' last-bit results.
+What stays unverified without a GPU: CuPy's own kernel templates around the code (emulated here),
+its parsing of the parameter lists, its broadcasting, indexing and launch, and the GPU's math
+functions' last-bit results.
 """
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import hashlib
 import pathlib
 import shutil
@@ -204,9 +208,8 @@ def _cxx_kernel(spec, scalars: frozenset) -> str:
             f"  {{ long long i = 0; {refs_out} POST_MAP(_s); }}\n}}\n#undef REDUCE\n#undef POST_MAP\n")
 
 
-def cxx_syntax_check(runners, folder: pathlib.Path) -> None:
-    """Compile (syntax only) the code and kernels of ``runners`` (fused regions) as C++ with the
-    prelude's CUDA branch."""
+def _kernels_source(runners) -> str:
+    """The code and kernels of ``runners`` (fused regions) as one C++ translation unit."""
     codes, kernels = {}, []
     for r in runners:
         for spec in r.specs:
@@ -214,10 +217,58 @@ def cxx_syntax_check(runners, folder: pathlib.Path) -> None:
             # a namespace per kernel: each is its own module on the GPU (its _type_reduce, its macros)
             kernels.append(f"namespace k{len(kernels)} {{\n{_cxx_kernel(spec, _scalars(r))}}}\n")
     # each region's code after the first: its prelude is skipped by the AX_PRELUDE guard
-    source = _CXX_STUBS + "\n".join(codes) + "\n" + "\n".join(kernels)
+    return "\n".join(codes) + "\n" + "\n".join(kernels)
+
+
+def cxx_syntax_check(runners, folder: pathlib.Path) -> None:
+    """Compile (syntax only) the code and kernels of ``runners`` as C++ with the prelude's CUDA branch."""
+    source = _CXX_STUBS + _kernels_source(runners)
     path = pathlib.Path(folder) / ("x" + hashlib.sha256(source.encode()).hexdigest()[:16] + ".cpp")
     path.write_text(source)
     out = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wno-unused-variable",
                           "-Wno-unused-but-set-variable", "-Werror=narrowing", str(path)], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"c++ failed on {path}:\n{out.stderr[-4000:]}")
+
+
+# -- NVRTC (CUDA's runtime compiler, the one CuPy calls), where its library is installed ---------------
+
+def nvrtc_library() -> str | None:
+    """The path of libnvrtc: the nvidia-cuda-nvrtc wheel's, else the system's (no GPU needed to compile)."""
+    try:
+        import nvidia.cuda_nvrtc as wheel
+
+        found = sorted(pathlib.Path(list(wheel.__path__)[0], "lib").glob("libnvrtc.so.*"))
+        if found:
+            return str(found[0])
+    except ImportError:
+        pass
+    return ctypes.util.find_library("nvrtc")
+
+
+def nvrtc_compile(source: str, options) -> tuple[str, str]:
+    """(PTX, log) of ``source`` compiled by NVRTC with ``options``; RuntimeError with the log on failure."""
+    lib = ctypes.CDLL(nvrtc_library())
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"fused.cu", 0, None, None) != 0:
+        raise RuntimeError("nvrtcCreateProgram failed")
+    try:
+        opts = [o.encode() for o in options]
+        result = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        if result != 0:
+            raise RuntimeError(f"NVRTC failed ({result}):\n{log.value.decode()[-4000:]}")
+        lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+        ptx = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetPTX(prog, ptx)
+        return ptx.value.decode(), log.value.decode()
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def nvrtc_check(runners, options, arch: str = "compute_90") -> tuple[str, str]:
+    """The code and kernels of ``runners`` compiled by NVRTC for ``arch`` (PTX, log)."""
+    return nvrtc_compile(_kernels_source(runners), [f"--gpu-architecture={arch}", "-std=c++17", *options])

@@ -4,7 +4,7 @@ Without a GPU the generated kernels are still run: ``cuda_on_cpu.CpuKernels`` co
 (prelude, region functions, operations and map/reduce/post expressions) with the C compiler and runs
 it in CuPy's loop shapes, so every fusion pattern below is the lowering's own output compared with
 the NumPy executor (glue on the NumPy executor, regions in C).  ``cxx_syntax_check`` compiles the
-same code as C++ with the prelude's CUDA branch.  On a machine with a GPU the same patterns run
+same code as C++ with the prelude's CUDA branch, ``nvrtc_check`` with NVRTC itself where it is installed.  On a machine with a GPU the same patterns run
 under ``jit`` on the cupy executor, with NVRTC, and must fuse without a compile failure.
 """
 from __future__ import annotations
@@ -231,10 +231,27 @@ def test_bit_for_bit_where_numpy_is_exact(lowered):
 
 
 @pytest.mark.skipif(cuda_on_cpu.CXX is None, reason="no C++ compiler on PATH for the CUDA-branch syntax check")
+@pytest.mark.skipif(cuda_on_cpu.nvrtc_library() is not None,
+                    reason="NVRTC is installed: test_kernel_code_compiles_with_nvrtc compiles the CUDA branch itself")
 def test_kernel_code_is_valid_cuda_cpp(lowered):
     """All patterns' code and kernels as C++ with the prelude's CUDA branch (what NVRTC reads)."""
     _, out, folder = lowered
     cuda_on_cpu.cxx_syntax_check([r for compiled, _, _ in out.values() for r in compiled.regions], folder)
+
+
+@pytest.mark.skipif(cuda_on_cpu.nvrtc_library() is None,
+                    reason="no NVRTC library (pip install nvidia-cuda-nvrtc-cu12) for the CUDA compile check")
+def test_kernel_code_compiles_with_nvrtc(lowered):
+    """All patterns' code and kernels compile with NVRTC (CUDA's runtime compiler, the one CuPy calls)
+    to PTX for sm_90 without a warning, and --fmad=false keeps arithmetic uncontracted."""
+    _, out, _ = lowered
+    ptx, log = cuda_on_cpu.nvrtc_check([r for compiled, _, _ in out.values() for r in compiled.regions],
+                                       F.NVRTC_OPTIONS)
+    assert ptx.count(".entry") == sum(len(r.specs) for compiled, _, _ in out.values() for r in compiled.regions)
+    assert "warning" not in log, log
+    chain = out["chain-f64"][0].regions  # ((x * 2 + 1) * x - 0.5) * x + 3: three multiply-adds
+    assert "fma.rn" not in cuda_on_cpu.nvrtc_check(chain, F.NVRTC_OPTIONS)[0]
+    assert "fma.rn" in cuda_on_cpu.nvrtc_check(chain, ["--fmad=true"])[0]  # (the check can fail)
 
 
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")  # (not the suffixes of numbers: 0x7f8, 1LL)
