@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from arrayx.executors import _buffer_pool
 from arrayx.transforms.graph import Var
 
 if TYPE_CHECKING:
@@ -180,6 +181,9 @@ class RegionRunner:
             return self.fallback(*bufs)
         plan_ = self.plan
         shape = self.shape
+        # outputs and copies from the buffer pool (pages already mapped: a fresh 80 MB output costs
+        # ~20 ms of page faults); a buffer anything still references is never handed out
+        empty = _buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty
         args = []
         for i, op in enumerate(plan_.operands):
             if op.value is not None:
@@ -189,16 +193,16 @@ class RegionRunner:
             if op.layout == "s":
                 args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
             elif op.layout == "k":
-                args.append(np.ascontiguousarray(b).reshape(-1))
+                args.append(_contiguous(b, empty).reshape(-1))
             else:
                 if b.shape != shape:
                     b = np.broadcast_to(b if op.expand is None else b.reshape(op.expand), shape)
-                args.append(np.ascontiguousarray(b).reshape(-1))
+                args.append(_contiguous(b, empty).reshape(-1))
         outs = []
         for k, dt in enumerate(self.out_dtypes):
             donor = self.donors.get(k)
             if donor is None:
-                outs.append(np.empty(shape, dt))
+                outs.append(empty(shape, dt))
                 continue
             # the kernel writes this output into the donor operand's argument: the operand's own
             # buffer where it may (a kernel made it), else a copy of it (e.g. a fallback's view)
@@ -240,6 +244,16 @@ class RegionRunner:
                 r = _combine(name, p, q, counts, plan_.mid, params)
                 results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
         return results
+
+
+def _contiguous(b, empty):
+    """``b`` itself where it is a C-contiguous ndarray, else a C-contiguous copy made by ``empty``."""
+    if b.__class__ is np.ndarray and b.flags.c_contiguous:
+        return b
+    b = np.asarray(b)
+    out = empty(b.shape, b.dtype)
+    np.copyto(out, b)
+    return out
 
 
 _pool_lock = threading.Lock()

@@ -138,16 +138,17 @@ from numba import njit
 '''
 # imported only by the kernels that use them (a cached kernel's module still runs its imports)
 _IMPORTS = {"math.": "import math\n", "fb.": "from arrayx.executors import _numba_fold as fb\n",
-            "nm.": "from arrayx.executors import _numba_math as nm\n"}
+            "nm.": "from arrayx.executors import _numba_math as nm\n",
+            "ptr.": "from arrayx.executors import _numba_pointers as ptr\n"}
 _DTYPE_NAMES = "".join(f"T_{d} = np.{d if d != 'bool' else 'bool_'}\n" for d in _DTYPES)
 
 # An elementwise region with only full and scalar operands is one flat loop over elements w0 .. w1 - 1
 # (the smallest kernel: compile time grows with the code Numba types and LLVM optimises).
 _FLAT = '''
-@njit(cache=False, nogil=True, error_model="numpy")
+@njit(cache=False, nogil=True, error_model="numpy", no_cfunc_wrapper=True, _nrt=False)
 def kernel(w0, w1{args}):
 {setup}
-    for i in range(w1 - w0):
+    for i in range(w0, w1):
 {body}
 '''
 
@@ -437,15 +438,13 @@ def _flat_source(operands, body, stored, names, uses_index=False, donors=None) -
     for i, op in enumerate(operands):
         if op.layout == "s":
             setup.append(f"a{i} = x{i}")
-        else:  # a slice from 0: LLVM sees non-negative indices (no wraparound test blocks SIMD)
-            setup.append(f"x{i}b = x{i}[w0:w1]")
-            loads.append(f"a{i} = x{i}b[i]")
-    # an output written into an operand's buffer goes through that operand's slice: LLVM sees one
+        else:  # by flat index from w0, no slice (see _numba_pointers)
+            loads.append(f"a{i} = ptr.load(x{i}, i)")
+    # an output written into an operand's buffer goes through that operand's argument: LLVM sees one
     # pointer (two arrays that may overlap fail its runtime check and run the scalar loop: ~6x slower)
     donors = donors or {}
-    setup += [f"o{i}b = x{donors[i]}b" if i in donors else f"o{i}b = o{i}[w0:w1]" for i in range(len(stored))]
-    stores = [f"o{i}b[i] = {names[v]}" for i, v in enumerate(stored)]
-    loads = (["e = w0 + i"] if uses_index else []) + loads
+    stores = [f"ptr.store({f'x{donors[k]}' if k in donors else f'o{k}'}, i, {names[v]})" for k, v in enumerate(stored)]
+    loads = (["e = i"] if uses_index else []) + loads
     return _module(_FLAT.format(args="".join(", " + a for a in args), setup=_indent(setup, 4),
                                 body=_indent(loads + body + stores, 8)))
 

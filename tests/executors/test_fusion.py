@@ -368,6 +368,59 @@ def test_buffer_reuse_never_overwrites_live_values(executor):
     assert np.all(np.isfinite(np.asarray(got)))
 
 
+@pytest.fixture
+def fresh_pool(monkeypatch):
+    """The buffer pool on, pooling buffers of any size, with counts of this test only."""
+    from arrayx.executors import _buffer_pool as bp
+
+    pool = bp.BufferPool(min_bytes=0)
+    monkeypatch.setattr(bp, "POOL", pool)
+    monkeypatch.setattr(bp, "ENABLED", True)
+    return pool
+
+
+def test_fused_outputs_from_the_pool_never_overwrite_live_results(executor, fresh_pool):
+    """Outputs (and copies of non-contiguous operands) come from the buffer pool; a result the
+    user holds (the array, a view of it, a host view) is never handed out again."""
+    x = normal(64, 50)
+    fn = lambda x: ((x * 2 + 1) * x - 0.5) * x + 3  # noqa: E731 (a flat kernel)
+    jf, a = xp.jit(fn), xp.asarray(x)
+    r1, r2 = jf(a), jf(a)  # both alive
+    first = np.array(r1)  # a copy: what r1, r2 and the kept views must still hold at the end
+    assert_same(r1, fn(x))
+    assert not np.shares_memory(np.asarray(r1), np.asarray(r2))
+    view, host = jf(a)[::3], np.asarray(jf(a))  # only a view / a host view of each result kept
+    for _ in range(3):
+        jf(a)  # dropped at once: its buffer may come back; the kept ones may not
+    for got in (r1, r2, host):
+        np.testing.assert_array_equal(np.asarray(got), first)
+    np.testing.assert_array_equal(np.asarray(view), first[::3])
+    y, ys = a, [np.array(a)]
+    for _ in range(4):  # x = f(x): the input dies as the output is made
+        y = jf(y)
+        ys.append(np.array(y))
+    for before, after in zip(ys, ys[1:]):  # each step from the previous one's kept copy
+        np.testing.assert_array_equal(after, np.asarray(jf(xp.asarray(before))))
+    assert_same(xp.asarray(ys[1]), fn(x))
+    got = xp.jit(lambda x: xp.exp(x) * 2)(xp.asarray(x.T))  # a non-contiguous operand, copied
+    assert_same(got, np.exp(x.T) * 2)
+    np.testing.assert_array_equal(np.asarray(a), x)
+    if xp.get_executor().name == "numba":
+        stats = fresh_pool.stats()
+        assert stats["hits"] >= 4 and stats["new"] >= 4, stats  # buffers reused, and new ones for kept results
+
+
+def test_fused_outputs_without_the_pool(executor, monkeypatch):
+    from arrayx.executors import _buffer_pool as bp
+
+    monkeypatch.setattr(bp, "ENABLED", False)
+    pool = bp.BufferPool(min_bytes=0)
+    monkeypatch.setattr(bp, "POOL", pool)
+    x = normal(64, 50)
+    check(lambda x: xp.exp(x) * 2 + 1, x, regions=1)
+    assert pool.stats()["new"] == 0  # NumPy's own allocations
+
+
 def test_donated_outputs_are_written_through_the_operand(executor):
     """softmax's last region (e / s) writes into e's buffer through e's own slice (one pointer, so
     LLVM vectorises the loop), rows and flat kernels alike; values as NumPy's, inputs untouched."""
@@ -383,7 +436,9 @@ def test_donated_outputs_are_written_through_the_operand(executor):
             jf(a)
             last = _compiled(jf, a).regions[-1]
             assert last.donors == {0: 1} or last.donors == {0: 0}, last.source
-            assert f"o0b = x{last.donors[0]}b" in last.source
+            # rows kernels: the operand's slice; flat kernels: stores through the operand's argument
+            assert (f"o0b = x{last.donors[0]}b" in last.source if not last.plan.flat
+                    else f"ptr.store(x{last.donors[0]}, i, " in last.source), last.source
     np.testing.assert_array_equal(np.asarray(xp.asarray(x)), x)
 
 
@@ -421,8 +476,10 @@ import numpy as np
 import arrayx as xp
 from arrayx.executors import base, _numba_fusion
 with xp.use_executor("numba"):
-    f = xp.jit(lambda x: xp.sum(xp.where(x > 0, x, xp.exp(x) - 1) * 1.5))
-    r = float(f(xp.asarray(np.linspace(-3, 3, 100_000))))
+    x = xp.asarray(np.linspace(-3, 3, 100_000))
+    f = xp.jit(lambda x: xp.sum(xp.where(x > 0, x, xp.exp(x) - 1) * 1.5))  # a rows kernel
+    g = xp.jit(lambda x: xp.where(x > 0, x, xp.exp(x) - 1) * 1.5 > 0.5)  # a flat one, bool stores
+    r = [float(f(x)), np.asarray(g(x)).tolist()]
 print(json.dumps(dict(_numba_fusion.kernel_stats(), result=r)))
 """
 
@@ -439,9 +496,11 @@ def test_kernels_load_from_disk_in_a_new_process(tmp_path):
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     first, second = run(), run()
-    assert first["kernels"] == 1 and first["compiled"] == 1 and first["loaded"] == 0
-    assert second["kernels"] == 1 and second["compiled"] == 0 and second["loaded"] == 1
+    assert first["kernels"] == 2 and first["compiled"] == 2 and first["loaded"] == 0
+    assert second["kernels"] == 2 and second["compiled"] == 0 and second["loaded"] == 2
     assert first["result"] == second["result"]
+    x = np.linspace(-3, 3, 100_000)
+    assert second["result"][1] == (np.where(x > 0, x, np.expm1(x)) * 1.5 > 0.5).tolist()
 
 
 def test_cache_is_pruned_to_the_newest_kernels(tmp_path):
