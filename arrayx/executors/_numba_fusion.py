@@ -156,7 +156,7 @@ def kernel(w0, w1{args}):
 # ranges of them side by side (nogil: no parfors compile, no threading layer).  Rows (inner == 1) go in blocks through fold buffers;
 # columns (inner > 1) update one accumulator per column, vectorised across the columns.
 _KERNEL = '''
-@njit(cache=False, nogil=True, error_model="numpy")
+@njit(cache=False, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
 def kernel(w0, w1, outer, mid, inner, step, nsplit{args}):
 {setup}
     for w in range(w0, w1):
@@ -172,7 +172,6 @@ _ROWS = '''\
         for r0 in range(0, hi - lo, {block}):
             nb = min({block}, hi - lo - r0)
             rb = base + r0
-{row_slices}
             for i in range(nb):
 {row_body}
 {row_folds}
@@ -451,27 +450,22 @@ def _flat_source(operands, body, stored, names, uses_index=False, donors=None) -
 
 def _source(operands, names, body, stored, reductions, rows: bool, uses_index=False, donors=None) -> str:
     args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
-    row_setup, row_slices, row_loads, col_setup, col_slices, col_loads = [], [], [], [], [], []
+    row_setup, row_loads, col_setup, col_slices, col_loads = [], [], [], [], []
     for i, op in enumerate(operands):
         if op.layout == "s":
             row_setup.append(f"a{i} = x{i}")
             col_setup.append(f"a{i} = x{i}")
-        elif op.layout == "k":
-            row_setup.append(f"a{i} = x{i}[o]")
-            col_slices.append(f"x{i}r = x{i}[kb:kb + inner]")
-            col_loads.append(f"a{i} = x{i}r[j]")
+        elif op.layout == "k":  # by flat index, no slices (see _numba_pointers)
+            row_setup.append(f"a{i} = ptr.load(x{i}, o)")
+            col_loads.append(f"a{i} = ptr.load(x{i}, kb + j)")
         else:
-            row_slices.append(f"x{i}b = x{i}[rb:rb + nb]")
-            row_loads.append(f"a{i} = x{i}b[i]")
-            col_slices.append(f"x{i}r = x{i}[rb:rb + inner]")
-            col_loads.append(f"a{i} = x{i}r[j]")
-    row_stores, col_stores = [], []
+            row_loads.append(f"a{i} = ptr.load(x{i}, rb + i)")
+            col_loads.append(f"a{i} = ptr.load(x{i}, rb + j)")
     donors = donors or {}
-    for i, v in enumerate(stored):  # a donated output through its operand's slice (see _flat_source)
-        row_slices.append(f"o{i}b = x{donors[i]}b" if i in donors else f"o{i}b = o{i}[rb:rb + nb]")
-        row_stores.append(f"o{i}b[i] = {names[v]}")
-        col_slices.append(f"o{i}r = x{donors[i]}r" if i in donors else f"o{i}r = o{i}[rb:rb + inner]")
-        col_stores.append(f"o{i}r[j] = {names[v]}")
+    # a donated output through its operand's argument (see _flat_source)
+    targets = [f"x{donors[k]}" if k in donors else f"o{k}" for k in range(len(stored))]
+    row_stores = [f"ptr.store({t}, rb + i, {names[v]})" for t, v in zip(targets, stored)]
+    col_stores = [f"ptr.store({t}, rb + j, {names[v]})" for t, v in zip(targets, stored)]
     row_folds, row_results, kernel_setup = [], [], []
     for r, (out, name, acc, value, _, x_dtype) in enumerate(reductions):
         blk = _block_dtype(name, x_dtype, out.aval.dtype)
@@ -505,7 +499,7 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
         row_loads.insert(0, "e = rb + i")
         col_loads.insert(0, "e = rb + j")
     if rows:
-        branch = _ROWS.format(block=_BLOCK, row_setup=_indent(row_setup, 8), row_slices=_indent(row_slices, 12),
+        branch = _ROWS.format(block=_BLOCK, row_setup=_indent(row_setup, 8),
                               row_body=_indent(row_loads + body + row_stores, 16),
                               row_folds=_indent(row_folds, 12), row_results=_indent(row_results, 8))
     else:
