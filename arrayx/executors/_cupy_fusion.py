@@ -3,12 +3,14 @@
 ``fuse(executor, graph)`` partitions the graph with the regions shared by every fusing lowering
 (``_fusion_regions``, with this module's table ``FUSIBLE``): elementwise equations of one shape
 (arithmetic, comparisons, transcendentals, ``where``, ``clip``, casts, creation primitives,
-broadcasts of values from outside), ended by reductions over one block of axes.  A region's
-elementwise values that are used outside it are written by one ``cupy.ElementwiseKernel``; its
-reductions are one ``cupy.ReductionKernel`` whose accumulator is a struct with a field per
-reduction (var/std: count, mean and squared deviations, joined with Chan's update), so
-``mean`` and ``var`` of one array are one pass.  Everything else runs between the kernels as the
-executor's ordinary implementations (``_lowering.straight_line``).
+broadcasts of values from outside), ended by reductions over one block of axes.  An elementwise
+region is one ``cupy.ElementwiseKernel`` writing the values used outside it; a region with
+reductions is one ``cupy.ReductionKernel`` whose accumulator is a struct with a field per reduction
+(var/std: count, mean and squared deviations, joined with Chan's update), so ``mean`` and ``var``
+of one array are one pass, and whose map also writes the region's values used outside it (into
+full-shape arrays passed as writable inputs, CuPy's ``_non_const``): one pass over memory either
+way.  Everything else runs between the kernels as the executor's ordinary implementations
+(``_lowering.straight_line``).
 
 The kernels' code is C that compiles as CUDA C++ (NVRTC, through CuPy) and as C (the tests
 compile it with the system C compiler and run it on the CPU against the NumPy executor: see
@@ -235,9 +237,11 @@ class ReductionSpec(NamedTuple):
     """A ``cupy.ReductionKernel``: every reduction of the region in one pass (a struct accumulator)."""
     name: str
     code: str
-    # the operands, then ("xe", int64): the element's flat index where it is needed, and ("xn", float64):
-    # the count reduced (means; it also keeps CuPy off its CUB path, which takes one input and one output)
+    # the operands, ("xe", int64): the element's flat index where it is needed, the stored values
+    # ("s0", ...: arrays of the region's shape the map writes), and ("xn", float64): the count reduced
+    # (means; it also keeps CuPy off its CUB path, which takes one input and one output)
     in_params: tuple
+    written: tuple  # names of the in_params the map writes (CuPy's ``_non_const``)
     out_params: tuple  # (name, dtype) per reduction result
     map_expr: str
     reduce_expr: str
@@ -257,7 +261,7 @@ class _Plan(NamedTuple):
     shape: tuple
     axes: tuple | None  # the reductions' axes
     operands: tuple
-    stored: tuple  # Vars written by the elementwise kernel
+    stored: tuple  # Vars written elementwise (by the elementwise kernel, or the reduction's map)
     reductions: tuple  # Vars, results of the reduction kernel
     index: bool  # the reduction kernel takes the element's flat index (an int64 array) as "xe"
     elementwise: ElementwiseSpec | None
@@ -391,14 +395,10 @@ def _kernel_code(operands, names, body, stored, reductions, finals, uses_index, 
              *(f"    {s}" for s in body + stores), "}"]
     xs = [f"x{i}" for i in range(len(operands))]
     ew = red = None
-    if stored:
-        locals_ = [f"    {CTYPES[x_dt]} _r{k};" for k, (_, _, _, x_dt, _) in enumerate(reductions)]
-        call = ["e"] * uses_index + [f"a{i}" for i in range(len(operands))] + [f"s{k}" for k in range(len(stored))]
-        lines += [f"AX_FN void @R@_store({_params(e_param + ins + s_params)}) {{", *locals_,
-                  f"    @R@_values({_params(call + [f'&_r{k}' for k in range(len(reductions))])});", "}"]
+    if stored and not reductions:
         op_args = ["i"] * uses_index + xs + [f"&o{k}" for k in range(len(stored))]
-        ew = ("@R@_store", tuple((x, op.dtype) for x, op in zip(xs, operands)),
-              tuple((f"o{k}", v.aval.dtype) for k, v in enumerate(stored)), f"@R@_store({_params(op_args)});")
+        ew = (tuple((x, op.dtype) for x, op in zip(xs, operands)),
+              tuple((f"o{k}", v.aval.dtype) for k, v in enumerate(stored)), f"@R@_values({_params(op_args)});")
     if reductions:
         fields, maps, joins, inits, posts = [], [], [], [], []
         post_params, post_args = [], []
@@ -422,11 +422,11 @@ def _kernel_code(operands, names, body, stored, reductions, finals, uses_index, 
             if final is not None:
                 post_params.append(f"ax_f64 {final}")
                 post_args.append("x" + final[1:])
-        locals_ = [f"    {CTYPES[v.aval.dtype]} _s{k};" for k, v in enumerate(stored)]
-        locals_ += [f"    {CTYPES[x_dt]} _r{k};" for k, (_, _, _, x_dt, _) in enumerate(reductions)]
+        # the map also writes the stored values (the kernel's writable full-shape inputs s0, s1 ...)
+        locals_ = [f"    {CTYPES[x_dt]} _r{k};" for k, (_, _, _, x_dt, _) in enumerate(reductions)]
         call = ["e"] * uses_index + [f"a{i}" for i in range(len(operands))]
-        call += [f"&_s{k}" for k in range(len(stored))] + [f"&_r{k}" for k in range(len(reductions))]
-        map_params = (["ax_i64 e"] if index_input else []) + ins
+        call += [f"s{k}" for k in range(len(stored))] + [f"&_r{k}" for k in range(len(reductions))]
+        map_params = (["ax_i64 e"] if index_input else []) + ins + s_params
         lines += ["typedef struct {", *fields, "} @R@_acc;",
                   f"AX_FN @R@_acc @R@_map({_params(map_params)}) {{", *locals_, "    @R@_acc t;",
                   f"    @R@_values({_params(call)});", *maps, "    return t;", "}",
@@ -434,10 +434,11 @@ def _kernel_code(operands, names, body, stored, reductions, finals, uses_index, 
                   "AX_FN @R@_acc @R@_identity(void) {", "    @R@_acc t;", *inits, "    return t;", "}",
                   f"AX_FN void @R@_post({_params(['@R@_acc t', 'ax_f64 n'] + post_params + [f'{CTYPES[r[0].aval.dtype]} *o{k}' for k, r in enumerate(reductions)])}) {{",
                   *posts, "}"]
+        written = tuple((f"s{k}", v.aval.dtype) for k, v in enumerate(stored))
         red_ins = (tuple((x, op.dtype) for x, op in zip(xs, operands)) + ((("xe", np.dtype(np.int64)),) if index_input else ())
-                   + (("xn", np.dtype(np.float64)),))
-        map_args = (["xe"] if index_input else []) + xs
-        red = (tuple(red_ins), tuple((f"o{k}", r[0].aval.dtype) for k, r in enumerate(reductions)),
+                   + written + (("xn", np.dtype(np.float64)),))
+        map_args = (["xe"] if index_input else []) + xs + [f"&{n}" for n, _ in written]
+        red = (tuple(red_ins), tuple(n for n, _ in written), tuple((f"o{k}", r[0].aval.dtype) for k, r in enumerate(reductions)),
                f"@R@_map({_params(map_args)})", "@R@_join(a, b)",
                f"@R@_post({_params(['a', 'xn'] + post_args + [f'&o{k}' for k in range(len(reductions))])})",
                "@R@_identity()", "@R@_acc")
@@ -446,17 +447,17 @@ def _kernel_code(operands, names, body, stored, reductions, finals, uses_index, 
     fill = lambda s: s.replace("@R@", prefix)  # noqa: E731
     code = PRELUDE + fill(code)
     if ew is not None:
-        ew = ElementwiseSpec(f"{prefix}_e", code, ew[1], ew[2], fill(ew[3]))
+        ew = ElementwiseSpec(f"{prefix}_e", code, ew[0], ew[1], fill(ew[2]))
     if red is not None:
-        red = ReductionSpec(f"{prefix}_r", code, red[0], red[1], *(fill(s) for s in red[2:]))
+        red = ReductionSpec(f"{prefix}_r", code, red[0], red[1], red[2], *(fill(s) for s in red[3:]))
     return ew, red
 
 
 # -- launching ------------------------------------------------------------------------------------------
 
-def params_text(params) -> str:
-    """A kernel's parameter list as CuPy reads it (``"float32 x0, bool x1"``)."""
-    return ", ".join(f"{np.dtype(dt).name} {name}" for name, dt in params)
+def params_text(params, written=()) -> str:
+    """A kernel's parameter list as CuPy reads it (``"float32 x0, _non_const bool s0"``)."""
+    return ", ".join(f"{'_non_const ' if name in written else ''}{np.dtype(dt).name} {name}" for name, dt in params)
 
 
 class CupyKernels:
@@ -476,7 +477,7 @@ class CupyKernels:
             kernel = cp.ElementwiseKernel(params_text(spec.in_params), params_text(spec.out_params), spec.operation,
                                           name=spec.name, preamble=spec.code, options=NVRTC_OPTIONS)
         else:
-            kernel = cp.ReductionKernel(params_text(spec.in_params), params_text(spec.out_params), spec.map_expr,
+            kernel = cp.ReductionKernel(params_text(spec.in_params, spec.written), params_text(spec.out_params), spec.map_expr,
                                         spec.reduce_expr, spec.post_map_expr, spec.identity, name=spec.name,
                                         reduce_type=spec.reduce_type, preamble=spec.code, options=NVRTC_OPTIONS)
         self._kernels[spec.name] = kernel
@@ -542,6 +543,7 @@ class RegionRunner:
                 red_args = [a if pos is None else xp.broadcast_to(a, p.shape) for a, pos in zip(args, self.positions)]
                 if p.index:
                     red_args.append(xp.arange(math.prod(p.shape), dtype=np.int64).reshape(p.shape))
+                red_args += outs  # written by the map: one pass
                 red_args.append(np.float64(math.prod(p.shape[i] for i in p.axes)))
                 kept = tuple(d for i, d in enumerate(p.shape) if i not in p.axes)
                 results = [xp.empty(kept, v.aval.dtype) for v in p.reductions]

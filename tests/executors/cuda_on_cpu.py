@@ -4,7 +4,8 @@
 ``ReductionSpec`` and wraps their code (``PRELUDE`` + the region's functions, the operation or
 map/reduce/post expressions, unchanged) in loops that do what CuPy's kernel templates do per
 element (elementwise: load each array argument, run the operation, store the outputs; reduction:
-map each element, join partial results, post-map into the outputs), compiled with ``cc`` into one
+map each element, storing what the map writes into its writable inputs, join partial results,
+post-map into the outputs), compiled with ``cc`` into one
 shared library per batch and called through ctypes.  Reductions join partial results of ``CHUNK``
 elements, as CuPy's threads and its tree do, so the join of two non-empty partials is exercised.
 
@@ -44,14 +45,20 @@ _CTYPES = {np.dtype(k): v for k, v in {
     "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}.items()}
 
 
+def _written(spec) -> tuple:
+    return getattr(spec, "written", ())
+
+
 def _signature(spec, scalars: frozenset) -> list[str]:
-    ins = [f"{CTYPES[np.dtype(dt)]} {n}" if n in scalars else f"const {CTYPES[np.dtype(dt)]} *_raw_{n}"
-           for n, dt in spec.in_params]
+    ins = [f"{CTYPES[np.dtype(dt)]} {n}" if n in scalars else
+           f"{'' if n in _written(spec) else 'const '}{CTYPES[np.dtype(dt)]} *_raw_{n}" for n, dt in spec.in_params]
     return ins + [f"{CTYPES[np.dtype(dt)]} *_raw_{n}" for n, dt in spec.out_params]
 
 
 def _loads(spec, scalars, at: str) -> list[str]:
-    return [f"const {CTYPES[np.dtype(dt)]} {n} = _raw_{n}[{at}];" for n, dt in spec.in_params if n not in scalars]
+    """Each array input's element (a written one: a local the map writes, stored after it)."""
+    return [f"{CTYPES[np.dtype(dt)]} {n};" if n in _written(spec) else f"const {CTYPES[np.dtype(dt)]} {n} = _raw_{n}[{at}];"
+            for n, dt in spec.in_params if n not in scalars]
 
 
 def _outs(spec) -> tuple[list[str], list[str]]:
@@ -67,7 +74,8 @@ def _c_loop(spec, scalars: frozenset, fname: str) -> str:
         return "\n".join([f"void {fname}({', '.join(['long long n'] + _signature(spec, scalars))}) {{",
                           "    for (long long i = 0; i < n; i++) {", *(f"        {s}" for s in body), "    }", "}", ""])
     t = spec.reduce_type
-    inner = [*_loads(spec, scalars, "j * nred + k"), f"{t} _a = {spec.map_expr};", "_c = REDUCE(_c, _a);"]
+    inner = [*_loads(spec, scalars, "j * nred + k"), f"{t} _a = {spec.map_expr};", "_c = REDUCE(_c, _a);",
+             *(f"_raw_{n}[j * nred + k] = {n};" for n in spec.written)]
     return "\n".join([
         f"#define REDUCE(a, b) ({spec.reduce_expr})", f"#define POST_MAP(a) ({spec.post_map_expr})",
         f"void {fname}({', '.join(['long long nout', 'long long nred'] + _signature(spec, scalars))}) {{",
@@ -169,6 +177,9 @@ class CpuKernels:
         nout = int(np.prod([arrays[0].shape[i] for i in keep]))
         fn(nout, nred, *[self._pointer(a) if isinstance(a, np.ndarray) else a for a in flat],
            *[self._pointer(o) for o in outs])
+        for (n, _), a, f in zip(spec.in_params, args, flat):  # what the map wrote, back in place
+            if n in spec.written:
+                np.transpose(a, keep + list(axes))[...] = f.reshape(np.transpose(a, keep + list(axes)).shape)
 
 
 _CXX_STUBS = r"""
@@ -191,10 +202,11 @@ def _cxx_kernel(spec, scalars: frozenset) -> str:
     """``spec`` in the shape of CuPy's kernel templates (element references, static_cast, the
     reduce type's functional cast), as C++."""
     arrays = [(n, dt) for n, dt in spec.in_params if n not in scalars]
+    const = {n: "" if n in _written(spec) else "const " for n, _ in arrays}  # CuPy's _non_const inputs
     params = ", ".join([f"{CTYPES[np.dtype(dt)]} {n}" for n, dt in spec.in_params if n in scalars]
-                       + [f"const {CTYPES[np.dtype(dt)]} *_raw_{n}" for n, dt in arrays]
+                       + [f"{const[n]}{CTYPES[np.dtype(dt)]} *_raw_{n}" for n, dt in arrays]
                        + [f"{CTYPES[np.dtype(dt)]} *_raw_{n}" for n, dt in spec.out_params] + ["long long n"])
-    refs_in = " ".join(f"const {CTYPES[np.dtype(dt)]} &{n} = _raw_{n}[i];" for n, dt in arrays)
+    refs_in = " ".join(f"{const[n]}{CTYPES[np.dtype(dt)]} &{n} = _raw_{n}[i];" for n, dt in arrays)
     refs_out = " ".join(f"{CTYPES[np.dtype(dt)]} &{n} = _raw_{n}[i];" for n, dt in spec.out_params)
     if spec.__class__ is ElementwiseSpec:
         return (f"__global__ void {spec.name}({params}) {{\n"

@@ -103,6 +103,9 @@ def _patterns() -> dict:
         "logic": (lambda a, b: (xp.logical_and(a, b), xp.logical_or(a, b), xp.logical_xor(a, ~b) == a,
                                 xp.logical_not(a) & b), [RNG.random(40) > 0.5, RNG.random(40) > 0.3], 1),
         "several-outputs": (lambda x: (x + 1, x * 2 > 1, xp.exp(x), xp.sum(x * 3)), [x64], 1),
+        # values stored by the reduction's map while it reduces the first axis (written in place)
+        "stored-and-columns": (lambda x: (xp.exp(x) + 1, xp.max(xp.exp(x) + 1, axis=0), xp.mean(x * 3, axis=0), x * 3 > 1),
+                               [cube], 1),
         "sum-axes": (lambda x: (xp.sum(x * 2.0 + 1.0), xp.sum(x, axis=0), xp.sum(x * x, axis=(1, 2), keepdims=True)),
                      [cube], 3),
         "moments": (lambda x: (xp.mean(x * x, axis=1, keepdims=True), xp.std(xp.exp(x), axis=1),
@@ -285,6 +288,30 @@ def test_generated_code_holds_no_user_strings(tmp_path):
         assert re.fullmatch(r"ax[0-9a-f]{16}_[er]", spec.name)
         for word in _IDENTIFIER.findall(re.sub(r"/\*.*?\*/", "", text)):  # (the comments are the prelude's)
             assert word in _WORDS or _OURS.fullmatch(word), word
+
+
+def test_a_kernel_that_does_not_compile_runs_op_by_op_and_is_recorded(tmp_path, monkeypatch):
+    """NVRTC refusing a kernel is not silent: the region runs op by op (same values) and the reason
+    is kept in the runner and the executor's ``failed`` (capabilities' "compile failures")."""
+    class Refused(Exception):
+        pass
+
+    class Refusing(cuda_on_cpu.CpuKernels):
+        compile_errors = (Refused,)
+
+        def elementwise(self, spec, args, outs):
+            raise Refused("fused.cu(3): error: identifier is undefined")
+
+    monkeypatch.setattr(NUMPY, "failed", {}, raising=False)
+    x = normal(50)
+    with xp.use_executor("numpy"):
+        a = xp.asarray(x)
+        compiled = F.fuse(NUMPY, xp.jit(selu).trace(a).graph, kernels=Refusing(tmp_path), min_size=0)
+        for _ in range(2):
+            assert_same(xp.asarray(compiled(a._buf)[0]), on_numpy(selu, a))
+    (runner,) = compiled.regions
+    assert runner.failed == "Refused: fused.cu(3): error: identifier is undefined" and runner.ran == 0
+    assert NUMPY.failed == {("fused region", "elementwise"): runner.failed}
 
 
 def test_lowering_is_wired_into_the_cupy_executor():
