@@ -253,7 +253,8 @@ def _log32(x: Array) -> Array:
     # x = m * 2**e with m in [0.5, 1).  log2 of a float32 is an integer or at least 8e-8 away
     # from one, so any float64 log2 gives the right floor after this nudge; the scaling is exact.
     e = xp.floor(xp.log2(wide) + 2.0 ** -30) + 1.0
-    m = wide * xp.take(_powers_of_two(x), xp.astype(e, _dtypes.int64) + 126)
+    index = xp.reshape(xp.astype(e, _dtypes.int64) + 126, (-1,))  # take's indices are 1-D
+    m = wide * xp.reshape(xp.take(_powers_of_two(x), index), x.shape)
     below = xp.astype(m < _SQRT_HALF32, f64)
     e = e - below
     r = (m - 1.0) + m * below  # m - 1, or 2m - 1 for m < sqrt(1/2): exact either way
