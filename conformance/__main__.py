@@ -31,7 +31,8 @@ import sys
 import time
 
 HERE = pathlib.Path(__file__).parent
-DEFAULT_OUTPUT = HERE / "results"
+DEFAULT_OUTPUT = HERE / "results"  # the committed deep run
+QUICK_OUTPUT = DEFAULT_OUTPUT / "quick"  # --quick runs (git ignores it), so they never replace the deep report
 SCHEMA_VERSION = 1
 QUICK_EXAMPLES = 1
 DEFAULT_EXAMPLES = 10
@@ -203,7 +204,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-examples", type=int, default=None,
                    help=f"examples per function and transform (default {DEFAULT_EXAMPLES}; --quick {QUICK_EXAMPLES})")
     p.add_argument("--quick", action="store_true", help=f"{QUICK_EXAMPLES} example per function and transform")
-    p.add_argument("--output", default=str(DEFAULT_OUTPUT), help=f"folder for conformance.json/.html (default {DEFAULT_OUTPUT})")
+    p.add_argument("--output", default=None,
+                   help=f"folder for conformance.json/.html (default {DEFAULT_OUTPUT}; with --quick {QUICK_OUTPUT})")
     p.add_argument("--array-api-tests", default=None, metavar="PATH",
                    help="a local data-apis/array-api-tests checkout: run it per executor and fold in its counts")
     p.add_argument("--official-max-examples", type=int, default=10, help="--max-examples of the official suite")
@@ -215,6 +217,8 @@ def main(argv=None) -> int:
     p.add_argument("--rerun", nargs="+", default=(), metavar="PART",
                    help="with --merge: parts whose rows (run again at the same settings) replace the shards' rows")
     args = p.parse_args(argv)
+    if args.output is None:
+        args.output = str(QUICK_OUTPUT if args.quick else DEFAULT_OUTPUT)
     if args.rerun and not args.merge:
         p.error("--rerun replaces rows of a --merge: give the shards with --merge PART ...")
     if args.merge:

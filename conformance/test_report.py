@@ -310,3 +310,14 @@ def test_the_html_page_filters_and_opens_failing_cells_in_a_browser(report, tmp_
     dom = _dom(browser, page, "q=random&t=eager,jit")
     assert dom.count('data-function="') == 1 and 'data-function="random.bits"' in dom
     assert dom.count('data-cell="random.bits/eager/') == len(data["executors"]) and "/vmap/" not in dom.split('id="panel"')[0]
+
+
+def test_quick_runs_write_beside_the_committed_deep_report(monkeypatch):
+    # the README's `python -m conformance --quick` must not replace conformance/results/conformance.json
+    written = []
+    monkeypatch.setattr(cli, "_write", lambda data, folder: written.append(folder) or 0)
+    common = ["--functions", "negative", "--max-examples", "1", "--no-progress", "--executors", "numpy"]
+    cli.main(common + ["--quick"])
+    cli.main(common)
+    assert written == [cli.QUICK_OUTPUT, cli.DEFAULT_OUTPUT]
+    assert cli.QUICK_OUTPUT != cli.DEFAULT_OUTPUT and cli.DEFAULT_OUTPUT == HERE / "results"
