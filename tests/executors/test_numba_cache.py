@@ -130,11 +130,25 @@ def test_a_parent_others_can_write_makes_the_cache_unsafe(scratch):
     assert out["dir"] is None and "above the cache, is writable by other users" in out["problem"]
 
 
+@pytest.fixture(scope="module")
+def filled_cache():
+    """A cache one process filled (copied by each test that damages it: one compile for all of them)."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="arrayx-cache-test-"))
+    d.chmod(0o755)
+    kernels = _kernel_dir(_run(d / "c"))
+    shutil.copytree(d / "c", d / "copy")  # copy2 keeps modification times, which Numba's index checks
+    copied = _run(d / "copy")
+    assert copied["hits"] >= 2 and copied["misses"] == 0, copied  # so a copy is a filled cache too
+    yield d / "c", kernels.relative_to(d / "c")
+    subprocess.run(["rm", "-rf", str(d)], check=False)
+
+
 @pytest.mark.parametrize("damage", ["empty", "truncated", "garbage"])
 @pytest.mark.parametrize("suffix", [".nbi", ".nbc", ".py"])
-def test_damaged_cache_files_are_discarded_and_recompiled(scratch, suffix, damage):
+def test_damaged_cache_files_are_discarded_and_recompiled(scratch, filled_cache, suffix, damage):
     cache = scratch / "c"
-    d = _kernel_dir(_run(cache))
+    shutil.copytree(filled_cache[0], cache)
+    d = cache / filled_cache[1]
     for path in d.glob(f"*{suffix}"):
         data = path.read_bytes()
         path.write_bytes({"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"\x80\x04garbage" * 7}[damage])
