@@ -11,14 +11,20 @@ Ratios are peer time / arrayx time, so >= 1 means arrayx is faster.  Rows:
   ``jax.jit``, NumPy eager and a hand-written parallel ``numba.njit`` loop (``math.exp``/``tanh``);
 - ``arith`` (``((x * 2 + 1) * x - 0.5) * x + 3``, 1e7 float64) as bandwidth (16 bytes per element:
   read x, write the result) against a STREAM triad (``a = b + s * c``, parallel Numba,
-  preallocated, 24 bytes per element) measured in the same run, and NumPy's bandwidth on it;
+  preallocated, 24 bytes per element) measured in the same run, and NumPy's bandwidth on it; also
+  with the buffer pool off (each call's 80 MB output then a fresh allocation, page faults included);
 - ``var`` (``jit(lambda x: var(x))``, 1e7) and ``softmax`` (rows of 1000, 1e4 x 1e3) against jax.jit;
 - ``random.normal`` (float64, 1e7) under jit against ``jax.jit(jax.random.normal)`` (the same bits,
   checked) and eager arrayx;
 - compile latency of one fused kernel: the first call of a jitted chain in a new process with
   an empty kernel cache (cold), with the cache the first process left (cached), and of another
   kernel (SELU) whose math functions that cache already holds (cold kernel), minus a warm call; Numba itself is imported and initialised before the clock starts (wall time, and the
-  process's CPU time, which a machine shared with other jobs inflates less).
+  process's CPU time, which a machine shared with other jobs inflates less).  ``cached`` loads
+  the kernel with Python's bytecode caches present (as an installed arrayx has them; kept in a
+  folder of the run's own), ``cached_nopyc`` without them (every arrayx module the first call
+  imports compiled from source: how the earlier runs measured, under ``PYTHONDONTWRITEBYTECODE``).
+
+The arrayx rows run with the NumPy executor's buffer pool on (fused kernels' outputs come from it).
 """
 from __future__ import annotations
 
@@ -113,12 +119,14 @@ def main() -> dict:
     nb_fns, triad = hand_numba()
     ex = ax.executors.get("numba")
     ex.available()
+    ex.set_buffer_pool(True)
+    from arrayx.executors import _buffer_pool
     rng = np.random.default_rng(0)
     results: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
                      "load_average_at_start": round(os.getloadavg()[0], 2),
-                     "threads": __import__("numba").get_num_threads(), "rows": []}
+                     "threads": __import__("numba").get_num_threads(), "buffer_pool": True, "rows": []}
 
-    def compare(name, fn, host, dtype, nb=None):
+    def compare(name, fn, host, dtype, nb=None, pool_off=False):
         x_ax = ax.asarray(host, device="numba")
         x_jx = jnp.asarray(host)
         f_ax = ax.jit(lambda x: fn(ax, x))
@@ -128,6 +136,14 @@ def main() -> dict:
         if nb is not None:
             flat = host.reshape(-1)
             peers["numba (hand-written)"] = lambda: nb(flat)
+        if pool_off:
+            def without_pool():
+                _buffer_pool.ENABLED = False
+                try:
+                    f_ax(x_ax)
+                finally:
+                    _buffer_pool.ENABLED = True
+            peers["arrayx (pool off)"] = without_pool
         got = np.asarray(f_ax(x_ax))
         want = fn(np, host)
         tol = 1e-5 if dtype == np.float32 else 1e-12
@@ -173,17 +189,19 @@ def main() -> dict:
     # bandwidth: the arithmetic chain against a STREAM triad, one run
     x = rng.standard_normal(n)
     a, b, c = np.empty(n), rng.standard_normal(n), rng.standard_normal(n)
-    t_chain = compare("arith", arith, x, np.float64)
+    t_chain = compare("arith", arith, x, np.float64, pool_off=True)
     t_triad = best_times({"triad": lambda: triad(a, b, c, 3.0)})["triad"]
     triad_gbs = 24 * n / t_triad / 1e9
     results["bandwidth"] = {
         "stream_triad_GBps": round(triad_gbs, 2),
         "arith_arrayx_GBps": round(16 * n / t_chain["arrayx"] / 1e9, 2),
+        "arith_arrayx_pool_off_GBps": round(16 * n / t_chain["arrayx (pool off)"] / 1e9, 2),
         "arith_numpy_GBps": round(16 * n / t_chain["numpy"] / 1e9, 2),
         "arith_jax_GBps": round(16 * n / t_chain["jax.jit"] / 1e9, 2),
     }
     bw = results["bandwidth"]
     bw["arrayx_fraction_of_triad"] = round(bw["arith_arrayx_GBps"] / triad_gbs, 3)
+    bw["arrayx_pool_off_fraction_of_triad"] = round(bw["arith_arrayx_pool_off_GBps"] / triad_gbs, 3)
     bw["numpy_fraction_of_triad"] = round(bw["arith_numpy_GBps"] / triad_gbs, 3)
     print(json.dumps(bw), flush=True)
     results["compile_ms"] = compile_latency()
@@ -198,36 +216,55 @@ sys.path.insert(0, sys.argv[1])
 import numba, numpy as np
 numba.njit(lambda v: v + 1)(1.0)  # Numba imported and initialised before the clock starts
 import arrayx as ax
-from arrayx.executors import _numba_fusion
+from arrayx.executors import _numba_fusion, _numba_fused_run
 x = ax.asarray(np.linspace(-2, 2, 100_000), device="numba")
 fns = {"chain6": lambda x: ax.exp(-(x * x)) * ax.tanh(x) + 0.5,
        "selu": lambda x: 1.0507009873554805 * ax.where(x > 0, x, 1.6732632423543772 * (ax.exp(x) - 1.0))}
 f = ax.jit(fns[sys.argv[2]])
 c0 = time.process_time(); t0 = time.perf_counter(); f(x); t1 = time.perf_counter(); c1 = time.process_time()
 f(x); t2 = time.perf_counter(); c2 = time.process_time()
+phases = {}  # the kernel's compile by Numba's own timers (typing includes math functions compiled for it)
+for k in _numba_fused_run._loaded.values():
+    for sig in k.signatures:
+        md = k.get_metadata(sig) or {}
+        passes = md.get("pipeline_times", {}).get("nopython", {})
+        for name, t in passes.items():
+            key = name.split("_", 1)[1]
+            if key in ("nopython_type_inference", "native_lowering"):
+                phases[key + "_ms"] = round(t.run * 1e3, 1)
+        if "llvm_lock" in md.get("timers", {}):
+            phases["llvm_ms"] = round(md["timers"]["llvm_lock"] * 1e3, 1)
 print(json.dumps({"first_ms": (t1 - t0) * 1e3, "warm_ms": (t2 - t1) * 1e3, "first_cpu_ms": (c1 - c0) * 1e3,
-                  "warm_cpu_ms": (c2 - c1) * 1e3, **_numba_fusion.kernel_stats()}))
+                  "warm_cpu_ms": (c2 - c1) * 1e3, "phases": phases, **_numba_fusion.kernel_stats()}))
 """
 
 
 def compile_latency() -> dict:
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=os.path.join(d, "cache"))
+        # as the earlier runs: arrayx's modules without bytecode caches (compiled from source when imported)
+        env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=os.path.join(d, "cache"), PYTHONDONTWRITEBYTECODE="1")
+        # as an installed arrayx: bytecode caches (of every module, in a folder of their own) written once
+        pyc = dict(env, PYTHONPYCACHEPREFIX=os.path.join(d, "pyc"))
+        pyc.pop("PYTHONDONTWRITEBYTECODE")
         runs = []
-        for fn in ("chain6", "chain6", "selu"):
-            out = subprocess.run([sys.executable, "-c", _LATENCY_CHILD, str(REPO), fn], env=env, capture_output=True,
-                                 text=True, check=True)
+        for fn, child_env in (("chain6", env), ("chain6", env), ("chain6", pyc), ("chain6", pyc), ("selu", env)):
+            out = subprocess.run([sys.executable, "-c", _LATENCY_CHILD, str(REPO), fn], env=child_env,
+                                 capture_output=True, text=True, check=True)
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    cold, cached, kernel_cold = runs
+    cold, cached_nopyc, _, cached, kernel_cold = runs  # (the third wrote the bytecode caches)
     return {"cold_ms": round(cold["first_ms"] - cold["warm_ms"], 1),
             "cold_cpu_ms": round(cold["first_cpu_ms"] - cold["warm_cpu_ms"], 1), "cold_compiled": cold["compiled"],
             "cached_ms": round(cached["first_ms"] - cached["warm_ms"], 1),
             "cached_cpu_ms": round(cached["first_cpu_ms"] - cached["warm_cpu_ms"], 1),
             "cached_loaded": cached["loaded"], "cached_compiled": cached["compiled"],
+            "cached_nopyc_ms": round(cached_nopyc["first_ms"] - cached_nopyc["warm_ms"], 1),
+            "cached_nopyc_cpu_ms": round(cached_nopyc["first_cpu_ms"] - cached_nopyc["warm_cpu_ms"], 1),
             # a new kernel (SELU) once the math functions it calls are in the cache (from chain6)
             "cold_kernel_ms": round(kernel_cold["first_ms"] - kernel_cold["warm_ms"], 1),
             "cold_kernel_cpu_ms": round(kernel_cold["first_cpu_ms"] - kernel_cold["warm_cpu_ms"], 1),
-            "cold_kernel_compiled": kernel_cold["compiled"]}
+            "cold_kernel_compiled": kernel_cold["compiled"],
+            # wall ms by Numba's timers: typing, lowering (LLVM included), LLVM (optimisation, machine code)
+            "cold_phases": cold["phases"], "cold_kernel_phases": kernel_cold["phases"]}
 
 
 if __name__ == "__main__":
