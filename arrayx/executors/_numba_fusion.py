@@ -183,7 +183,7 @@ _COLUMNS = '''\
 {col_setup}
         for k in range(lo, hi):
             rb = (o * mid + k) * inner
-{col_slices}
+{col_row_setup}
             for j in range(inner):
 {col_body}
 '''
@@ -256,7 +256,7 @@ def _acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
 def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) -> _Plan:
     """The kernel of ``region``: operands, body, stores and folds (see the module doc).
     A stored output may be written into the buffer of an operand in ``donatable`` (same dtype,
-    full, not broadcast): the kernel then reads and writes that operand through one slice."""
+    full, not broadcast): the kernel then reads and writes it through that operand's own argument."""
     shape = region.shape
     ndim = len(shape)
     operands: list[_Operand] = []
@@ -450,7 +450,7 @@ def _flat_source(operands, body, stored, names, uses_index=False, donors=None) -
 
 def _source(operands, names, body, stored, reductions, rows: bool, uses_index=False, donors=None) -> str:
     args = [f"x{i}" for i in range(len(operands))] + [f"o{i}" for i in range(len(stored))]
-    row_setup, row_loads, col_setup, col_slices, col_loads = [], [], [], [], []
+    row_setup, row_loads, col_setup, col_row_setup, col_loads = [], [], [], [], []
     for i, op in enumerate(operands):
         if op.layout == "s":
             row_setup.append(f"a{i} = x{i}")
@@ -485,7 +485,7 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
             row_results += [f"p{r}[o, s, 0] = m{r}", f"q{r}[o, s, 0] = d{r}"]
             col_setup += [f"q{r}c = q{r}[o, s]", f"p{r}c[:] = 0", f"q{r}c[:] = 0"]
             # Welford per column: mean and sum of squared deviations, rows lo .. k
-            col_slices.append(f"n{r} = T_{acc.name}(k - lo + 1)")
+            col_row_setup.append(f"n{r} = T_{acc.name}(k - lo + 1)")
             col_stores += [f"e{r} = {cast} - p{r}c[j]", f"p{r}c[j] += e{r} / n{r}",
                            f"q{r}c[j] += e{r} * ({cast} - p{r}c[j])"]
         else:
@@ -503,7 +503,7 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
                               row_body=_indent(row_loads + body + row_stores, 16),
                               row_folds=_indent(row_folds, 12), row_results=_indent(row_results, 8))
     else:
-        branch = _COLUMNS.format(col_setup=_indent(col_setup, 8), col_slices=_indent(col_slices, 12),
+        branch = _COLUMNS.format(col_setup=_indent(col_setup, 8), col_row_setup=_indent(col_row_setup, 12),
                                  col_body=_indent(col_loads + body + col_stores, 16))
     setup = _indent(kernel_setup, 4) if rows and kernel_setup else ""
     return _module(_KERNEL.format(args="".join(", " + a for a in args), setup=setup, branch=branch))
