@@ -1,15 +1,15 @@
 """vmap: per-example gradients, vmapped Jacobians and batched linear algebra, against their peers.
 
-Run:  nice python benchmarks/bench_vmap.py [--quick]
-      (writes benchmarks/results/vmap.json; on a shared 2-core machine ``OPENBLAS_NUM_THREADS=1``
-      keeps BLAS's spinning threads from swinging the GEMM-heavy rows: the JSON records it)
+Run:  nice python benchmarks/bench_vmap.py [--quick] [--runs N]
+      (writes benchmarks/results/vmap.json; --runs N: N whole runs in turn, each figure the median
+      over the runs, every run kept under "runs"; the JSON records OPENBLAS_NUM_THREADS)
 
 Every comparison runs its sides in one process, interleaved, best of several repeats, every JAX
 result waited for.  float32 throughout except the Jacobians (float64).  Rows:
 
 - per-example gradients of the 784-512-512-10 tanh MLP (squared error), batch 128 (issue 12):
-  arrayx eager ``vmap(grad)`` on the numpy executor with its opt-in buffer pool on, and off (each result a
-  fresh allocation, as before the pool); a Python loop of 128 arrayx ``grad`` calls
+  arrayx eager ``vmap(grad)`` on the numpy executor with its buffer pool (the default), and with the
+  pool's limit at 0 (each result a fresh allocation, as before the pool); a Python loop of 128 arrayx ``grad`` calls
   (its stacked results checked against vmap's);
   hand-written batched NumPy backprop; ``jax.jit(jax.vmap(jax.grad))``; arrayx
   ``jit(vmap(grad))`` on the numpy and jax executors;
@@ -25,6 +25,7 @@ import json
 import os
 import pathlib
 import platform
+import statistics
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's arrayx
@@ -81,8 +82,7 @@ def per_example_rows():
     jit_vg_jax = ax.jit(vg)
     pj, xj, yj = jax.tree_util.tree_map(jnp.asarray, p), jnp.asarray(x), jnp.asarray(y)
     jax_vg = jax.jit(jax.vmap(jax.grad(lambda q, a, b: mlp_loss(jnp, q, a, b)), in_axes=(None, 0, 0)))
-    ax.executors.get("numpy").set_buffer_pool(True)  # opt-in (off by default): on for every arrayx row here
-    pool = ax.executors.get("numpy").buffer_pool
+    pool = ax.executors.get("numpy").buffer_pool  # on by default (ARRAYX_BUFFER_POOL=0 turns it off)
 
     def vg_fresh():  # the pool's limit at 0: every large result a fresh np.empty, as before the pool
         limit, pool.limit_bytes = pool.limit_bytes, 0
@@ -186,17 +186,35 @@ def linalg_rows():
                                "solve": t["solve: arrayx vmap"] / t["solve: numpy stacked"]}}
 
 
+def _median(runs: list):
+    """The median over the runs of every number in one row (nested dicts alike); the rest from the first run."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {k: _median([r[k] for r in runs]) for k in first}
+    if isinstance(first, float):
+        return statistics.median(runs)
+    return first
+
+
 def main():
     load_before = os.getloadavg()
-    rows = [per_example_rows(), jacobian_rows(), linalg_rows()]
+    n_runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
+    each = []
+    for i in range(n_runs):  # whole runs in turn: one run's loop ratio swings with the machine's load
+        each.append([per_example_rows(), jacobian_rows(), linalg_rows()])
+        loop = each[-1][0]["speedup of arrayx eager vmap(grad) over"]["Python loop of arrayx grad (per batch)"]
+        print(f"run {i + 1}/{n_runs}: vmap(grad) over the loop {loop:.2f}x, load {os.getloadavg()[0]:.1f}", flush=True)
+    rows = [_median([run[j] for run in each]) for j in range(len(each[0]))] if n_runs > 1 else each[0]
     for r in rows:
         print(json.dumps(r, indent=1))
     out = pathlib.Path(__file__).parent / "results" / "vmap.json"
     out.write_text(json.dumps({"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0],
-                               "command": "nice python benchmarks/bench_vmap.py" + (" --quick" if QUICK else ""),
+                               "command": "nice python benchmarks/bench_vmap.py" + (" --quick" if QUICK else "")
+                               + (f" --runs {n_runs}" if n_runs > 1 else ""),
                                "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
                                "environment": {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "ARRAYX_BUFFER_POOL")},
-                               "quick": QUICK, "rows": rows}, indent=1) + "\n")
+                               "quick": QUICK, "rows": rows, **({"of_runs": n_runs, "runs": each} if n_runs > 1 else {})},
+                              indent=1) + "\n")
     print(f"wrote {out}")
 
 

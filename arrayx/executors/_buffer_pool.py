@@ -14,10 +14,12 @@ it handed out again.  The pool's own count is measured once, by the same functio
 
 Limits: ``limit_bytes`` caps what the pool owns (least recently used free buffers are dropped to
 make room; a result that still does not fit is an ordinary ``np.empty``), ``0`` turns it off.
-Off by default: the size check is a Python frame on every ufunc/matmul call (~0.2 us, over the
-eager budget of a size-8 op), so ``ARRAYX_BUFFER_POOL=1`` (or ``NumpyExecutor.set_buffer_pool``)
-turns it on; off, the executor's functions are NumPy's own, unwrapped.  ``ARRAYX_BUFFER_POOL_LIMIT`` sets the cap in bytes, ``ARRAYX_BUFFER_POOL_MIN_BYTES`` the size
-from which results are pooled.
+On by default, and free for small operands: the eager paths (``core.run_eager1/2``) and jit's
+lowering compare the operands' (or the staged result's) size with ``min_bytes`` and call NumPy's
+own function below it; only a result that may be large goes through the functions of ``pooled``.
+``ARRAYX_BUFFER_POOL=0`` (or ``NumpyExecutor.set_buffer_pool(False)``) turns it off;
+``ARRAYX_BUFFER_POOL_LIMIT`` sets the cap in bytes, ``ARRAYX_BUFFER_POOL_MIN_BYTES`` the size from
+which results are pooled.
 """
 from __future__ import annotations
 
@@ -230,4 +232,9 @@ def pooled(fn, pool: BufferPool):
 
 
 POOL = BufferPool()
-ENABLED = os.environ.get("ARRAYX_BUFFER_POOL", "0").strip().lower() in ("1", "true", "yes", "on")
+def enabled_by_environment() -> bool:
+    """On unless ``ARRAYX_BUFFER_POOL`` is 0, false, no or off."""
+    return os.environ.get("ARRAYX_BUFFER_POOL", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+ENABLED = enabled_by_environment()

@@ -17,6 +17,7 @@ implementation called with the params as keyword arguments.
 from __future__ import annotations
 
 import keyword
+import math
 from typing import Callable
 
 from arrayx.transforms.graph import Graph, Literal, Var
@@ -60,10 +61,18 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
     this executor (default: its buffer, copied over from another executor if needed).
     ``checks`` ("nan"/"inf", from ``debug_nans``/``debug_infs``) adds a check after every equation.
     """
+    pool_min_bytes = 0
     if impl_of is None:
         def impl_of(prim):
             fn = executor.impls.get(prim)
             return fn if fn is not None else executor.resolve(prim)
+
+        def large_impl_of(prim):
+            fn = executor.large_impls.get(prim)
+            return fn if fn is not None else executor.resolve_large(prim)
+
+        # an equation whose staged result takes this many bytes writes it into reused memory
+        pool_min_bytes = executor.pool_min_bytes
     if consts_of is None:
         consts_of = lambda a: _buffer_for(executor, a)  # noqa: E731
     names: dict = {}
@@ -90,7 +99,8 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
     lines = [f"def compiled({', '.join(names[v] for v in graph.inputs)}):"]
     n = 0
     for j, eqn in enumerate(graph.equations):
-        fn, keywords = lowering_of(executor, eqn.prim, eqn.params, impl_of)
+        large = pool_min_bytes and _result_bytes(eqn) >= pool_min_bytes
+        fn, keywords = lowering_of(executor, eqn.prim, eqn.params, large_impl_of if large else impl_of)
         ns[f"f{j}"] = fn
         args = [name(a) for a in eqn.inputs]
         if keywords:
@@ -123,6 +133,18 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
     fn = ns["compiled"]
     fn.source = source
     return fn
+
+
+def _result_bytes(eqn) -> int:
+    """The bytes of an equation's largest staged result (0 where a size is unknown)."""
+    most = 0
+    for v in eqn.outputs:
+        aval = v.aval
+        try:
+            most = max(most, math.prod(aval.shape) * aval.dtype.itemsize)
+        except (AttributeError, TypeError):  # no aval, or an unknown dimension
+            pass
+    return most
 
 
 def _buffer_for(executor, a):

@@ -95,9 +95,13 @@ class Executor:
     #: eager ops run in this process on host memory at little cost per call (random draws are
     #: then computed in cache-sized slices); False where dispatch or graph size dominates
     eager_on_host: bool = False
+    #: results that may take this many bytes run ``resolve_large``'s function, which writes them
+    #: into reused memory (the NumPy executor's buffer pool); 0: no pool, ``resolve`` for all
+    pool_min_bytes: int = 0
 
     def __init__(self) -> None:
         self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)
+        self.large_impls: dict = self.impls  # the same for results from pool_min_bytes (no pool: one table)
         self._xp = None
         self._unavailable: str | None = None
         self._checked = False
@@ -182,6 +186,11 @@ class Executor:
                     )
         self.impls[prim] = fn = self.finish_impl(prim, fn)
         return fn
+
+    def resolve_large(self, prim) -> Callable:
+        """The callable for ``prim`` where its result may take ``pool_min_bytes`` or more (cached
+        in ``large_impls``); an executor without a pool never gets here (``pool_min_bytes`` 0)."""
+        return self.resolve(prim)
 
     def finish_impl(self, prim, fn) -> Callable:
         """The callable eager bind caches for ``prim`` (an executor may wrap ``fn``, e.g. in ``jax.jit``)."""

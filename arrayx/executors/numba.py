@@ -189,19 +189,24 @@ class NumbaExecutor(NumpyExecutor):
         self._numba()
         return fuse(self, graph)
 
-    def resolve(self, prim):
-        """This executor's own impl if the primitive has one, else the NumPy executor's callable,
-        wrapped so that large arrays of native dtypes go to a Numba kernel."""
+    def resolve(self, prim, large: bool = False):
+        """This executor's own impl if the primitive has one, else the NumPy executor's callable
+        (``large``: the one for large results, see ``resolve_large``), wrapped so that large arrays
+        of native dtypes go to a Numba kernel."""
         fn = prim.impls.get(self.name)
         if fn is None:
             from arrayx.executors.base import get
 
-            fallback = get("numpy").resolve(prim)
+            numpy_ex = get("numpy")
+            fallback = numpy_ex.resolve_large(prim) if large else numpy_ex.resolve(prim)
             self.available()
             build = _BUILDERS.get(prim.name)
             fn = build(self, prim.name, fallback) if build is not None and prim.name in NATIVE else fallback
-        self.impls[prim] = fn
+        (self.large_impls if large else self.impls)[prim] = fn
         return fn
+
+    def resolve_large(self, prim):
+        return self.resolve(prim, large=True)
 
     def explain(self, name: str, *args, **params) -> str:
         """Why ``name`` on these buffers runs on NumPy (or "native")."""

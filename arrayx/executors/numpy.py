@@ -158,24 +158,32 @@ class NumpyExecutor(Executor):
     #: large results of ufuncs and matmul are written into reused buffers (executors/_buffer_pool.py)
     buffer_pool = _buffer_pool.POOL
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.large_impls = {}  # Primitive -> the callable for results from pool_min_bytes
+        self.pool_min_bytes = self.buffer_pool.min_bytes if _buffer_pool.ENABLED else 0
+
     def _load(self):
         import array_api_compat.numpy as xp
 
         return xp
 
-    def finish_impl(self, prim, fn):
-        return _buffer_pool.pooled(fn, self.buffer_pool) if _buffer_pool.ENABLED else fn
+    def resolve_large(self, prim):
+        """``resolve(prim)``'s function writing its result into a pooled buffer (ufuncs and matmul;
+        other functions as they are): what the eager paths and jit call where a result may be large."""
+        fn = self.large_impls[prim] = _buffer_pool.pooled(self.impls.get(prim) or self.resolve(prim), self.buffer_pool)
+        return fn
 
     def set_buffer_pool(self, on: bool) -> None:
-        """Large results into reused buffers (True) or NumPy's own allocations (False, the default
-        unless ``ARRAYX_BUFFER_POOL=1``), from the next op on: the executors that run this one's
-        functions (Numba's NumPy fallbacks) resolve theirs again; jitted functions keep theirs."""
+        """Large results into reused buffers (True, the default unless ``ARRAYX_BUFFER_POOL=0``) or
+        NumPy's own allocations (False), from the next op on, for this executor and those built on
+        its table (Numba's NumPy fallbacks); jitted functions keep what they were compiled with."""
         from arrayx.executors import base
 
         _buffer_pool.ENABLED = bool(on)
         for ex in list(base._registry.values()):
-            if isinstance(ex, NumpyExecutor):  # this one and those built on its table (Numba)
-                ex.impls.clear()
+            if isinstance(ex, NumpyExecutor):
+                ex.pool_min_bytes = ex.buffer_pool.min_bytes if on else 0
 
     def coerce(self, out):
         return np.asarray(out)

@@ -271,6 +271,12 @@ def eval_eager(prim: Primitive, args: tuple, params: dict):
             append(a)
     if ex is None:
         ex = _executor_of_params(prim, params)
+    elif not params and not prim.multiple_results and len(bufs) == len(args):
+        # every operand a buffer and no params (ufuncs, matmul): the paths that choose by size
+        if len(bufs) == 2:
+            return run_eager2(prim, ex, bufs[0], bufs[1])
+        if len(bufs) == 1:
+            return run_eager1(prim, ex, bufs[0])
     return run_eager(prim, ex, bufs, params)
 
 
@@ -306,11 +312,17 @@ def run_eager(prim: Primitive, ex, bufs, params: dict):
 
 
 # run_eager for one and two buffers and no params, spelled out: packing ``*bufs, **params``
-# costs ~0.17 us, a sixth of the eager budget, on the elementwise functions.
+# costs ~0.17 us, a sixth of the eager budget, on the elementwise functions.  They also choose
+# by size, without a call, between the executor's function and the one that writes a large result
+# into reused memory (``ex.pool_min_bytes``: 0 for executors without a buffer pool).
 
 def run_eager1(prim: Primitive, ex, buf):
     """:func:`run_eager` of a single-result primitive on one buffer, without params."""
-    fn = ex.impls.get(prim) or ex.resolve(prim)
+    m = ex.pool_min_bytes
+    if m and buf.nbytes >= m:
+        fn = ex.large_impls.get(prim) or ex.resolve_large(prim)
+    else:
+        fn = ex.impls.get(prim) or ex.resolve(prim)
     out = fn(buf)
     if out.__class__ is not ex.array_type:
         out = ex.coerce(out)
@@ -322,7 +334,13 @@ def run_eager1(prim: Primitive, ex, buf):
 
 def run_eager2(prim: Primitive, ex, buf1, buf2):
     """:func:`run_eager` of a single-result primitive on two buffers, without params."""
-    fn = ex.impls.get(prim) or ex.resolve(prim)
+    m = ex.pool_min_bytes
+    # the result (elementwise, broadcast or matmul) has at most size1 * size2 elements; one
+    # shape and a small first operand is a small result
+    if m and buf1.size * buf2.nbytes >= m and (buf1.nbytes >= m or buf1.shape != buf2.shape):
+        fn = ex.large_impls.get(prim) or ex.resolve_large(prim)
+    else:
+        fn = ex.impls.get(prim) or ex.resolve(prim)
     out = fn(buf1, buf2)
     if out.__class__ is not ex.array_type:
         out = ex.coerce(out)

@@ -207,13 +207,23 @@ def test_environment_configures_and_rejects(monkeypatch):
         bp.BufferPool()
 
 
-def test_turned_off_the_executor_calls_numpy_directly(monkeypatch):
-    monkeypatch.setattr(bp, "ENABLED", False)
+def test_on_by_default_and_the_environment_turns_it_off(monkeypatch):
     from arrayx.api.elementwise import multiply_p
 
-    assert NumpyExecutor().resolve(multiply_p) is np.multiply
+    for raw, on in [(None, True), ("1", True), ("0", False), (" off ", False), ("no", False)]:
+        if raw is None:
+            monkeypatch.delenv("ARRAYX_BUFFER_POOL", raising=False)
+        else:
+            monkeypatch.setenv("ARRAYX_BUFFER_POOL", raw)
+        assert bp.enabled_by_environment() is on, raw
+    monkeypatch.setattr(bp, "ENABLED", False)
+    off = NumpyExecutor()
+    assert off.pool_min_bytes == 0 and off.resolve(multiply_p) is np.multiply
     monkeypatch.setattr(bp, "ENABLED", True)
-    assert NumpyExecutor().resolve(multiply_p) is not np.multiply
+    on = NumpyExecutor()
+    # NumPy's own function for small results, the pooled one only for those that may be large
+    assert on.pool_min_bytes == bp.POOL.min_bytes > 0
+    assert on.resolve(multiply_p) is np.multiply and on.resolve_large(multiply_p) is not np.multiply
 
 
 # -- through the executors (4 MiB results: the executor's own threshold) ---------------------------
@@ -221,7 +231,7 @@ def test_turned_off_the_executor_calls_numpy_directly(monkeypatch):
 
 @pytest.fixture
 def pool_on():
-    """The pool turned on for one test (it is off by default: ARRAYX_BUFFER_POOL=1 or set_buffer_pool)."""
+    """The pool on for one test (the default, unless ARRAYX_BUFFER_POOL=0 or set_buffer_pool(False))."""
     numpy_ex, was = base.get("numpy"), bp.ENABLED
     numpy_ex.set_buffer_pool(True)
     yield numpy_ex.buffer_pool
@@ -234,15 +244,17 @@ def _made(pool) -> tuple:
 
 
 def test_set_buffer_pool_switches_every_executor_that_runs_numpys_functions():
-    from arrayx.api.elementwise import multiply_p
-
     numpy_ex, was = base.get("numpy"), bp.ENABLED
+    numbas = [ex for ex in base._registry.values() if isinstance(ex, NumpyExecutor)]
+    big = np.ones(BIG, np.float32)
     try:
         numpy_ex.set_buffer_pool(False)
-        assert numpy_ex.resolve(multiply_p) is np.multiply
+        assert all(ex.pool_min_bytes == 0 for ex in numbas)
+        with ax.use_executor("numpy"):
+            r = ax.asarray(big) * ax.asarray(big)
+        assert np.asarray(r).base is None  # NumPy's own allocation
         numpy_ex.set_buffer_pool(True)
-        assert numpy_ex.resolve(multiply_p) is not np.multiply
-        big = np.ones(BIG, np.float32)
+        assert all(ex.pool_min_bytes == ex.buffer_pool.min_bytes > 0 for ex in numbas)
         with ax.use_executor("numpy"):
             r = ax.asarray(big) * ax.asarray(big)
         assert np.asarray(r).base is not None and bp.POOL.stats()["in_use"] >= 1  # a view of a pooled buffer
@@ -341,3 +353,60 @@ def test_vmap_grad_and_jit_with_pooled_results(pooled_executor):
     want2 = 2 * xs[:, :, None] * (2 * h2 * (1 - h2 ** 2))[:, None, :]
     np.testing.assert_allclose(host(first), want1, rtol=2e-4, atol=2e-5)
     np.testing.assert_allclose(host(second), want2, rtol=2e-4, atol=2e-5)
+
+
+# -- the size decision of the eager paths and jit's lowering ---------------------------------------
+
+
+def _pool_frames(fn) -> int:
+    """How many Python frames of executors/_buffer_pool.py calling ``fn()`` runs."""
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == bp.__file__:
+            frames.append(frame.f_code.co_name)
+
+    import sys
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return len(frames)
+
+
+def _pooled_result(x) -> bool:
+    return np.asarray(x).base is not None  # a view of a pooled buffer (NumPy's own results own theirs)
+
+
+def test_small_operands_call_numpy_without_a_frame(pool_on):
+    s, m = ax.asarray(np.arange(8.0)), ax.asarray(np.ones((4, 4)))
+    mid = ax.asarray(np.ones(100_000, np.float32))  # 400 KB: size1 * nbytes2 is over 4 MiB, one shape
+    for small in [lambda: s + s, lambda: ax.multiply(s, 2.0), lambda: ax.exp(s), lambda: m @ m,
+                  lambda: mid * mid, lambda: ax.sqrt(mid), lambda: ax.jit(lambda a: a * a)(mid)]:
+        small()
+        assert _pool_frames(small) == 0
+        assert not _pooled_result(small())
+
+
+def test_results_that_may_be_large_are_pooled(pool_on):
+    rng = np.random.default_rng(5)
+    a_, c_, r_ = (rng.standard_normal(s).astype(np.float32) for s in (BIG, (1024, 1), (1, 1024)))
+    t_, w_ = rng.standard_normal((1024, 8)).astype(np.float32), rng.standard_normal((8, 1024)).astype(np.float32)
+    a, col, row, tall, wide = map(ax.asarray, (a_, c_, r_, t_, w_))
+    cases = {  # name: (arrayx, NumPy)
+        "one shape": (lambda: a * a, a_ * a_),
+        "array and scalar": (lambda: a * 2.0, a_ * np.float32(2.0)),
+        "unary": (lambda: ax.exp(a), np.exp(a_)),
+        "broadcast outer, small operands": (lambda: col * row, c_ * r_),
+        "matmul outer, small operands": (lambda: tall @ wide, t_ @ w_),
+        "through bind (vmap)": (lambda: ax.vmap(lambda v: v * 3.0)(a), a_ * np.float32(3.0)),
+        "jit": (lambda: ax.jit(lambda u, v: u * v + 1.0)(col, row), c_ * r_ + np.float32(1.0)),
+    }
+    for name, (fn, want) in cases.items():
+        first = fn()
+        got = fn()  # while the first is alive
+        assert _pooled_result(got) and _pooled_result(first), name
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(np.asarray(first), want, rtol=1e-6, err_msg=name)
