@@ -30,7 +30,7 @@ from arrayx.api._array import Array
 from arrayx.api._checks import (
     _SCALAR_OF_KIND, array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
 )
-from arrayx.transforms.core import Primitive, _TRACE, _wrap
+from arrayx.transforms.core import Primitive, _TRACE, _object_new, _wrap
 from arrayx.transforms._tracer import is_weak
 from arrayx.api._index_keys import _Key, _concrete, _consecutive, basic_shape, gather_shape, parse_key
 
@@ -207,7 +207,10 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
         if key.__class__ is slice and key.step != 0 and buf.ndim:  # the commonest key: one slice
             ex = x._ex
             out = buf[key]
-            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+            new = _object_new(Array)  # _wrap, spelled out on the commonest path
+            new._buf = out if out.__class__ is ex.array_type else ex.coerce(out)
+            new._ex = ex
+            return new
         entries = key if key.__class__ is tuple else (key,)
         shape = buf.shape
         if len(entries) <= len(shape):

@@ -102,6 +102,9 @@ class Executor:
     def __init__(self) -> None:
         self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)
         self.large_impls: dict = self.impls  # the same for results from pool_min_bytes (no pool: one table)
+        # read on every eager op: Python 3.11 specialises reads of instance attributes, not of class ones
+        self.array_type = type(self).array_type
+        self.unknown_shapes = type(self).unknown_shapes
         self._xp = None
         self._unavailable: str | None = None
         self._checked = False
