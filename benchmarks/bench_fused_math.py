@@ -1,7 +1,9 @@
 """Accuracy of the inline transcendentals fused kernels use (arrayx/executors/_numba_math.py).
 
 Run:  nice python benchmarks/bench_fused_math.py [--quick]
-      (writes benchmarks/results/fused_math_ulp.json)
+      (writes benchmarks/results/fused_math_ulp.json; ``_quick.json`` with --quick)
+      NUMBA_CPU_NAME=x86-64 nice python benchmarks/bench_fused_math.py
+      (the same for a CPU without FMA or AVX: fused_math_ulp_x86-64.json)
 
 float32: every one of the 2**32 bit patterns (``--quick``: every 251st), the reference being the
 C library's float64 function rounded to float32 (its error, < 1 float64 ulp, cannot move a
@@ -23,13 +25,16 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import njit, prange  # noqa: E402
+
+numba.config.THREADING_LAYER = "workqueue"  # (the default layer spins: several times slower on a shared machine)
 
 from arrayx.executors import _numba_math as nm  # noqa: E402
 
 QUICK = "--quick" in sys.argv
-STRIDE = 251 if QUICK else 1
+STRIDE = int(sys.argv[sys.argv.index("--stride") + 1]) if "--stride" in sys.argv else 251 if QUICK else 1
 
 
 def _f32_sweep(fast, ref):
@@ -97,7 +102,12 @@ def _f64_sample(name: str, fast, ref_ld, lo: float, hi: float) -> dict:
 
 
 def main() -> dict:
-    out: dict = {"float32": {}, "float64": {}, "stride": STRIDE}
+    from numba.core import config
+
+    from arrayx.executors import _numba_contract
+
+    out: dict = {"float32": {}, "float64": {}, "stride": STRIDE,
+                 "target": {"cpu": config.CPU_NAME or "host", "fma": _numba_contract.hardware_fma()}}
     for name, fast, ref in (("exp", nm.exp32, math.exp), ("expm1", nm.expm1_32, math.expm1),
                             ("tanh", nm.tanh32, math.tanh)):
         t = time.perf_counter()
@@ -123,6 +133,9 @@ def nm_f32(bits: int) -> float:
 
 if __name__ == "__main__":
     res = main()
-    path = REPO / "benchmarks" / "results" / ("fused_math_ulp_quick.json" if QUICK else "fused_math_ulp.json")
+    from numba.core import config
+
+    name = "fused_math_ulp" + ("_quick" if QUICK else "") + (f"_{config.CPU_NAME}" if config.CPU_NAME not in (None, "host") else "")
+    path = REPO / "benchmarks" / "results" / f"{name}.json"
     path.write_text(json.dumps(res, indent=1) + "\n")
     print(f"wrote {path}")

@@ -4,11 +4,16 @@ Numba's ``math.exp``/``math.sin``/``math.tanh`` are calls into the C library, on
 time; NumPy's own loops are SIMD (or the same C library), so a parallel loop over those calls
 loses to NumPy on this kind of machine.  The functions here are plain arithmetic (range
 reduction, a polynomial, exponent bits put together by hand) with selects instead of branches,
-so a loop over them becomes AVX2 code.  Every result is within 1-2 ulp of the C library's, and
-special values (NaN, ±inf, ±0, overflow, subnormal results) come out exactly as NumPy's.
+so a loop over them becomes AVX2 code.  Special values (NaN, ±inf, ±0, overflow, subnormal
+results) come out exactly as NumPy's.
 
-The float32 versions compute in float32 (eight lanes per AVX2 register, as NumPy's own float32
-loops do), with polynomials of lower degree; they are within 1-3 ulp of correctly rounded.
+exp/expm1/tanh are LLVM IR that Numba intrinsics emit into the calling kernel (``_Emit``);
+polynomials are evaluated by Estrin's scheme (short dependency chains: the loops were latency
+bound), float32 in float32 (eight lanes) with int32 exponent arithmetic.  Max error against the
+correctly rounded value (benchmarks/bench_fused_math.py: all 2**32 float32 inputs, a dense float64
+sample): exp 1 ulp, expm1 2, tanh 2 (float64) and 5 (float32: a rational x * N(x**2) / D(x**2),
+one division and no range reduction; XLA's float32 tanh, of the same form, is 4.8 ulp).  sin/cos
+are @njit functions compiled once each (within 1-2 ulp).
 
 This file is not imported: ``_numba_math`` runs it into its own namespace on first use (the
 functions are ``_numba_math``'s; see there why).  Running it imports Numba.
@@ -16,6 +21,7 @@ functions are ``_numba_math``'s; see there why).  Running it imports Numba.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -75,12 +81,171 @@ def fma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
+# -- exp, expm1, tanh: LLVM IR emitted into the calling kernel ---------------------------------
+# Intrinsics, not @njit functions: Numba types one call instead of ~40 operations, and no
+# function is compiled on its own (cold compile: exp64 ~300 ms, tanh64 ~400 ms before).  The IR
+# is straight-line (selects, no branches), strict IEEE; only llvm.fmuladd may fuse, which LLVM
+# does where the CPU has FMA (the results are within the same bounds either way).
+
+class _Width(NamedTuple):
+    """The constants of exp/expm1/tanh for one float width."""
+    fty: ir.Type
+    ity: ir.IntType
+    mant: int  # mantissa bits
+    bias: int  # exponent bias
+    shift: float  # 1.5 * 2**mant: adding it rounds to an integer, kept in the low bits
+    inv_ln2: float
+    ln2_hi: float  # ln 2 in two parts; k * ln2_hi is exact for every k reached
+    ln2_lo: float
+    exp_range: tuple  # exp's input clamped to this (beyond it: 0 or inf)
+    expm1_range: tuple  # expm1's (below it the result rounds to -1)
+    tanh_clamp: float  # |x| beyond it: tanh rounds to 1
+    # P(r) = (exp(r) - 1 - r) / r**2 on |r| <= 0.35, near-minimax (Chebyshev nodes; 0.13 ulp)
+    poly: tuple
+    # tanh(x) = x * N(x**2) / D(x**2) for |x| <= tanh_clamp (relative minimax, 6.8e-9), or None: from expm1
+    tanh_rational: tuple | None = None
+
+
+_W64 = _Width(ir.DoubleType(), ir.IntType(64), 52, 1023, 6755399441055744.0, 1.4426950408889634,
+              6.93147180369123816490e-01, 1.90821492927058770002e-10, (-746.0, 710.0), (-60.0, 710.0), 20.0,
+              tuple(float.fromhex(h) for h in (
+                  "0x1.0000000000001p-1", "0x1.5555555555556p-3", "0x1.5555555553b71p-5", "0x1.11111111108f9p-7",
+                  "0x1.6c16c1794c18ap-10", "0x1.a01a01a848f75p-13", "0x1.a019b629cf646p-16",
+                  "0x1.71de0bc3910aap-19", "0x1.2894ebe834121p-22", "0x1.af3d13c177b08p-26")))
+_W32 = _Width(ir.FloatType(), ir.IntType(32), 23, 127, 12582912.0, float(np.float32(1.44269504088896341)),
+              0.693359375, float(np.float32(-2.12194440e-4)), (-104.0, 89.0), (-20.0, 89.0), 9.02,
+              tuple(float.fromhex(h) for h in (
+                  "0x1.0000000000000p-1", "0x1.5554d80000000p-3", "0x1.5555160000000p-5", "0x1.12105c0000000p-7",
+                  "0x1.6d15f80000000p-10")),
+              ((1.0, 0.1308315545320511, 0.0031030001118779182, 1.1144245036120992e-05, -2.018392741831576e-08,
+                5.2577622811078584e-11, -8.436009730399333e-14),
+               (1.0, 0.4641648232936859, 0.02449137717485428, 0.0002544749586377293)))
+
+
+class _Emit:
+    """Operations on one float width, appended to ``builder``'s current block."""
+
+    def __init__(self, builder: ir.IRBuilder, w: _Width):
+        self.b, self.w, self.f, self.i = builder, w, w.fty, w.ity
+
+    def c(self, v: float):
+        return ir.Constant(self.f, v)
+
+    def ci(self, v: int):
+        return ir.Constant(self.i, v)
+
+    def _intrinsic(self, name: str, n: int):
+        return self.b.module.declare_intrinsic(name, [self.f], ir.FunctionType(self.f, [self.f] * n))
+
+    def fma(self, a, b, c):  # a * b + c, fused where the CPU has FMA
+        return self.b.call(self._intrinsic("llvm.fmuladd", 3), [a, b, c])
+
+    def fabs(self, a):
+        return self.b.call(self._intrinsic("llvm.fabs", 1), [a])
+
+    def copysign(self, a, b):
+        return self.b.call(self._intrinsic("llvm.copysign", 2), [a, b])
+
+    def lt(self, a, b):
+        return self.b.fcmp_ordered("<", a, b)
+
+    def clamp(self, x, lo: float, hi: float):  # NaN stays NaN
+        x = self.b.select(self.lt(x, self.c(lo)), self.c(lo), x)
+        return self.b.select(self.lt(self.c(hi), x), self.c(hi), x)
+
+    def poly(self, x, x2, coeffs):
+        """coeffs[0] + coeffs[1] * x + ... by Estrin's scheme (a dependency chain of log2(n) fmas)."""
+        terms = [self.fma(self.c(coeffs[j + 1]), x, self.c(coeffs[j])) if j + 1 < len(coeffs) else self.c(coeffs[j])
+                 for j in range(0, len(coeffs), 2)]
+        power = x2
+        while len(terms) > 1:
+            terms = [self.fma(terms[j + 1], power, terms[j]) if j + 1 < len(terms) else terms[j]
+                     for j in range(0, len(terms), 2)]
+            power = self.b.fmul(power, power) if len(terms) > 1 else power
+        return terms[0]
+
+    def reduce(self, x):
+        """(t, kf, exp(r) - 1) with x = kf * ln2 + r, |r| <= ln2/2 (x clamped); kf + bias in t's low bits."""
+        b, w = self.b, self.w
+        shift = self.c(w.shift + w.bias)
+        t = self.fma(x, self.c(w.inv_ln2), shift)
+        kf = b.fsub(t, shift)
+        r = self.fma(kf, self.c(-w.ln2_hi), x)
+        r = self.fma(kf, self.c(-w.ln2_lo), r)
+        r2 = b.fmul(r, r)
+        return t, kf, self.fma(r2, self.poly(r, r2, w.poly), r)
+
+    def pow2(self, t):
+        """2**k from reduce's t (k + bias in [1, 2 * bias]: the shift pushes the shift constant's bits out)."""
+        return self.b.bitcast(self.b.shl(self.b.bitcast(t, self.i), self.ci(self.w.mant)), self.f)
+
+    def exp(self, x):
+        b, w = self.b, self.w
+        t, _, p = self.reduce(self.clamp(x, *w.exp_range))  # a NaN goes through as NaN
+        y = b.fadd(self.c(1.0), p)
+        # 2**k in two factors, so that overflow (k = bias + 1) and subnormal results round once
+        k = b.sub(b.bitcast(t, self.i), b.bitcast(self.c(w.shift + w.bias), self.i))
+        e1 = b.add(b.ashr(k, self.ci(1)), self.ci(w.bias))
+        e2 = b.sub(b.add(k, self.ci(2 * w.bias)), e1)
+        return b.fmul(b.fmul(y, b.bitcast(b.shl(e1, self.ci(w.mant)), self.f)),
+                      b.bitcast(b.shl(e2, self.ci(w.mant)), self.f))
+
+    def expm1_scaled(self, s, p):
+        """s * (1 + p) - 1 without cancelling p (s = 2**k)."""
+        return self.fma(s, p, self.b.fsub(s, self.c(1.0)))
+
+    def expm1(self, x):
+        b, w = self.b, self.w
+        t, kf, p = self.reduce(self.clamp(x, *w.expm1_range))
+        is_top = b.fcmp_ordered("==", kf, self.c(w.bias + 1))  # 2**k overflows: 2**(k - 1), then double
+        y = self.expm1_scaled(b.select(is_top, self.c(2.0 ** w.bias), self.pow2(t)), p)
+        y = b.select(is_top, b.fmul(y, self.c(2.0)), y)
+        return b.select(b.fcmp_ordered("==", x, self.c(0.0)), x, y)  # ±0 as it is (NaN went through)
+
+    def tanh(self, x):
+        """tanh of |x| (clamped: beyond the clamp tanh rounds to 1), the sign of x; ±0 and NaN go through."""
+        b, w = self.b, self.w
+        clamp = self.c(w.tanh_clamp)
+        ax = self.fabs(x)
+        ax = b.select(self.lt(clamp, ax), clamp, ax)
+        if w.tanh_rational is None:  # u / (u + 2) with u = expm1(2|x|)
+            t, _, p = self.reduce(b.fmul(ax, self.c(2.0)))  # 0 <= 2|x| <= 2 * clamp: no overflow, no -1
+            u = self.expm1_scaled(self.pow2(t), p)
+            th = b.fdiv(u, b.fadd(u, self.c(2.0)))
+        else:  # one division, no range reduction; at the clamp N/D is just below 1: 1 from there on
+            z = b.fmul(ax, ax)
+            z2 = b.fmul(z, z)
+            num, den = (self.poly(z, z2, coeffs) for coeffs in w.tanh_rational)
+            th = b.fdiv(b.fmul(ax, num), den)  # rounding takes it to 1 + 2 ulp near the clamp: at most 1
+            one = b.or_(b.fcmp_ordered(">=", ax, clamp), self.lt(self.c(1.0), th))
+            th = b.select(one, self.c(1.0), th)
+        return self.copysign(th, x)
+
+
+def _unary_ir(method: str, w: _Width, nbtype):
+    """An intrinsic computing ``_Emit(builder, w).<method>(x)`` for an ``nbtype`` x."""
+    def typer(typingctx, x):
+        if x != nbtype:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return getattr(_Emit(builder, w), method)(args[0])
+        return nbtype(nbtype), codegen
+    typer.__name__ = f"{method}{w.fty}"
+    return intrinsic(typer)
+
+
+exp64 = _unary_ir("exp", _W64, types.float64)
+expm1_64 = _unary_ir("expm1", _W64, types.float64)
+tanh64 = _unary_ir("tanh", _W64, types.float64)
+exp32 = _unary_ir("exp", _W32, types.float32)
+expm1_32 = _unary_ir("expm1", _W32, types.float32)
+tanh32 = _unary_ir("tanh", _W32, types.float32)
+
+
 # -- constants -------------------------------------------------------------------------------
 
 _ROUND_SHIFT = 6755399441055744.0  # 1.5 * 2**52: adding it rounds |v| < 2**51 to an integer
-_INV_LN2 = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts; k * _LN2_HI is exact for |k| < 2**20
-_LN2_LO = 1.90821492927058770002e-10
 _TWO_OVER_PI = 6.36619772367581382433e-01
 _PIO2_1 = 1.57079632673412561417e+00  # pi/2 in four parts, the first three of 33 bits each
 _PIO2_2 = 6.07710050630396597660e-11
@@ -89,77 +254,6 @@ _PIO2_4 = 8.47842766036889956997e-32
 #: sin/cos range reduction above is accurate for |x| below this; larger x go to the C library
 TRIG_LIMIT = 1.0e5
 _TWO52 = 4503599627370496.0
-
-
-@njit(**_INLINE)
-def _reduce_ln2(x):
-    """(k, r) with x = k*ln2 + r, |r| <= ln2/2 (x already clamped to a finite range)."""
-    t = x * _INV_LN2 + _ROUND_SHIFT
-    kf = t - _ROUND_SHIFT
-    k = bits_of_f64(t) - bits_of_f64(_ROUND_SHIFT)
-    r = (x - kf * _LN2_HI) - kf * _LN2_LO
-    return k, r
-
-
-@njit(**_INLINE)
-def _expm1_poly(r):
-    """exp(r) - 1 for |r| <= ln2/2: Taylor series to r**13 (truncation below 2**-56)."""
-    p = 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    return (p * r) * r + r
-
-
-@njit(**_ENTRY)
-def exp64(x):
-    """exp(x) for float64 x."""
-    k, r = _reduce_ln2(min(max(x, -746.0), 710.0))
-    y = 1.0 + _expm1_poly(r)
-    # scale by 2**k in two steps so that k = 1024 (overflow) and k < -1022 (subnormal) round once
-    k1 = k >> 1
-    y = y * f64_from_bits((k1 + 1023) << 52) * f64_from_bits((k - k1 + 1023) << 52)
-    return x if x != x else y
-
-
-@njit(**_INLINE)
-def _expm1_64(x):
-    """exp(x) - 1 for float64 x (accurate near 0; ±0 and NaN returned as they are)."""
-    k, r = _reduce_ln2(min(max(x, -60.0), 710.0))  # below -60 the result rounds to -1
-    p = _expm1_poly(r)
-    s = f64_from_bits((min(k, 1023) + 1023) << 52)
-    y = s * p + (s - 1.0)  # 2**k * (1 + p) - 1 without cancelling p
-    y = y * 2.0 if k == 1024 else y
-    return x if (x != x) | (x == 0.0) else y
-
-
-expm1_64 = njit(**_ENTRY)(_expm1_64.py_func)  # the entry point; _expm1_64 is inlined where it is called
-
-
-@njit(**_INLINE)
-def _expm1_nonneg_64(x):
-    """_expm1_64 for 0 <= x <= 40, the same operations less the selects no such x needs
-    (overflow, below -60, ±0 and NaN): tanh's argument (~15% fewer instructions per element)."""
-    k, r = _reduce_ln2(x)
-    p = _expm1_poly(r)
-    s = f64_from_bits((k + 1023) << 52)
-    return s * p + (s - 1.0)
-
-
-@njit(**_ENTRY)
-def tanh64(x):
-    """tanh(x) for float64 x, as u / (u + 2) with u = expm1(2|x|)."""
-    ax = abs(x)
-    u = _expm1_nonneg_64(2.0 * min(ax, 20.0))  # tanh(x) rounds to ±1 beyond |x| = 19.1
-    return x if x != x else math.copysign(u / (u + 2.0), x)
 
 
 @njit(**_INLINE)
@@ -246,9 +340,6 @@ def sign_float(x, one, zero):
 
 _F = np.float32
 _ROUND_SHIFT_F = _F(12582912.0)  # 1.5 * 2**23
-_INV_LN2_F = _F(1.44269504088896341)
-_LN2_HI_F = _F(0.693359375)  # 9 significant bits: k * _LN2_HI_F is exact
-_LN2_LO_F = _F(-2.12194440e-4)
 _PIO2_1F = _F(1.5703125)  # pi/2 in three float32 parts of 8, 11 and 24 bits
 _PIO2_2F = _F(4.837512969970703125e-4)
 _PIO2_3F = _F(7.54978995489188216e-8)
@@ -260,68 +351,6 @@ _ZERO_F = _F(0.0)
 _ONE_F = _F(1.0)
 _TWO_F = _F(2.0)
 _HALF_F = _F(0.5)
-
-
-@njit(**_INLINE)
-def _reduce_ln2_f32(x):
-    t = x * _INV_LN2_F + _ROUND_SHIFT_F
-    kf = t - _ROUND_SHIFT_F
-    k = bits_of_f32(t) - bits_of_f32(_ROUND_SHIFT_F)
-    r = (x - kf * _LN2_HI_F) - kf * _LN2_LO_F
-    return k, r
-
-
-@njit(**_INLINE)
-def _expm1_poly_f32(r):
-    """exp(r) - 1 for |r| <= ln2/2 in float32: Taylor series to r**7."""
-    p = _F(1.0 / 5040.0)
-    p = p * r + _F(1.0 / 720.0)
-    p = p * r + _F(1.0 / 120.0)
-    p = p * r + _F(1.0 / 24.0)
-    p = p * r + _F(1.0 / 6.0)
-    p = p * r + _HALF_F
-    return (p * r) * r + r
-
-
-@njit(**_ENTRY)
-def exp32(x):
-    """exp(x) for float32 x."""
-    k, r = _reduce_ln2_f32(min(max(x, _F(-104.0)), _F(89.0)))
-    y = _ONE_F + _expm1_poly_f32(r)
-    k1 = k >> 1
-    y = y * f32_from_bits((k1 + 127) << 23) * f32_from_bits((k - k1 + 127) << 23)
-    return x if x != x else y
-
-
-@njit(**_INLINE)
-def _expm1_32(x):
-    """exp(x) - 1 for float32 x."""
-    k, r = _reduce_ln2_f32(min(max(x, _F(-20.0)), _F(89.0)))  # below -17.4 the result rounds to -1
-    p = _expm1_poly_f32(r)
-    s = f32_from_bits((min(k, 127) + 127) << 23)
-    y = s * p + (s - _ONE_F)
-    y = y * _TWO_F if k == 128 else y
-    return x if (x != x) | (x == _ZERO_F) else y
-
-
-expm1_32 = njit(**_ENTRY)(_expm1_32.py_func)
-
-
-@njit(**_INLINE)
-def _expm1_nonneg_32(x):
-    """_expm1_32 for 0 <= x <= 20 (see _expm1_nonneg_64)."""
-    k, r = _reduce_ln2_f32(x)
-    p = _expm1_poly_f32(r)
-    s = f32_from_bits((k + 127) << 23)
-    return s * p + (s - _ONE_F)
-
-
-@njit(**_ENTRY)
-def tanh32(x):
-    """tanh(x) for float32 x."""
-    ax = abs(x)
-    u = _expm1_nonneg_32(_TWO_F * min(ax, _F(10.0)))  # tanh rounds to ±1 beyond |x| = 9.1
-    return x if x != x else math.copysign(u / (u + _TWO_F), x)
 
 
 @njit(**_INLINE)
@@ -391,7 +420,7 @@ def fma_into(a, b, c, out):
 
 
 #: the functions compiled on their own (see _ENTRY), given the kernels' disk cache
-ENTRY_POINTS = (exp64, expm1_64, tanh64, sin64, cos64, exp32, expm1_32, tanh32, sin32, cos32, fma_into)
+ENTRY_POINTS = (sin64, cos64, sin32, cos32, fma_into)
 
 
 def _attach_disk_cache() -> None:
