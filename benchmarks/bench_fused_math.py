@@ -2,13 +2,14 @@
 
 Run:  nice python benchmarks/bench_fused_math.py [--quick]
       (writes benchmarks/results/fused_math_ulp.json; ``_quick.json`` with --quick)
-      NUMBA_CPU_NAME=x86-64 nice python benchmarks/bench_fused_math.py
-      (the same for a CPU without FMA or AVX: fused_math_ulp_x86-64.json)
+      NUMBA_CPU_NAME=x86-64 NUMBA_CPU_FEATURES=+sse2,-avx,-avx2,-fma,-fma4,-f16c \
+          nice python benchmarks/bench_fused_math.py --stride 16
+      (the same compiled for a CPU without FMA or AVX, every 16th float32: fused_math_ulp_x86-64.json)
 
-float32: every one of the 2**32 bit patterns (``--quick``: every 251st), the reference being the
+float32: every one of the 2**32 bit patterns (``--quick``: every 251st, ``--stride N``: every Nth), the reference being the
 C library's float64 function rounded to float32 (its error, < 1 float64 ulp, cannot move a
-float32 result by more than a rounding).  float64: a dense sample (2e6 uniform points over each
-function's interesting range plus 1e6 log-spaced magnitudes of both signs), the reference
+float32 result by more than a rounding).  float64: a dense sample (8e6 uniform points over each
+function's interesting range plus 8e6 log-spaced magnitudes, half of each sign; --quick: 2e5), the reference
 NumPy's ``longdouble`` function (80-bit on x86).  Errors are in units in the last place of the
 result dtype; NaN, +-inf and -0 results must be exactly the reference's (counted as
 ``special_mismatches``).  The conformance tolerances (conformance/differential: rtol 2e-5 for
@@ -79,7 +80,7 @@ def _ulp64(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 def _f64_sample(name: str, fast, ref_ld, lo: float, hi: float) -> dict:
     rng = np.random.default_rng(0)
-    n = 200_000 if QUICK else 2_000_000
+    n = 200_000 if QUICK else 8_000_000
     x = np.concatenate([rng.uniform(lo, hi, n), np.geomspace(1e-300, hi, n // 2),
                         -np.geomspace(1e-300, -lo, n // 2), [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324]])
 
