@@ -534,5 +534,5 @@ def test_inline_transcendentals_special_values_and_ulps(executor, dtype):
         got = np.asarray(check(lambda v: fn(v) + 0.0, x, regions=1))
         want = np.asarray(on_numpy(lambda v: fn(v), xp.asarray(x)))
         ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
-        bound = 6 if fn is xp.tanh and dtype == np.float32 else 4  # float32 tanh: a rational, 5 ulp (bench_fused_math)
+        bound = 6 if fn is xp.tanh and dtype == np.float32 else 4  # float32 tanh: a rational, 6 ulp (bench_fused_math)
         assert ulps.max() <= bound, (fn.__name__, float(ulps.max()), float(x[np.argmax(ulps)]))
