@@ -4,6 +4,11 @@ Run:  nice python benchmarks/bench_vmap.py [--quick] [--runs N]
       (writes benchmarks/results/vmap.json; --runs N: N whole runs in turn, each figure the median
       over the runs, every run kept under "runs"; the JSON records OPENBLAS_NUM_THREADS)
 
+OpenBLAS's threads, measured (3 runs each, through /work/wt/bench_quiet.sh, load 1.4-2.6): the loop
+swung alike with 2 threads (275 / 646 / 601 ms, vmap.json) and with OPENBLAS_NUM_THREADS=1 (294 /
+803 / 600 ms, vmap_openblas1.json), the first run of a process fastest in both, and vmap(grad)
+stayed at 79-87 ms in both: the threads are not what swings it, so the executor leaves them alone.
+
 Every comparison runs its sides in one process, interleaved, best of several repeats, every JAX
 result waited for.  float32 throughout except the Jacobians (float64).  Rows:
 
