@@ -1,4 +1,5 @@
-"""Models and timing shared by bench_jit.py and bench_vmap.py: the tanh MLP, logistic regression.
+"""Models and timing shared by the benchmarks: the tanh MLP, logistic regression (bench_jit.py,
+bench_vmap.py), the fused-kernel workloads (bench_fusion.py, bench_cupy.py).
 
 Each model is written once against a namespace ``m`` (``arrayx`` or ``jax.numpy``), so every side
 of a comparison computes the same function.  Parameters are lists of ``(w, b)`` NumPy arrays.
@@ -55,3 +56,25 @@ def logreg_data(rng, n=10000, d=100, dtype=np.float32):
 
 def logreg_loss(m, w, x, y):
     return m.mean(m.log(1.0 + m.exp(-(x @ w) * y)))
+
+
+# -- the fused-kernel workloads (bench_fusion.py on the CPU, bench_cupy.py on a GPU) -------------------
+
+def selu(m, x):
+    return 1.0507009873554805 * m.where(x > 0, x, 1.6732632423543772 * (m.exp(x) - 1.0))
+
+
+def chain6(m, x):
+    """The 6-op chain: multiply, negative, exp, tanh, multiply, add."""
+    return m.exp(-(x * x)) * m.tanh(x) + 0.5
+
+
+def arith(m, x):
+    """Arithmetic only: a bandwidth row."""
+    return ((x * 2 + 1) * x - 0.5) * x + 3
+
+
+def softmax(m, x):
+    """Softmax of each row: a row reduction, elementwise work, a second reduction."""
+    e = m.exp(x - m.max(x, axis=-1, keepdims=True))
+    return e / m.sum(e, axis=-1, keepdims=True)

@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 import arrayx as ax  # noqa: E402
+from benchmarks._models import arith, chain6, selu, softmax  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 REPEAT = 3 if QUICK else 7
@@ -38,25 +39,8 @@ OUTPUT = pathlib.Path(sys.argv[sys.argv.index("--output") + 1]) if "--output" in
     REPO / "benchmarks" / "results" / "cupy_gpu.json")
 
 
-def selu(m, x):
-    return 1.0507009873554805 * m.where(x > 0, x, 1.6732632423543772 * (m.exp(x) - 1.0))
-
-
-def chain6(m, x):
-    return m.exp(-(x * x)) * m.tanh(x) + 0.5
-
-
-def arith(m, x):
-    return ((x * 2 + 1) * x - 0.5) * x + 3
-
-
 def var(m, x):
     return m.var(x)
-
-
-def softmax(m, x):
-    e = m.exp(x - m.max(x, axis=-1, keepdims=True))
-    return e / m.sum(e, axis=-1, keepdims=True)
 
 
 def best_times(fns: dict, sync) -> dict:

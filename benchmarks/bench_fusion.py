@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 import arrayx as ax  # noqa: E402
+from benchmarks._models import arith, chain6, selu, softmax  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 REPEAT = 3 if QUICK else 7
@@ -62,24 +63,7 @@ def best_times(fns: dict) -> dict:
     return best
 
 
-# -- the functions, written once against a namespace m (arrayx, jax.numpy or numpy) -------------------
-
-def selu(m, x):
-    return 1.0507009873554805 * m.where(x > 0, x, 1.6732632423543772 * (m.exp(x) - 1.0))
-
-
-def chain6(m, x):
-    return m.exp(-(x * x)) * m.tanh(x) + 0.5
-
-
-def arith(m, x):
-    return ((x * 2 + 1) * x - 0.5) * x + 3
-
-
-def softmax(m, x):
-    e = m.exp(x - m.max(x, axis=-1, keepdims=True))
-    return e / m.sum(e, axis=-1, keepdims=True)
-
+# -- the peers (the workloads, written once against a namespace m: benchmarks/_models.py) ---------------
 
 def hand_numba():
     import numba

@@ -39,6 +39,7 @@ import numpy as np
 from arrayx.executors._fusion_regions import (
     _BROADCASTS, _CASTS, _WHERE_LIKE, NULLARY, REDUCERS, Region, _dtype_of, _expanded, _literal_dtype, regions_of,
 )
+from arrayx.executors._fusion_regions import acc_dtype as _acc_dtype
 from arrayx.transforms.graph import Equation, Graph, Literal, Var, uses_of
 
 __all__ = ["FUSIBLE", "PRELUDE", "fuse", "plan", "ElementwiseSpec", "ReductionSpec", "CupyKernels"]
@@ -193,15 +194,6 @@ def _for_kind(exprs: dict, dtype: np.dtype) -> str:
 _JOINS = {"sum": _wrapping("+"), "mean": _wrapping("+"), "prod": _wrapping("*"),
           "max": FUSIBLE["maximum"].exprs, "min": FUSIBLE["minimum"].exprs,
           "any": FUSIBLE["logical_or"].exprs, "all": FUSIBLE["logical_and"].exprs}
-
-
-def _acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
-    """The dtype a reduction accumulates in: float sums/means/products and moments in float64."""
-    if name in ("any", "all"):
-        return np.dtype(bool)
-    if name in ("max", "min"):
-        return x
-    return np.dtype(np.float64) if out.kind == "f" else out
 
 
 def _identity(name: str, acc: np.dtype) -> str:

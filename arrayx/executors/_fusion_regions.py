@@ -210,3 +210,13 @@ def _literal_dtype(eqn, position: int) -> np.dtype | None:
         return eqn.inputs[0].aval.dtype if eqn.inputs[0].__class__ is Var else None
     others = [a for a in eqn.inputs if a.__class__ is Var]
     return others[0].aval.dtype if others else None
+
+
+def acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
+    """The dtype a reduction of ``x`` to ``out`` accumulates in (every lowering): float sums, means,
+    products and moments in float64, max/min in the operand's dtype, any/all in bool."""
+    if name in ("any", "all"):
+        return np.dtype(bool)
+    if name in ("max", "min"):
+        return x
+    return np.dtype(np.float64) if out.kind == "f" else out

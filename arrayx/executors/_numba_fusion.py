@@ -45,6 +45,7 @@ from arrayx.executors._numba_fused_run import (  # noqa: F401 (kernel_stats, _pr
 from arrayx.executors._fusion_regions import (  # noqa: F401 (the partition, shared with the CuPy and Dask lowerings)
     _BROADCASTS, _CASTS, _DTYPES, _WHERE_LIKE, NULLARY, REDUCERS, Region, _dtype_of, _expanded, _literal_dtype,
 )
+from arrayx.executors._fusion_regions import acc_dtype as _acc_dtype
 from arrayx.executors._fusion_regions import regions_of as _regions_of
 from arrayx.transforms.graph import Equation, Graph, Literal, Var, uses_of
 
@@ -243,14 +244,6 @@ def _block_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
     if name in ("sum", "mean", "var", "std") and x == out == np.float32:
         return x
     return _acc_dtype(name, x, out)
-
-
-def _acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
-    if name in ("any", "all"):
-        return np.dtype(bool)
-    if name in ("max", "min"):
-        return x
-    return np.dtype(np.float64) if out.kind == "f" else out
 
 
 def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) -> _Plan:
