@@ -25,13 +25,13 @@ PLAN = {"eager": ((0, 42, -1, 2**40 + 3), ((7,), (3, 5), (20000,)), True),
         "jit": ((-1,), ((3, 5),), False)}
 
 
-def _float32_grid():
+def float32_grid():
     """Every float32 a float32 uniform can take (2**23 of them), and the erf^-1 argument built from it."""
     import arrayx as xp
 
     floats = xp.asarray(np.arange(2**23, dtype=np.uint32).astype(np.float32) * np.float32(2.0**-23))
     lo = float(np.nextafter(np.float32(-1), np.float32(0)))
-    return floats, xp.maximum(floats * 2.0 + lo, lo)
+    return floats, xp.maximum(floats * 2.0 + lo, lo)  # 1 - lo rounds to 2 in float32: the product is exact
 
 
 def _helper_inputs(dtype, n: int) -> np.ndarray:
@@ -78,7 +78,7 @@ def calls(seeds, shapes, every_float32: bool) -> dict:
                           [0.0, 1.0, 2.0**-126, np.inf, 3.4e38]]).astype(np.float32)
     out["_log32"] = _random_math._log32, xp.asarray(x32)
     if every_float32:
-        floats, u = _float32_grid()
+        floats, u = float32_grid()
         out["every-float32/_erf_inv"] = _random_math._erf_inv, u
         out["every-float32/_log1p"] = (lambda f: _random_math._log1p(-f)), floats
     return out

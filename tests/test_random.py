@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import arrayx as xp
 from arrayx import _random_math
 from arrayx import random as xr
+from tests import random_battery
 
 try:
     import jax
@@ -271,9 +272,7 @@ def test_every_float32_normal_and_exponential_matches_jax(jrandom):
     same(_jax_from_mantissas(mantissas, _jax_exponential), jrandom.exponential(k, (4096,), jnp.float32))
 
     mantissas = np.arange(2**23, dtype=np.uint32)
-    floats = xp.asarray(mantissas.astype(np.float32) * np.float32(2.0**-23))
-    lo = float(np.nextafter(np.float32(-1), np.float32(0)))
-    u = xp.maximum(floats * 2.0 + lo, lo)  # 1 - lo rounds to 2 in float32, so the product is exact
+    floats, u = random_battery.float32_grid()  # every float32 uniform, and erf^-1's argument from it
     slices = range(0, 2**23, 2**16)
     sqrt2 = float(np.float32(np.sqrt(2)))
     same(xp.concat([_random_math._erf_inv(u[i:i + 2**16]) * sqrt2 for i in slices]),
@@ -586,8 +585,6 @@ def test_draws_do_not_change_with_numpys_avx512_paths_off():
     import pathlib
     import subprocess
     import sys
-
-    from tests import random_battery
 
     root = pathlib.Path(__file__).resolve().parent.parent
     env = dict(os.environ, NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR")
