@@ -1,7 +1,8 @@
 """Fused kernels: ``arrayx.jit`` on the numba executor against ``jax.jit``, NumPy eager and hand-written Numba.
 
-Run:  nice python benchmarks/bench_fusion.py [--quick]
-      (writes benchmarks/results/fusion.json)
+Run:  nice python benchmarks/bench_fusion.py [--quick] [--runs N]
+      (writes benchmarks/results/fusion.json; --runs N: N whole runs, each in a new process, one after
+      another, every run and the medians in benchmarks/results/fusion_runs.json, fusion.json the last)
 
 All peers run in one process, interleaved, best of at least seven rounds, more for fast calls until each peer
 has run 0.3 s in all (at most 200 rounds; JAX results waited for).
@@ -34,6 +35,7 @@ import math
 import os
 import pathlib
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -260,8 +262,51 @@ def compile_latency() -> dict:
             "cold_phases": cold["phases"], "cold_kernel_phases": kernel_cold["phases"]}
 
 
+def _row_key(row: dict) -> str:
+    return f"{row['function']} {row['dtype']} {'x'.join(map(str, row['shape']))}"
+
+
+def summarize(runs: list, command: str) -> dict:
+    """Every run and the median of each figure that decides issue 14 (fusion_runs.json)."""
+    def entry(values):
+        return {"runs": values, "median": statistics.median(values)}
+
+    keys = [_row_key(r) for r in runs[0]["rows"]]
+    ratios = {k: entry([next(r["speedup"]["jax.jit"] for r in run["rows"] if _row_key(r) == k) for run in runs])
+              for k in keys}
+    bw = ("arrayx_fraction_of_triad", "arrayx_pool_off_fraction_of_triad")
+    return {"command": command, "machine": runs[0]["machine"], "cpus": runs[0]["cpus"],
+            "jax_jit_over_arrayx": ratios,
+            "fraction_of_triad": entry([run["bandwidth"][bw[0]] for run in runs]),
+            "fraction_of_triad_pool_off": entry([run["bandwidth"][bw[1]] for run in runs]),
+            "compile_ms": {k: entry([run["compile_ms"][k] for run in runs])
+                           for k in ("cold_ms", "cached_ms", "cached_nopyc_ms", "cold_kernel_ms")},
+            "load_average": [[run["load_average_at_start"], run["load_average_at_end"]] for run in runs],
+            "runs": runs}
+
+
 if __name__ == "__main__":
-    res = main()
-    out = REPO / "benchmarks" / "results" / "fusion.json"
+    results = REPO / "benchmarks" / "results"
+    if "--one-run-to" in sys.argv:  # one of --runs N's runs, in its own process
+        pathlib.Path(sys.argv[sys.argv.index("--one-run-to") + 1]).write_text(json.dumps(main()))
+        sys.exit(0)
+    n_runs = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 1
+    if n_runs == 1:
+        res = main()
+    else:
+        runs = []
+        with tempfile.TemporaryDirectory() as d:
+            for i in range(n_runs):  # whole runs in new processes: one 1e6 row swings from run to run
+                path = os.path.join(d, f"run{i}.json")
+                subprocess.run([sys.executable, __file__, *(a for a in sys.argv[1:] if a != "--runs"
+                                                             and a != str(n_runs)), "--one-run-to", path], check=True)
+                runs.append(json.loads(pathlib.Path(path).read_text()))
+        command = "nice python benchmarks/bench_fusion.py" + (" --quick" if QUICK else "") + f" --runs {n_runs}"
+        summary = summarize(runs, command)
+        (results / "fusion_runs.json").write_text(json.dumps(summary, indent=1) + "\n")
+        print(json.dumps({k: {kk: vv["median"] for kk, vv in v.items()} if k in ("jax_jit_over_arrayx", "compile_ms")
+                          else v for k, v in summary.items() if k != "runs"}, indent=1))
+        res = runs[-1]
+    out = results / "fusion.json"
     out.write_text(json.dumps(res, indent=1) + "\n")
     print(f"wrote {out}")

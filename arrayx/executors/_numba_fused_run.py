@@ -1,14 +1,14 @@
-"""Running the fused kernels of ``_numba_fusion``: their files on disk, the thread pool, partials.
+"""Running the fused kernels of ``_numba_fusion``: their files on disk, the threads, partials.
 
 A region's kernel is compiled (or loaded from the disk cache) on its first call, in the calling
-thread; then its work items run in ranges on a thread pool (the kernels release the GIL), and
-reductions' partials per (row, split) are combined here.  The cache keeps the newest
+thread; then the calling thread and a team of workers run it side by side, claiming chunks of its
+range inside the kernel (``_numba_team``; the kernels release the GIL), and reductions' partials
+per (row, split) are combined here.  The cache keeps the newest
 ``CACHE_MAX_KERNELS`` fused kernels (``ARRAYX_NUMBA_FUSED_KERNELS``).
 """
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 import os
 import threading
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from arrayx.executors._numba_fusion import Region, _Plan
 
 CACHE_MAX_KERNELS = int(os.environ.get("ARRAYX_NUMBA_FUSED_KERNELS", "512"))
-#: ranges of work items per thread (1: one fixed share each); see RegionRunner.run_kernel
-CHUNKS_PER_THREAD = 4
+#: chunks of a parallel kernel's range per thread, claimed as threads come free (see _numba_team)
+CHUNKS_PER_THREAD = 8
 
 
 # -- kernels on disk ----------------------------------------------------------------------------------
@@ -126,7 +126,12 @@ def _combine(name: str, p, q, counts, mid: int, params: dict):
 class RegionRunner:
     """Runs one region's kernel on buffers (see the module doc); op by op if Numba fails on it."""
 
+    _NO_ITEMS = np.zeros(2, np.int64)  # cuts of an empty range: a call that only compiles
+
     def __init__(self, ex, region: Region, plan_: _Plan, fallback):
+        from arrayx.executors import _numba_team  # imports Numba: only the Numba executor makes runners
+
+        self._team = _numba_team
         self.ex = ex
         self.plan = plan_
         self.shape = region.shape
@@ -146,35 +151,22 @@ class RegionRunner:
         nsplit = 1 if self.threads == 1 else max(1, min(mid, -(-4 * self.threads // outer), (mid * inner) // 8192 or 1))
         self.step = -(-mid // nsplit)
         self.nsplit = -(-mid // self.step)
-        self.items = size if plan_.flat else outer * self.nsplit  # what run_kernel splits among threads
+        items = size if plan_.flat else outer * self.nsplit  # what the threads share
+        threads = min(self.threads, items)
+        # a chunk boundary every ~1/CHUNKS_PER_THREAD of a thread's share; the team on first run
+        self.cuts = _numba_team.cuts(items, max(1, min(items, threads * CHUNKS_PER_THREAD) if threads > 1 else 1))
+        self.team = None
+        self._team_size = threads
 
     @property
     def source(self) -> str:
         return self.plan.source
 
     def run_kernel(self, kargs) -> None:
-        items = self.items
-        threads = min(self.threads, items)
-        if threads <= 1:
-            self.kernel(0, items, *kargs)
-            return
-        # ranges taken in turn by the calling thread and the pool's: a pool thread that starts
-        # late (a busy machine) leaves its share to the others instead of being waited for
-        chunks = min(items, threads * CHUNKS_PER_THREAD)
-        cuts = [items * c // chunks for c in range(chunks + 1)]
-        taken = itertools.count()  # next() is atomic under the GIL
-
-        def work():
-            for c in iter(taken.__next__, None):
-                if c >= chunks:
-                    return
-                self.kernel(cuts[c], cuts[c + 1], *kargs)
-
-        pool = _pool(threads)
-        futures = [pool.submit(work) for _ in range(1, threads)]
-        work()
-        for f in futures:
-            f.result()
+        if self.team is None:
+            self.kernel(self._team.new_claims(), self.cuts, *kargs)
+        else:  # chunks claimed inside the kernel by the caller and the team's workers (see _numba_team)
+            self.team.run(self.kernel, self.cuts, kargs)
 
     def __call__(self, *bufs):
         if self.failed is not None:
@@ -223,7 +215,9 @@ class RegionRunner:
         try:
             if self.kernel is None:
                 self.kernel = _kernel(plan_.source)
-                self.kernel(0, 0, *kargs)  # compiled here, not in a pool thread (no items run)
+                self.kernel(self._team.new_claims(), self._NO_ITEMS, *kargs)  # compiled here (no items run)
+                if self._team_size > 1:
+                    self.team = self._team.team(self._team_size)
             self.run_kernel(kargs)
         except Exception as e:
             from numba.core.errors import NumbaError
@@ -256,29 +250,12 @@ def _contiguous(b, empty):
     return out
 
 
-_pool_lock = threading.Lock()
-_pools: dict = {}
-
-
 def _threads() -> int:
     """Numba's thread count, without starting Numba's threading layer (~20 ms) just to read it."""
     import numba
     from numba.np.ufunc import parallel
 
     return numba.get_num_threads() if parallel._is_initialized else numba.config.NUMBA_NUM_THREADS
-
-
-def _pool(threads: int):
-    """The thread pool running fused kernels side by side (one per thread count, made once)."""
-    pool = _pools.get(threads)
-    if pool is None:
-        with _pool_lock:
-            pool = _pools.get(threads)
-            if pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                pool = _pools[threads] = ThreadPoolExecutor(threads - 1, thread_name_prefix="arrayx-fused")
-    return pool
 
 
 def _inputs(plan_: _Plan) -> tuple:

@@ -17,6 +17,9 @@ or scalar (one element, passed by value: literals are cast to their operands' dt
 broadcast or a non-contiguous array is copied to full first.  Work items are (outer row, split
 of mid); ``mid`` runs in blocks whose values go to a small buffer folded by ``_numba_fold``
 (float sums accumulate in float64, var/std combine blocks with Chan's update: one pass).
+Every kernel runs chunks of its range that the threads entering it claim (``_numba_team``: the
+caller and a team of workers, each entering once per call), and asks for 512-bit vector loops where
+the CPU runs them at full speed (``_numba_vectors``).
 Kernels are compiled without fast-math flags: every operation rounds as it does eagerly (no
 contraction into fused multiply-adds), which keeps code that emulates exact arithmetic (the
 random module's float conversions) bit-identical under jit; the math functions they call keep
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from typing import NamedTuple
 
 import numpy as np
@@ -140,31 +144,47 @@ from numba import njit
 # imported only by the kernels that use them (a cached kernel's module still runs its imports)
 _IMPORTS = {"math.": "import math\n", "fb.": "from arrayx.executors import _numba_fold as fb\n",
             "nm.": "from arrayx.executors import _numba_math as nm\n",
-            "ptr.": "from arrayx.executors import _numba_pointers as ptr\n"}
+            "ptr.": "from arrayx.executors import _numba_pointers as ptr\n",
+            "team.": "from arrayx.executors import _numba_team as team\n",
+            "vec.": "from arrayx.executors import _numba_vectors as vec\n"}
 _DTYPE_NAMES = "".join(f"T_{d} = np.{d if d != 'bool' else 'bool_'}\n" for d in _DTYPES)
 
-# An elementwise region with only full and scalar operands is one flat loop over elements w0 .. w1 - 1
+# Every kernel runs the chunks of its range (elements, or work items) between the boundaries
+# ``cuts``, each claimed from ``claims`` by whichever thread entering the kernel comes to it first,
+# until none is left (``_numba_team``: no parfors compile, no threading layer).
+_CLAIMS = '''
+    chunks = cuts.shape[0] - 1
+    c = team.claim(claims)
+    while c < chunks:
+{loop}
+        team.finish(claims)
+        c = team.claim(claims)
+'''
+
+# An elementwise region with only full and scalar operands is one flat loop over elements
 # (the smallest kernel: compile time grows with the code Numba types and LLVM optimises).
 _FLAT = '''
 @njit(cache=False, nogil=True, error_model="numpy", no_cfunc_wrapper=True, _nrt=False)
-def kernel(w0, w1{args}):
-{setup}
-    for i in range(w0, w1):
-{body}
-'''
+def kernel(claims, cuts{args}):
+{width}{setup}{claims}'''
 
-# Work items are (outer row, split of mid); a kernel runs items w0 .. w1 - 1, and threads run
-# ranges of them side by side (nogil: no parfors compile, no threading layer).  Rows (inner == 1) go in blocks through fold buffers;
+_FLAT_LOOP = '''\
+        for i in range(ptr.load(cuts, c), ptr.load(cuts, c + 1)):
+{body}'''
+
+# Work items are (outer row, split of mid).  Rows (inner == 1) go in blocks through fold buffers;
 # columns (inner > 1) update one accumulator per column, vectorised across the columns.
 _KERNEL = '''
 @njit(cache=False, nogil=True, error_model="numpy", no_cfunc_wrapper=True)
-def kernel(w0, w1, outer, mid, inner, step, nsplit{args}):
-{setup}
-    for w in range(w0, w1):
-        o = w // nsplit
-        s = w - o * nsplit
-        lo = s * step
-        hi = min(lo + step, mid)
+def kernel(claims, cuts, outer, mid, inner, step, nsplit{args}):
+{width}{setup}{claims}'''
+
+_ITEMS_LOOP = '''\
+        for w in range(ptr.load(cuts, c), ptr.load(cuts, c + 1)):
+            o = w // nsplit
+            s = w - o * nsplit
+            lo = s * step
+            hi = min(lo + step, mid)
 {branch}'''
 
 _ROWS = '''\
@@ -437,8 +457,9 @@ def _flat_source(operands, body, stored, names, uses_index=False, donors=None) -
     donors = donors or {}
     stores = [f"ptr.store({f'x{donors[k]}' if k in donors else f'o{k}'}, i, {names[v]})" for k, v in enumerate(stored)]
     loads = (["e = i"] if uses_index else []) + loads
-    return _module(_FLAT.format(args="".join(", " + a for a in args), setup=_indent(setup, 4),
-                                body=_indent(loads + body + stores, 8)))
+    loop = _FLAT_LOOP.format(body=_indent(loads + body + stores, 12))
+    return _module(_FLAT.format(args="".join(", " + a for a in args), width=_width(), setup=_indent(setup, 4),
+                                claims=_CLAIMS.format(loop=loop)))
 
 
 def _source(operands, names, body, stored, reductions, rows: bool, uses_index=False, donors=None) -> str:
@@ -499,7 +520,16 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
         branch = _COLUMNS.format(col_setup=_indent(col_setup, 8), col_row_setup=_indent(col_row_setup, 12),
                                  col_body=_indent(col_loads + body + col_stores, 16))
     setup = _indent(kernel_setup, 4) if rows and kernel_setup else ""
-    return _module(_KERNEL.format(args="".join(", " + a for a in args), setup=setup, branch=branch))
+    loop = _ITEMS_LOOP.format(branch=textwrap.indent(branch, "    "))
+    return _module(_KERNEL.format(args="".join(", " + a for a in args), width=_width(), setup=setup,
+                                  claims=_CLAIMS.format(loop=loop)))
+
+
+def _width() -> str:
+    """The kernel's first line where its loops use 512-bit vectors on this CPU (see _numba_vectors)."""
+    from arrayx.executors._numba_vectors import vector_width
+
+    return "    vec.prefer_512()\n" if vector_width() == 512 else ""
 
 
 def fuse(ex, graph: Graph):

@@ -315,7 +315,8 @@ def _sources_digest() -> str:
     h = hashlib.sha256()
     here = pathlib.Path(__file__).parent
     for name in ("_numba_kernels.py", "_numba_math.py", "_numba_math_defs.py", "_libm.py", "_numba_cache.py", "_numba_fold.py",
-                 "_numba_pointers.py"):
+                 "_numba_pointers.py", "_numba_team.py",
+                 "_numba_vectors.py"):
         h.update((here / name).read_bytes())
     h.update(f"{numba.__version__} {np.__version__} {sys.version_info[:2]}".encode())
     return h.hexdigest()[:16]

@@ -25,6 +25,12 @@ Configuration (environment, read when the executor loads; the attributes can be 
     compile single-threaded kernels (no threading layer; for machines whose cores are busy).
 ``ARRAYX_NUMBA_THREADING_LAYER``
     Numba threading layer to use (default ``workqueue``; ``NUMBA_THREADING_LAYER`` wins).
+``ARRAYX_NUMBA_VECTOR_WIDTH`` (``256`` / ``512``)
+    the vector width of jit's fused kernels (default: 512 on AVX-512 CPUs that keep their clock
+    with it, see ``_numba_vectors``).
+``ARRAYX_NUMBA_SPIN_US``
+    how long the threads of a parallel fused kernel spin between jobs before they sleep (default
+    1000; see ``_numba_team``).
 ``ARRAYX_NUMBA_CACHE_DIR`` / ``ARRAYX_CACHE_DIR``
     where generated kernel sources and Numba's compiled code for them go (a private folder,
     verified before use; ``NUMBA_CACHE_DIR`` does not apply to arrayx's kernels).
@@ -162,7 +168,7 @@ class NumbaExecutor(NumpyExecutor):
         if not self.available():
             return caps
         numba = self._numba()
-        from arrayx.executors import _numba_kernels
+        from arrayx.executors import _numba_kernels, _numba_team, _numba_vectors
 
         failed = {}
         for (prim, dt), reason in self.failed.items():
@@ -176,6 +182,9 @@ class NumbaExecutor(NumpyExecutor):
             "parallel": self.parallel,
             "threads": numba.get_num_threads() if self.parallel else 1,
             "threading layer": self.threading_layer,
+            # jit's fused kernels: their vector loops' width, and how long their threads spin between jobs
+            "fused vector width": _numba_vectors.vector_width(),
+            "fused spin us": _numba_team.SPIN_US,
             "kernel cache": str(_numba_kernels.cache_dir() or f"none ({_numba_kernels.cache_problem()})"),
         })
         return caps
