@@ -5,6 +5,8 @@ with the reason it gives; results are compared against the NumPy executor.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -78,3 +80,12 @@ def assert_matches_numpy(fn, *args, **kwargs):
     want = on_numpy(fn, *args, **kwargs)
     assert_same(got, want)
     return got
+
+
+def run_in_threads(target, n: int) -> None:
+    """``target(i)`` for i in range(n), each in its own thread, all started before any is joined."""
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -7,8 +7,6 @@ The pool's own tests use a pool with a 1 KiB threshold on small arrays; the exec
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ import arrayx as ax
 from arrayx.executors import _buffer_pool as bp
 from arrayx.executors import base
 from arrayx.executors.numpy import NumpyExecutor
+from tests.conftest import run_in_threads
 
 N = 512  # float64 elements: 4 KiB, above the test pools' threshold
 
@@ -188,11 +187,7 @@ def test_threads_never_share_a_live_buffer():
             if not np.array_equal(r, want):
                 errors.append(seed)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
     assert pool.stats()["in_use"] == 0 and pool.stats()["hits"] > 0
 

@@ -22,7 +22,7 @@ import pytest
 
 import arrayx as xp
 from arrayx.executors import base
-from tests.conftest import on_numpy
+from tests.conftest import on_numpy, run_in_threads
 
 pytest.importorskip("numba")
 if not base.get("numba").available():
@@ -118,11 +118,7 @@ def test_callers_in_several_threads_at_once():
         except BaseException as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(call, 4)
     assert not errors, errors
     for i, host in enumerate(hosts):
         _assert_equal_to_numpy(_patterns, host, results[i])
