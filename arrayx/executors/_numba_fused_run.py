@@ -166,7 +166,7 @@ class RegionRunner:
         if self.team is None:
             self.kernel(self._team.new_claims(), self.cuts, *kargs)
         else:  # chunks claimed inside the kernel by the caller and the team's workers (see _numba_team)
-            self.team.run(self.kernel, self.cuts, kargs)
+            self.team.run(self.kernel, len(self.cuts) - 1, (self.cuts, *kargs))
 
     def __call__(self, *bufs):
         if self.failed is not None:

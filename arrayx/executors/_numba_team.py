@@ -1,7 +1,8 @@
-"""The threads that run one fused kernel side by side: chunks claimed inside the kernel, a team of workers.
+"""The threads that run one kernel side by side: chunks claimed inside the kernel, a team of workers.
 
-A fused kernel's range (elements, or work items of rows and columns) is cut into chunks at the
-boundaries ``cuts`` (made once per region).  Every thread that runs the kernel enters it once and
+The Numba executor's fused kernels (jit) and its eager elementwise, where and clip kernels run so.
+A kernel's range (elements, or work items of rows and columns) is cut into chunks (a fused
+kernel's at the boundaries ``cuts``, made once per region; an eager kernel's of 4096 elements).  Every thread that runs the kernel enters it once and
 claims chunks itself, with an atomic increment of ``claims[0]`` (``claim``), until none is left;
 after each chunk it counts it done in ``claims[1]`` (``finish``).  So a call costs one entry into
 compiled code per thread, not one per chunk (each entry takes the GIL: on 2 cores the hand-offs
@@ -163,7 +164,7 @@ class Team:
         self.size = size
         self.spin = int(spin_us * _rounds_per_us()) if spin_us > 0 else 0  # rounds of wait_until
         self._cv = threading.Condition(threading.Lock())
-        self._job = None  # (kernel, claims, cuts, kargs) of the newest call
+        self._job = None  # (kernel, claims, args) of the newest call
         self._jobs = np.zeros(1, np.int64)  # jobs published, where spinning workers watch it
         self._jobs_address = self._jobs.ctypes.data
         self._sleeping = 0  # workers waiting on _cv (notified only when some are)
@@ -186,33 +187,32 @@ class Team:
                 job = self._job
             if job is None:
                 continue
-            kernel, claims, bounds, kargs = job
+            kernel, claims, args = job
             del job
             try:
-                kernel(claims, bounds, *kargs)
+                kernel(claims, *args)
             except BaseException as e:  # the caller finishes the chunks left; keep the team alive
                 self.failures.append(f"{type(e).__name__}: {e}")
-            del kernel, claims, kargs  # no buffer of this job kept alive while waiting
+            del kernel, claims, args  # no buffer of this job kept alive while waiting
 
-    def run(self, kernel, bounds: np.ndarray, kargs) -> None:
-        """``kernel(claims, bounds, *kargs)`` by the caller and the workers, until every chunk is done."""
+    def run(self, kernel, chunks: int, args) -> None:
+        """``kernel(claims, *args)`` by the caller and the workers, until its ``chunks`` chunks are done."""
         claims = new_claims()
-        chunks = len(bounds) - 1
-        job = (kernel, claims, bounds, kargs)
+        job = (kernel, claims, args)
         cv = self._cv
         with cv:
             self._job = job
             self._jobs[0] += 1
             if self._sleeping:
                 cv.notify_all()
-        kernel(claims, bounds, *kargs)
+        kernel(claims, *args)
         # the other threads' last chunks: spin, then sleep in short steps.  A plain read of the count
         # orders the reads of their stores after it on x86 only: elsewhere the atomic read does
         if claims[1] < chunks or not _X86:
             address = claims.ctypes.data
             while not wait_until(address + 8, chunks, self.spin):
                 if self.failures:
-                    raise RuntimeError(f"a fused kernel failed in a worker thread: {self.failures[-1]}")
+                    raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
                 time.sleep(2e-5)
         with cv:
             if self._job is job:

@@ -52,17 +52,19 @@ from arrayx.executors.numpy import NumpyExecutor
 __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 
 #: Fewest elements for which a native kernel beats NumPy, by kind of operation, measured with
-#: benchmarks/bench_executors_numba.py on 2 vCPUs shared with other jobs (AVX2, workqueue layer),
-#: where a parallel launch costs 35-150 us and the second core is often busy:
-#: - "transcendental" (exp, expm1, tanh, sin, cos: vectorised kernels doing several times less
-#:   work per element than NumPy's loops) win from ~100k elements;
+#: benchmarks/bench_executors_numba.py (numba.json) and per function on 2 vCPUs with AVX-512, where
+#: NumPy's own SIMD loops are fastest (on AVX2 CPUs NumPy's transcendentals are 2-4x slower and the
+#: kernels win earlier):
+#: - "transcendental" (exp, expm1, tanh, sin, cos) and "elementwise" (arithmetic, comparisons,
+#:   where, clip) kernels run on ``_numba_team`` (a launch costs ~5-10 us, a thread wake-up ~50):
+#:   from 256K elements exp/sin/cos float32 run at 1.1-1.7x NumPy (tanh 0.98, expm1 0.79), every
+#:   float64 one at 1.0-16x; arithmetic is memory-bound and crosses at 256-512K (float64) and
+#:   512K-1M (float32): 1.0-1.5x at 1M (``where`` 4-9x at any size);
 #: - "moment" (mean, var, std: one fused pass where NumPy makes three to five) from ~1M;
-#: - "elementwise" (arithmetic, comparisons, where, clip) are memory-bound and as fast per element
-#:   as NumPy's SIMD loops on one thread; two threads pay from ~4M;
-#: - "reduction" (sum, prod) and "extremum" (min, max) are memory-bound too and only break even
-#:   at 4-16M elements here (their single-thread speed equals NumPy's), so they go native for
-#:   larger arrays only.  Lower the thresholds where cores are not shared.
-DEFAULT_THRESHOLDS = {"elementwise": 1 << 22, "transcendental": 1 << 17, "moment": 1 << 20,
+#: - "reduction" (sum, prod) and "extremum" (min, max) run as parfors kernels (workqueue layer, a
+#:   launch 35-150 us) and only break even at 4-16M elements (their single-thread speed equals
+#:   NumPy's), so they go native for larger arrays only.  Lower the thresholds where cores are idle.
+DEFAULT_THRESHOLDS = {"elementwise": 1 << 20, "transcendental": 1 << 18, "moment": 1 << 20,
                       "reduction": 1 << 24, "extremum": 1 << 26}
 
 _TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
@@ -240,10 +242,11 @@ class NumbaExecutor(NumpyExecutor):
         return "native"
 
     # -- kernels ------------------------------------------------------------------------------
-    def _call(self, name: str, dtype: np.dtype, kernels: dict, key: tuple, make, *args) -> bool:
+    def _call(self, name: str, dtype: np.dtype, kernels: dict, key: tuple, make, *args, chunks: int = 0) -> bool:
         """Run the kernel ``make(*key, parallel=...)`` (compiled on first use, kept in ``kernels``)
         on ``args``; False when it cannot run: Numba cannot compile it (recorded in ``failed``,
-        never tried again) or another thread is inside a parallel kernel."""
+        never tried again) or another thread is inside a parallel (parfors) kernel.  ``chunks`` > 0:
+        the kernel claims that many chunks (``_numba_team``) and runs on the team of threads."""
         key = key + (self.parallel,)
         kernel = kernels.get(key)
         if kernel is None:
@@ -257,24 +260,55 @@ class NumbaExecutor(NumpyExecutor):
                 self.failed[name, dtype.name] = f"{type(e).__name__}: {e}"
                 return False
             kernels[key] = kernel
+            if chunks:  # compiled here, with every chunk already claimed: never in a worker
+                try:
+                    kernel(np.array([1 << 62, 0], np.int64), *args)
+                except Exception as e:
+                    return self._failed(kernels, key, name, dtype, e)
+        if chunks:
+            from arrayx.executors import _numba_team
+
+            team = self._team(chunks)
+            try:
+                if team is None:
+                    kernel(_numba_team.new_claims(), *args)
+                else:
+                    team.run(kernel, chunks, args)
+            except Exception as e:
+                return self._failed(kernels, key, name, dtype, e)
+            return True
         if self.parallel:
             if not self._launch.acquire(False):
                 return False
         try:
             kernel(*args)
         except Exception as e:
-            from numba.core.errors import NumbaError
-
-            if not isinstance(e, NumbaError):
-                raise
-            kernels[key] = None
-            first = str(e).strip().splitlines()
-            self.failed[name, dtype.name] = f"{type(e).__name__}: {first[0] if first else ''}"
-            return False
+            return self._failed(kernels, key, name, dtype, e)
         finally:
             if self.parallel:
                 self._launch.release()
         return True
+
+    def _failed(self, kernels: dict, key: tuple, name: str, dtype: np.dtype, e: Exception) -> bool:
+        """Record that Numba cannot compile a kernel (never tried again); re-raise anything else."""
+        from numba.core.errors import NumbaError
+
+        if not isinstance(e, NumbaError):
+            raise e
+        kernels[key] = None
+        first = str(e).strip().splitlines()
+        self.failed[name, dtype.name] = f"{type(e).__name__}: {first[0] if first else ''}"
+        return False
+
+    def _team(self, chunks: int):
+        """The team of threads for a kernel of ``chunks`` chunks (None: the caller runs it alone)."""
+        if not self.parallel or chunks < 2:
+            return None
+        from arrayx.executors import _numba_team
+        from arrayx.executors._numba_fused_run import _threads
+
+        threads = _threads()
+        return _numba_team.team(threads) if threads > 1 else None
 
 
 _CPU = Device("numba", "cpu")
@@ -317,7 +351,8 @@ def _build_unary(ex: NumbaExecutor, name: str, fallback):
         if dt not in dtypes or type(x) is not np.ndarray or not x.flags.c_contiguous:
             return fallback(x)
         out = _output(x.shape, _BOOL if out_kind == "bool" else dt)
-        if not ex._call(name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, x.reshape(-1), out.reshape(-1)):
+        if not ex._call(name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, x.reshape(-1), out.reshape(-1),
+                        chunks=K.chunks(x.size)):
             return fallback(x)
         return out
 
@@ -359,7 +394,8 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
         if dt not in dtypes:
             return fallback(x1, x2)
         out = _output(shape, _BOOL if out_kind == "bool" else dt)
-        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *args, out.reshape(-1)):
+        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *args, out.reshape(-1),
+                        chunks=K.chunks(out.size)):
             return fallback(x1, x2)
         return out
 
@@ -397,7 +433,8 @@ def _build_where(ex: NumbaExecutor, name: str, fallback):
         if x2.dtype != dt or dt not in dtypes:
             return fallback(cond, x1, x2)
         out = _output(shape, dt)
-        if not ex._call(name, dt, kernels, (dt, form), K.where_kernel, cond.reshape(-1), *args, out.reshape(-1)):
+        if not ex._call(name, dt, kernels, (dt, form), K.where_kernel, cond.reshape(-1), *args, out.reshape(-1),
+                        chunks=K.chunks(out.size)):
             return fallback(cond, x1, x2)
         return out
 
@@ -427,7 +464,8 @@ def _build_clip(ex: NumbaExecutor, name: str, fallback):
         zero = dt.type(0)  # stands for the missing bound
         out = _output(x.shape, dt)
         if not ex._call(name, dt, kernels, (dt, bounds), K.clip_kernel, x.reshape(-1),
-                        zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi), out.reshape(-1)):
+                        zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi), out.reshape(-1),
+                        chunks=K.chunks(x.size)):
             return fallback(x, lo, hi)
         return out
 

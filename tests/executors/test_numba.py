@@ -55,8 +55,16 @@ def native_parallel(native):
     yield EX
 
 
+#: kernels run by one thread or the team (``_numba_team``) are cached by their file's stem
+_TEAM_STEMS = {"ew": lambda op, dtype, form, parallel: f"{op}_{form}_{dtype.name}",
+               "where": lambda dtype, form, parallel: f"where_{form}_{dtype.name}",
+               "clip": lambda dtype, bounds, parallel: f"clip_{bounds}_{dtype.name}"}
+
+
 def kernel_ran(*key) -> bool:
     """A kernel with this cache key was generated (and no kernel failed to compile)."""
+    if key[0] in _TEAM_STEMS:
+        key = ("team", _TEAM_STEMS[key[0]](*key[1:]))
     return key in K._kernels and not EX.failed
 
 
@@ -400,7 +408,7 @@ def test_a_kernel_numba_cannot_compile_falls_back_to_numpy(native, monkeypatch):
     from numba import njit
 
     @njit
-    def broken(x, out):
+    def broken(claims, x, out):
         out[0] = x.no_such_attribute
 
     monkeypatch.setattr(K, "elementwise_kernel", lambda *key, parallel: broken)
@@ -422,9 +430,18 @@ def test_parallel_kernels_match_numpy(native_parallel):
     n = 5 * 4096 + 3  # several chunks, a partial last one
     a = RNG.standard_normal(n)
     for fn in (xp.exp, xp.sin, lambda v: v + v, lambda v: v * 2.0, lambda v: xp.where(v > 0, v, 0.0),
-               lambda v: xp.clip(v, -0.5, 0.5)):
+               lambda v: xp.clip(v, -0.5, 0.5), lambda v: xp.clip(v, np.nan, 0.5), lambda v: xp.clip(v, -0.5, np.nan),
+               lambda v: v < 0.3, lambda v: xp.astype(v * 100, xp.int32) * 3):
         assert_exactly_numpy(*both(fn, a))
     assert kernel_ran("ew", "exp", np.dtype("float64"), "v", True)
+    from arrayx.executors import _numba_team
+
+    from arrayx.executors._numba_fused_run import _threads
+
+    team = _numba_team.team(_threads())
+    jobs = int(team._jobs[0])
+    assert_exactly_numpy(*both(xp.exp, a))
+    assert team._jobs[0] == jobs + 1  # the elementwise kernel ran on the team
     b = RNG.standard_normal((3, 20000)).astype(np.float32)  # few rows: the reduced axis is split
     for name in ("sum", "mean", "var", "std", "max", "min"):
         for axis in (None, 0, 1):
@@ -456,7 +473,7 @@ def test_parallel_kernels_from_several_threads(native_parallel):
 
 def test_kernels_are_real_source_files_cached_by_numba(native):
     xp.exp(xp.asarray(values("float64")))
-    path = K.cache_dir() / "exp_v_float64_serial.py"
+    path = K.cache_dir() / "exp_v_float64.py"
     source = path.read_text()
     assert "def kernel(" in source  # compiled under this file's name, with arrayx's disk cache attached
     assert str(K.cache_dir()) == EX.capabilities()["kernel cache"]
