@@ -126,8 +126,6 @@ def _combine(name: str, p, q, counts, mid: int, params: dict):
 class RegionRunner:
     """Runs one region's kernel on buffers (see the module doc); op by op if Numba fails on it."""
 
-    _NO_ITEMS = np.zeros(2, np.int64)  # cuts of an empty range: a call that only compiles
-
     def __init__(self, ex, region: Region, plan_: _Plan, fallback):
         from arrayx.executors import _numba_team  # imports Numba: only the Numba executor makes runners
 
@@ -215,7 +213,7 @@ class RegionRunner:
         try:
             if self.kernel is None:
                 self.kernel = _kernel(plan_.source)
-                self.kernel(self._team.new_claims(), self._NO_ITEMS, *kargs)  # compiled here (no items run)
+                self.kernel(self._team.claimed_claims(), self.cuts, *kargs)  # compiled here, never in a worker
                 if self._team_size > 1:
                     self.team = self._team.team(self._team_size)
             self.run_kernel(kargs)

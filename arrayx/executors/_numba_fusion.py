@@ -526,10 +526,9 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
 
 
 def _width() -> str:
-    """The kernel's first line where its loops use 512-bit vectors on this CPU (see _numba_vectors)."""
-    from arrayx.executors._numba_vectors import vector_width
+    from arrayx.executors._numba_vectors import kernel_line  # imports Numba: only when generating
 
-    return "    vec.prefer_512()\n" if vector_width() == 512 else ""
+    return kernel_line()
 
 
 def fuse(ex, graph: Graph):

@@ -503,10 +503,9 @@ def _operands(form: str, names=("x", "y"), values=("a", "b")) -> tuple[str, str]
 def _team_kernel(stem: str, what: str, dtype: np.dtype, args: str, body: str):
     """A kernel ``(claims, *args, out)`` whose chunks the threads entering it claim (see _TEAM_KERNEL):
     compiled for one thread (no parfors); ``NumbaExecutor._call`` runs it alone or on the team."""
-    from arrayx.executors._numba_vectors import vector_width
+    from arrayx.executors._numba_vectors import kernel_line
 
-    width = "    vec.prefer_512()\n" if vector_width() == 512 else ""
-    text = _TEAM_KERNEL.format(jit=_jit(False), args=args, width=width, chunk=_CHUNK, body=body)
+    text = _TEAM_KERNEL.format(jit=_jit(False), args=args, width=kernel_line(), chunk=_CHUNK, body=body)
     return _cached(("team", stem), lambda: (stem, _HEADER.format(what=what, dtype=dtype.name, acc=dtype.name) + text))
 
 

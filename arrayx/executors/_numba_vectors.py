@@ -26,7 +26,7 @@ import llvmlite.binding as llvm
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["vector_width", "prefer_512"]
+__all__ = ["vector_width", "prefer_512", "kernel_line"]
 
 #: LLVM's names of AVX-512 CPUs that lower their clock while 512-bit instructions run
 _CLOCK_THROTTLING_CPUS = frozenset({"skylake-avx512", "cascadelake", "cooperlake", "knl", "knm"})
@@ -45,6 +45,11 @@ def vector_width() -> int:
     if not features.get("avx512f") or llvm.get_host_cpu_name() in _CLOCK_THROTTLING_CPUS:
         return 256
     return 512
+
+
+def kernel_line() -> str:
+    """A generated kernel's first line (``vec.prefer_512()``) where its loops use 512-bit vectors, else nothing."""
+    return "    vec.prefer_512()\n" if vector_width() == 512 else ""
 
 
 @intrinsic

@@ -260,9 +260,11 @@ class NumbaExecutor(NumpyExecutor):
                 self.failed[name, dtype.name] = f"{type(e).__name__}: {e}"
                 return False
             kernels[key] = kernel
-            if chunks:  # compiled here, with every chunk already claimed: never in a worker
+            if chunks:  # compiled here, never in a worker
+                from arrayx.executors import _numba_team
+
                 try:
-                    kernel(np.array([1 << 62, 0], np.int64), *args)
+                    kernel(_numba_team.claimed_claims(), *args)
                 except Exception as e:
                     return self._failed(kernels, key, name, dtype, e)
         if chunks:
