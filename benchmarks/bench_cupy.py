@@ -119,7 +119,7 @@ def main() -> dict:
     a, b = cupy.empty(n), cupy.asarray(rng.standard_normal(n))
     copy = best_times({"copy": lambda: a.__setitem__(slice(None), b)}, sync)["copy"]
     results["device_copy_GBps"] = round(16 * n / copy / 1e9, 1)  # read 8 bytes, write 8 per element
-    results["compile_failures"] = ex.capabilities()["compile failures"]
+    results["compile_failures"] = ex.executor_info()["compile failures"]
     return results
 
 

@@ -223,7 +223,7 @@ def main(argv=None) -> int:
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(),
                     "loadavg_before": os.getloadavg()},
         "versions": {"numba": numba.__version__, "numpy": np.__version__, "python": platform.python_version()},
-        "executor": {k: v for k, v in EX.capabilities().items() if k in (
+        "executor": {k: v for k, v in EX.executor_info().items() if k in (
             "native size thresholds", "parallel", "threads", "threading layer")},
     }
     print("targets:")

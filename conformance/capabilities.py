@@ -4,7 +4,7 @@ For a standard function served by a primitive of the same name (``sin``, ``linal
 ``inv``) the executor's lookup order (``Executor.resolve``) decides, without running anything:
 
 ``native``     the executor's namespace function (``jax.numpy.sin``), or a kernel it lists in
-               ``capabilities()["native"]`` (Numba's)
+               ``executor_info()["native"]`` (Numba's)
 ``adapted``    an entry of the executor's ``overrides`` table or the primitive's own impl for it:
                arrayx code on the executor's own library, named by its qualified name
 ``other``      computed elsewhere: an executor that lists native kernels runs the rest through the
@@ -71,7 +71,7 @@ def path(ex, func: str) -> tuple[str, str]:
     own = prim.impls.get(ex.name)
     if own is not None:
         return ADAPTED, _name_of(own)
-    native_kernels = ex.capabilities().get("native")
+    native_kernels = ex.executor_info().get("native")
     if isinstance(native_kernels, dict):  # an executor with its own kernel list runs the rest elsewhere
         parent = _parent_executor(ex)
         if prim.name in native_kernels:
@@ -115,7 +115,7 @@ def table(executors: list[str], functions: list[str]) -> dict:
         counts = {k: sum(1 for r in rows.values() if r["kind"] == k)
                   for k in (NATIVE, ADAPTED, OTHER, GENERIC, UNSUPPORTED, COMPOSITE)}
         out[name] = {"functions": rows, "counts": counts,
-                     "flags": {k: _no_machine_path(v) for k, v in ex.capabilities().items()
+                     "flags": {k: _no_machine_path(v) for k, v in {**ex.capabilities(), **ex.executor_info()}.items()
                                if isinstance(v, (bool, int, str))}}
     return out
 

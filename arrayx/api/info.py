@@ -4,6 +4,12 @@ The answers describe the executor that new arrays are created on (see
 ``arrayx.executors.base`` for how it is chosen), except ``devices()``, which
 lists the devices of every executor available here, and the ``device=``
 arguments, which ask about that device's executor.
+
+Return types are the 2025.12 standard's: ``capabilities()``, ``default_dtypes()`` and
+``dtypes()`` give dicts, ``devices()`` a list, ``default_device()`` a device.
+``capabilities()`` has exactly the standard's three keys (clients such as array-api-extra
+compare the whole dict); what an executor reports beyond them (Numba's native kernels,
+thresholds, threading, kernel cache) is ``executor_info()``, an arrayx extension.
 """
 from __future__ import annotations
 
@@ -30,23 +36,32 @@ class ArrayNamespaceInfo:
 
     def capabilities(self) -> dict:
         """``{"boolean indexing": bool, "data-dependent shapes": bool, "max dimensions": int | None}``
-        for the current executor."""
-        caps = dict(_exec.get_executor().capabilities())
+        for the current executor: the standard's keys and no others (see ``executor_info``)."""
+        ex = _exec.get_executor()
+        caps = ex.capabilities()
         missing = [k for k in _REQUIRED_CAPABILITIES if k not in caps]
         if missing:
-            raise RuntimeError(f"capabilities: executor {_exec.get_executor().name!r} does not report {missing}")
-        return caps
+            raise RuntimeError(f"capabilities: executor {ex.name!r} does not report {missing}")
+        return {k: caps[k] for k in _REQUIRED_CAPABILITIES}
+
+    def executor_info(self, *, device=None) -> dict:
+        """What the executor of ``device`` (default: the current one) reports beyond the standard's
+        capabilities, e.g. Numba's ``"native"`` kernels and ``"threading layer"`` (an arrayx extension;
+        ``{}`` for executors with nothing to add)."""
+        ex = _exec.get_executor() if device is None else _executor_for("executor_info", device)
+        return dict(ex.executor_info())
 
     def default_device(self):
         """The device new arrays are created on."""
         return _exec.get_executor().default_device()
 
-    def devices(self) -> tuple:
-        """Every device of every executor available here (each is a valid ``device=`` argument)."""
+    def devices(self) -> list:
+        """Every device of every executor available here, as a list (the standard's type: clients
+        write ``devices() + [None]``); each is a valid ``device=`` argument."""
         out = []
         for name in _exec.executors():
             out.extend(_exec.get(name).devices())
-        return tuple(out)
+        return out
 
     def default_dtypes(self, *, device=None) -> dict:
         """The default dtypes: "real floating", "complex floating", "integral" and "indexing"."""

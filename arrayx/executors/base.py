@@ -150,7 +150,12 @@ class Executor:
         return self.default_device()
 
     def capabilities(self) -> dict:
+        """The standard's capabilities, exactly its three keys (anything more: ``executor_info``)."""
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
+
+    def executor_info(self) -> dict:
+        """What this executor reports beyond the standard's capabilities (kernels, threads, caches)."""
+        return {}
 
     def memory_limit(self) -> tuple[int, str] | None:
         """(most bytes one new array may need, what sets that limit), checked by the creation

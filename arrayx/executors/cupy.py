@@ -154,8 +154,8 @@ class CupyExecutor(Executor):
             self._fused_kernels = CupyKernels(cupy)
         return self._fused_kernels
 
-    def capabilities(self) -> dict:
-        caps = super().capabilities()
+    def executor_info(self) -> dict:
+        caps = super().executor_info()
         caps["fused kernels"] = "cupy.ElementwiseKernel / ReductionKernel per jit region (executors/_cupy_fusion.py)"
         caps["compile failures"] = {kind: reason for (_, kind), reason in sorted(self.failed.items())}
         return caps

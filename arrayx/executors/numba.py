@@ -13,7 +13,7 @@ functions, ``where``, ``clip`` and the reductions ``sum``/``prod``/``mean``/``va
   general broadcasting, goes to NumPy).
 
 Everything else, and any kernel Numba fails to compile, runs on NumPy.
-``capabilities()["native"]`` lists what runs natively; ``explain(name, *buffers)`` says why a
+``executor_info()["native"]`` lists what runs natively; ``explain(name, *buffers)`` says why a
 call would not.  Kernels are compiled on first use, one per operation and dtype, and cached on
 disk (see ``_numba_kernels.cache_dir``), so a later process loads them in milliseconds.
 
@@ -166,8 +166,8 @@ class NumbaExecutor(NumpyExecutor):
             copy = True
         return super().asarray(obj, dtype=dtype, copy=copy, device=device)
 
-    def capabilities(self) -> dict:
-        caps = super().capabilities()
+    def executor_info(self) -> dict:
+        caps = super().executor_info()
         if not self.available():
             return caps
         numba = self._numba()

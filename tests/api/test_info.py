@@ -9,12 +9,25 @@ from arrayx.executors import base
 
 def test_capabilities(executor):
     caps = xp.__array_namespace_info__().capabilities()
-    for key in ("boolean indexing", "data-dependent shapes", "max dimensions"):
-        assert key in caps
+    # exactly the standard's keys: array-api-extra compares the whole dict
+    assert set(caps) == {"boolean indexing", "data-dependent shapes", "max dimensions"}
+    assert isinstance(caps, dict)
     assert isinstance(caps["boolean indexing"], bool)
     assert isinstance(caps["data-dependent shapes"], bool)
     assert caps["max dimensions"] is None or isinstance(caps["max dimensions"], int)
     assert caps == base.get(executor).capabilities()
+
+
+def test_executor_info_holds_the_rest(executor):
+    info = xp.__array_namespace_info__()
+    extra = info.executor_info()
+    assert isinstance(extra, dict) and extra == base.get(executor).executor_info()
+    assert not set(extra) & set(info.capabilities())
+    if executor == "numba":
+        assert {"native", "native size thresholds", "threading layer", "kernel cache"} <= set(extra)
+        assert info.executor_info(device="numba") == extra
+    else:
+        assert extra == {}
 
 
 def test_default_device_follows_selection(executor):
@@ -26,10 +39,18 @@ def test_default_device_follows_selection(executor):
 
 def test_devices_list_every_available_executor():
     devices = xp.__array_namespace_info__().devices()
-    assert isinstance(devices, tuple)
+    assert type(devices) is list  # the standard's type: SciPy's fixture writes devices() + [None]
+    assert devices + [None]  # noqa: B015
     assert {d.executor for d in devices} == set(xp.executors())
     for d in devices:
         assert xp.zeros(2, device=d).device == d  # each is a valid device= argument
+
+
+def test_return_types_are_the_standards():
+    info = xp.__array_namespace_info__()
+    assert type(info.capabilities()) is dict and type(info.devices()) is list
+    assert type(info.default_dtypes()) is dict and type(info.dtypes()) is dict
+    assert isinstance(info.default_device(), type(info.devices()[0]))
 
 
 def test_default_dtypes():

@@ -135,7 +135,7 @@ def test_import_arrayx_does_not_import_numba():
 
 
 def test_capabilities_state_native_functions_threshold_and_threading():
-    caps = EX.capabilities()
+    caps = EX.executor_info()
     native = caps["native"]
     for name in ("exp", "tanh", "sin", "add", "multiply", "where", "clip",
                  "sum", "prod", "mean", "var", "std", "min", "max"):
@@ -418,7 +418,7 @@ def test_a_kernel_numba_cannot_compile_falls_back_to_numpy(native, monkeypatch):
     try:
         np.testing.assert_array_equal(run(a), np.exp(a))
         assert ("exp", "float64") in EX.failed
-        assert "compile failures" in EX.capabilities() and EX.capabilities()["compile failures"]["exp"]
+        assert "compile failures" in EX.executor_info() and EX.executor_info()["compile failures"]["exp"]
         np.testing.assert_array_equal(run(a), np.exp(a))  # not tried again
     finally:
         EX.failed.clear()
@@ -476,7 +476,7 @@ def test_kernels_are_real_source_files_cached_by_numba(native):
     path = K.cache_dir() / "exp_v_float64.py"
     source = path.read_text()
     assert "def kernel(" in source  # compiled under this file's name, with arrayx's disk cache attached
-    assert str(K.cache_dir()) == EX.capabilities()["kernel cache"]
+    assert str(K.cache_dir()) == EX.executor_info()["kernel cache"]
 
 
 def test_cache_directory_is_configurable(tmp_path):
