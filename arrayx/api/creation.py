@@ -150,7 +150,9 @@ _BUILDERS = {
     "full": lambda xp, *, shape, fill_value, dtype: (
         xp.empty(shape, dtype=dtype) if fill_value is None else xp.full(shape, fill_value, dtype=dtype)),
     "arange": lambda xp, *, start, stop, step, dtype, shape: (
-        xp.arange(start, stop, step, dtype=dtype) if dtype.kind in "iu" else _float_arange(xp, start, stop, step, dtype)),
+        xp.arange(start, stop, step, dtype=dtype) if dtype.kind in "iu" else
+        _float_arange(xp, start, stop, step, dtype) if dtype.kind == "f" else
+        xp.astype(_float_arange(xp, start, stop, step, _dtypes.REAL_OF[dtype]), dtype)),
     "eye": lambda xp, *, shape, k, dtype: xp.eye(shape[0], shape[1], k=k, dtype=dtype),
     "linspace": lambda xp, *, start, stop, endpoint, dtype, shape: xp.asarray(_host_linspace(start, stop, shape[0], endpoint, dtype)),
 }
@@ -224,11 +226,34 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     return _creation("full", full_p, device, shape, dt, fill_value=fill_value)
 
 
+def _number_arg(fname: str, name: str, v, kinds: str = "iuf"):
+    """``v`` as a Python number: Python scalars as they are, 0-d arrays (arrayx or NumPy, e.g.
+    ``arange(1, n + 1)`` with a 0-d ``n``) and NumPy scalars by value (an int for integer and bool
+    dtypes, a float or complex for the others).  ``kinds``: the dtype kinds allowed."""
+    if isinstance(v, (bool, int, float, complex)) and not isinstance(v, np.generic):
+        number = v
+    elif isinstance(v, (Array, np.ndarray, np.generic)) and v.ndim == 0:
+        kind = v.dtype.kind
+        number = (int if kind in "biu" else float if kind == "f" else complex)(v)
+    elif isinstance(v, (Array, np.ndarray)):
+        raise TypeError(f"{fname}: {name} must be a scalar or a 0-d array, got an array of shape {v.shape}")
+    else:
+        raise TypeError(f"{fname}: {name} must be a number, got {type(v).__name__}")
+    if isinstance(number, complex) and "c" not in kinds:
+        raise TypeError(f"{fname}: {name} must be an int or a float, got the complex {number!r}")
+    return number
+
+
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
-    """Evenly spaced values in [start, stop) with ``step``."""
-    for name, v in (("start", start), ("stop", stop), ("step", step)):
-        if v is not None and (isinstance(v, complex) or not isinstance(v, (int, float))):
-            raise TypeError(f"arange: {name} must be an int or a float, got {type(v).__name__}")
+    """Evenly spaced values in [start, stop) with ``step``.
+
+    ``start``, ``stop`` and ``step`` are Python ints or floats, or 0-d arrays (taken by value, as
+    NumPy does).  ``dtype`` may be an integer, real or complex floating dtype: a complex range is
+    the real one (NumPy's values, computed in the matching real dtype) with zero imaginary parts.
+    """
+    start = _number_arg("arange", "start", start)
+    stop = None if stop is None else _number_arg("arange", "stop", stop)
+    step = _number_arg("arange", "step", step)
     if step == 0:
         raise ValueError("arange: step must not be zero")
     if stop is None:
@@ -242,8 +267,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     if dt.kind in "iu":
         size = (max(0, -((start - stop) // step)),)  # ceil((stop - start) / step), exact for any size
         return _creation("arange", arange_p, device, size, dt, start=start, stop=stop, step=step)
-    if dt.kind not in "f":
-        raise TypeError(f"arange: dtype must be real (integer or float), got {dt}")
+    if dt.kind not in "fc":
+        raise TypeError(f"arange: dtype must be an integer, real or complex floating dtype, got {dt}")
     span = (stop - start) / step  # NumPy's length is ceil(span)
     if not math.isfinite(span):
         raise ValueError(f"arange: [{start}, {stop}) in steps of {step} has infinitely many values; pass finite bounds")
@@ -282,21 +307,42 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> Array:
-    """``num`` evenly spaced samples over [start, stop] (or [start, stop) without endpoint)."""
+    """``num`` evenly spaced samples over [start, stop] (or [start, stop) without endpoint).
+
+    ``start``/``stop``: Python numbers or 0-d arrays (by value).  The samples are NumPy's,
+    computed in double (complex double) precision, then cast to ``dtype``.  Beyond the standard
+    (which asks for a floating dtype) integer and bool dtypes are accepted with NumPy's meaning:
+    integers are the samples rounded down (``floor``: ``linspace(-1, 1, 5, dtype=int8)`` is
+    ``[-1, -1, 0, 0, 1]``), bool is ``sample != 0``; samples outside an integer dtype's range
+    raise ``OverflowError`` (NumPy wraps them).
+    """
+    start = _number_arg("linspace", "start", start, "iufc")
+    stop = _number_arg("linspace", "stop", stop, "iufc")
     num = shape_arg("linspace", num)[0]
     if dtype is None:
         dt = _dtypes.DEFAULT_COMPLEX if builtins.any(isinstance(v, complex) for v in (start, stop)) else _dtypes.DEFAULT_FLOAT
     else:
         dt = _dtypes.as_dtype(dtype, "linspace")
-        if dt.kind not in "fc":
-            raise TypeError(f"linspace: dtype must be floating-point, got {dt}")
+        if dt.kind != "c" and builtins.any(isinstance(v, complex) for v in (start, stop)):
+            raise TypeError(f"linspace: complex start/stop need a complex dtype, got {dt}")
     check_size("linspace", (num,), dt, _exec.get("numpy"))  # the values are computed on the host first
+    if dt.kind in "iu" and num:
+        with np.errstate(invalid="ignore"):
+            ends = np.floor(np.linspace(start, stop, num, endpoint=endpoint, dtype=np.float64)[[0, -1]])
+        info = np.iinfo(dt)
+        if not builtins.all(np.isfinite(ends)) or not info.min <= ends.min() <= ends.max() <= info.max:
+            raise OverflowError(
+                f"linspace: samples from {start} to {stop} do not fit {dt} (range {info.min}..{info.max}); "
+                f"pass a wider integer dtype or a floating dtype")
     return _creation("linspace", linspace_p, device, (num,), dt, start=start, stop=stop, endpoint=bool(endpoint))
 
 
 def _host_linspace(start, stop, num, endpoint, dt):
-    """NumPy's values (computed in double or complex double on the host), then cast: the same bits everywhere."""
+    """NumPy's values (computed in double or complex double on the host), then cast: the same bits
+    everywhere.  Integer dtypes take the floor first, as NumPy does."""
     host = np.linspace(start, stop, num, endpoint=endpoint, dtype=_dtypes.COMPLEX_OF.get(dt, dt) if dt.kind == "c" else np.float64)
+    if dt.kind in "iu":
+        host = np.floor(host)
     return host.astype(dt)
 
 

@@ -31,6 +31,44 @@ def test_arange_linspace_eye(executor):
     assert_same(xp.eye(3, 4, k=1), np.eye(3, 4, k=1))
 
 
+@pytest.mark.parametrize("start, stop, num, endpoint", [
+    (0, 3, 4, True), (-1, 1, 5, True), (-3.5, 2.25, 9, True), (0.5, 3.5, 4, False), (10, -10, 7, True),
+    (-2.5, 0.9, 5, True), (0, 100, 0, True), (5, 5, 3, True), (0, 30000, 11, False)])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint64", "bool"])
+def test_linspace_integer_and_bool_dtypes_match_numpy(executor, start, stop, num, endpoint, dtype):
+    # NumPy computes in float64, then floors for integer dtypes (SciPy's linspace(0, 3, 4, dtype=int16))
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    expected = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.float64)
+    if info is not None and expected.size and not info.min <= np.floor(expected).min() <= np.floor(expected).max() <= info.max:
+        with pytest.raises(OverflowError, match=f"do not fit {dtype}"):
+            xp.linspace(start, stop, num, endpoint=endpoint, dtype=getattr(xp, dtype))
+        return
+    want = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
+    assert_same(xp.linspace(start, stop, num, endpoint=endpoint, dtype=getattr(xp, dtype)), want)
+    jitted = xp.jit(lambda: xp.linspace(start, stop, num, endpoint=endpoint, dtype=getattr(xp, dtype)))()
+    assert_same(jitted, want)
+
+
+def test_arange_takes_0d_arrays_and_numpy_scalars(executor):
+    n = xp.asarray(5)
+    assert_same(xp.arange(1, n + 1), np.arange(1, 6))  # SciPy's arange(1, n + 1)
+    assert_same(xp.arange(n), np.arange(5))
+    assert_same(xp.arange(xp.asarray(0.5), xp.asarray(4), xp.asarray(1.5)), np.arange(0.5, 4, 1.5))
+    assert_same(xp.arange(np.int32(2), np.asarray(9), np.int64(3)), np.arange(2, 9, 3))
+    assert_same(xp.arange(np.float64(2.5)), np.arange(2.5))
+    assert_same(xp.linspace(xp.asarray(0.0), np.float32(1.0), 3), np.linspace(0.0, 1.0, 3))
+
+
+@pytest.mark.parametrize("args", [(27,), (2, 9, 3), (0.5, 4.0, 0.75), (10, 0, -3), (0, 9000.5)])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_arange_complex_dtype_matches_numpy(executor, args, dtype):
+    real = {"complex64": np.float32, "complex128": np.float64}[dtype]
+    want = np.arange(*args, dtype=np.float64).astype(real).astype(dtype)
+    assert_same(xp.arange(*args, dtype=getattr(xp, dtype)), want)
+    assert_same(xp.jit(lambda: xp.arange(*args, dtype=getattr(xp, dtype)))(), want)
+    np.testing.assert_array_equal(np.asarray(xp.arange(*args, dtype=getattr(xp, dtype))), want)
+
+
 def test_long_float_arange_has_numpy_bits(executor):
     # long float ranges are built by the executor (lazily on Dask), with NumPy's exact values
     rng = np.random.default_rng(5)
@@ -113,7 +151,11 @@ def test_from_dlpack_roundtrip(executor):
     (lambda: xp.full(3, "a"), TypeError, "full: fill_value must be a Python scalar"),
     (lambda: xp.full(3, 300, dtype=xp.int8), OverflowError, "out of range for int8"),
     (lambda: xp.arange(0, 5, 0), ValueError, "arange: step must not be zero"),
-    (lambda: xp.linspace(0, 1, 3, dtype=xp.int32), TypeError, "linspace: dtype must be floating"),
+    (lambda: xp.linspace(0, 300, 4, dtype=xp.int8), OverflowError, "linspace: samples from 0 to 300 do not fit int8"),
+    (lambda: xp.linspace(0, 1j, 3, dtype=xp.float64), TypeError, "linspace: complex start/stop need a complex dtype"),
+    (lambda: xp.arange(xp.ones(3)), TypeError, "arange: start must be a scalar or a 0-d array"),
+    (lambda: xp.arange(0, 1j), TypeError, "arange: stop must be an int or a float"),
+    (lambda: xp.arange(3, dtype=xp.bool), TypeError, "arange: dtype must be an integer, real or complex"),
     (lambda: xp.tril(xp.ones(3)), ValueError, "tril: x must have at least 2 dimensions"),
     (lambda: xp.asarray(object()), TypeError, "asarray: cannot convert object"),
     (lambda: xp.asarray(1, device="nope"), ValueError, "unknown executor 'nope'"),
