@@ -22,22 +22,46 @@ def _astype_any(buf, *, dtype, copy=True):
 
 
 def _float_to_int(buf, dtype):
-    """The rule for float -> integer casts (README, "Rules"): out-of-range values saturate to the
-    target's min/max, NaN gives 0 (JAX's rule; NumPy's own result is the C cast's undefined
-    behaviour and differs by platform).  ``np.where`` dispatches to Dask/CuPy buffers."""
+    """The rule for float -> integer casts: NumPy's results on x86-64, on every executor and platform.
+
+    Values whose truncation toward zero fits the target convert exactly.  For the rest (NaN, +-inf,
+    out of range), C leaves the cast undefined and NumPy's answer differs by platform; arrayx
+    gives x86-64's, which clients rely on (``nan -> int64`` is INT64_MIN, pandas' and xarray's NaT):
+
+    - int32, int64: the "integer indefinite" value, the target's minimum;
+    - int8, int16, uint8, uint16: the int32 result wrapped to the width (C casts through int:
+      ``nan -> 0``, ``300.0 -> int8 44``, ``-1.0 -> uint8 255``);
+    - uint32, uint64: exact in [0, 2**bits); otherwise the int64 result wrapped (``-1.0 -> 2**bits - 1``;
+      NaN, +-inf and larger values give 0 for uint32 and 2**63 for uint64, where NumPy's own result
+      depends on the compiler).
+
+    Written with the buffer's namespace, so NumPy, Numba, Dask, CuPy and JAX buffers (eager or under
+    ``jax.jit``) all follow it.
+    """
+    from arrayx.api.manipulation import buffer_namespace
+
+    xp = buffer_namespace(buf)
+    if dtype.itemsize < 4:
+        return xp.astype(_cast_or_indefinite(xp, buf, _dtypes.int32), dtype)  # int -> int wraps everywhere
+    if dtype.kind == "i":
+        return _cast_or_indefinite(xp, buf, dtype)
+    wrapped = xp.astype(_cast_or_indefinite(xp, buf, _dtypes.int64), dtype)
+    if dtype == _dtypes.uint32:
+        return wrapped
+    src = buf.dtype.type  # uint64: [2**63, 2**64) has no int64; v - 2**63 is exact there
+    top = (buf >= src(2.0 ** 63)) & (buf < src(2.0 ** 64))
+    high = xp.astype(xp.astype(xp.where(top, buf - src(2.0 ** 63), xp.zeros_like(buf)), _dtypes.int64), dtype)
+    return xp.where(top, high + dtype.type(2 ** 63), wrapped)
+
+
+def _cast_or_indefinite(xp, buf, dtype):
+    """``buf`` cast to int32 or int64 where its truncation fits, else the dtype's minimum."""
     info = np.iinfo(dtype)
     src = buf.dtype.type
-    with np.errstate(invalid="ignore", over="ignore"):
-        end = src(float(info.max) + 1.0)  # 2**k: exact in the float dtype, or inf
-        start = src(info.min)  # 0 or -2**k: exact, or -inf
-        hi = np.nextafter(end, src(0))  # the finite floats in [lo, hi] all cast into range
-        lo = start if np.isfinite(start) else np.nextafter(start, src(0))
-        out = np.where(buf != buf, src(0), buf.clip(lo, hi)).astype(dtype)
-        if int(hi) != info.max:  # max itself has no float (e.g. int64): what reaches the end saturates
-            out = np.where(buf >= end, dtype.type(info.max), out)
-        if int(lo) != info.min:  # float16 to int32/int64: only -inf lies beyond lo
-            out = np.where(buf < lo, dtype.type(info.min), out)
-    return out
+    t = xp.trunc(buf)
+    fits = (t >= src(info.min)) & (t < src(-float(info.min)))  # both powers of two, exact; NaN fails both
+    out = xp.astype(xp.where(fits, buf, xp.zeros_like(buf)), dtype)
+    return xp.where(fits, out, xp.full_like(out, info.min))
 
 
 astype_p.impls["*"] = _astype_any

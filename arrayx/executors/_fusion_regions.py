@@ -109,7 +109,7 @@ def _fusible_shape(eqn, min_size: int, fusible: dict):
         return shape if eqn.params.get("fill_value") is not None and eqn.inputs[0].aval.shape == shape else None
     if name in _CASTS:
         src, dst = eqn.inputs[0].aval.dtype, out.dtype
-        return shape if not (src.kind == "f" and dst.kind in "iu") else None  # that cast saturates
+        return shape if not (src.kind == "f" and dst.kind in "iu") else None  # (data_types._float_to_int)
     if name == "clip":
         lo, hi = eqn.inputs[1:3]
         nones = [a.__class__ is Literal and a.value is None for a in (lo, hi)]

@@ -484,8 +484,6 @@ class JaxExecutor(Executor):
         "cumulative_prod": _cumulative_prod,
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
-        "astype": lambda buf, *, dtype: buf.astype(dtype),  # JAX saturates float -> int: the rule already
-        "convert_element_type": lambda buf, *, dtype, weak_type: buf.astype(dtype),  # as astype
         **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p}.get(name)) for name in _COMPLEX_SPECIAL},
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
