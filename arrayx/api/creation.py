@@ -38,6 +38,8 @@ def _host_array(obj, dtype):
     """Host (NumPy) array of nested Python data with the standard's default dtypes."""
     if dtype is None:
         a = np.asarray(obj)
+        if a.dtype.kind in "US":
+            raise _text_error(obj, a.dtype)
         if a.dtype.kind == "O":
             raise TypeError(f"asarray: cannot make an array from {type(obj).__name__} of mixed/unsupported objects")
         if a.dtype.kind == "f" and a.dtype != _dtypes.float64 and not isinstance(obj, np.ndarray):
@@ -45,7 +47,10 @@ def _host_array(obj, dtype):
         if a.dtype not in _dtypes.CATEGORIES["all"]:
             raise TypeError(f"asarray: dtype {a.dtype} is not a dtype of the array API standard")
         return a
-    return np.asarray(obj, dtype=dtype)
+    try:
+        return np.asarray(obj, dtype=dtype)
+    except ValueError as e:  # strings that are not numbers: NumPy's wording, after the function's name
+        raise ValueError(f"asarray: {e}") from None
 
 
 def _contains_arrays(obj) -> bool:
@@ -71,6 +76,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
         if dt.kind in "iub" and isinstance(obj, float):
             raise TypeError(f"asarray: cannot convert the float {obj!r} to {dt} exactly; pass dtype explicitly as a float dtype")
         return _place(ex, ex.asarray(np.asarray(obj, dtype=dt), copy=None), dev)
+    if isinstance(obj, str) or (isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "US"):
+        return _from_text(obj, dtype, device, copy)
     if isinstance(obj, (list, tuple)) and _contains_arrays(obj):
         from arrayx.api.manipulation import stack
 
@@ -95,6 +102,25 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     raise TypeError(
         f"asarray: cannot convert {type(obj).__name__} to an arrayx array; expected a Python scalar, "
         f"a nested sequence, a NumPy array or an object supporting DLPack"
+    )
+
+
+def _from_text(obj, dtype, device, copy) -> Array:
+    """Strings: with a numeric ``dtype`` NumPy parses them (its values and its errors, e.g.
+    "could not convert string to float: 'abc'"); without one there is no standard dtype for text."""
+    if dtype is None:
+        raise _text_error(obj, np.asarray(obj).dtype)
+    try:
+        host = np.asarray(obj, dtype=dtype)
+    except ValueError as e:  # NumPy's wording kept, after the function's name
+        raise ValueError(f"asarray: {e}") from None
+    return asarray(host, device=device, copy=copy)
+
+
+def _text_error(obj, kind) -> TypeError:
+    return TypeError(
+        f"asarray: cannot make an array of strings ({type(obj).__name__}, NumPy dtype {kind}): text is not a "
+        f"dtype of the array API standard; pass a numeric dtype= to parse numbers from strings, as NumPy does"
     )
 
 

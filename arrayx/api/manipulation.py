@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes
@@ -323,15 +325,32 @@ def flip(x, /, *, axis=None) -> Array:
 
 
 def moveaxis(x, source, destination, /) -> Array:
-    """x with axes ``source`` moved to positions ``destination`` (the others keep their order)."""
+    """x with axes ``source`` moved to positions ``destination`` (the others keep their order).
+
+    Bad axes raise NumPy's errors with NumPy's wording after the function name (clients' tests
+    match it): an out-of-range axis ``numpy.exceptions.AxisError`` (a ValueError and an IndexError),
+    "source: axis 3 is out of bounds for array of dimension 2".
+    """
     array_arg("moveaxis", x)
-    src = _ordered_axes("moveaxis", source, x.ndim, "source")
-    dst = _ordered_axes("moveaxis", destination, x.ndim, "destination")
+    src = _moveaxis_axes(source, x.ndim, "source")
+    dst = _moveaxis_axes(destination, x.ndim, "destination")
     if len(src) != len(dst):
         raise ValueError(
-            f"moveaxis: source {source} and destination {destination} must have the same number of axes"
+            f"moveaxis: `source` and `destination` arguments must have the same number of elements "
+            f"(source {source}, destination {destination})"
         )
     return moveaxis_p.bind(x, source=src, destination=dst)
+
+
+def _moveaxis_axes(axes, ndim: int, name: str) -> tuple:
+    out = []
+    for a in _int_tuple("moveaxis", axes, name):
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(f"moveaxis: {name}: axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"moveaxis: repeated axis in `{name}` argument ({name} {axes})")
+    return tuple(out)
 
 
 def permute_dims(x, /, axes) -> Array:

@@ -174,3 +174,17 @@ def test_full_fill_values_that_compare_equal_keep_their_bits(executor, first, th
         want = on_numpy(lambda: xp.full((2,), fill))
         assert got.dtype == want.dtype
         assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (fill, np.asarray(got), np.asarray(want))
+
+
+def test_asarray_strings_follow_numpy(executor):
+    # with a numeric dtype NumPy parses text (its values, its error wording); without one: no standard dtype
+    assert_same(xp.asarray("1.5", dtype=xp.float64), np.asarray("1.5", dtype=np.float64))
+    assert_same(xp.asarray(["1", "2"], dtype=xp.int32), np.asarray(["1", "2"], dtype=np.int32))
+    assert_same(xp.asarray(np.array(["0.25"]), dtype=xp.float32), np.array([0.25], np.float32))
+    with pytest.raises(ValueError, match="asarray: could not convert string to float: 'abc'"):
+        xp.asarray("abc", dtype=xp.float64)
+    with pytest.raises(ValueError, match=r"asarray: invalid literal for int\(\) with base 10: 'x'"):
+        xp.asarray(["1", "x"], dtype=xp.int32)
+    for text in ("abc", ["a", "b"], np.array(["a"]), np.str_("a")):
+        with pytest.raises(TypeError, match="asarray: cannot make an array of strings .*NumPy dtype <U1?.*pass a numeric dtype="):
+            xp.asarray(text)
