@@ -11,6 +11,9 @@ from __future__ import annotations
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"
 
+from arrayx import _config as _config  # noqa: E402
+_config.check_environment()  # every ARRAYX_* variable that is set, before anything reads one
+
 from arrayx.api._dtypes import (  # noqa: F401  data types
     bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float32, float64, complex64, complex128,

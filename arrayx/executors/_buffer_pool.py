@@ -31,6 +31,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from arrayx import _config
+
 _SIZE_CLASS = 1 << 20  # buffers are whole MiB, so a result a few bytes larger still fits one
 _POOLED_KINDS = frozenset("biufc")  # plain numeric/bool memory; object/string arrays never come from raw bytes
 _getrefcount = sys.getrefcount
@@ -46,13 +48,8 @@ def _default_limit() -> int:
 
 
 def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a whole number of bytes") from None
+    value = _config.get(name)
+    return default if value is None else value
 
 
 def _first_free(buffers, free_refs: int):
@@ -234,7 +231,7 @@ def pooled(fn, pool: BufferPool):
 POOL = BufferPool()
 def enabled_by_environment() -> bool:
     """On unless ``ARRAYX_BUFFER_POOL`` is 0, false, no or off."""
-    return os.environ.get("ARRAYX_BUFFER_POOL", "1").strip().lower() not in ("0", "false", "no", "off")
+    return _config.get("ARRAYX_BUFFER_POOL")
 
 
 ENABLED = enabled_by_environment()

@@ -20,10 +20,10 @@ replaced: ``llvm.fma`` would be a slow library call there, and the emulation sta
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.transforms._tracer import ShapeDtypeStruct
 from arrayx.transforms.core import Primitive
 from arrayx.transforms.graph import Equation, Graph, Literal, Var, dce
@@ -38,7 +38,7 @@ _F64 = np.dtype(np.float64)
 @functools.lru_cache(maxsize=None)
 def hardware_fma() -> bool:
     """Whether the CPU that Numba compiles for has fused multiply-add instructions."""
-    if os.environ.get("ARRAYX_NUMBA_FMA", "1") == "0":
+    if not _config.get("ARRAYX_NUMBA_FMA"):
         return False
     from numba.core import config
 

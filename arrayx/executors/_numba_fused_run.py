@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.executors import _buffer_pool
 from arrayx.transforms.graph import Var
 
 if TYPE_CHECKING:
     from arrayx.executors._numba_fusion import Region, _Plan
 
-CACHE_MAX_KERNELS = int(os.environ.get("ARRAYX_NUMBA_FUSED_KERNELS", "512"))
+CACHE_MAX_KERNELS = _config.get("ARRAYX_NUMBA_FUSED_KERNELS")
 #: chunks of a parallel kernel's range per thread, claimed as threads come free (see _numba_team)
 CHUNKS_PER_THREAD = 8
 

@@ -29,6 +29,8 @@ import types
 
 import numpy as np
 
+from arrayx import _config
+
 __all__ = [
     "UNARY", "BINARY", "FIXUPS", "REDUCTIONS", "WHERE_KINDS", "CLIP_KINDS", "cache_dir",
     "elementwise_kernel", "where_kernel", "clip_kernel", "reduction_kernel", "sqdev_kernel",
@@ -326,10 +328,10 @@ def _sources_digest() -> str:
 
 
 def _default_root() -> pathlib.Path:
-    if os.environ.get("ARRAYX_NUMBA_CACHE_DIR"):
-        return pathlib.Path(os.environ["ARRAYX_NUMBA_CACHE_DIR"])
-    if os.environ.get("ARRAYX_CACHE_DIR"):
-        return pathlib.Path(os.environ["ARRAYX_CACHE_DIR"]) / "numba"
+    if _config.is_set("ARRAYX_NUMBA_CACHE_DIR"):
+        return _config.get("ARRAYX_NUMBA_CACHE_DIR")
+    if _config.is_set("ARRAYX_CACHE_DIR"):
+        return _config.get("ARRAYX_CACHE_DIR") / "numba"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return pathlib.Path(base) / "arrayx" / "numba"
 

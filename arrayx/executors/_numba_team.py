@@ -41,11 +41,13 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from arrayx import _config
+
 __all__ = ["claim", "finish", "Team", "team", "new_claims", "claimed_claims", "cuts", "wait_until", "SPIN_US"]
 
 #: microseconds a caller spins waiting for the other threads' last chunks, and a worker after a
 #: job watching for the next one, before it sleeps (``ARRAYX_NUMBA_SPIN_US``; 0: always sleep)
-SPIN_US = float(os.environ.get("ARRAYX_NUMBA_SPIN_US", "1000"))
+SPIN_US = _config.get("ARRAYX_NUMBA_SPIN_US")
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
 

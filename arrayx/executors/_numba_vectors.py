@@ -20,26 +20,24 @@ Importing this module imports Numba: only the Numba lowering and the generated k
 from __future__ import annotations
 
 import functools
-import os
 
 import llvmlite.binding as llvm
 from numba import types
 from numba.extending import intrinsic
 
+from arrayx import _config
+
 __all__ = ["vector_width", "prefer_512", "kernel_line"]
 
 #: LLVM's names of AVX-512 CPUs that lower their clock while 512-bit instructions run
 _CLOCK_THROTTLING_CPUS = frozenset({"skylake-avx512", "cascadelake", "cooperlake", "knl", "knm"})
-_WIDTHS = ("256", "512")
 
 
 @functools.lru_cache(maxsize=None)
 def vector_width() -> int:
     """512 where the fused kernels use 512-bit vector loops on this CPU, else 256 (LLVM's choice)."""
-    forced = os.environ.get("ARRAYX_NUMBA_VECTOR_WIDTH", "").strip()
-    if forced:
-        if forced not in _WIDTHS:
-            raise ValueError(f"ARRAYX_NUMBA_VECTOR_WIDTH={forced!r}: expected one of {', '.join(_WIDTHS)}")
+    forced = _config.get("ARRAYX_NUMBA_VECTOR_WIDTH")  # "256" or "512"
+    if forced is not None:
         return int(forced)
     features = llvm.get_host_cpu_features()
     if not features.get("avx512f") or llvm.get_host_cpu_name() in _CLOCK_THROTTLING_CPUS:

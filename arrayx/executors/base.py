@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from arrayx import _config
+
 __all__ = [
     "Device", "Executor", "register_executor", "get", "executors", "registered",
     "set_executor", "get_executor", "use_executor", "resolve_device"
@@ -121,8 +123,10 @@ class Executor:
                 if not self._checked:
                     try:
                         self._xp = self._load()
-                    except Exception as e:  # ImportError, no GPU, broken install ...
+                    except Exception as e:  # ImportError, no GPU, broken install, a bad ARRAYX_* variable ...
                         self._unavailable = f"{type(e).__name__}: {e}".strip()
+                        if isinstance(e, _config.ConfigError):  # the variable's fix, not an install hint
+                            self.install_hint = "Correct or unset that environment variable."
                     self._checked = True
         return self._unavailable is None
 
@@ -396,7 +400,7 @@ def get_executor() -> Executor:
         return ex
     if _process_default is not None:
         return _process_default
-    env = os.environ.get("ARRAYX_EXECUTOR")
+    env = _config.get("ARRAYX_EXECUTOR")
     if env:
         if env not in _registry:
             _load_entry_points()

@@ -22,10 +22,10 @@ Moving data
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key
 from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
 from arrayx.executors.base import Device, Executor, get
@@ -86,7 +86,7 @@ class CupyExecutor(Executor):
         super().__init__()
         self._devices: list[Device] = []
         #: jit: fewest elements of a region fused into kernels (every launch costs ~10 us: fuse all)
-        self.fusion_min_size = int(os.environ.get("ARRAYX_CUPY_FUSION_MIN_SIZE", 1))
+        self.fusion_min_size = _config.get("ARRAYX_CUPY_FUSION_MIN_SIZE")
         #: ("fused region", kind) -> why NVRTC did not compile a region's kernel (it then runs op by op)
         self.failed: dict[tuple[str, str], str] = {}
         self._fused_kernels = None

@@ -57,11 +57,11 @@ Unknown shapes
 """
 from __future__ import annotations
 
-import os
 import types
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.executors._dask_linalg import CONTRACTIONS as _CONTRACTIONS, FFT as _FFT, LINALG as _LINALG
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, resolved_basic_key
 from arrayx.executors.base import Device, Executor
@@ -74,13 +74,12 @@ __all__ = [
 _INDEX = np.dtype("int64")
 _SCHEDULER_NAMES = ("threads", "sync", "synchronous", "processes", "single-threaded")
 _SHAPE_POLICIES = ("lazy", "compute")
-_ENV_CONNECT_TIMEOUT_S = 5  # a scheduler on a reachable network answers in well under a second
 
 # -- configuration (module state: one Dask executor per process) -------------------------
 _scheduler = None  # None: Dask's default; a scheduler name; or a distributed Client
 _client = None  # the Client connect() made (closed by disconnect())
 _chunks = "auto"
-_shape_policy = os.environ.get("ARRAYX_DASK_UNKNOWN_SHAPES", "compute")
+_shape_policy = _config.get("ARRAYX_DASK_UNKNOWN_SHAPES")
 
 
 def set_scheduler(scheduler) -> None:
@@ -643,7 +642,7 @@ class DaskExecutor(Executor):
         da = dask.array
         _compat = compat
         self.array_type = dask.array.Array
-        address = os.environ.get("ARRAYX_DASK_SCHEDULER")
+        address = _config.get("ARRAYX_DASK_SCHEDULER")  # checked before any Client is built
         if address:
             if "://" in address:
                 self._connect_from_environment(address)
@@ -652,7 +651,7 @@ class DaskExecutor(Executor):
         return _xp
 
     def _connect_from_environment(self, address: str) -> None:
-        timeout = float(os.environ.get("ARRAYX_DASK_CONNECT_TIMEOUT", _ENV_CONNECT_TIMEOUT_S))
+        timeout = _config.get("ARRAYX_DASK_CONNECT_TIMEOUT")
         try:
             connect(address, timeout=timeout)
         except (OSError, TimeoutError) as e:  # the executor is unavailable: say why and what to change

@@ -52,10 +52,10 @@ executors, the same on each.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
 from arrayx.executors.base import Device, Executor
@@ -463,7 +463,7 @@ class JaxExecutor(Executor):
     install_hint = "Install JAX with `pip install jax` (CPU) or `pip install 'jax[cuda12]'` (NVIDIA GPU)."
     mutable = False
     #: run each op as one ``jax.jit`` call (see ``_Jitted``); False: plain op-by-op jax.numpy
-    jit_ops = os.environ.get("ARRAYX_JAX_JIT_OPS", "1") != "0"
+    jit_ops = _config.get("ARRAYX_JAX_JIT_OPS")
     #: primitive name -> implementation, where ``getattr(jax.numpy, name)`` is not what the standard says
     overrides: dict = {
         **_INDEXING,  # gather, slice, boolean_mask: jax.Array indexes as NumPy does (in-range indices)

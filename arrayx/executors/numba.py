@@ -45,6 +45,7 @@ import threading
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.executors import _buffer_pool
 from arrayx.executors.base import Device
 from arrayx.executors.numpy import NumpyExecutor
@@ -118,7 +119,7 @@ class NumbaExecutor(NumpyExecutor):
         self.parallel = True
         #: jit: fewest elements of a region fused into a kernel, and of a parallel fused kernel
         #: (read when a function is compiled; see _numba_fusion)
-        self.fusion_min_size = int(os.environ.get("ARRAYX_NUMBA_FUSION_MIN_SIZE", 1 << 12))
+        self.fusion_min_size = _config.get("ARRAYX_NUMBA_FUSION_MIN_SIZE")
         self.fusion_parallel_size = 1 << 16
         self.threading_layer: str | None = None
         #: (primitive name, dtype name) -> why its kernel could not be compiled
@@ -135,10 +136,10 @@ class NumbaExecutor(NumpyExecutor):
 
         if importlib.util.find_spec("numba") is None:
             raise ImportError("No module named 'numba'")
-        threshold = os.environ.get("ARRAYX_NUMBA_THRESHOLD")
-        if threshold:
-            self.thresholds.update(dict.fromkeys(DEFAULT_THRESHOLDS, int(threshold)))
-        self.parallel = os.environ.get("ARRAYX_NUMBA_PARALLEL", "1").lower() not in ("0", "false", "no")
+        threshold = _config.get("ARRAYX_NUMBA_THRESHOLD")
+        if threshold is not None:
+            self.thresholds.update(dict.fromkeys(DEFAULT_THRESHOLDS, threshold))
+        self.parallel = _config.get("ARRAYX_NUMBA_PARALLEL")
         NATIVE.update(_native_table())
         _BUILDERS.update(_builders())
         return xp
@@ -152,7 +153,7 @@ class NumbaExecutor(NumpyExecutor):
             # The layer is chosen at the first parallel launch, so setting it here is in time
             # unless the process already ran parallel Numba code (then it keeps its layer).
             if numba.config.THREADING_LAYER == "default" and not os.environ.get("NUMBA_THREADING_LAYER"):
-                numba.config.THREADING_LAYER = os.environ.get("ARRAYX_NUMBA_THREADING_LAYER", "workqueue")
+                numba.config.THREADING_LAYER = _config.get("ARRAYX_NUMBA_THREADING_LAYER")
             self.threading_layer = numba.config.THREADING_LAYER
         return numba
 

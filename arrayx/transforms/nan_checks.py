@@ -11,11 +11,11 @@ infinities.  Checks copy values to the host: a debugging aid, not for speed.
 from __future__ import annotations
 
 import contextlib
-import os
 from contextvars import ContextVar
 
 import numpy as np
 
+from arrayx import _config
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, Trace, bind_with
 
@@ -108,7 +108,7 @@ def debug_infs(enabled: bool = True):
 def install_from_environment() -> None:
     """``ARRAYX_DEBUG_NANS``/``ARRAYX_DEBUG_INFS`` set: check from now on (called once ``arrayx`` is imported)."""
     kinds = frozenset(kind for kind, var in (("nan", "ARRAYX_DEBUG_NANS"), ("inf", "ARRAYX_DEBUG_INFS"))
-                      if os.environ.get(var, "0") not in ("", "0"))
+                      if _config.get(var))
     if kinds:  # for the rest of the main thread's life: set, never reset
         _CHECKS.set(kinds)
         _TRACE.set(FloatCheckTrace(_TRACE.get(), kinds))

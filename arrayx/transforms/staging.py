@@ -9,9 +9,9 @@ and under ``make_graph`` constant subexpressions are folded.
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
+from arrayx import _config
 from arrayx import pytree
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
@@ -151,7 +151,7 @@ class StagingTrace(Trace):
 
 
 #: type-check every graph staging builds (the test suite turns this on: ARRAYX_CHECK_GRAPHS=1)
-CHECK_GRAPHS = os.environ.get("ARRAYX_CHECK_GRAPHS", "") not in ("", "0")
+CHECK_GRAPHS = _config.get("ARRAYX_CHECK_GRAPHS")
 
 
 def check_graph(graph: Graph) -> None:

@@ -243,4 +243,4 @@ def test_a_bad_vector_width_is_a_clear_error():
     code = "from arrayx.executors import _numba_vectors as v; v.vector_width()"
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
-    assert "ARRAYX_NUMBA_VECTOR_WIDTH='384': expected one of 256, 512" in run.stderr
+    assert "ARRAYX_NUMBA_VECTOR_WIDTH='384': not one of the accepted values. Accepted: 256 or 512" in run.stderr
