@@ -175,10 +175,18 @@ def _official(data: dict) -> str:
             f"<th>failed or known</th><th>new failures</th></tr>{rows}</table>")
 
 
+def embed_json(data) -> str:
+    """``data`` as JSON that is inert inside ``<script type="application/json">``: no ``<`` (so no
+    ``</script>``, ``<!--`` or ``<script`` in the data can end or change the element), no ``>``/``&``
+    either; each is a JSON ``\\u`` escape, which ``JSON.parse`` reads back as the character."""
+    text = json.dumps(data, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def render(data: dict) -> str:
     """The page for one report (``python -m conformance``'s JSON)."""
     s = data["summary"]
-    embedded = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    embedded = embed_json(data)
     unavailable = "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>" for k, v in data.get("unavailable", {}).items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>arrayx conformance</title><style>{_STYLE}</style></head>

@@ -321,3 +321,20 @@ def test_quick_runs_write_beside_the_committed_deep_report(monkeypatch):
     cli.main(common)
     assert written == [cli.QUICK_OUTPUT, cli.DEFAULT_OUTPUT]
     assert cli.QUICK_OUTPUT != cli.DEFAULT_OUTPUT and cli.DEFAULT_OUTPUT == HERE / "results"
+
+
+def test_data_in_the_page_cannot_end_or_open_its_script_element():
+    # "<!--<script" in the embedded JSON put the HTML parser in "script data double escaped" state: the
+    # closing </script> was no longer seen and the rest of the page became script text
+    hostile = "<!--<script>alert(1)</script></script><b>&amp;"
+    data = {"summary": {"examples": 1, "example_executor_pairs": 1, "disagreements": 0, "failing_cells": 0},
+            "command": hostile, "created": "t", "machine": "m", "max_examples": 1, "duration_s": 1,
+            "rows": [{"function": hostile, "detail": [hostile, {"k<": hostile}]}], "executors": ["numpy"]}
+    page = html.render(data)
+    start = page.index('<script type="application/json" id="report-data">') + len('<script type="application/json" id="report-data">')
+    end = page.index("</script>", start)
+    embedded = page[start:end]
+    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
+    assert json.loads(embedded) == data  # JSON.parse reads the \u003c escapes back as the characters
+    assert page.count("<script") == 2 and page.count("</script>") == 2  # only the page's own two elements
+    assert "&lt;!--&lt;script&gt;" in page  # the visible copy (the command line) is HTML-escaped
