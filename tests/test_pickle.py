@@ -10,6 +10,7 @@ import multiprocessing
 import operator
 import pathlib
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -191,3 +192,35 @@ def test_round_trip_through_a_dask_worker_process(monkeypatch) -> None:
     for n, y in results.items():
         assert y.executor == n and y._ex is base.get(n)
         assert_same(y * arrays[n], np.array([2.0, 8.0, 18.0]))
+
+
+@pytest.mark.parametrize("host", [np.array([object(), 1], dtype=object), np.array(["abcdefgh"], dtype="<U8"),
+                                  np.array([b"ab"]), np.zeros(2, np.float16),
+                                  np.array(["2020-01-01"], dtype="datetime64[D]")],
+                         ids=["object", "<U8", "bytes", "float16", "datetime64"])
+def test_unpickling_applies_asarrays_dtype_checks(host, executor) -> None:
+    # a pickle built by hand (or edited) names arrayx's loader with data asarray would refuse
+    with pytest.raises(TypeError):
+        xp.asarray(host)
+    blob = pickle.dumps(xp.asarray([1.0]))
+    forged = pickle.dumps(_Forged(executor, host))
+    assert b"_unpickle" in blob and b"_unpickle" in forged
+    with pytest.raises(TypeError, match=rf"unpickling an arrayx array of the '{executor}' executor: the saved "
+                                        rf"data has NumPy dtype {re.escape(str(host.dtype))}, which is not a dtype "
+                                        rf"of the array API standard \(asarray refuses it too\); load it with numpy"):
+        pickle.loads(forged)
+
+
+def test_unpickling_refuses_data_that_is_not_an_array(executor) -> None:
+    with pytest.raises(TypeError, match="the saved data is a list, not a NumPy array"):
+        pickle.loads(pickle.dumps(_Forged(executor, [1, 2])))
+
+
+class _Forged:
+    """Pickles as arrayx's own loader called on ``host`` (what an edited pickle can say)."""
+
+    def __init__(self, executor: str, host):
+        self.executor, self.host = executor, host
+
+    def __reduce__(self):
+        return (_unpickle, (self.executor, base.get(self.executor).default_device().label, self.host))

@@ -445,6 +445,15 @@ def _unpickle(executor: str, label: str, host: np.ndarray) -> Array:
     from arrayx.executors import base
 
     what = f"unpickling an arrayx array of the {executor!r} executor"
+    # the data passes asarray's checks: a pickle (edited, or from elsewhere) cannot make an array of
+    # a dtype arrayx refuses (object, text, float16, ...), nor one of something that is not an array
+    if not isinstance(host, (np.ndarray, np.generic)):
+        raise TypeError(f"{what}: the saved data is a {type(host).__name__}, not a NumPy array; "
+                        f"this pickle was not written by arrayx.Array.__reduce__")
+    if host.dtype not in _dtypes.CATEGORIES["all"]:
+        raise TypeError(f"{what}: the saved data has NumPy dtype {host.dtype}, which is not a dtype of the "
+                        f"array API standard (asarray refuses it too); load it with numpy instead")
+    host = np.asarray(host)
     try:
         ex = base.get(executor)
     except ValueError:
