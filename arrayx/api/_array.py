@@ -32,9 +32,15 @@ class _ArrayMethods:
     which owns the layout, so that tracers, Arrays too, share every method.)
     """
 
-    # NumPy operands defer to us: ``numpy_array + arrayx_array`` calls Array.__radd__.
-    __array_ufunc__ = None
     __array_priority__ = 1000
+
+    # -- NumPy's protocols (api/_numpy_dispatch.py): ufuncs and functions with an arrayx counterpart run
+    # as it and return arrayx arrays (``numpy_array + arrayx_array`` too); other functions run on NumPy copies
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _numpy_dispatch.array_function(func, types, args, kwargs)
 
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -551,6 +557,7 @@ from arrayx.api import elementwise as _ew  # noqa: E402
 from arrayx.api import indexing as _indexing  # noqa: E402
 from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
+from arrayx.api import _numpy_dispatch  # noqa: E402
 from arrayx.transforms import core as _core  # noqa: E402
 
 
