@@ -24,7 +24,8 @@ stays a NumPy array, as with NumPy's own operands.  ``ufunc.at`` (in place on it
 meaning (``_FUNCTIONS``: ``np.sum``, ``np.mean``, ``np.std`` (``ddof`` -> ``correction``),
 ``np.concatenate``, ``np.stack``, ``np.where``, ``np.clip``, ``np.transpose``, ``np.reshape``,
 ``np.sort``, ``np.cumsum``, ``np.zeros_like`` ...) runs as that function and returns arrayx arrays;
-a NumPy-only argument at a value arrayx cannot honour (``out=``, ``where=``, ``initial=``,
+``out=`` (a NumPy or arrayx array) is written as for ufuncs (scikit-learn's ``np.clip(d, 0, None,
+out=d)``); a NumPy-only argument at a value arrayx cannot honour (``where=``, ``initial=``,
 ``order='F'``, ``decimals=2`` ...) raises a TypeError naming it.  ``np.shape``/``np.ndim``/
 ``np.size`` read the attributes.  Every other NumPy function (``np.histogram``, ``np.percentile``,
 ``np.atleast_2d``, ``np.column_stack``, ``np.isclose`` ... which matplotlib and SciPy call on the
@@ -174,7 +175,7 @@ def _on_numpy_moved_back(call, inputs, kwargs, out, device):
 def _write_out(ufunc, result, target):
     """NumPy's ``out=``: ``result`` written into ``target`` ("same_kind" casting), which is returned."""
     if isinstance(result, tuple):  # a ufunc with several outputs given one out
-        raise TypeError(f"numpy.{ufunc.__name__} on arrayx arrays: {len(result)} outputs, one out= array")
+        raise TypeError(f"numpy.{ufunc.__name__} on arrayx arrays: {len(result)} outputs, one out= array given")
     if not np.can_cast(result.dtype, target.dtype, "same_kind"):
         raise TypeError(f"Cannot cast ufunc {ufunc.__name__!r} output from {result.dtype!r} to {target.dtype!r} "
                         f"with casting rule 'same_kind' (arrayx array operands)")
@@ -401,6 +402,9 @@ def array_function(func, types, args: tuple, kwargs: dict):
     except TypeError as e:
         raise TypeError(f"numpy.{func.__name__} on arrayx arrays: {e}") from None
     device = anchor.device
+    out = bound.pop("out", None)
+    if out is not None and not isinstance(out, (Array, np.ndarray)):
+        raise TypeError(f"numpy.{func.__name__}: out= must be a NumPy or an arrayx array, got {type(out).__name__}")
     positional = [_moved(bound.pop(p), device) for p in spec.positional if p in bound]
     keywords = {}
     for name, value in bound.items():
@@ -417,8 +421,10 @@ def array_function(func, types, args: tuple, kwargs: dict):
             )
     ax = _namespace()
     if spec.adapt is not None:
-        return spec.adapt(ax, positional, keywords)
-    return getattr(ax, spec.name)(*positional, **keywords)
+        result = spec.adapt(ax, positional, keywords)
+    else:
+        result = getattr(ax, spec.name)(*positional, **keywords)
+    return result if out is None else _write_out(func, result, out)
 
 
 def _on_numpy(value):
