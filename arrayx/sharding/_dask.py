@@ -1,0 +1,82 @@
+"""The dask executor: a NamedSharding is a chunking (one chunk per block: each dimension cut into as
+many chunks as the mesh axes it is split over) plus, on a ``dask.distributed`` cluster whose workers
+make up the mesh, a placement: each block is computed on, and kept by, a worker that holds it."""
+from __future__ import annotations
+
+import numpy as np
+
+from arrayx.sharding._shardings import NamedSharding, split_count
+
+_PLACED: dict = {}  # dask key of a placed block -> the Future that holds it (kept while the key is used)
+
+
+def chunks_of(sharding: NamedSharding, shape) -> tuple:
+    out = []
+    for d, n in enumerate(shape):
+        k = split_count(sharding.spec, sharding.mesh, d)
+        out.append((n // k,) * k)
+    return tuple(out)
+
+
+def worker_of(dev):
+    """The worker address a dask device stands for: a worker's own device, or virtual device ``i`` on
+    worker ``i % n_workers`` of the connected cluster; None without a cluster (the scheduler decides)."""
+    from arrayx.sharding._mesh import _dask_workers
+
+    if dev.label.startswith("worker:"):
+        return dev.native
+    workers = _dask_workers() if dev.label.startswith("virtual:") else []
+    return workers[dev.native % len(workers)] if workers else None
+
+
+def _client(mesh):
+    from arrayx.executors import dask as dask_executor
+
+    if any(worker_of(d) is None for d in mesh.devices.flat):
+        if any(d.label.startswith("worker:") for d in mesh.devices.flat):
+            raise ValueError(f"device_put: {mesh!r} is made of dask workers but arrayx is not connected to their "
+                             f"cluster; call arrayx.executors.dask.connect(...) first")
+        return None
+    return dask_executor.get_scheduler()
+
+
+def holders(sharding: NamedSharding, shape) -> dict:
+    """{block position (chunk index tuple): [worker addresses holding it]}."""
+    out: dict = {}
+    for dev, idx in sharding.devices_indices_map(shape).items():
+        pos = tuple(0 if sl.start is None else sl.start // max(1, (sl.stop - sl.start)) for sl in idx)
+        out.setdefault(pos, []).append(worker_of(dev))
+    return out
+
+
+def place(buf, sharding: NamedSharding):
+    """``buf`` rechunked as ``sharding`` cuts it, each chunk computed on its worker where the mesh is
+    made of workers (else left lazy: the scheduler runs the chunks)."""
+    import dask
+    import dask.array as da
+
+    shape = tuple(buf.shape)
+    buf = buf.rechunk(chunks_of(sharding, shape))
+    client = _client(sharding.mesh)
+    if client is None:
+        return buf
+    who = holders(sharding, shape)
+    blocks = np.empty(buf.numblocks, dtype=object)
+    for pos in np.ndindex(*buf.numblocks):
+        block = buf.blocks[pos]
+        fut = client.compute(block, workers=sorted(set(who[pos])), allow_other_workers=False)
+        arr = da.from_delayed(dask.delayed(fut), shape=block.shape, dtype=block.dtype, meta=buf._meta)
+        blocks[pos] = arr
+        _PLACED[fut.key] = fut
+    return da.block(blocks.tolist()) if blocks.ndim else blocks[()]
+
+
+def placement(x) -> dict:
+    """{block position: worker addresses that hold it} for a dask array placed by ``device_put``
+    (from the cluster's own record, ``Client.who_has``)."""
+    from arrayx.executors import dask as dask_executor
+
+    client = dask_executor.get_scheduler()
+    keys = [k for k in x._buf.__dask_graph__() if isinstance(k, str) and k in _PLACED]
+    who = client.who_has([_PLACED[k] for k in keys])
+    return {k: sorted(v) for k, v in who.items()}
