@@ -104,6 +104,9 @@ def _put_one(x, target):
 
         return with_sharding_constraint(x, target)
     name = _executor_of_target(target)
+    if name == "cupy" and isinstance(target, NamedSharding):
+        raise NotImplementedError("device_put: a NamedSharding on the 'cupy' executor (one device per GPU) is not "
+                                  "implemented; use the 'jax' executor on GPUs, or numpy virtual devices")
     x = _on_executor(x, name)
     ex = x._ex
     if isinstance(target, Device):
@@ -127,9 +130,6 @@ def _put_one(x, target):
         from arrayx.sharding._dask import place
 
         out = _wrap(place(x._buf, target), ex)
-    elif name == "cupy":
-        raise NotImplementedError("device_put: a NamedSharding on the 'cupy' executor (one device per GPU) is not "
-                                  "implemented; use the 'jax' executor on GPUs, or numpy virtual devices")
     else:
         out = _wrap(_private(ex, x._buf), ex)
     _records.attach(out, target)

@@ -28,8 +28,8 @@ def ppermute(x, axis_name, perm):
     def one(v):
         v = v if isinstance(v, ax.Array) else ax.asarray(v)
         me = axis_index(axis_name)
-        src = ax.take(ax.asarray([max(s, 0) for s in src_of], dtype=ax.int32), me)
-        has = ax.take(ax.asarray([s >= 0 for s in src_of]), me)
+        src = dynamic_index_in_dim(ax.asarray([max(s, 0) for s in src_of], dtype=ax.int32), me, 0, keepdims=False)
+        has = dynamic_index_in_dim(ax.asarray([s >= 0 for s in src_of]), me, 0, keepdims=False)
         picked = dynamic_index_in_dim(all_gather(v, axis_name), src, 0, keepdims=False)
         return ax.where(has, picked, ax.zeros_like(picked))
 

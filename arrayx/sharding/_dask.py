@@ -78,5 +78,8 @@ def placement(x) -> dict:
 
     client = dask_executor.get_scheduler()
     keys = [k for k in x._buf.__dask_graph__() if isinstance(k, str) and k in _PLACED]
-    who = client.who_has([_PLACED[k] for k in keys])
+    futures = [_PLACED[k] for k in keys]
+    if futures:
+        client.gather(futures)  # finished (no default client is set: wait() would need one)
+    who = client.who_has(futures)
     return {k: sorted(v) for k, v in who.items()}
