@@ -17,7 +17,8 @@ _KEEPS = {"sort", "argsort", "cumulative_sum", "cumulative_prod", "cumulative_ma
 
 
 def _spec_of_eqn(eqn, ins):
-    """The output specs (tuples of names per dimension, or None: replicated) of one equation."""
+    """The output specs (tuples of names per dimension, or None: replicated) of one equation, and
+    the mesh it sets (``with_sharding_constraint``) or None."""
     name = eqn.prim.name
     params = eqn.params
     outs = eqn.outputs
@@ -25,60 +26,139 @@ def _spec_of_eqn(eqn, ins):
         s = params["sharding"]
         return [s.spec.normalized(len(outs[0].aval.shape)) if isinstance(s, NamedSharding) else None], \
             s.mesh if isinstance(s, NamedSharding) else None
-    if len(outs) != 1:
-        return [None] * len(outs), None
-    oshape = tuple(outs[0].aval.shape)
-    nd = len(oshape)
     shaped = [(tuple(v.aval.shape), s) for v, s in zip(eqn.inputs, ins) if hasattr(v, "aval")]
+    return spec_rule(name, params, shaped, [tuple(o.aval.shape) for o in outs]), None
+
+
+def spec_rule(name: str, params: dict, shaped: list, oshapes: list) -> list:
+    """The rule of one operation (the one place both ``jit``'s pass and the eager hook use):
+    ``shaped`` holds ``(shape, spec or None)`` per array operand, ``oshapes`` the results' shapes;
+    gives one spec (a tuple of name tuples per dimension) or None (replicated) per result."""
+    if len(oshapes) != 1:
+        return [None] * len(oshapes)
+    oshape = oshapes[0]
+    nd = len(oshape)
     if name == "broadcast_in_dim":
         (shape, s), = shaped[:1]
         dims = params.get("broadcast_dimensions")
         if s is None or dims is None:
-            return [None], None
+            return [None]
         out = [()] * nd
         for i, d in enumerate(dims):
             if i < len(s) and shape[i] == oshape[d]:
                 out[d] = s[i]
-        return [tuple(out)], None
+        return [tuple(out)]
     if name == "permute_dims":
         (shape, s), = shaped[:1]
         if s is None:
-            return [None], None
+            return [None]
         s = _pad(s, len(shape))
-        return [tuple(s[a] for a in params["axes"])], None
+        return [tuple(s[a] for a in params["axes"])]
+    if name == "matrix_transpose" and shaped and len(shaped[0][0]) >= 2:
+        shape, s = shaped[0]
+        if s is None:
+            return [None]
+        s = _pad(s, len(shape))
+        return [s[:-2] + (s[-1], s[-2])]
+    if name == "moveaxis" and shaped:
+        shape, s = shaped[0]
+        if s is None:
+            return [None]
+        s, n = _pad(s, len(shape)), len(shape)
+        src = [a % n for a in (params["source"] if isinstance(params["source"], tuple) else (params["source"],))]
+        dst = [a % n for a in (params["destination"] if isinstance(params["destination"], tuple)
+                               else (params["destination"],))]
+        rest = iter([e for i, e in enumerate(s) if i not in src])
+        by_dst = dict(zip(dst, src))
+        return [tuple(s[by_dst[j]] if j in by_dst else next(rest) for j in range(n))]
+    if name in ("reshape", "squeeze", "expand_dims") and shaped:
+        return [_reshaped(*shaped[0], oshape)]
     if "axis" in params and "keepdims" in params and shaped:
         shape, s = shaped[0]
         if s is None:
-            return [None], None
+            return [None]
         s = _pad(s, len(shape))
         axes = params["axis"]
         axes = tuple(range(len(shape))) if axes is None else ((axes,) if isinstance(axes, int) else tuple(axes))
         axes = {a % max(1, len(shape)) for a in axes}
         if params["keepdims"]:
-            return [tuple(() if i in axes else e for i, e in enumerate(s))], None
-        return [tuple(e for i, e in enumerate(s) if i not in axes)], None
+            return [tuple(() if i in axes else e for i, e in enumerate(s))]
+        return [tuple(e for i, e in enumerate(s) if i not in axes)]
     if name == "matmul" and len(shaped) == 2:
         (sa, a), (sb, b) = shaped
         a = _pad(a, len(sa)) if a is not None else ((),) * len(sa)
         b = _pad(b, len(sb)) if b is not None else ((),) * len(sb)
         if len(sa) == 1 and len(sb) == 1:
-            return [()], None
+            return [()]
         if len(sa) == 1:
-            return [tuple(b[:-2]) + (b[-1],)], None
+            return [_distinct(tuple(b[:-2]) + (b[-1],))]
         if len(sb) == 1:
-            return [tuple(a[:-1])], None
+            return [tuple(a[:-1])]
         batch = tuple(x or y for x, y in zip(a[:-2], b[:-2]))
-        return [batch + (a[-2], b[-1])], None
-    if name in _KEEPS or all(sh == oshape or sh == () for sh, _ in shaped):
+        return [_distinct(batch + (a[-2], b[-1]))]
+    if name in _KEEPS or all(_broadcasts(sh, oshape) for sh, _ in shaped):
+        # elementwise (operands broadcast to the result, right-aligned): a dimension keeps the split
+        # of the first operand that has it whole-sized and split (an axis name used once)
         merged = [()] * nd
         for sh, s in shaped:
-            if s is None or sh != oshape:
+            if s is None or not _broadcasts(sh, oshape):
                 continue
-            for i, e in enumerate(_pad(s, nd)):
-                if e and not merged[i] and not any(n in m for m in merged for n in e):
-                    merged[i] = e
-        return [tuple(merged)], None
-    return [None], None
+            off = nd - len(sh)
+            for i, e in enumerate(_pad(s, len(sh))):
+                j = i + off
+                if e and sh[i] == oshape[j] and not merged[j] and not any(n in m for m in merged for n in e):
+                    merged[j] = e
+        return [tuple(merged)]
+    return [None]
+
+
+def _reshaped(shape: tuple, s, oshape: tuple):
+    """A reshape keeps the split of an input dimension that is the major (first non-1) one of the
+    dimensions merged into, or split from, one output dimension; other splits are dropped
+    (replicated).  The caller refuses a split the output dimension's size does not divide."""
+    if s is None or any(not isinstance(n, int) or n == 0 for n in shape + oshape):
+        return None
+    s = _pad(s, len(shape))
+    out = [()] * len(oshape)
+    i = j = 0
+    try:
+        while i < len(shape) and j < len(oshape):
+            gi, gj, pi, po = [i], [j], shape[i], oshape[j]
+            i, j = i + 1, j + 1
+            while pi != po:
+                if pi < po:
+                    pi *= shape[i]
+                    gi.append(i)
+                    i += 1
+                else:
+                    po *= oshape[j]
+                    gj.append(j)
+                    j += 1
+            major_in = next((d for d in gi if shape[d] != 1), None)
+            major_out = next((d for d in gj if oshape[d] != 1), None)
+            if major_in is not None and major_out is not None:
+                out[major_out] = s[major_in]
+    except IndexError:
+        return None
+    return tuple(out)
+
+
+def _broadcasts(shape: tuple, oshape: tuple) -> bool:
+    if len(shape) > len(oshape):
+        return False
+    off = len(oshape) - len(shape)
+    return all(n == oshape[i + off] or n == 1 for i, n in enumerate(shape))
+
+
+def _distinct(spec: tuple) -> tuple:
+    """``spec`` with a mesh axis kept only where it first splits a dimension (an axis splits one)."""
+    seen: set = set()
+    out = []
+    for e in spec:
+        keep = () if any(n in seen for n in e) else e
+        seen.update(keep)
+        out.append(keep)
+    return tuple(out)
 
 
 def _pad(s, n):
@@ -114,7 +194,7 @@ def output_shardings(graph, in_shardings: tuple) -> list:
         mesh = emesh or mesh
         for o, s in zip(eqn.outputs, specs):
             if mesh is not None:
-                env[o] = (mesh, () if s is None else s)
+                env[o] = (mesh, _fits(mesh, s, tuple(o.aval.shape)))
     out = []
     for o in graph.outputs:
         got = env.get(o) if o.__class__ is Var else None
@@ -123,8 +203,24 @@ def output_shardings(graph, in_shardings: tuple) -> list:
     return out
 
 
+def _fits(mesh, spec, shape) -> tuple:
+    """``spec`` where it splits ``shape`` evenly over ``mesh``, else () (replicated)."""
+    if not spec:
+        return ()
+    for names, n in zip(spec, shape):
+        k = 1
+        for a in names:
+            k *= mesh.shape[a]
+        if not isinstance(n, int) or n % k:
+            return ()
+    return spec
+
+
 def _named(mesh, spec):
-    return NamedSharding(mesh, PartitionSpec(*[(e[0] if len(e) == 1 else e) if e else None for e in spec]))
+    entries = [(e[0] if len(e) == 1 else e) if e else None for e in spec]
+    while entries and entries[-1] is None:  # as XLA's results: P('x',), not P('x', None)
+        entries.pop()
+    return NamedSharding(mesh, PartitionSpec(*entries))
 
 
 def attach_outputs(graph, in_arrays, out_arrays) -> None:
@@ -147,12 +243,76 @@ def attach_outputs(graph, in_arrays, out_arrays) -> None:
     shardings = output_shardings(graph, (None,) * consts + tuple(ins))
     for o, s in zip(out_arrays, shardings):
         if s is not None and o.__class__.__name__ == "Array":
-            if o._ex.name == "dask":
-                from arrayx.sharding._dask import chunks_of
-
-                o._buf = o._buf.rechunk(chunks_of(s, tuple(o.shape)))
-            _records.attach(o, s)
+            o._buf = _laid_out(o._ex, o._buf, s)
     return out_arrays
+
+
+def _laid_out(ex, buf, sharding):
+    """``buf`` recorded as holding ``sharding``'s blocks (on dask: rechunked to one chunk per block)."""
+    from arrayx.sharding import _records
+
+    if ex.name == "dask" and isinstance(sharding, NamedSharding):
+        from arrayx.sharding._dask import chunks_of
+
+        chunks = chunks_of(sharding, tuple(buf.shape))
+        if tuple(buf.chunks) != chunks:
+            buf = buf.rechunk(chunks)
+    _records.attach_buffer(buf, sharding)
+    return buf
+
+
+def eager_result(prim, ex, bufs, params, out):
+    """The eager hook (``core.eager_hook``, installed while some buffer has a sharding record): an
+    op of sharded operands gives its result(s) the sharding :func:`spec_rule` gives (the same
+    rules as ``jit``'s pass; JAX's eager ops on committed arrays run ``jit`` of the op), operands
+    of one virtual device keep it; unsharded operands give an unsharded result (nothing done)."""
+    from arrayx.sharding._records import lookup_buffer
+
+    mesh = None
+    single = None
+    got = []
+    for b in bufs:
+        s = lookup_buffer(b)
+        if s.__class__ is NamedSharding:
+            if mesh is None:
+                mesh = s.mesh
+            got.append(s)
+        else:
+            if s is not None:
+                single = s
+            got.append(None)
+    if mesh is None:
+        if single is None or ex.name == "jax":
+            return out
+        outs = out if prim.multiple_results else (out,)
+        for o in outs:
+            if o is not None and all(o is not b for b in bufs):
+                _records_attach(o, single)
+        return out
+    shaped = []
+    for b, s in zip(bufs, got):
+        shape = getattr(b, "shape", None)
+        if shape is None:
+            continue
+        shaped.append((tuple(shape), s.spec.normalized(len(shape)) if s is not None and s.mesh == mesh else None))
+    outs = out if prim.multiple_results else (out,)
+    oshapes = [tuple(o.shape) for o in outs]
+    if any(not isinstance(n, int) for sh in oshapes for n in sh):  # dask: sizes known only by computing
+        return out
+    specs = spec_rule(prim.name, params or {}, shaped, oshapes)
+    laid = []
+    for o, spec, shape in zip(outs, specs, oshapes):
+        if any(o is b for b in bufs):  # the operand itself (a no-op): it keeps its own record
+            laid.append(o)
+            continue
+        laid.append(_laid_out(ex, o, _named(mesh, _fits(mesh, spec or (), shape))))
+    return tuple(laid) if prim.multiple_results else laid[0]
+
+
+def _records_attach(buf, sharding):
+    from arrayx.sharding._records import attach_buffer
+
+    attach_buffer(buf, sharding)
 
 
 def install() -> None:
