@@ -82,7 +82,9 @@ class PartitionSpec(tuple):
     """How each dimension of an array is split over mesh axes: ``P("x", None)`` splits dimension 0
     over mesh axis ``"x"`` and keeps dimension 1 whole; ``P(("x", "y"))`` splits dimension 0 over both
     axes (``"x"`` major); dimensions past the spec's length are not split.  Mesh axes a spec does
-    not name replicate the array."""
+    not name replicate the array.  Equality is JAX's (0.10): ``P('x', None) != P('x')`` although
+    both lay an array out alike (``normalized(ndim)`` or ``NamedSharding.is_equivalent_to`` compare
+    layouts), ``P(('x',)) == P('x')``, and a spec never equals a plain tuple."""
 
     def __new__(cls, *entries):
         for e in entries:
@@ -112,15 +114,18 @@ class PartitionSpec(tuple):
         return tuple(out)
 
     def __eq__(self, other):
-        if isinstance(other, PartitionSpec):
-            return self.normalized() == other.normalized()
-        return tuple.__eq__(self, other)
+        # as JAX 0.10: entry by entry, a one-name tuple equal to the name (P(('x',)) == P('x')), but
+        # P('x', None) != P('x') and a spec is never equal to a plain tuple; compare layouts with
+        # NamedSharding.is_equivalent_to(other, ndim) or spec.normalized(ndim)
+        if not isinstance(other, PartitionSpec):
+            return False
+        return len(self) == len(other) and all(self.names_of(d) == other.names_of(d) for d in range(len(self)))
 
     def __ne__(self, other):
         return not self == other
 
     def __hash__(self):
-        return hash(self.normalized())
+        return hash(tuple(self.names_of(d) for d in range(len(self))))
 
     def __reduce__(self):
         return (PartitionSpec, tuple(self))

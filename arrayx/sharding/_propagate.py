@@ -243,8 +243,18 @@ def attach_outputs(graph, in_arrays, out_arrays) -> None:
     shardings = output_shardings(graph, (None,) * consts + tuple(ins))
     for o, s in zip(out_arrays, shardings):
         if s is not None and o.__class__.__name__ == "Array":
-            o._buf = _laid_out(o._ex, o._buf, s)
+            o._buf = _laid_out(o._ex, o._buf, _as_operand(s, ins, in_arrays, o.ndim))
     return out_arrays
+
+
+def _as_operand(s, shardings, operands, ndim: int):
+    """An operand's own sharding where ``s`` is the same layout of an array of the same rank (XLA
+    gives an elementwise result its operand's sharding, ``P('x', None)`` included), else ``s``."""
+    want = s.spec.normalized(ndim)
+    for t, x in zip(shardings, operands):
+        if t is not None and t.mesh == s.mesh and len(x.shape) == ndim and t.spec.normalized(ndim) == want:
+            return t
+    return s
 
 
 def _laid_out(ex, buf, sharding):
@@ -305,7 +315,8 @@ def eager_result(prim, ex, bufs, params, out):
         if any(o is b for b in bufs):  # the operand itself (a no-op): it keeps its own record
             laid.append(o)
             continue
-        laid.append(_laid_out(ex, o, _named(mesh, _fits(mesh, spec or (), shape))))
+        s = _as_operand(_named(mesh, _fits(mesh, spec or (), shape)), got, bufs, len(shape))
+        laid.append(_laid_out(ex, o, s))
     return tuple(laid) if prim.multiple_results else laid[0]
 
 

@@ -56,7 +56,10 @@ def test_replicated_axis_and_shards(vex):
     mesh = _mesh(vex)
     x = ax.reshape(ax.arange(32.0), (4, 8))
     y = ax.device_put(x, NamedSharding(mesh, P("x")))  # replicated over 'y'
-    assert y.sharding == NamedSharding(mesh, P("x", None)) and len(y.devices()) == 8
+    assert y.sharding == NamedSharding(mesh, P("x")) and len(y.devices()) == 8
+    # JAX 0.10's equality: the same layout, another spec
+    assert y.sharding != NamedSharding(mesh, P("x", None)) and y.sharding.is_equivalent_to(
+        NamedSharding(mesh, P("x", None)), 2)
     shards = y.addressable_shards
     assert len(shards) == 8 and sorted(s.replica_id for s in shards) == [0] * 2 + [1] * 2 + [2] * 2 + [3] * 2
     for s in shards:
@@ -89,6 +92,12 @@ def test_unsharded_array_and_device_put_pytree(vex):
     assert out["b"][1].sharding.spec == P("x")
     out = ax.device_put((x, x), (NamedSharding(mesh, P("x")), NamedSharding(mesh, P())))
     assert out[1].sharding.is_fully_replicated and out[0].sharding.spec == P("x")
+
+
+def test_partition_spec_equality_is_jax_s():
+    assert P("x", None) != P("x") and P(("x",)) == P("x") and P(("x", "y")) == P(("x", "y"))
+    assert P("x") != ("x",) and P() != P(None) and P("x", None).normalized(2) == P("x").normalized(2)
+    assert hash(P(("x",), None)) == hash(P("x", None))
 
 
 def test_mesh_equality_and_errors():
