@@ -107,6 +107,9 @@ def _put_one(x, target):
     if name == "cupy" and isinstance(target, NamedSharding):
         raise NotImplementedError("device_put: a NamedSharding on the 'cupy' executor (one device per GPU) is not "
                                   "implemented; use the 'jax' executor on GPUs, or numpy virtual devices")
+    host = None
+    if name == "dask" and isinstance(target, NamedSharding) and not (isinstance(x, Array) and x._ex.name == "dask"):
+        host = _host_values(x)  # host data goes to the workers block by block (client.scatter)
     x = _on_executor(x, name)
     ex = x._ex
     if isinstance(target, Device):
@@ -129,11 +132,17 @@ def _put_one(x, target):
     if name == "dask":
         from arrayx.sharding._dask import place
 
-        out = _wrap(place(x._buf, target), ex)
+        out = _wrap(place(x._buf, target, host), ex)
     else:
         out = _wrap(_private(ex, x._buf), ex)
     _records.attach(out, target)
     return out
+
+
+def _host_values(x):
+    if isinstance(x, Array):
+        return np.asarray(x._ex.to_host(x._buf))
+    return np.asarray(x)
 
 
 def _private(ex, buf):

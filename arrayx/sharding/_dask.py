@@ -3,11 +3,16 @@ many chunks as the mesh axes it is split over) plus, on a ``dask.distributed`` c
 make up the mesh, a placement: each block is computed on, and kept by, a worker that holds it."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from arrayx.sharding._shardings import NamedSharding, split_count
 
-_PLACED: dict = {}  # dask key of a placed block -> the Future that holds it (kept while the key is used)
+# dask key of a placed block -> the Future that holds it, for ``placement``.  Weak: a placed block's
+# Future lives in the graph of every dask array made from it (``from_delayed``), so the cluster
+# keeps the block while some array still needs it and releases it with the last one.
+_PLACED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def chunks_of(sharding: NamedSharding, shape) -> tuple:
@@ -49,24 +54,37 @@ def holders(sharding: NamedSharding, shape) -> dict:
     return out
 
 
-def place(buf, sharding: NamedSharding):
+def place(buf, sharding: NamedSharding, host=None):
     """``buf`` rechunked as ``sharding`` cuts it, each chunk computed on its worker where the mesh is
-    made of workers (else left lazy: the scheduler runs the chunks)."""
+    made of workers (else left lazy: the scheduler runs the chunks).  ``host`` (a NumPy array with
+    ``buf``'s values, when the data comes from the host) is cut into blocks sent to their workers
+    with ``client.scatter`` instead, so that no block travels inside a task graph."""
     import dask
     import dask.array as da
 
     shape = tuple(buf.shape)
-    buf = buf.rechunk(chunks_of(sharding, shape))
+    chunks = chunks_of(sharding, shape)
     client = _client(sharding.mesh)
     if client is None:
-        return buf
+        return buf.rechunk(chunks)
     who = holders(sharding, shape)
-    blocks = np.empty(buf.numblocks, dtype=object)
-    for pos in np.ndindex(*buf.numblocks):
-        block = buf.blocks[pos]
-        fut = client.compute(block, workers=sorted(set(who[pos])), allow_other_workers=False)
-        arr = da.from_delayed(dask.delayed(fut), shape=block.shape, dtype=block.dtype, meta=buf._meta)
-        blocks[pos] = arr
+    numblocks = tuple(len(c) for c in chunks)
+    blocks = np.empty(numblocks, dtype=object)
+    meta = buf._meta
+    if host is None:
+        buf = buf.rechunk(chunks)
+    for pos in np.ndindex(*numblocks):
+        workers = sorted(set(who[pos]))
+        if host is not None:
+            idx = tuple(slice(p * c[0], (p + 1) * c[0]) for p, c in zip(pos, chunks))
+            part = np.ascontiguousarray(host[idx])
+            fut = client.scatter(part, workers=workers, broadcast=len(workers) > 1, hash=False)
+            bshape, dtype = part.shape, part.dtype
+        else:
+            block = buf.blocks[pos]
+            fut = client.compute(block, workers=workers, allow_other_workers=False)
+            bshape, dtype = block.shape, block.dtype
+        blocks[pos] = da.from_delayed(dask.delayed(fut), shape=bshape, dtype=dtype, meta=meta)
         _PLACED[fut.key] = fut
     return da.block(blocks.tolist()) if blocks.ndim else blocks[()]
 
@@ -77,8 +95,7 @@ def placement(x) -> dict:
     from arrayx.executors import dask as dask_executor
 
     client = dask_executor.get_scheduler()
-    keys = [k for k in x._buf.__dask_graph__() if isinstance(k, str) and k in _PLACED]
-    futures = [_PLACED[k] for k in keys]
+    futures = [f for f in (_PLACED.get(k) for k in x._buf.__dask_graph__() if isinstance(k, str)) if f is not None]
     if futures:
         client.gather(futures)  # finished (no default client is set: wait() would need one)
     who = client.who_has(futures)

@@ -237,6 +237,58 @@ def test_dask_chunks_and_placement():
         assert sorted(w for ws in where.values() for w in ws) == sorted(client.scheduler_info()["workers"])
         f = ax.shard_map(lambda b: ax.psum(ax.sum(b, axis=0), "w"), mesh=mesh, in_specs=P("w"), out_specs=P())
         np.testing.assert_array_equal(np.asarray(f(x)), np.arange(16.0).reshape(4, 4).sum(axis=0))
+        # eager ops keep the sharding and one chunk per shard
+        y = 2 * x + 1
+        assert y.sharding == x.sharding and y._buf.chunks == ((2, 2), (4,))
+        np.testing.assert_array_equal(np.asarray(y), 2 * np.arange(16.0).reshape(4, 4) + 1)
+    finally:
+        dex.disconnect()
+        cluster.close()
+
+
+def test_dask_device_put_scatters_host_blocks_and_releases_them(monkeypatch):
+    pytest.importorskip("distributed")
+    import gc
+    import time
+
+    from distributed import Client, LocalCluster
+
+    import arrayx.executors.dask as dex
+    from arrayx.sharding import _dask
+
+    cluster = LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None)
+    try:
+        client = dex.connect(cluster)
+        mesh = ax.sharding.make_mesh((2,), ("w",), executor="dask")
+
+        def no_graph(*a, **k):
+            raise AssertionError("device_put of host data submitted a task graph instead of scattering blocks")
+
+        host = np.arange(64.0).reshape(8, 8)
+        with monkeypatch.context() as m:
+            m.setattr(Client, "compute", no_graph)
+            m.setattr(Client, "persist", no_graph)
+            x = ax.device_put(host, NamedSharding(mesh, P(None, "w")))
+        assert x._buf.chunks == ((8,), (4, 4))
+        where = _dask.placement(x)
+        assert len(where) == 2 and sorted(w for ws in where.values() for w in ws) == \
+            sorted(client.scheduler_info()["workers"])
+        np.testing.assert_array_equal(np.asarray(x), host)
+        y = ax.sum(x * 2, axis=0)
+        keys = set(where)
+        assert keys <= set(_dask._PLACED)
+        del x
+        gc.collect()
+        assert keys <= set(_dask._PLACED)  # y's graph still needs the blocks
+        np.testing.assert_array_equal(np.asarray(y), 2 * host.sum(axis=0))
+        del y
+        gc.collect()
+        assert not keys & set(_dask._PLACED)  # the last array gone: the blocks are released
+        for _ in range(100):  # the scheduler forgets them (asynchronously)
+            if not keys & set(client.who_has()):
+                break
+            time.sleep(0.05)
+        assert not keys & set(client.who_has())
     finally:
         dex.disconnect()
         cluster.close()
