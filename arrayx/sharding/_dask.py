@@ -23,14 +23,17 @@ def chunks_of(sharding: NamedSharding, shape) -> tuple:
     return tuple(out)
 
 
-def worker_of(dev):
+def worker_of(dev, workers=None):
     """The worker address a dask device stands for: a worker's own device, or virtual device ``i`` on
-    worker ``i % n_workers`` of the connected cluster; None without a cluster (the scheduler decides)."""
+    worker ``i % n_workers`` of the connected cluster (``workers``: its sorted worker addresses, when
+    the caller asked the scheduler once for many devices); None without a cluster."""
     from arrayx.sharding._mesh import _dask_workers
 
     if dev.label.startswith("worker:"):
         return dev.native
-    workers = _dask_workers() if dev.label.startswith("virtual:") else []
+    if not dev.label.startswith("virtual:"):
+        return None
+    workers = _dask_workers() if workers is None else workers
     return workers[dev.native % len(workers)] if workers else None
 
 

@@ -112,7 +112,7 @@ def _groups(mesh, coords, axis):
     return [[i for _, i in sorted(g)] for g in groups.values()]
 
 
-def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const):
+def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const, combine=_combine):
     consts = {v: wrap_const(c) for v, c in zip(graph.constvars, graph.consts)}
     for seg in segments(graph):
         if seg.eqn is not None:
@@ -121,7 +121,7 @@ def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const):
                 raise NameError(f"shard_map: collective over {name!r}, which is not an axis of {mesh!r}")
             for group in _groups(mesh, coords, name):
                 vals = [_read(envs[i], seg.inputs[0], consts) for i in group]
-                for i, r in zip(group, _combine(xp, seg.eqn, vals)):
+                for i, r in zip(group, combine(xp, seg.eqn, vals)):
                     envs[i][seg.outputs[0]] = r
             continue
         for i, env in enumerate(envs):
@@ -201,22 +201,43 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
     run_id = uuid.uuid4().hex[:12]
     from arrayx.sharding._dask import worker_of
 
-    workers = [worker_of(d) for d, _ in mesh.coords()]
+    from arrayx.sharding._mesh import _dask_workers
+
+    known = _dask_workers() if any(d.label.startswith("virtual:") for d in mesh.devices.flat) else None
+    workers = [worker_of(d, known) for d, _ in mesh.coords()]
     bufs = [x._buf for x in leaves]
     shapes = [tuple(x.shape) for x in leaves]
-    envs, coords = _member_envs(graph, mesh, bufs, specs, shapes, lambda b, idx, dev: b[idx], np.int32)
+    envs, coords = _member_envs(graph, mesh, bufs, specs, shapes, _dask_block, np.int32)
 
     def compute(seg, ins, i):
+        ins = [_as_delayed(v) for v in ins]
         fn = lowered(numpy_ex, seg.graph)
+        single = len(seg.outputs) == 1  # the task's result is the block itself: no getitem task
         with dask.annotate(workers=[workers[i]], allow_other_workers=False) if workers[i] else _null():
-            task = dask.delayed(_call_tuple, pure=False)(fn, *ins, dask_key_name=f"shard-{run_id}-{id(seg)}-{i}")
+            task = dask.delayed(_call_one if single else _call_tuple, pure=False)(
+                fn, *ins, dask_key_name=f"shard-{run_id}-{id(seg)}-{i}")
+        if single:
+            v = seg.outputs[0]
+            return [da.from_delayed(task, shape=v.aval.shape, dtype=v.aval.dtype)]
         return [da.from_delayed(task[k], shape=v.aval.shape, dtype=v.aval.dtype) for k, v in enumerate(seg.outputs)]
 
-    per_output = _run_members(graph, mesh, envs, coords, compute, ex.xp, lambda c: _buffer_for(ex, c))
+    def combine(xp, eqn, vals):
+        # psum/pmax/pmin of the members' blocks: one task (a chain of binary ops is one task each)
+        vals = [v.as_array() if isinstance(v, _Block) else v for v in vals]
+        op = _REDUCERS.get(eqn.prim.name)
+        if op is None or not all(isinstance(v, da.Array) for v in vals):
+            return _combine(xp, eqn, vals)
+        task = dask.delayed(_reduce_blocks, pure=False)(op, *(_as_delayed(v) for v in vals), dask_key_name=f"{eqn.prim.name}-{run_id}-"
+                                                                                  f"{uuid.uuid4().hex[:8]}")
+        total = da.from_delayed(task, shape=vals[0].shape, dtype=vals[0].dtype)
+        return [total] * len(vals)
+
+    per_output = _run_members(graph, mesh, envs, coords, compute, ex.xp, lambda c: _buffer_for(ex, c), combine)
 
     def place(shape, blocks):
         grid: dict = {}
         for idx, p in blocks.values():
+            p = p.as_array() if isinstance(p, _Block) else p
             grid[tuple(0 if sl.start is None else sl.start for sl in idx)] = \
                 p if isinstance(p, da.Array) else da.from_array(np.asarray(p))
         if not shape:
@@ -236,12 +257,70 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
     return results
 
 
+def _dask_block(b, idx, dev):
+    """A member's block of dask array ``b``: the chunk itself (a Delayed of its key: no task, and no
+    graph optimisation when a task takes it) where ``idx`` is exactly one chunk, else a slice."""
+    import dask.array as da
+    from dask.delayed import Delayed
+
+    if not isinstance(b, da.Array):
+        return b[idx]
+    pos = []
+    for sl, chunks in zip(idx, b.chunks):
+        start = 0 if sl.start is None else sl.start
+        stop = sum(chunks) if sl.stop is None else sl.stop
+        edges = np.cumsum((0,) + tuple(chunks))
+        k = int(np.searchsorted(edges, start))
+        if k >= len(chunks) or edges[k] != start or edges[k + 1] != stop:
+            return b[idx]
+        pos.append(k)
+    return _Block(Delayed((b.name, *pos), b.__dask_graph__(), layer=b.name), b, tuple(pos))
+
+
+class _Block:
+    """A chunk of a dask array as a task argument (``delayed``) or, elsewhere, as an array."""
+
+    __slots__ = ("delayed", "array", "pos")
+
+    def __init__(self, delayed, array, pos):
+        self.delayed, self.array, self.pos = delayed, array, pos
+
+    def as_array(self):
+        return self.array.blocks[self.pos]
+
+
+def _as_delayed(v):
+    import dask.array as da
+
+    if isinstance(v, _Block):
+        return v.delayed
+    if isinstance(v, da.Array) and v.npartitions == 1:
+        from dask.delayed import Delayed
+
+        return Delayed((v.name,) + (0,) * v.ndim, v.__dask_graph__(), layer=v.name)
+    return v
+
+
 class _null:
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         return False
+
+
+_REDUCERS = {"psum": np.add, "pmax": np.maximum, "pmin": np.minimum}
+
+
+def _reduce_blocks(op, *blocks):
+    out = np.asarray(blocks[0])
+    for b in blocks[1:]:
+        out = op(out, b)
+    return np.asarray(out)
+
+
+def _call_one(fn, *ins):
+    return fn(*(np.asarray(b) for b in ins))[0]
 
 
 def _call_tuple(fn, *ins):
