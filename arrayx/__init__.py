@@ -64,6 +64,8 @@ from arrayx import pytree  # noqa: E402,F401
 from arrayx import debug  # noqa: E402,F401  (debug.print / debug.callback)
 from arrayx.transforms import *  # noqa: E402,F401,F403  (grad, jvp, vjp, vmap, jit, ...)
 from arrayx import random  # noqa: E402,F401
+from arrayx import sharding  # noqa: E402,F401  (Mesh, NamedSharding, P, ...)
+from arrayx.sharding import device_put, devices, shard_map  # noqa: E402,F401
 
 # submodules loaded on first access (they register primitives and rules when imported)
 _LAZY_SUBMODULES = ("nn", "lax")

@@ -19,7 +19,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import Primitive
 
-__all__ = ["print", "callback"]
+__all__ = ["print", "callback", "visualize_array_sharding"]
 
 class EffectfulPrimitive(Primitive):
     """A primitive with an effect (a host callback): dead-code elimination keeps it."""
@@ -110,3 +110,10 @@ def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - JAX's name
         builtins.print(fmt.format(*pos, **kw))
 
     callback(show, *args, *(kwargs[k] for k in keys))
+
+
+def visualize_array_sharding(x) -> None:
+    """Print which devices hold which block of a 1-D or 2-D array (see ``arrayx.sharding``)."""
+    from arrayx.sharding._api import visualize_array_sharding as show
+
+    show(x)

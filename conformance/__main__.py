@@ -15,7 +15,9 @@ filterable, colour-coded function x executor x transform matrix; a red cell open
 inputs and both results).  ``--quick`` draws one example per function and transform and keeps
 the PRNG rows of ``matrix.QUICK_RANDOM`` (under ten minutes on two cores).  ``--shard K/N`` runs
 every N-th row starting at row K (one process per core); ``--merge`` joins the parts' JSON files
-into one report, as if one process had run them; ``--rerun`` parts (rows run again at the same
+into one report, as if one process had run them; the sharding rows (``sharding.py``: the tutorial's
+programs on every executor against jax, in their own processes) run unless ``--functions`` or
+``--no-sharding`` is given (with ``--shard``, in part 0); ``--rerun`` parts (rows run again at the same
 settings after a fix) replace those rows, and the report lists them under ``rerun``.  Exit status 1 when a cell is DIFFERS, ERROR or GAP! (an unlisted gap).
 """
 from __future__ import annotations
@@ -189,6 +191,10 @@ def render_summary(data: dict) -> str:
             lines.append(f"  {e}: " + (f"{o['passed']} passed, {o['failed_or_xfailed']} failed or known, "
                                         f"{len(o['new_failures'])} new failures" if "passed" in o else o["error"][:200])
                          + (f"  [{o['command']}]" if "stored" in o else ""))
+    if data.get("sharding"):
+        from conformance import sharding
+
+        lines.append(sharding.render(data["sharding"]))
     return "\n".join(lines)
 
 
@@ -211,6 +217,8 @@ def main(argv=None) -> int:
     p.add_argument("--official-max-examples", type=int, default=10, help="--max-examples of the official suite")
     p.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: fixed per row, repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-sharding", action="store_true",
+                   help="skip the sharding rows (conformance/sharding.py; run unless --functions is given)")
     p.add_argument("--shard", default=None, metavar="K/N", help="run every N-th row starting at row K (0 <= K < N)")
     p.add_argument("--merge", nargs="+", default=None, metavar="PART",
                    help="join the conformance.json files of shards (same executors, transforms, examples, seed) and exit")
@@ -294,6 +302,10 @@ def main(argv=None) -> int:
         data["official"] = run_official(args.array_api_tests, exs, args.official_max_examples)
     else:
         data["official"] = stored_official(exs)
+    if not (args.no_sharding or args.functions or (args.shard and shard(args.shard)[0] != 0)):
+        from conformance import sharding
+
+        data["sharding"] = sharding.rows(exs)  # the tutorial's programs, each executor against jax
     return _write(data, pathlib.Path(args.output))
 
 
@@ -348,6 +360,9 @@ def merge(parts: list[dict], reruns: list[dict] = ()) -> dict:
         "summary": summarise(rows, exs, transforms),
         "official": next((p["official"] for p in parts if p.get("official")), {}),
     })
+    sharding = next((p["sharding"] for p in parts if p.get("sharding")), None)
+    if sharding is not None:
+        data["sharding"] = sharding
     return data
 
 
@@ -374,7 +389,7 @@ def _write(data: dict, out: pathlib.Path) -> int:
     (out / "conformance.html").write_text(html.render(data))
     print(render_summary(data))
     print(f"\nwrote {out / 'conformance.json'} and {out / 'conformance.html'}")
-    return 1 if data["summary"]["failing_cells"] else 0
+    return 1 if data["summary"]["failing_cells"] or data.get("sharding", {}).get("failing") else 0
 
 
 def _deviations_table() -> list[dict]:

@@ -99,6 +99,26 @@ class _ArrayMethods:
         return self._ex.device_of(self._buf)
 
     @property
+    def sharding(self):
+        """Where the blocks of this array live (an ``arrayx.sharding`` Sharding)."""
+        from arrayx.sharding._api import sharding_of
+
+        return sharding_of(self)
+
+    def devices(self) -> set:
+        """The devices holding a block of this array."""
+        from arrayx.sharding._api import devices_of
+
+        return devices_of(self)
+
+    @property
+    def addressable_shards(self) -> list:
+        """Each device's block (``Shard(device, index, replica_id, data)``)."""
+        from arrayx.sharding._api import addressable_shards
+
+        return addressable_shards(self)
+
+    @property
     def executor(self) -> str:
         """Name of the executor this array lives on (an arrayx extension)."""
         return self._ex.name

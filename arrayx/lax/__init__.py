@@ -18,6 +18,7 @@ from arrayx.lax._slicing import (  # noqa: F401
 )
 from arrayx.lax._windows import avg_pool, max_pool, min_pool, reduce_window, sum_pool  # noqa: F401
 from arrayx.transforms.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: F401,A004
+from arrayx.sharding import ppermute, psum_scatter, with_sharding_constraint  # noqa: F401,E402
 
 __all__ = [
     "conv_general_dilated", "conv", "ConvDimensionNumbers", "conv_dimension_numbers",
@@ -25,4 +26,5 @@ __all__ = [
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
     "dynamic_index_in_dim", "index_update", "index_add", "index_min", "index_max", "top_k", "sort_key_val",
     "cond", "switch", "while_loop", "fori_loop", "scan", "map",
+    "with_sharding_constraint", "ppermute", "psum_scatter",
 ]

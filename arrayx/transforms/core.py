@@ -302,9 +302,14 @@ def run_eager(prim: Primitive, ex, bufs, params: dict):
     out = fn(*bufs, **params)
     atype = ex.array_type
     if prim.multiple_results:
-        return tuple(_wrap(o if o.__class__ is atype else ex.coerce(o), ex) for o in out)
+        out = tuple(o if o.__class__ is atype else ex.coerce(o) for o in out)
+        if eager_hook is not None:
+            out = eager_hook(prim, ex, bufs, params, out)
+        return tuple(_wrap(o, ex) for o in out)
     if out.__class__ is not atype:  # e.g. NumPy returns scalars for 0-d results
         out = ex.coerce(out)
+    if eager_hook is not None:
+        out = eager_hook(prim, ex, bufs, params, out)
     new = _object_new(Array)
     new._buf = out
     new._ex = ex
@@ -326,6 +331,8 @@ def run_eager1(prim: Primitive, ex, buf):
     out = fn(buf)
     if out.__class__ is not ex.array_type:
         out = ex.coerce(out)
+    if eager_hook is not None:
+        out = eager_hook(prim, ex, (buf,), None, out)
     new = _object_new(Array)
     new._buf = out
     new._ex = ex
@@ -344,6 +351,8 @@ def run_eager2(prim: Primitive, ex, buf1, buf2):
     out = fn(buf1, buf2)
     if out.__class__ is not ex.array_type:
         out = ex.coerce(out)
+    if eager_hook is not None:
+        out = eager_hook(prim, ex, (buf1, buf2), None, out)
     new = _object_new(Array)
     new._buf = out
     new._ex = ex
@@ -351,6 +360,10 @@ def run_eager2(prim: Primitive, ex, buf1, buf2):
 
 
 _object_new = object.__new__
+
+#: None, or (set by ``arrayx.sharding`` while some buffer has a sharding record) a function
+#: ``(prim, ex, bufs, params, out) -> out`` giving an eager result the sharding of its operands
+eager_hook = None
 
 
 def _wrap(buf, ex):

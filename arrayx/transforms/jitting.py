@@ -466,6 +466,8 @@ class JitFunction:
                 entry = self._fast.get(tuple(fast))
                 if entry is not None:
                     out = entry.fn(*bufs)
+                    if sharding_hook is not None:  # numpy/numba/dask results take their inputs' shardings
+                        return pytree.unflatten(entry.out_tree, sharding_hook(entry.graph, args, _wrap_all(out, ex)))
                     if entry.single:
                         new = _object_new(Array)
                         new._buf = out[0]
@@ -496,7 +498,10 @@ class JitFunction:
                         raise TypeError(f"jit({entry.name}): arrays live on different executors ({ex.name!r} "
                                         f"and {x._ex.name!r}); move one with x.to_device(...) first")
                     bufs.append(x._buf)
-            return pytree.unflatten(entry.out_tree, _wrap_all(fn(*bufs), ex or key[5]))
+            outs = _wrap_all(fn(*bufs), ex or key[5])
+            if sharding_hook is not None:
+                outs = sharding_hook(entry.graph, [x for x in leaves if isinstance(x, Array)], outs)
+            return pytree.unflatten(entry.out_tree, outs)
         arrays = [x for x in leaves if isinstance(x, Array)]
         outs = call_p.bind(*entry.consts, *arrays, graph=entry.graph, name=entry.name)
         return pytree.unflatten(entry.out_tree, list(outs))
@@ -623,7 +628,7 @@ def _as_array_output(fname, o):
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        donate_argnames=()) -> JitFunction:
+        donate_argnames=(), in_shardings=None, out_shardings=None) -> JitFunction:
     """``fun`` staged once per input signature and run as the executor's compiled graph.
 
     Use as ``jit(f)``, ``jit(f, static_argnums=1)`` or as a decorator (``@jit`` or
@@ -631,6 +636,8 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
     values and must be hashable; a new static value stages again.  Donated arguments
     (``donate_argnums``/``donate_argnames``) let an executor reuse their buffers
     (JAX does; the others ignore it): do not use a donated array afterwards.
+    ``in_shardings``/``out_shardings`` (shardings or pytree prefixes of them, see
+    ``arrayx.sharding``) place the arguments and constrain the results.
 
     >>> import arrayx as ax
     >>> @ax.jit
@@ -641,5 +648,17 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
+    if in_shardings is not None or out_shardings is not None:
+        from arrayx.sharding._jit import jit_with_shardings
+
+        return jit_with_shardings(fun, in_shardings, out_shardings, static_argnums=static_argnums,
+                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                  donate_argnames=donate_argnames)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+
+
+# set by arrayx.sharding once a NamedSharding exists: (graph, input arrays, output arrays) -> the
+# outputs, given the shardings their inputs imply on executors without a partitioner (numpy, dask)
+sharding_hook = None

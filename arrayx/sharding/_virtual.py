@@ -1,0 +1,363 @@
+"""Running a shard_map member graph on the mesh's executor with no transform active.
+
+The member graph is staged once per argument signature on the blocks' shapes, with one extra int32
+input per mesh axis (the member's coordinate, what ``axis_index`` returns), then:
+
+- numpy / numba: every member in turn on its own copy of its blocks, cut at the collectives
+  (``parallel.segments``); a collective over axis ``a`` combines the members that differ only in
+  their ``a`` coordinate (``parallel._combine``);
+- dask: the same, each member's segment one task (pinned to the worker the mesh names for the
+  member when the mesh is made of workers);
+- jax: ``jax.shard_map`` of the lowered graph, jitted.
+"""
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+from arrayx import pytree
+from arrayx.sharding import _records
+from arrayx.sharding._shardings import NamedSharding, shard_index, split_count
+from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
+from arrayx.transforms.parallel import _combine, _read, bind_axis, segments
+
+
+def _stage(f, fname, mesh, leaves, tree, specs, out_specs):
+    from arrayx.sharding._shard_map import _INSIDE, _check_spec, _specs_for
+    from arrayx.transforms.jitting import disable_jit
+    from arrayx.transforms.staging import StagingTrace, _as_output
+
+    ex = leaves[0]._ex if leaves else None
+    local = [ShapeDtypeStruct(tuple(n // split_count(s, mesh, d) for d, n in enumerate(x.shape)), x.dtype,
+                              aval_of(x).weak_type) for x, s in zip(leaves, specs)]
+    from arrayx.executors.base import get
+
+    ex = ex or get(mesh.executor)
+    trace = StagingTrace(None, ex.default_device(), fname)
+    ins = [trace.new_input(a) for a in local]
+    index = {a: trace.new_input(ShapeDtypeStruct((), np.dtype("int32"))) for a in mesh.axis_names}
+    info = {}
+
+    def body(*arrays):
+        import contextlib
+
+        with contextlib.ExitStack() as stack:
+            for a in mesh.axis_names:
+                stack.enter_context(bind_axis(a, mesh.shape[a], lambda a=a: index[a], "shard_map"))
+            stack.enter_context(disable_jit())
+            token = _INSIDE.set(mesh)
+            try:
+                out = f(*pytree.unflatten(tree, list(arrays)))
+            finally:
+                _INSIDE.reset(token)
+        outs, otree = pytree.flatten(out)
+        info["tree"] = otree
+        info["specs"] = [_check_spec(fname, "out_specs", s, mesh) for s in _specs_for("out_specs", out_specs, out,
+                                                                                     fname)]
+        return outs
+
+    outs = trace.run(body, ins)
+    graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
+    return graph, info["tree"], info["specs"], ex
+
+
+_CACHE: dict = {}
+
+
+def run(f, fname, mesh, leaves, tree, specs, out_specs, check):
+    key = (f, mesh, tree, tuple(specs), repr(out_specs),
+           tuple((tuple(x.shape), x.dtype, aval_of(x).weak_type, x._ex.name) for x in leaves))
+    try:
+        staged = _CACHE.get(key)
+    except TypeError:
+        staged, key = None, None
+    if staged is None:
+        staged = _stage(f, fname, mesh, leaves, tree, specs, out_specs)
+        if key is not None and len(_CACHE) < 256:
+            _CACHE[key] = staged
+    graph, otree, ospecs, ex = staged
+    for o, s in zip(graph.outputs, ospecs):
+        if len(s) > len(o.aval.shape):
+            raise ValueError(f"{fname}: out_specs entry {s!r} has more entries than the result has dimensions "
+                             f"({o.aval.shape})")
+    runner = {"jax": _run_jax, "dask": _run_dask}.get(ex.name, _run_in_turn)
+    if ex.name == "cupy":
+        raise NotImplementedError(f"{fname}: shard_map on the 'cupy' executor is not implemented; use 'jax' on GPUs")
+    outs = runner(ex, graph, fname, mesh, leaves, specs, ospecs, check)
+    return pytree.unflatten(otree, outs)
+
+
+# -- members in turn ------------------------------------------------------------------------------------
+
+
+def _member_envs(graph, mesh, bufs, specs, shapes, block_of, coord_value):
+    envs, coords = [], []
+    for dev, coord in mesh.coords():
+        env = {}
+        for v, b, s, shape in zip(graph.inputs, bufs, specs, shapes):
+            env[v] = block_of(b, shard_index(s, mesh, coord, shape), dev)
+        for v, a in zip(graph.inputs[len(bufs):], mesh.axis_names):
+            env[v] = coord_value(coord[a])
+        envs.append(env)
+        coords.append(coord)
+    return envs, coords
+
+
+def _groups(mesh, coords, axis):
+    """Members (indices) grouped by their coordinates off ``axis``, each group in ``axis`` order."""
+    groups: dict = {}
+    for i, c in enumerate(coords):
+        groups.setdefault(tuple(v for a, v in c.items() if a != axis), []).append((c[axis], i))
+    return [[i for _, i in sorted(g)] for g in groups.values()]
+
+
+def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const, combine=_combine):
+    consts = {v: wrap_const(c) for v, c in zip(graph.constvars, graph.consts)}
+    for seg in segments(graph):
+        if seg.eqn is not None:
+            name = seg.eqn.params["axis_name"]
+            if name not in mesh.axis_names:
+                raise NameError(f"shard_map: collective over {name!r}, which is not an axis of {mesh!r}")
+            for group in _groups(mesh, coords, name):
+                vals = [_read(envs[i], seg.inputs[0], consts) for i in group]
+                for i, r in zip(group, combine(xp, seg.eqn, vals)):
+                    envs[i][seg.outputs[0]] = r
+            continue
+        for i, env in enumerate(envs):
+            outs = compute(seg, [_read(env, a, consts) for a in seg.inputs], i)
+            env.update(zip(seg.outputs, outs))
+    return [[_read(env, o, consts) for env in envs] for o in graph.outputs]
+
+
+def _assemble(fname, mesh, coords, parts, spec, local_shape, ex, check, place):
+    """The global result from each member's block (replicas must agree when ``check``)."""
+    shape = tuple(n * split_count(spec, mesh, d) for d, n in enumerate(local_shape))
+    blocks: dict = {}
+    for c, p in zip(coords, parts):
+        idx = shard_index(spec, mesh, c, shape)
+        k = tuple((sl.start, sl.stop) for sl in idx)
+        if k in blocks:
+            if check and not _same(blocks[k][1], p):
+                unnamed = [a for a in mesh.axis_names if not any(a in spec.names_of(d) for d in range(len(spec)))]
+                raise ValueError(f"{fname}: out_specs {spec!r} does not name mesh axis {unnamed}, so the members along "
+                                 f"it must return equal values, but they differ; reduce over it (psum/pmean/...) or "
+                                 f"name it in out_specs (check_rep=False skips this check)")
+            continue
+        blocks[k] = (idx, p)
+    return place(shape, blocks)
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+    except TypeError:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs, check):
+    from arrayx.executors._lowering import _buffer_for, lowered
+    from arrayx.transforms.core import _wrap
+
+    bufs = [x._buf for x in leaves]
+    shapes = [tuple(x.shape) for x in leaves]
+    copy = (lambda b: np.array(b, copy=True)) if ex.name == "numpy" else \
+        (lambda b: ex.coerce(np.array(ex.to_host(b), copy=True)))
+    envs, coords = _member_envs(graph, mesh, bufs, specs, shapes, lambda b, idx, dev: copy(b[idx]),
+                                lambda i: ex.asarray(np.int32(i)))
+    per_output = _run_members(graph, mesh, envs, coords, lambda seg, ins, i: lowered(ex, seg.graph)(*ins), ex.xp,
+                              lambda c: _buffer_for(ex, c))
+
+    def place(shape, blocks):
+        first = next(iter(blocks.values()))[1]
+        out = np.empty(shape, dtype=np.asarray(first).dtype) if ex.name == "numpy" else None
+        if out is None:
+            out = np.empty(shape, dtype=np.asarray(ex.to_host(first)).dtype)
+            for idx, p in blocks.values():
+                out[idx] = ex.to_host(p)
+            return ex.coerce(out)
+        for idx, p in blocks.values():
+            out[idx] = p
+        return out
+
+    results = []
+    for o, parts, s in zip(graph.outputs, per_output, ospecs):
+        buf = _assemble(fname, mesh, coords, parts, s, tuple(o.aval.shape), ex, check, place)
+        arr = _wrap(buf, ex)
+        _records.attach(arr, NamedSharding(mesh, s))
+        results.append(arr)
+    return results
+
+
+def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
+    import dask
+    import dask.array as da
+
+    from arrayx.executors._lowering import _buffer_for, lowered
+    from arrayx.executors.base import get
+    from arrayx.transforms.core import _wrap
+
+    numpy_ex = get("numpy")
+    run_id = uuid.uuid4().hex[:12]
+    from arrayx.sharding._dask import worker_of
+
+    from arrayx.sharding._mesh import _dask_workers
+
+    known = _dask_workers() if any(d.label.startswith("virtual:") for d in mesh.devices.flat) else None
+    workers = [worker_of(d, known) for d, _ in mesh.coords()]
+    bufs = [x._buf for x in leaves]
+    shapes = [tuple(x.shape) for x in leaves]
+    envs, coords = _member_envs(graph, mesh, bufs, specs, shapes, _dask_block, np.int32)
+
+    def compute(seg, ins, i):
+        ins = [_as_delayed(v) for v in ins]
+        fn = lowered(numpy_ex, seg.graph)
+        single = len(seg.outputs) == 1  # the task's result is the block itself: no getitem task
+        with dask.annotate(workers=[workers[i]], allow_other_workers=False) if workers[i] else _null():
+            task = dask.delayed(_call_one if single else _call_tuple, pure=False)(
+                fn, *ins, dask_key_name=f"shard-{run_id}-{id(seg)}-{i}")
+        if single:
+            v = seg.outputs[0]
+            return [da.from_delayed(task, shape=v.aval.shape, dtype=v.aval.dtype)]
+        return [da.from_delayed(task[k], shape=v.aval.shape, dtype=v.aval.dtype) for k, v in enumerate(seg.outputs)]
+
+    def combine(xp, eqn, vals):
+        # psum/pmax/pmin of the members' blocks: one task (a chain of binary ops is one task each)
+        vals = [v.as_array() if isinstance(v, _Block) else v for v in vals]
+        op = _REDUCERS.get(eqn.prim.name)
+        if op is None or not all(isinstance(v, da.Array) for v in vals):
+            return _combine(xp, eqn, vals)
+        task = dask.delayed(_reduce_blocks, pure=False)(op, *(_as_delayed(v) for v in vals), dask_key_name=f"{eqn.prim.name}-{run_id}-"
+                                                                                  f"{uuid.uuid4().hex[:8]}")
+        total = da.from_delayed(task, shape=vals[0].shape, dtype=vals[0].dtype)
+        return [total] * len(vals)
+
+    per_output = _run_members(graph, mesh, envs, coords, compute, ex.xp, lambda c: _buffer_for(ex, c), combine)
+
+    def place(shape, blocks):
+        grid: dict = {}
+        for idx, p in blocks.values():
+            p = p.as_array() if isinstance(p, _Block) else p
+            grid[tuple(0 if sl.start is None else sl.start for sl in idx)] = \
+                p if isinstance(p, da.Array) else da.from_array(np.asarray(p))
+        if not shape:
+            return next(iter(grid.values()))
+        starts = [sorted({k[d] for k in grid}) for d in range(len(shape))]
+        nested = np.empty(tuple(len(s) for s in starts), dtype=object)
+        for k, v in grid.items():
+            nested[tuple(starts[d].index(k[d]) for d in range(len(shape)))] = v
+        return da.block(nested.tolist())
+
+    results = []
+    for o, parts, s in zip(graph.outputs, per_output, ospecs):
+        buf = _assemble(fname, mesh, coords, parts, s, tuple(o.aval.shape), ex, False, place)
+        arr = _wrap(buf, ex)
+        _records.attach(arr, NamedSharding(mesh, s))
+        results.append(arr)
+    return results
+
+
+def _dask_block(b, idx, dev):
+    """A member's block of dask array ``b``: the chunk itself (a Delayed of its key: no task, and no
+    graph optimisation when a task takes it) where ``idx`` is exactly one chunk, else a slice."""
+    import dask.array as da
+    from dask.delayed import Delayed
+
+    if not isinstance(b, da.Array):
+        return b[idx]
+    pos = []
+    for sl, chunks in zip(idx, b.chunks):
+        start = 0 if sl.start is None else sl.start
+        stop = sum(chunks) if sl.stop is None else sl.stop
+        edges = np.cumsum((0,) + tuple(chunks))
+        k = int(np.searchsorted(edges, start))
+        if k >= len(chunks) or edges[k] != start or edges[k + 1] != stop:
+            return b[idx]
+        pos.append(k)
+    return _Block(Delayed((b.name, *pos), b.__dask_graph__(), layer=b.name), b, tuple(pos))
+
+
+class _Block:
+    """A chunk of a dask array as a task argument (``delayed``) or, elsewhere, as an array."""
+
+    __slots__ = ("delayed", "array", "pos")
+
+    def __init__(self, delayed, array, pos):
+        self.delayed, self.array, self.pos = delayed, array, pos
+
+    def as_array(self):
+        return self.array.blocks[self.pos]
+
+
+def _as_delayed(v):
+    import dask.array as da
+
+    if isinstance(v, _Block):
+        return v.delayed
+    if isinstance(v, da.Array) and v.npartitions == 1:
+        from dask.delayed import Delayed
+
+        return Delayed((v.name,) + (0,) * v.ndim, v.__dask_graph__(), layer=v.name)
+    return v
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_REDUCERS = {"psum": np.add, "pmax": np.maximum, "pmin": np.minimum}
+
+
+def _reduce_blocks(op, *blocks):
+    out = np.asarray(blocks[0])
+    for b in blocks[1:]:
+        out = op(out, b)
+    return np.asarray(out)
+
+
+def _call_one(fn, *ins):
+    return fn(*(np.asarray(b) for b in ins))[0]
+
+
+def _call_tuple(fn, *ins):
+    return tuple(fn(*(np.asarray(b) for b in ins)))
+
+
+def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs, check):
+    import jax
+    import jax.numpy as jnp
+
+    from arrayx.sharding._jax import jax_mesh, jax_spec
+    from arrayx.transforms.core import _wrap
+    from arrayx.transforms.parallel import _JAX_MAPPED
+
+    if mesh.executor != "jax":
+        raise ValueError(f"{fname}: the arguments live on 'jax' but {mesh!r} is over {mesh.executor!r} devices")
+    names = mesh.axis_names
+    key = ("jax shard_map", mesh, tuple(specs), tuple(ospecs), bool(check))
+    fn = graph.derived.get(key)
+    if fn is None:
+        body = ex.lower(graph)
+        k = len(names)
+
+        def member(*a):
+            return tuple(body(*a[:-k], *(i.reshape(()) for i in a[-k:])))
+
+        smap = getattr(jax, "shard_map", None)
+        kw = {"check_vma": False} if smap is not None else {"check_rep": False}
+        if smap is None:
+            from jax.experimental.shard_map import shard_map as smap
+        fn = graph.derived[key] = jax.jit(smap(member, mesh=jax_mesh(mesh),
+                                               in_specs=tuple(jax_spec(s) for s in specs) +
+                                               tuple(jax.sharding.PartitionSpec(a) for a in names),
+                                               out_specs=tuple(jax_spec(s) for s in ospecs), **kw))
+    token = _JAX_MAPPED.set(_JAX_MAPPED.get() | set(names))
+    try:
+        outs = fn(*(x._buf for x in leaves), *(jnp.arange(mesh.shape[a], dtype=jnp.int32) for a in names))
+    finally:
+        _JAX_MAPPED.reset(token)
+    return [_wrap(o, ex) for o in outs]
