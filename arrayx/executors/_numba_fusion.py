@@ -47,7 +47,8 @@ from arrayx.executors._numba_fused_run import (  # noqa: F401 (kernel_stats, _pr
     _FUSED, CACHE_MAX_KERNELS, RegionRunner, _inputs, _prune, kernel_stats,
 )
 from arrayx.executors._fusion_regions import (  # noqa: F401 (the partition, shared with the CuPy and Dask lowerings)
-    _BROADCASTS, _CASTS, _DTYPES, _WHERE_LIKE, NULLARY, REDUCERS, Region, _dtype_of, _expanded, _literal_dtype,
+    _BROADCASTS, _CASTS, _DTYPES, _WHERE_LIKE, NULLARY, REDUCERS, Aliases, Region, _dtype_of, _expanded,
+    _literal_dtype,
 )
 from arrayx.executors._fusion_regions import acc_dtype as _acc_dtype
 from arrayx.executors._fusion_regions import regions_of as _regions_of
@@ -542,7 +543,8 @@ def fuse(ex, graph: Graph):
     steps = regions_of(graph, ex.fusion_min_size)
     uses = uses_of(graph)
     graph_outputs = {o for o in graph.outputs if o.__class__ is Var}
-    fresh: set = set()  # Vars whose buffers a fused kernel allocated (no view of them exists yet)
+    aliases = Aliases(steps)  # values that may share memory (views), values handed to callbacks
+    fresh: set = set()  # Vars whose buffers a fused kernel allocated
     equations, runners = [], []
     done: set = set()  # ids of the equations of the steps before this one
     for step in steps:
@@ -551,9 +553,13 @@ def fuse(ex, graph: Graph):
             done.add(id(step))
             continue
         members = {id(e) for e in step.eqns}
-        # buffers no view of which exists and that nothing after this region reads
-        donatable = {a for a in fresh if a not in graph_outputs
-                     and all(id(e) in members or id(e) in done for e in uses.get(a, ()))}
+
+        def live_after(u, itself, members=members):
+            """Whether ``u`` is read after this region (a view of the donor: also by this region)."""
+            return any(id(e) not in done and not (itself and id(e) in members) for e in uses.get(u, ()))
+
+        # buffers that nothing after this region reads, through no view or callback either
+        donatable = {a for a in fresh if aliases.reusable(a, live_after, graph_outputs)}
         plan_ = plan(step, uses, graph_outputs, donatable)
         ins = _inputs(plan_)
         outs = plan_.stored + tuple(v for v, *_ in plan_.reductions)
