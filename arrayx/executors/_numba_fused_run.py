@@ -212,10 +212,13 @@ class RegionRunner:
             kargs += [p] if q is None else [p, q]
         try:
             if self.kernel is None:
-                self.kernel = _kernel(plan_.source)
-                self.kernel(self._team.claimed_claims(), self.cuts, *kargs)  # compiled here, never in a worker
+                kernel = _kernel(plan_.source)
+                kernel(self._team.claimed_claims(), self.cuts, *kargs)  # compiled here, never in a worker
                 if self._team_size > 1:
                     self.team = self._team.team(self._team_size)
+                # set last: an interruption (KeyboardInterrupt) before this point leaves the region
+                # to be set up again on its next call, never without its team
+                self.kernel = kernel
             self.run_kernel(kargs)
         except Exception as e:
             from numba.core.errors import NumbaError
@@ -250,8 +253,11 @@ def _contiguous(b, empty):
 
 def _threads() -> int:
     """Numba's thread count, without starting Numba's threading layer (~20 ms) just to read it."""
-    import numba
     from numba.np.ufunc import parallel
+
+    from arrayx.executors._numba_layer import numba as _numba
+
+    numba = _numba()  # the threading layer set before anything can start it
 
     return numba.get_num_threads() if parallel._is_initialized else numba.config.NUMBA_NUM_THREADS
 

@@ -447,6 +447,9 @@ def _load(stem: str, source: str):
     The module is compiled from the source text itself (no ``.pyc``: nothing but Numba's own
     files is read back from the cache folder), under the file's name so that Numba can cache it.
     """
+    from arrayx.executors import _numba_layer
+
+    _numba_layer.numba()  # a parallel kernel starts Numba's threads: the layer set first
     path = _source_file(stem, source)
     name = f"_arrayx_numba_{stem}"
     module = types.ModuleType(name)
