@@ -142,12 +142,13 @@ def _nullary_fusible(eqn) -> bool:
     return float(delta).is_integer() and abs(delta) * p["shape"][0] <= 2.0 ** 53
 
 
-def regions_of(graph: Graph, min_size: int, fusible: dict) -> list:
+def regions_of(graph: Graph, min_size: int, fusible: dict, max_ops: int | None = None) -> list:
     """The steps of ``graph``: Equations run as they are, and Regions, in an order that respects
     every dependency (a region runs when something outside needs one of its values).
     ``fusible`` maps the elementwise primitives a lowering fuses to entries with ``.kinds`` (the
     dtype kinds of their first operand, x1 for where); regions of fewer than ``min_size``
-    elements are not made."""
+    elements are not made; a region holds at most ``max_ops`` equations (a longer run is split:
+    the next region reads the values it needs from the previous one's outputs)."""
     steps: list = []
     open_regions: dict[tuple, Region] = {}
     owner: dict = {}  # Var -> the open Region computing it
@@ -172,6 +173,9 @@ def regions_of(graph: Graph, min_size: int, fusible: dict) -> list:
             steps.append(eqn)
             continue
         region = open_regions.get(shape)
+        if region is not None and max_ops is not None and len(region.eqns) >= max_ops:
+            close(region)
+            region = None
         if region is not None:
             reduces = eqn.prim.name in REDUCERS
             if any(a in region.reduced for a in ins) or (

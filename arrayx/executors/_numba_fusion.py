@@ -105,6 +105,11 @@ _CLIP = {
 #: the executor's ``fusion_min_size``); parallel kernels from PARALLEL_MIN_SIZE elements
 FUSION_MIN_SIZE = 1 << 12
 PARALLEL_MIN_SIZE = 1 << 16
+#: most equations in one fused kernel; a longer run is split into several kernels.  Numba's and
+#: LLVM's time grows faster than linearly with a kernel's size (one kernel of 200 ops took 3 s to
+#: compile, of 1,000 ops 11 s, of 4,000 ops 70 s and 1 GB), while each split costs one more pass
+#: over memory: see benchmarks/bench_numba_region_size.py for the figures behind this value
+MAX_REGION_OPS = 96
 _BLOCK = 1024  # values folded at a time (the fold buffer stays in L1)
 
 _COMPARISONS = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "isnan",
@@ -132,7 +137,7 @@ def regions_of(graph: Graph, min_size: int = FUSION_MIN_SIZE) -> list:
     """The steps of ``graph`` with this module's table of fusible primitives (``_fusion_regions``)."""
     if not FUSIBLE:
         FUSIBLE.update(_fusible_table())
-    return _regions_of(graph, min_size, FUSIBLE)
+    return _regions_of(graph, min_size, FUSIBLE, MAX_REGION_OPS)
 
 
 # -- code generation ------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -126,6 +127,7 @@ class NumbaExecutor(NumpyExecutor):
         # The workqueue layer must not be entered by two threads at once: a call that finds
         # the lock taken runs on NumPy instead of waiting.
         self._launch = threading.Lock()
+        _EXECUTORS.add(self)
 
     # -- loading ------------------------------------------------------------------------
     def _load(self):
@@ -311,6 +313,15 @@ class NumbaExecutor(NumpyExecutor):
 
 
 _CPU = Device("numba", "cpu")
+_EXECUTORS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for ex in list(_EXECUTORS):  # a parent thread inside a parallel kernel held it: new in the child
+        ex._launch = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -510,7 +510,11 @@ def test_cache_is_pruned_to_the_newest_kernels(tmp_path):
             p.write_text("x")
             os.utime(p, (1000 + i, 1000 + i))
     (tmp_path / "add_vv_float64.py").write_text("x")  # eager kernels are not the fused cache's
-    F._prune(tmp_path, keep=2)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)  # the cache folder is used through a held handle
+    try:
+        F._prune(fd, keep=2)
+    finally:
+        os.close(fd)
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["add_vv_float64.py"] + sorted(
         f"fused_{i:024d}{s}" for i in (3, 4) for s in (".py", ".kernel-22.py311.nbi", ".kernel-22.py311.1.nbc"))
