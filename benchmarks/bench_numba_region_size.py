@@ -4,7 +4,7 @@ A chain of N elementwise ops (one region when uncapped) is jitted in a fresh pro
 empty kernel cache; the first call's time is compile time, the best of the next calls the run
 time.  ``--cap K`` sets ``_numba_fusion.MAX_REGION_OPS`` (0: no cap, one kernel per chain).
 
-    python benchmarks/bench_numba_region_size.py --ops 200 1000 --cap 0 96
+    python benchmarks/bench_numba_region_size.py --ops 200 1000 --cap 0 64
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ print(json.dumps({"ops": n, "cap": cap, "regions": regions, "first_call_s": roun
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ops", type=int, nargs="+", default=[200, 1000])
-    p.add_argument("--cap", type=int, nargs="+", default=[0, 96])
+    p.add_argument("--cap", type=int, nargs="+", default=[0, 64])
     args = p.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for n in args.ops:

@@ -109,7 +109,7 @@ PARALLEL_MIN_SIZE = 1 << 16
 #: LLVM's time grows faster than linearly with a kernel's size (one kernel of 200 ops took 3 s to
 #: compile, of 1,000 ops 11 s, of 4,000 ops 70 s and 1 GB), while each split costs one more pass
 #: over memory: see benchmarks/bench_numba_region_size.py for the figures behind this value
-MAX_REGION_OPS = 96
+MAX_REGION_OPS = 64
 _BLOCK = 1024  # values folded at a time (the fold buffer stays in L1)
 
 _COMPARISONS = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "isnan",
