@@ -688,3 +688,28 @@ def test_fresh_results_never_share_memory_with_operands(name):
                 a = xp.asarray(host)
                 out = call(a)
                 assert not np.shares_memory(np.asarray(out), np.asarray(a)), (name, ex, shape)
+
+
+def test_long_chains_are_split_into_capped_regions(executor):
+    """A run of elementwise ops longer than ``MAX_REGION_OPS`` becomes several kernels (a kernel's
+    compile time grows faster than its size), each of at most that many equations; values as NumPy's."""
+    from arrayx.executors import _numba_fusion as F
+
+    n = 3 * F.MAX_REGION_OPS + 5
+
+    def chain(x):
+        y = x
+        for i in range(n // 2):
+            y = (y * 0.999 + 0.001) if i % 2 else xp.sin(y) + 0.5
+        return y
+
+    check(chain, normal(40, 50), regions=-(-(n // 2 * 2) // F.MAX_REGION_OPS) if executor == "numba" else None)
+    if executor == "numba":
+        jf, a = xp.jit(chain), xp.asarray(normal(40, 50))
+        jf(a)
+        runners = _compiled(jf, a).regions
+        assert all(len(r.plan.stored) >= 1 for r in runners)
+        from arrayx.executors._numba_fusion import regions_of
+
+        steps = regions_of(jf.trace(a).graph, 0)
+        assert max(len(s.eqns) for s in steps if hasattr(s, "eqns")) <= F.MAX_REGION_OPS
