@@ -27,6 +27,7 @@ import math
 import os
 import sys
 import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -80,6 +81,7 @@ class BufferPool:
         self.limit_bytes = _env_int("ARRAYX_BUFFER_POOL_LIMIT", _default_limit()) if limit_bytes is None else limit_bytes
         self.min_bytes = _env_int("ARRAYX_BUFFER_POOL_MIN_BYTES", 4 << 20) if min_bytes is None else min_bytes
         self._lock = threading.Lock()
+        _POOLS.add(self)
         self._by_size: dict[int, list] = {}  # size class -> its buffers
         self._lru: OrderedDict = OrderedDict()  # id(buffer) -> buffer, least recently handed out first
         self._owned = 0
@@ -147,6 +149,17 @@ class BufferPool:
             return {"limit_bytes": self.limit_bytes, "min_bytes": self.min_bytes, "owned_bytes": self._owned,
                     "buffers": len(self._lru), "in_use": in_use, "hits": self._hits, "new": self._misses,
                     "evicted": self._evicted, "unpooled": self._unpooled}
+
+
+_POOLS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):  # a parent thread may have held a pool's lock: it is not here
+        pool._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _measure_free_refs() -> int:

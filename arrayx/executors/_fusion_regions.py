@@ -15,7 +15,7 @@ import numpy as np
 
 from arrayx.transforms.graph import Equation, Graph, Literal, Var
 
-__all__ = ["REDUCERS", "NULLARY", "Region", "regions_of"]
+__all__ = ["REDUCERS", "NULLARY", "Region", "regions_of", "Aliases", "FRESH_RESULTS"]
 
 _FLOAT = "f"
 _REAL = "iuf"
@@ -142,12 +142,13 @@ def _nullary_fusible(eqn) -> bool:
     return float(delta).is_integer() and abs(delta) * p["shape"][0] <= 2.0 ** 53
 
 
-def regions_of(graph: Graph, min_size: int, fusible: dict) -> list:
+def regions_of(graph: Graph, min_size: int, fusible: dict, max_ops: int | None = None) -> list:
     """The steps of ``graph``: Equations run as they are, and Regions, in an order that respects
     every dependency (a region runs when something outside needs one of its values).
     ``fusible`` maps the elementwise primitives a lowering fuses to entries with ``.kinds`` (the
     dtype kinds of their first operand, x1 for where); regions of fewer than ``min_size``
-    elements are not made."""
+    elements are not made; a region holds at most ``max_ops`` equations (a longer run is split:
+    the next region reads the values it needs from the previous one's outputs)."""
     steps: list = []
     open_regions: dict[tuple, Region] = {}
     owner: dict = {}  # Var -> the open Region computing it
@@ -172,6 +173,9 @@ def regions_of(graph: Graph, min_size: int, fusible: dict) -> list:
             steps.append(eqn)
             continue
         region = open_regions.get(shape)
+        if region is not None and max_ops is not None and len(region.eqns) >= max_ops:
+            close(region)
+            region = None
         if region is not None:
             reduces = eqn.prim.name in REDUCERS
             if any(a in region.reduced for a in ins) or (
@@ -220,3 +224,89 @@ def acc_dtype(name: str, x: np.dtype, out: np.dtype) -> np.dtype:
     if name in ("max", "min"):
         return x
     return np.dtype(np.float64) if out.kind == "f" else out
+
+
+# -- which values may share memory ------------------------------------------------------------------
+
+#: primitives whose result is always a new buffer on the NumPy-based executors (NumPy, Numba): never
+#: a view of an operand nor the operand itself.  Every other primitive (reshape, slicing, transpose,
+#: broadcasts, casts that may return their operand, ...) may return memory an operand owns.
+#: Checked primitive by primitive in tests/executors/test_fusion.py.
+FRESH_RESULTS = frozenset({
+    # elementwise functions with a NumPy ufunc behind them (abs, ceil, floor, trunc, round, positive,
+    # real, conj, casts: not listed, some return their operand for some dtypes)
+    "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "maximum", "minimum",
+    "atan2", "hypot", "logaddexp", "copysign", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_left_shift", "bitwise_right_shift", "bitwise_invert", "equal", "not_equal", "greater",
+    "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "square", "sin", "cos", "tan", "sinh", "cosh",
+    "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "negative", "sign", "signbit", "reciprocal",
+    "isnan", "isinf", "isfinite", "where", "select", "clip",
+    # products, reductions and scans: a result of their own shape
+    "matmul", "tensordot", "vecdot", "sum", "prod", "mean", "var", "std", "max", "min", "any", "all",
+    "argmax", "argmin", "cumulative_sum", "cumulative_prod", "sort", "argsort", "concat", "stack",
+})
+
+
+class Aliases:
+    """Which Vars of a list of steps may share memory, and which were handed to code that may keep them.
+
+    Conservative: the results of an equation whose primitive is not in ``FRESH_RESULTS`` may alias
+    each of its operands (a transpose, a reshape, a slice, ``expand_dims`` ... are views), and
+    aliasing is transitive; the operands of a primitive with effects (``debug.callback``: the
+    function may keep what it is given) or of a call-like one (its sub-graphs may hold such a
+    primitive) escape.  A lowering may write into a buffer only when no other live value can
+    reach it: see ``reusable``.
+    """
+
+    def __init__(self, steps):
+        self._parent: dict = {}
+        escaping = []
+        for step in steps:
+            for eqn in (step.eqns if step.__class__ is Region else (step,)):
+                ins = [a for a in eqn.inputs if a.__class__ is Var]
+                prim = eqn.prim
+                if getattr(prim, "effectful", False) or prim.call_like:
+                    escaping += ins
+                if prim.name not in FRESH_RESULTS:
+                    for o in eqn.outputs:
+                        for a in ins:
+                            self._union(o, a)
+        self._escaped = {self._find(v) for v in escaping}
+        self._members: dict = {}
+        for v in list(self._parent):
+            self._members.setdefault(self._find(v), []).append(v)
+
+    def _find(self, v):
+        parent = self._parent
+        root = v
+        while parent.get(root, root) is not root:
+            root = parent[root]
+        while v is not root:  # path compression
+            parent[v], v = root, parent[v]
+        return root
+
+    def _union(self, a, b) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra is not rb:
+            self._parent[ra] = rb
+            self._parent.setdefault(rb, rb)
+
+    def escaped(self, v) -> bool:
+        """Whether ``v``, or a value that may alias it, was handed to code that may keep it."""
+        return self._find(v) in self._escaped
+
+    def of(self, v) -> list:
+        """The Vars that may share memory with ``v`` (``v`` included)."""
+        return self._members.get(self._find(v), [v])
+
+    def reusable(self, v, live_after, graph_outputs) -> bool:
+        """Whether ``v``'s buffer may be overwritten: neither ``v`` nor any value that may alias it
+        escaped, is a graph output, or is still needed (``live_after(u, is_v)``: u is read by an
+        equation not run yet; for the aliases of ``v`` also by the equation about to write)."""
+        if self.escaped(v):
+            return False
+        for u in self.of(v):
+            if u in graph_outputs or live_after(u, u is v):
+                return False
+        return True

@@ -39,44 +39,60 @@ def _kernel(source: str):
     from arrayx.executors import _numba_kernels as K
 
     stem = "fused_" + hashlib.sha256(source.encode()).hexdigest()[:24]
-    folder = K.cache_dir()
-    new = folder is not None and not (folder / f"{stem}.py").exists()
+    folder, fd = K.cache_dir(), K.cache_fd()  # files through the held handle on the verified folder
+    new = folder is not None and not _exists(fd, f"{stem}.py")
     fn = K._cached(("fused", stem), lambda: (stem, source))
     with _stats_lock:
         _loaded[stem] = fn
     if folder is not None:
         if new:
-            _prune(folder)
+            _prune(fd)
         else:
-            _touch(folder, stem)
+            _touch(fd, stem)
     return fn
 
 
-def _touch(folder, stem: str) -> None:
+def _exists(fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+
+
+def _touch(fd: int, stem: str) -> None:
     """Mark a kernel as used (its Numba index file: touching the source would invalidate it)."""
-    for p in folder.glob(f"{stem}.*.nbi"):
+    try:
+        names = [n for n in os.listdir(fd) if n.startswith(stem + ".") and n.endswith(".nbi")]
+    except OSError:
+        return
+    for name in names:
         try:
-            os.utime(p)
-        except OSError:
+            os.utime(name, dir_fd=fd, follow_symlinks=False)
+        except (OSError, NotImplementedError):
             pass
 
 
-def _prune(folder, keep: int | None = None) -> None:
-    """Remove the least recently used fused kernels beyond ``keep`` (CACHE_MAX_KERNELS)."""
+def _prune(fd: int, keep: int | None = None) -> None:
+    """Remove the least recently used fused kernels beyond ``keep`` (CACHE_MAX_KERNELS) from the
+    cache folder held by ``fd``."""
     keep = CACHE_MAX_KERNELS if keep is None else keep
     try:
-        stems = {}
-        for p in folder.glob("fused_*"):
-            stem = p.name.split(".")[0]
-            stems[stem] = max(stems.get(stem, 0.0), p.stat().st_mtime)
+        stems: dict = {}
+        names = [n for n in os.listdir(fd) if n.startswith("fused_")]
+        for name in names:
+            stem = name.split(".")[0]
+            mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+            stems[stem] = max(stems.get(stem, 0.0), mtime)
     except OSError:
         return
     if len(stems) <= keep:
         return
-    for stem in sorted(stems, key=stems.__getitem__)[:len(stems) - keep]:
-        for p in folder.glob(f"{stem}.*"):
+    old = set(sorted(stems, key=stems.__getitem__)[:len(stems) - keep])
+    for name in names:
+        if name.split(".")[0] in old:
             try:
-                p.unlink()
+                os.unlink(name, dir_fd=fd)
             except OSError:
                 pass
 
@@ -213,10 +229,13 @@ class RegionRunner:
             kargs += [p] if q is None else [p, q]
         try:
             if self.kernel is None:
-                self.kernel = _kernel(plan_.source)
-                self.kernel(self._team.claimed_claims(), self.cuts, *kargs)  # compiled here, never in a worker
+                kernel = _kernel(plan_.source)
+                kernel(self._team.claimed_claims(), self.cuts, *kargs)  # compiled here, never in a worker
                 if self._team_size > 1:
                     self.team = self._team.team(self._team_size)
+                # set last: an interruption (KeyboardInterrupt) before this point leaves the region
+                # to be set up again on its next call, never without its team
+                self.kernel = kernel
             self.run_kernel(kargs)
         except Exception as e:
             from numba.core.errors import NumbaError
@@ -239,6 +258,14 @@ class RegionRunner:
         return results
 
 
+def _after_fork_in_child() -> None:
+    global _stats_lock
+    _stats_lock = threading.Lock()  # a parent thread may have held it
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _contiguous(b, empty):
     """``b`` itself where it is a C-contiguous ndarray, else a C-contiguous copy made by ``empty``."""
     if b.__class__ is np.ndarray and b.flags.c_contiguous:
@@ -251,8 +278,11 @@ def _contiguous(b, empty):
 
 def _threads() -> int:
     """Numba's thread count, without starting Numba's threading layer (~20 ms) just to read it."""
-    import numba
     from numba.np.ufunc import parallel
+
+    from arrayx.executors._numba_layer import numba as _numba
+
+    numba = _numba()  # the threading layer set before anything can start it
 
     return numba.get_num_threads() if parallel._is_initialized else numba.config.NUMBA_NUM_THREADS
 

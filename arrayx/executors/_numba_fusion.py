@@ -47,7 +47,8 @@ from arrayx.executors._numba_fused_run import (  # noqa: F401 (kernel_stats, _pr
     _FUSED, CACHE_MAX_KERNELS, RegionRunner, _inputs, _prune, kernel_stats,
 )
 from arrayx.executors._fusion_regions import (  # noqa: F401 (the partition, shared with the CuPy and Dask lowerings)
-    _BROADCASTS, _CASTS, _DTYPES, _WHERE_LIKE, NULLARY, REDUCERS, Region, _dtype_of, _expanded, _literal_dtype,
+    _BROADCASTS, _CASTS, _DTYPES, _WHERE_LIKE, NULLARY, REDUCERS, Aliases, Region, _dtype_of, _expanded,
+    _literal_dtype,
 )
 from arrayx.executors._fusion_regions import acc_dtype as _acc_dtype
 from arrayx.executors._fusion_regions import regions_of as _regions_of
@@ -104,6 +105,11 @@ _CLIP = {
 #: the executor's ``fusion_min_size``); parallel kernels from PARALLEL_MIN_SIZE elements
 FUSION_MIN_SIZE = 1 << 12
 PARALLEL_MIN_SIZE = 1 << 16
+#: most equations in one fused kernel; a longer run is split into several kernels.  Numba's and
+#: LLVM's time grows faster than linearly with a kernel's size (one kernel of 200 ops took 3 s to
+#: compile, of 1,000 ops 11 s, of 4,000 ops 70 s and 1 GB), while each split costs one more pass
+#: over memory: see benchmarks/bench_numba_region_size.py for the figures behind this value
+MAX_REGION_OPS = 64
 _BLOCK = 1024  # values folded at a time (the fold buffer stays in L1)
 
 _COMPARISONS = frozenset({"equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "isnan",
@@ -131,7 +137,7 @@ def regions_of(graph: Graph, min_size: int = FUSION_MIN_SIZE) -> list:
     """The steps of ``graph`` with this module's table of fusible primitives (``_fusion_regions``)."""
     if not FUSIBLE:
         FUSIBLE.update(_fusible_table())
-    return _regions_of(graph, min_size, FUSIBLE)
+    return _regions_of(graph, min_size, FUSIBLE, MAX_REGION_OPS)
 
 
 # -- code generation ------------------------------------------------------------------------------
@@ -542,7 +548,8 @@ def fuse(ex, graph: Graph):
     steps = regions_of(graph, ex.fusion_min_size)
     uses = uses_of(graph)
     graph_outputs = {o for o in graph.outputs if o.__class__ is Var}
-    fresh: set = set()  # Vars whose buffers a fused kernel allocated (no view of them exists yet)
+    aliases = Aliases(steps)  # values that may share memory (views), values handed to callbacks
+    fresh: set = set()  # Vars whose buffers a fused kernel allocated
     equations, runners = [], []
     done: set = set()  # ids of the equations of the steps before this one
     for step in steps:
@@ -551,9 +558,13 @@ def fuse(ex, graph: Graph):
             done.add(id(step))
             continue
         members = {id(e) for e in step.eqns}
-        # buffers no view of which exists and that nothing after this region reads
-        donatable = {a for a in fresh if a not in graph_outputs
-                     and all(id(e) in members or id(e) in done for e in uses.get(a, ()))}
+
+        def live_after(u, itself, members=members):
+            """Whether ``u`` is read after this region (a view of the donor: also by this region)."""
+            return any(id(e) not in done and not (itself and id(e) in members) for e in uses.get(u, ()))
+
+        # buffers that nothing after this region reads, through no view or callback either
+        donatable = {a for a in fresh if aliases.reusable(a, live_after, graph_outputs)}
         plan_ = plan(step, uses, graph_outputs, donatable)
         ins = _inputs(plan_)
         outs = plan_.stored + tuple(v for v, *_ in plan_.reductions)

@@ -337,10 +337,54 @@ def _default_root() -> pathlib.Path:
 
 
 _dir: pathlib.Path | None = None
+_dir_fd: int | None = None  # a handle on _dir, held for the process: every cache file is opened relative to it
 _dir_problem: str | None = None  # why kernels are compiled without a disk cache in this process
 _dir_lock = threading.Lock()
 _lock = threading.Lock()
 _kernels: dict[tuple, object] = {}
+
+
+# -- fork: never a lock held by a thread the child does not have ------------------------------------
+
+#: seconds a fork waits for a compile in another thread to finish (then the child gets new locks;
+#: Numba's state may then be half-made there, but no lock in it is waited on for good)
+FORK_WAIT_S = 60.0
+_held_for_fork: list = []
+
+
+def _compiler_lock():
+    """Numba's global compiler lock, where Numba is imported (None otherwise)."""
+    mod = sys.modules.get("numba.core.compiler_lock")
+    return None if mod is None else mod.global_compiler_lock._lock
+
+
+def _before_fork() -> None:
+    """Wait (bounded) for a compile in another thread: the child then starts with no compile half done."""
+    for lock in (_lock, _compiler_lock()):  # the order compiles take them in
+        if lock is not None and lock.acquire(timeout=FORK_WAIT_S):
+            _held_for_fork.append(lock)
+
+
+def _after_fork_in_parent() -> None:
+    while _held_for_fork:
+        _held_for_fork.pop().release()
+
+
+def _after_fork_in_child() -> None:
+    global _lock, _dir_lock
+    held = list(_held_for_fork)
+    _held_for_fork.clear()
+    _lock, _dir_lock = threading.Lock(), threading.Lock()  # whoever held them is not here
+    numba_lock = _compiler_lock()
+    if numba_lock is not None:
+        if any(lock is numba_lock for lock in held):
+            numba_lock.release()  # held by this thread since _before_fork
+        else:  # a compile that did not finish in time: its thread is not here
+            sys.modules["numba.core.compiler_lock"].global_compiler_lock._lock = threading.RLock()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
 
 
 def _make_private(path: pathlib.Path) -> None:
@@ -365,11 +409,14 @@ def cache_dir() -> pathlib.Path | None:
     is loaded the folder must be owned by this user and writable by no one else (see
     ``_numba_cache.verify_private``), else it is not used.  A read-only folder is used as it is.
     """
-    global _dir, _dir_problem
+    global _dir, _dir_fd, _dir_problem
     if _dir is None and _dir_problem is None:
         with _dir_lock:
             if _dir is None and _dir_problem is None:
-                _dir, _dir_problem = _choose_dir()
+                chosen, _dir_problem = _choose_dir()
+                if chosen is not None:
+                    _dir_fd = chosen[1]
+                    _dir = pathlib.Path(chosen[0])
                 if _dir_problem is not None:
                     import warnings
 
@@ -378,14 +425,21 @@ def cache_dir() -> pathlib.Path | None:
     return _dir
 
 
+def cache_fd() -> int | None:
+    """The handle held on ``cache_dir()`` (files of the cache are opened relative to it), or None."""
+    cache_dir()
+    return _dir_fd
+
+
 def cache_problem() -> str | None:
     """Why this process has no kernel disk cache (None when it has one)."""
     cache_dir()
     return _dir_problem
 
 
-def _choose_dir() -> tuple[pathlib.Path | None, str | None]:
-    from arrayx.executors._numba_cache import verify_private
+def _choose_dir() -> tuple[tuple[str, int] | None, str | None]:
+    """((resolved folder, held handle on it), None), or (None, why no folder is used)."""
+    from arrayx.executors._numba_cache import open_private, verify_private
 
     d = _default_root() / f"kernels-{_sources_digest()}"
     try:
@@ -393,12 +447,12 @@ def _choose_dir() -> tuple[pathlib.Path | None, str | None]:
     except OSError as e:
         if not d.is_dir():
             return None, f"cannot create {d} ({e.strerror})"
-    for folder in (d.parent, d):
-        problem = verify_private(str(folder))
-        if problem is not None:
-            return None, f"{problem}; use a private folder (ARRAYX_NUMBA_CACHE_DIR)"
-    _prune_stale(d)
-    return d, None
+    problem = verify_private(str(d.parent))
+    opened = open_private(str(d)) if problem is None else problem
+    if isinstance(opened, str):
+        return None, f"{opened}; use a private folder (ARRAYX_NUMBA_CACHE_DIR)"
+    _prune_stale(pathlib.Path(opened[0]))
+    return opened, None
 
 
 STALE_AFTER_DAYS = 30
@@ -425,22 +479,22 @@ def _prune_stale(current: pathlib.Path) -> None:
 
 def _source_file(stem: str, source: str) -> pathlib.Path | None:
     """The kernel's source file in the cache folder (written once), or None: no usable file."""
+    from arrayx.executors._numba_cache import read_file, write_file
+
     folder = cache_dir()
     if folder is None:
         return None
-    path = folder / f"{stem}.py"
-    try:
-        current = path.read_text()
+    name = f"{stem}.py"
+    try:  # through the held handle on the verified folder (see _numba_cache)
+        current = read_file(_dir_fd, name).decode()
     except (OSError, UnicodeDecodeError):
         current = None
     if current != source:  # missing, damaged or from another arrayx: replaced
-        tmp = path.with_name(f".{stem}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            tmp.write_text(source)
-            os.replace(tmp, path)  # atomic: a concurrent process sees the old or the new file
+            write_file(_dir_fd, name, source.encode())  # atomic: a concurrent process sees the old or the new file
         except OSError:  # a read-only folder without this kernel: compile it in memory
             return None
-    return path
+    return folder / name
 
 
 def _load(stem: str, source: str):
@@ -449,6 +503,9 @@ def _load(stem: str, source: str):
     The module is compiled from the source text itself (no ``.pyc``: nothing but Numba's own
     files is read back from the cache folder), under the file's name so that Numba can cache it.
     """
+    from arrayx.executors import _numba_layer
+
+    _numba_layer.numba()  # a parallel kernel starts Numba's threads: the layer set first
     path = _source_file(stem, source)
     name = f"_arrayx_numba_{stem}"
     module = types.ModuleType(name)

@@ -22,8 +22,12 @@ number of threads may call ``run`` at once: each caller claims chunks of its own
 left, so a job is finished by its caller even if no worker ever sees it.  A job's ``claims`` are a
 fresh array (a worker may still hold an old job's: reused counters would count its chunks in
 another job).  Workers drop their references to a job's buffers as soon as they leave the kernel
-(the buffer pool hands a buffer out again only when nothing else references it).  After a fork
-the child makes new teams on first use.
+(the buffer pool hands a buffer out again only when nothing else references it).
+
+After a fork the child has none of the parent's threads, and a lock one of them held (a worker
+taking its next job) would stay held for good: in the child every Team, including the ones compiled
+regions keep, gets new locks and hands its callers to a new team made on first use (``run``), and
+the module's own locks are new.
 
 Importing this module imports Numba (the kernels import it; ``_numba_fused_run`` on first run).
 """
@@ -34,6 +38,7 @@ import os
 import platform
 import threading
 import time
+import weakref
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -177,6 +182,9 @@ class Team:
         self._jobs_address = self._jobs.ctypes.data
         self._sleeping = 0  # workers waiting on _cv (notified only when some are)
         self.failures: list[str] = []  # what a worker's kernel call raised (none is expected)
+        self._pid = os.getpid()  # the process whose threads serve it (a fork child's team has none)
+        self._successor: Team | None = None  # in a fork child: the team that runs this one's calls
+        _every_team.add(self)
         for i in range(size - 1):
             threading.Thread(target=self._serve, name=f"arrayx-fused-{i}", daemon=True).start()
 
@@ -203,8 +211,19 @@ class Team:
                 self.failures.append(f"{type(e).__name__}: {e}")
             del kernel, claims, args  # no buffer of this job kept alive while waiting
 
+    def _forked(self) -> None:
+        """In a fork child: new locks (a parent thread may have held one), no job, no workers."""
+        self._cv = threading.Condition(threading.Lock())
+        self._job = None
+        self._sleeping = 0
+        self._successor = None
+
     def run(self, kernel, chunks: int, args) -> None:
         """``kernel(claims, *args)`` by the caller and the workers, until its ``chunks`` chunks are done."""
+        if self._pid != _pid:  # a parent's team in a fork child: its workers do not exist here
+            if self._successor is None:
+                self._successor = team(self.size)
+            return self._successor.run(kernel, chunks, args)
         claims = new_claims()
         job = (kernel, claims, args)
         cv = self._cv
@@ -229,6 +248,8 @@ class Team:
 
 _teams: dict[int, Team] = {}
 _teams_lock = threading.Lock()
+_every_team: weakref.WeakSet = weakref.WeakSet()  # every Team of this process (regions keep theirs)
+_pid = os.getpid()
 
 
 def team(size: int) -> Team:
@@ -243,10 +264,13 @@ def team(size: int) -> Team:
 
 
 def _after_fork_in_child() -> None:
-    global _teams_lock, _wait_lock
+    global _teams_lock, _wait_lock, _pid
+    _pid = os.getpid()
     _teams.clear()  # the parent's workers do not exist here
     _teams_lock = threading.Lock()
     _wait_lock = threading.Lock()
+    for t in list(_every_team):  # teams the parent's regions and executors still hold
+        t._forked()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -127,6 +128,7 @@ class NumbaExecutor(NumpyExecutor):
         # The workqueue layer must not be entered by two threads at once: a call that finds
         # the lock taken runs on NumPy instead of waiting.
         self._launch = threading.Lock()
+        _EXECUTORS.add(self)
 
     # -- loading ------------------------------------------------------------------------
     def _load(self):
@@ -147,14 +149,11 @@ class NumbaExecutor(NumpyExecutor):
     def _numba(self):
         """Numba itself, imported on the first kernel (not when the executor loads: importing it
         takes most of a second, and small arrays never need it)."""
-        import numba
+        from arrayx.executors import _numba_layer
 
+        numba = _numba_layer.numba()  # the threading layer set before anything can start it
         if self.threading_layer is None:
-            # The layer is chosen at the first parallel launch, so setting it here is in time
-            # unless the process already ran parallel Numba code (then it keeps its layer).
-            if numba.config.THREADING_LAYER == "default" and not os.environ.get("NUMBA_THREADING_LAYER"):
-                numba.config.THREADING_LAYER = _config.get("ARRAYX_NUMBA_THREADING_LAYER")
-            self.threading_layer = numba.config.THREADING_LAYER
+            self.threading_layer = _numba_layer.layer()
         return numba
 
     def devices(self):
@@ -315,6 +314,15 @@ class NumbaExecutor(NumpyExecutor):
 
 
 _CPU = Device("numba", "cpu")
+_EXECUTORS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for ex in list(_EXECUTORS):  # a parent thread inside a parallel kernel held it: new in the child
+        ex._launch = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -514,9 +522,7 @@ def _splits(ex: NumbaExecutor, outer: int, red: int, inner: int) -> tuple[int, i
     too few output rows to keep every thread busy."""
     if not ex.parallel:
         return red, 1
-    import numba
-
-    target = 4 * numba.get_num_threads()
+    target = 4 * ex._numba().get_num_threads()  # (starts Numba's threads: the layer set first)
     if outer >= target:
         return red, 1
     nsplit = max(1, min(-(-target // outer), (red * inner) // 16384, red))

@@ -244,3 +244,56 @@ def test_a_bad_vector_width_is_a_clear_error():
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
     assert "ARRAYX_NUMBA_VECTOR_WIDTH='384': not one of the accepted values. Accepted: 256 or 512" in run.stderr
+
+
+
+@pytest.mark.parametrize("where", ["compile", "team"])
+def test_an_interrupted_first_call_leaves_the_region_parallel(monkeypatch, where):
+    """A KeyboardInterrupt during a region's first call (while its kernel compiles, or its team
+    starts) used to leave the region running on the caller alone for the rest of the process
+    (issue 25, item 8): the next call sets it up again, team included."""
+    if _numba_fused_run._threads() < 2:
+        pytest.skip("one thread: no team")
+    host = np.linspace(-3, 3, 100_003)
+    fn = lambda x: selu(x) * 2.0 - 0.25  # noqa: E731 (a kernel of its own: no other test makes it)
+    with xp.use_executor("numba"):
+        jf, a = xp.jit(fn), xp.asarray(host)
+        interrupted = []
+        if where == "compile":
+            real = _numba_fused_run._kernel
+
+            def interrupted_kernel(source):
+                k = real(source)
+                if not interrupted:
+                    interrupted.append(True)
+
+                    def compile_then_interrupt(*args):
+                        k(*args)
+                        if len(interrupted) == 1:  # once
+                            interrupted.append(True)
+                            raise KeyboardInterrupt
+                    return compile_then_interrupt
+                return k
+            monkeypatch.setattr(_numba_fused_run, "_kernel", interrupted_kernel)
+        else:
+            real = _numba_team.team
+
+            def interrupted_team(size):
+                if not interrupted:
+                    interrupted.append(True)
+                    raise KeyboardInterrupt
+                return real(size)
+            monkeypatch.setattr(_numba_team, "team", interrupted_team)
+        with pytest.raises(KeyboardInterrupt):
+            jf(a)
+        assert interrupted
+        (runner,) = _runners(jf, a)
+        assert runner._team_size > 1
+        got = jf(a)
+        assert runner.team is not None and runner.kernel is not None
+        _assert_equal_to_numpy(lambda x: (fn(x),), host, [got])
+        runs = []
+        real_run = runner.team.run
+        monkeypatch.setattr(runner.team, "run", lambda *args: runs.append(1) or real_run(*args))
+        jf(a)
+        assert runs  # the team ran it
