@@ -402,6 +402,23 @@ class _ArrayMethods:
 
     # -- in-place --------------------------------------------------------------------
     def _inplace(self, fn, other, op: str) -> "Array":
+        if self.__class__ is not Array or not self._ex.mutable or _core._TRACE.get() is not None:
+            # immutable buffers, under a transform: rebind, atomically for self and its views and
+            # bases (which see the result, as NumPy's views do: see indexing's "views")
+            _indexing.functional_write(self, lambda: self._inplace_result(fn, other, op))
+            return self
+        result = self._inplace_result(fn, other, op)
+        buf = self._buf
+        if result.__class__ is Array and _writeable(buf) and _observable(buf):
+            buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
+        elif getattr(self, "_view_of", None) is not None or getattr(self, "_views", None):
+            _indexing.functional_write(self, lambda: result)  # a read-only view linked as a view
+        else:  # read-only views, unseen buffers: rebind
+            self._become(result)
+        return self
+
+    def _inplace_result(self, fn, other, op: str) -> "Array":
+        """``fn(self, other)``, checked to keep self's dtype and shape."""
         result = fn(self, other)
         if result.dtype != self.dtype:
             raise TypeError(
@@ -413,13 +430,7 @@ class _ArrayMethods:
                 f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
                 f"in-place operators cannot change an array's shape"
             )
-        buf = self._buf
-        if (self.__class__ is Array and result.__class__ is Array and self._ex.mutable
-                and _core._TRACE.get() is None and _writeable(buf) and _observable(buf)):
-            buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
-        else:  # immutable buffers, read-only views, under a transform, unseen buffers: rebind
-            self._become(result)
-        return self
+        return result
 
 
 def _writeable(buf) -> bool:
@@ -496,8 +507,15 @@ class _AtRef:
 
     def get(self, *, mode: str | None = None, fill_value=None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> Array:
-        """``x[key]``; ``mode`` "clip" or "fill" (with ``fill_value``) for out-of-range indices."""
-        return _indexing.getitem(self._x, self._key, mode, fill_value)
+        """``x[key]`` (a new array, never a view); ``mode`` "clip", or "fill" / "drop" (with
+        ``fill_value``) for out-of-range indices, integers included."""
+        return _indexing.at_get(self._x, self._key, mode, fill_value)
+
+    def apply(self, fn, *, mode: str | None = None, indices_are_sorted: bool = False,
+              unique_indices: bool = False) -> Array:
+        """x with ``fn`` (a unary arrayx function) applied at ``key``; repeated indices apply it
+        repeatedly (JAX's ``x.at[key].apply``)."""
+        return _indexing.at_apply(self._x, self._key, fn, mode, unique_indices=unique_indices)
 
     def set(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> Array:
