@@ -402,24 +402,31 @@ class _ArrayMethods:
 
     # -- in-place --------------------------------------------------------------------
     def _inplace(self, fn, other, op: str) -> "Array":
-        if self.__class__ is not Array or not self._ex.mutable or _core._TRACE.get() is not None:
-            # immutable buffers, under a transform: rebind, atomically for self and its views and
-            # bases (which see the result, as NumPy's views do: see indexing's "views")
-            _indexing.functional_write(self, lambda: self._inplace_result(fn, other, op))
+        if self.__class__ is Array and self._ex.mutable and _core._TRACE.get() is None:
+            result = fn(self, other)
+            if result.dtype != self.dtype or result.shape != self.shape:
+                self._inplace_check(result, op)  # raises, naming the difference
+            buf = self._buf
+            if _writeable(buf):
+                if _observable(buf):
+                    buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
+                else:  # nothing else sees this buffer (no view either): rebinding is writing
+                    self._become(result)
+            else:  # a read-only view (broadcast_to, ...): rebind; one made by getitem carries it to its base
+                _indexing.functional_write(self, lambda: result)
             return self
-        result = self._inplace_result(fn, other, op)
-        buf = self._buf
-        if result.__class__ is Array and _writeable(buf) and _observable(buf):
-            buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
-        elif getattr(self, "_view_of", None) is not None or getattr(self, "_views", None):
-            _indexing.functional_write(self, lambda: result)  # a read-only view linked as a view
-        else:  # read-only views, unseen buffers: rebind
-            self._become(result)
+        # immutable buffers, under a transform: rebind, atomically for self and its views and bases
+        # (which see the result, as NumPy's views do: see indexing's "views")
+        _indexing.functional_write(self, lambda: self._inplace_result(fn, other, op))
         return self
 
     def _inplace_result(self, fn, other, op: str) -> "Array":
         """``fn(self, other)``, checked to keep self's dtype and shape."""
         result = fn(self, other)
+        self._inplace_check(result, op)
+        return result
+
+    def _inplace_check(self, result, op: str) -> None:
         if result.dtype != self.dtype:
             raise TypeError(
                 f"x {op} y: the result dtype {result.dtype} differs from x's dtype {self.dtype}; "
@@ -430,7 +437,6 @@ class _ArrayMethods:
                 f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
                 f"in-place operators cannot change an array's shape"
             )
-        return result
 
 
 def _writeable(buf) -> bool:

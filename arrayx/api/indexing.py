@@ -464,9 +464,11 @@ def _is_view_key(key, ndim: int) -> bool:
     ints = 0
     for e in entries:
         c = e.__class__
+        if c is slice or e is None or e is Ellipsis:
+            continue
         if c is int or _int_entry(e):
             ints += 1
-        elif not (c is slice or e is None or e is Ellipsis):
+        else:
             return False
     return ints != ndim or ints != len(entries)
 
@@ -494,9 +496,10 @@ def _view(x: Array, key) -> Array:
 def functional_write(x: Array, compute) -> None:
     """Rebind ``x`` to ``compute()`` (a new value computed from x), atomically for x's root; x's
     bases and live views then see the new value (see "views")."""
-    with _lock_of(x):
+    link = getattr(x, "_view_of", None)
+    with _LOCKS[(id(x if link is None else _root(x)) >> 4) & 63]:  # _lock_of, the link read once
         x._become(compute())
-        if getattr(x, "_view_of", None) is not None or getattr(x, "_views", None):
+        if link is not None or getattr(x, "_views", None):
             _propagate(x)
 
 
