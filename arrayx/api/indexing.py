@@ -493,31 +493,33 @@ def _view(x: Array, key) -> Array:
     return y
 
 
-def functional_write(x: Array, compute) -> None:
-    """Rebind ``x`` to ``compute()`` (a new value computed from x), atomically for x's root; x's
-    bases and live views then see the new value (see "views")."""
+def functional_write(x: Array, compute, key=None) -> None:
+    """Rebind ``x`` to ``compute()`` (a new value computed from x, differing from it at most in
+    ``x[key]``; None: anywhere), atomically for x's root; x's bases and live views then see the new
+    value (see "views")."""
     link = getattr(x, "_view_of", None)
     with _LOCKS[(id(x if link is None else _root(x)) >> 4) & 63]:  # _lock_of, the link read once
         x._become(compute())
         if link is not None or getattr(x, "_views", None):
-            _propagate(x)
+            _propagate(x, key)
 
 
-def _propagate(x: Array) -> None:
-    written = {id(x)}
+def _propagate(x: Array, key) -> None:
+    written = {id(x): key}  # the arrays that hold their new value -> the key of the region written in each
     node = x
     link = getattr(node, "_view_of", None)
     while link is not None:
         base, key = link
         base._become(_at_update("__setitem__", base, key, node, "set"))
-        written.add(id(base))
+        written[id(base)] = key
         node = base
         link = getattr(node, "_view_of", None)
-    _refresh(node, written)
+    _refresh(node, written, written[id(node)])
 
 
-def _refresh(node: Array, written: set) -> None:
-    """Re-slice every live view below ``node`` from its base (those in ``written`` hold their value)."""
+def _refresh(node: Array, written: dict, region) -> None:
+    """Re-slice the live views below ``node`` from their bases: those that may overlap ``region``
+    (the key written in node; None: all of it).  Those in ``written`` hold their new value."""
     views = getattr(node, "_views", None)
     if not views:
         return
@@ -527,10 +529,24 @@ def _refresh(node: Array, written: set) -> None:
         if w is None or (isinstance(w, Tracer) and not w._buf.trace.alive):  # gone, or escaped its transform
             continue
         live.append(ref)
-        if id(w) not in written:
+        if id(w) in written:
+            _refresh(w, written, written[id(w)])
+        elif region is None or not _disjoint(region, w._view_of[1], node.shape):
             w._become(getitem(node, w._view_of[1], view=False))
-        _refresh(w, written)
+            _refresh(w, written, None)
     node._views = live
+
+
+def _disjoint(k1, k2, shape) -> bool:
+    """Whether two keys certainly address different elements: both start with a different integer
+    (rows of a matrix, iterating over an array); False when unsure."""
+    e1 = k1[0] if k1.__class__ is tuple and k1 else k1
+    e2 = k2[0] if k2.__class__ is tuple and k2 else k2
+    if not (_int_entry(e1) and _int_entry(e2)) or not shape or shape[0] is None:
+        return False
+    n = shape[0]
+    i, j = operator.index(e1), operator.index(e2)
+    return (i + n if i < 0 else i) != (j + n if j < 0 else j)
 
 
 # -- updates ------------------------------------------------------------------------------------
@@ -577,7 +593,7 @@ def setitem(x: Array, key, value) -> None:
         # a read-only view (broadcast_to, linalg.diagonal, from_dlpack of an immutable
         # buffer): update functionally instead of failing
     # the original value: checked again; atomic, and seen by x's bases and views (see "views")
-    functional_write(x, lambda: _at_update("__setitem__", x, key, value, "set"))
+    functional_write(x, lambda: _at_update("__setitem__", x, key, value, "set"), key)
 
 
 def _native_eager_key(fname, x, key):

@@ -272,3 +272,18 @@ def test_concurrent_views_and_writes_keep_their_thread_state(executor):
     assert_same(base, np.zeros((4, 3)))
 
 
+
+
+def test_many_row_views_see_only_their_rows(executor):
+    """Iterating gives views (as NumPy's): writes to the base or a row reach the rows they touch."""
+    def scenario():
+        x = xp.zeros((12, 3))
+        rows = list(x)
+        x[3] = 1.0
+        x[-2, 1] = 2.0
+        rows[5][0] = 3.0
+        rows[7] += 4.0
+        x[1:3] = 5.0  # a slice: overlaps rows 1 and 2
+        return [x, *rows]
+
+    _same_everywhere(scenario)
