@@ -99,7 +99,8 @@ class _ArrayMethods:
 
     @property
     def mT(self) -> "Array":
-        return _linalg.matrix_transpose(self)
+        # a view, as NumPy's: on JAX/Dask (and under transforms) writes through it reach self
+        return _indexing.whole_view(self, _linalg.matrix_transpose, _linalg.matrix_transpose)
 
     @property
     def T(self) -> "Array":
@@ -107,7 +108,7 @@ class _ArrayMethods:
             raise ValueError(
                 f"Array.T: only defined for 2-D arrays (got {self.ndim}-D); use x.mT or permute_dims"
             )
-        return _manip.permute_dims(self, (1, 0))
+        return _indexing.whole_view(self, _transpose, _transpose)  # a view, as mT
 
     @property
     def at(self) -> "_AtIndexer":
@@ -437,6 +438,10 @@ class _ArrayMethods:
                 f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
                 f"in-place operators cannot change an array's shape"
             )
+
+
+def _transpose(x: Array) -> Array:
+    return _manip.permute_dims(x, (1, 0))
 
 
 def _writeable(buf) -> bool:

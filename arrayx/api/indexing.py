@@ -437,9 +437,11 @@ def _normalised_start(start, n):
 # reentrant), as does the making of a view, so writes from several threads all land and a view is
 # never sliced from a value that a concurrent write is replacing.
 #
-# Only getitem makes views here: reshape, permute_dims (``.T``, ``.mT``), expand_dims, squeeze and
-# the other manipulation functions return new arrays on these executors (the standard leaves
-# view-or-copy unspecified; NumPy's own choice for reshape depends on memory layout).
+# Views of all of the base through a function and its inverse link the same way (``whole_view``):
+# ``x.T`` and ``x.mT``, always views in NumPy.  The manipulation functions (reshape, permute_dims,
+# expand_dims, squeeze, ...) return new arrays on these executors: the standard leaves view-or-copy
+# unspecified, and NumPy's own choice for reshape depends on memory layout, which JAX and Dask
+# arrays do not have.
 
 _LOCKS = tuple(threading.RLock() for _ in range(64))
 
@@ -481,15 +483,46 @@ def _view(x: Array, key) -> Array:
             y = _object_new(x.__class__)
             y._buf = x._buf
             y._ex = x._ex
-        y._view_of = (x, key)
-        views = getattr(x, "_views", None)
-        if views is None:
-            x._views = [weakref.ref(y)]
-        else:
-            views.append(weakref.ref(y))
-            n = len(views)
-            if n >= 16 and not n & (n - 1):  # at each power of two: drop the dead (amortised O(1))
-                x._views = [r for r in views if r() is not None]
+        _link(x, y, key)
+    return y
+
+
+def _link(x: Array, y: Array, key) -> None:
+    """Record ``y`` as the view ``x[key]`` (key: a basic key or a :class:`_Whole`)."""
+    y._view_of = (x, key)
+    views = getattr(x, "_views", None)
+    if views is None:
+        x._views = [weakref.ref(y)]
+    else:
+        views.append(weakref.ref(y))
+        n = len(views)
+        if n >= 16 and not n & (n - 1):  # at each power of two: drop the dead (amortised O(1))
+            x._views = [r for r in views if r() is not None]
+
+
+class _Whole:
+    """The link of a view of all of its base through a function (``.T``: a transpose): ``forward``
+    makes the view's value from the base's, ``backward`` the base's from the view's."""
+
+    __slots__ = ("forward", "backward")
+
+    def __init__(self, forward, backward):
+        self.forward = forward
+        self.backward = backward
+
+
+def whole_view(x: Array, forward, backward) -> Array:
+    """``forward(x)``, linked to x as a view when x is not written in place (as getitem's views
+    are): a function that NumPy answers with a view of all of x (a transpose) calls this."""
+    if x.__class__ is Array and x._ex.mutable and _TRACE.get() is None:
+        return forward(x)  # the executor's own view
+    with _lock_of(x):
+        y = forward(x)
+        if y is x:
+            y = _object_new(x.__class__)
+            y._buf = x._buf
+            y._ex = x._ex
+        _link(x, y, _Whole(forward, backward))
     return y
 
 
@@ -510,7 +543,8 @@ def _propagate(x: Array, key) -> None:
     link = getattr(node, "_view_of", None)
     while link is not None:
         base, key = link
-        base._become(_at_update("__setitem__", base, key, node, "set"))
+        base._become(key.backward(node) if key.__class__ is _Whole else
+                     _at_update("__setitem__", base, key, node, "set"))
         written[id(base)] = key
         node = base
         link = getattr(node, "_view_of", None)
@@ -532,7 +566,8 @@ def _refresh(node: Array, written: dict, region) -> None:
         if id(w) in written:
             _refresh(w, written, written[id(w)])
         elif region is None or not _disjoint(region, w._view_of[1], node.shape):
-            w._become(getitem(node, w._view_of[1], view=False))
+            key = w._view_of[1]
+            w._become(key.forward(node) if key.__class__ is _Whole else getitem(node, key, view=False))
             _refresh(w, written, None)
     node._views = live
 
@@ -540,6 +575,8 @@ def _refresh(node: Array, written: dict, region) -> None:
 def _disjoint(k1, k2, shape) -> bool:
     """Whether two keys certainly address different elements: both start with a different integer
     (rows of a matrix, iterating over an array); False when unsure."""
+    if k1.__class__ is _Whole or k2.__class__ is _Whole:
+        return False
     e1 = k1[0] if k1.__class__ is tuple and k1 else k1
     e2 = k2[0] if k2.__class__ is tuple and k2 else k2
     if not (_int_entry(e1) and _int_entry(e2)) or not shape or shape[0] is None:

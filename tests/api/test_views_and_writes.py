@@ -287,3 +287,31 @@ def test_many_row_views_see_only_their_rows(executor):
         return [x, *rows]
 
     _same_everywhere(scenario)
+
+
+def test_transposes_are_views(executor):
+    """``x.T`` and ``x.mT`` are views in NumPy (whatever the layout): writes reach the base."""
+    def scenario():
+        m = xp.asarray(A[0], copy=True)
+        t = m.T
+        t[1, 0] = -1.0
+        row = t[2]  # a view of the transpose
+        row += 10.0
+        m[0, 3] = 7.0
+        s = xp.asarray(A, copy=True)
+        st = s.mT
+        st[1, :, 0] *= -1.0
+        return [m, t, row, s, st]
+
+    _same_everywhere(scenario)
+
+
+def test_transposes_under_jit(executor):
+    def f(a):
+        c = a * 1.0
+        t = c.T
+        t[0] = 0.0
+        return c
+
+    a = xp.asarray(A[1])
+    assert_same(xp.jit(f)(a), on_numpy(f, a))
