@@ -433,9 +433,16 @@ def _normalised_start(start, n):
 # getitem on such arrays, a slice per live view on each write; arrays written in place pay nothing
 # but one attribute read on getitem.
 #
-# The read-modify-write of a functional update holds a lock of the root (striped by its id;
-# reentrant), as does the making of a view, so writes from several threads all land and a view is
-# never sliced from a value that a concurrent write is replacing.
+# The read-modify-write of a functional update holds a lock, as does the making of a view, so writes
+# from several threads all land and a view is never sliced from a value that a concurrent write is
+# replacing.  One reentrant lock for all arrays: a write runs arrayx code that may make views of other
+# arrays (temporaries of matmul, ...), so per-array (or striped) locks could be taken in opposite
+# orders by two threads and deadlock.  It serialises only these functional updates, whose work is
+# Python dispatch under the GIL anyway (JAX computes asynchronously, Dask lazily).
+#
+# One case stays apart: a view made eagerly on NumPy, Numba or CuPy (a memory view, not linked) and
+# written inside a transform: the write is functionalised there, so the base does not see it inside
+# the transform (after it, both are as they were, as for any in-place code under a transform).
 #
 # Views of all of the base through a function and its inverse link the same way (``whole_view``):
 # ``x.T`` and ``x.mT``, always views in NumPy.  The manipulation functions (reshape, permute_dims,
@@ -443,20 +450,7 @@ def _normalised_start(start, n):
 # unspecified, and NumPy's own choice for reshape depends on memory layout, which JAX and Dask
 # arrays do not have.
 
-_LOCKS = tuple(threading.RLock() for _ in range(64))
-
-
-def _root(x: Array) -> Array:
-    link = getattr(x, "_view_of", None)
-    while link is not None:
-        x = link[0]
-        link = getattr(x, "_view_of", None)
-    return x
-
-
-def _lock_of(x: Array):
-    """The lock that serialises writes to ``x``, its bases and its views."""
-    return _LOCKS[(id(_root(x)) >> 4) & 63]
+_LOCK = threading.RLock()
 
 
 def _is_view_key(key, ndim: int) -> bool:
@@ -477,7 +471,7 @@ def _is_view_key(key, ndim: int) -> bool:
 
 def _view(x: Array, key) -> Array:
     """``x[key]`` for a basic key, linked to x as its view."""
-    with _lock_of(x):
+    with _LOCK:
         y = getitem(x, key, view=False)
         if y is x:  # x[:] and x[...] may give x itself: a view is another array
             y = _object_new(x.__class__)
@@ -516,7 +510,7 @@ def whole_view(x: Array, forward, backward) -> Array:
     are): a function that NumPy answers with a view of all of x (a transpose) calls this."""
     if x.__class__ is Array and x._ex.mutable and _TRACE.get() is None:
         return forward(x)  # the executor's own view
-    with _lock_of(x):
+    with _LOCK:
         y = forward(x)
         if y is x:
             y = _object_new(x.__class__)
@@ -530,10 +524,9 @@ def functional_write(x: Array, compute, key=None) -> None:
     """Rebind ``x`` to ``compute()`` (a new value computed from x, differing from it at most in
     ``x[key]``; None: anywhere), atomically for x's root; x's bases and live views then see the new
     value (see "views")."""
-    link = getattr(x, "_view_of", None)
-    with _LOCKS[(id(x if link is None else _root(x)) >> 4) & 63]:  # _lock_of, the link read once
+    with _LOCK:
         x._become(compute())
-        if link is not None or getattr(x, "_views", None):
+        if getattr(x, "_view_of", None) is not None or getattr(x, "_views", None):
             _propagate(x, key)
 
 
