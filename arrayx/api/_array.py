@@ -125,7 +125,8 @@ class _ArrayMethods:
 
     @property
     def mT(self) -> "Array":
-        return _linalg.matrix_transpose(self)
+        # a view, as NumPy's: on JAX/Dask (and under transforms) writes through it reach self
+        return _indexing.whole_view(self, _linalg.matrix_transpose, _linalg.matrix_transpose)
 
     @property
     def T(self) -> "Array":
@@ -133,7 +134,7 @@ class _ArrayMethods:
             raise ValueError(
                 f"Array.T: only defined for 2-D arrays (got {self.ndim}-D); use x.mT or permute_dims"
             )
-        return _manip.permute_dims(self, (1, 0))
+        return _indexing.whole_view(self, _transpose, _transpose)  # a view, as mT
 
     @property
     def at(self) -> "_AtIndexer":
@@ -428,7 +429,31 @@ class _ArrayMethods:
 
     # -- in-place --------------------------------------------------------------------
     def _inplace(self, fn, other, op: str) -> "Array":
+        if self.__class__ is Array and self._ex.mutable and _core._TRACE.get() is None:
+            result = fn(self, other)
+            if result.dtype != self.dtype or result.shape != self.shape:
+                self._inplace_check(result, op)  # raises, naming the difference
+            buf = self._buf
+            if _writeable(buf):
+                if _observable(buf):
+                    buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
+                else:  # nothing else sees this buffer (no view either): rebinding is writing
+                    self._become(result)
+            else:  # a read-only view (broadcast_to, ...): rebind; one made by getitem carries it to its base
+                _indexing.functional_write(self, lambda: result)
+            return self
+        # immutable buffers, under a transform: rebind, atomically for self and its views and bases
+        # (which see the result, as NumPy's views do: see indexing's "views")
+        _indexing.functional_write(self, lambda: self._inplace_result(fn, other, op))
+        return self
+
+    def _inplace_result(self, fn, other, op: str) -> "Array":
+        """``fn(self, other)``, checked to keep self's dtype and shape."""
         result = fn(self, other)
+        self._inplace_check(result, op)
+        return result
+
+    def _inplace_check(self, result, op: str) -> None:
         if result.dtype != self.dtype:
             raise TypeError(
                 f"x {op} y: the result dtype {result.dtype} differs from x's dtype {self.dtype}; "
@@ -439,13 +464,10 @@ class _ArrayMethods:
                 f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
                 f"in-place operators cannot change an array's shape"
             )
-        buf = self._buf
-        if (self.__class__ is Array and result.__class__ is Array and self._ex.mutable
-                and _core._TRACE.get() is None and _writeable(buf) and _observable(buf)):
-            buf[...] = result._buf  # into the buffer, so views of it see the update (as in NumPy)
-        else:  # immutable buffers, read-only views, under a transform, unseen buffers: rebind
-            self._become(result)
-        return self
+
+
+def _transpose(x: Array) -> Array:
+    return _manip.permute_dims(x, (1, 0))
 
 
 def _writeable(buf) -> bool:
@@ -531,8 +553,15 @@ class _AtRef:
 
     def get(self, *, mode: str | None = None, fill_value=None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> Array:
-        """``x[key]``; ``mode`` "clip" or "fill" (with ``fill_value``) for out-of-range indices."""
-        return _indexing.getitem(self._x, self._key, mode, fill_value)
+        """``x[key]`` (a new array, never a view); ``mode`` "clip", or "fill" / "drop" (with
+        ``fill_value``) for out-of-range indices, integers included."""
+        return _indexing.at_get(self._x, self._key, mode, fill_value)
+
+    def apply(self, fn, *, mode: str | None = None, indices_are_sorted: bool = False,
+              unique_indices: bool = False) -> Array:
+        """x with ``fn`` (a unary arrayx function) applied at ``key``; repeated indices apply it
+        repeatedly (JAX's ``x.at[key].apply``)."""
+        return _indexing.at_apply(self._x, self._key, fn, mode, unique_indices=unique_indices)
 
     def set(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> Array:

@@ -19,9 +19,20 @@ index array, ``take`` and ``take_along_axis`` raise IndexError naming the index
 and the size whenever the indices are known values (eagerly, under grad, and for
 constants under staging).  Where they are only known symbolically (staged inputs)
 indices are clamped into range, as JAX does; updates through out-of-range
-indices are dropped.  ``x.at[key]`` takes JAX's ``mode=`` to choose otherwise.
+indices are dropped.  ``x.at[key]`` takes JAX's ``mode=`` to choose otherwise; with
+a mode, out-of-range integers follow it too (``x.at[11].get(mode="fill")``).
+
+Views (NumPy's semantics on every executor, see "views" below): ``x[basic key]`` of an
+array whose buffer cannot be written in place (JAX, Dask, a tracer) remembers ``x`` and
+the key, so a write through it reaches ``x`` and every other live view of ``x``; writes
+to one array (and its views) are serialised by a lock, so writes from several threads
+all land.
 """
 from __future__ import annotations
+
+import operator
+import threading
+import weakref
 
 import numpy as np
 
@@ -30,7 +41,7 @@ from arrayx.api._array import Array
 from arrayx.api._checks import (
     _SCALAR_OF_KIND, array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
 )
-from arrayx.transforms.core import Primitive, _TRACE, _object_new, _wrap
+from arrayx.transforms.core import Primitive, Tracer, _TRACE, _object_new, _wrap
 from arrayx.transforms._tracer import is_weak
 from arrayx.api._index_keys import _Key, _concrete, _consecutive, basic_shape, gather_shape, parse_key
 
@@ -48,7 +59,7 @@ take_along_axis_p = Primitive("take_along_axis")
 #: the updates of ``x.at[key]``: scatter's kinds set/add/multiply/min/max, and subtract
 #: (add of -v), divide and power (of the product of the values, as JAX does) written with them
 AT_OPS = ("set", "add", "subtract", "multiply", "divide", "power", "min", "max")
-GATHER_MODES = (None, "promise_in_bounds", "clip", "fill")
+GATHER_MODES = (None, "promise_in_bounds", "clip", "fill", "drop")  # get: "drop" is "fill", as in JAX
 SCATTER_MODES = (None, "promise_in_bounds", "clip", "drop", "fill")
 
 
@@ -198,14 +209,19 @@ def _fill_operand(fname, y, fill):
 # -- getitem -------------------------------------------------------------------------------------
 
 
-def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
-    """``x[key]`` (basic and advanced indexing as the standard describes it)."""
+def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool = True) -> Array:
+    """``x[key]`` (basic and advanced indexing as the standard describes it).
+
+    With ``view`` (``x[key]``, not ``x.at[key].get()``) and a basic key, the result of an array
+    that is not written in place is linked to ``x`` as a view (see "views" below)."""
     if x.__class__ is Array and mode is None and _TRACE.get() is None and not x._ex.unknown_shapes:
         # eager fast path: ints and slices (bounds checked here: JAX would clamp) straight to the
         # executor's own indexing, which has NumPy's rules; integer arrays through _eager_native_key
         buf = x._buf
         if key.__class__ is slice and key.step != 0 and buf.ndim:  # the commonest key: one slice
             ex = x._ex
+            if not ex.mutable and view:
+                return _view(x, key)
             out = buf[key]
             new = _object_new(Array)  # _wrap, spelled out on the commonest path
             new._buf = out if out.__class__ is ex.array_type else ex.coerce(out)
@@ -226,13 +242,82 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
                     break
             else:
                 ex = x._ex
+                if not ex.mutable and view and _is_view_key(key, len(shape)):
+                    return _view(x, key)
                 out = buf[key]
                 return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+    if view and mode is None and (x.__class__ is not Array or not x._ex.mutable or _TRACE.get() is not None) \
+            and _is_view_key(key, x.ndim):
+        return _view(x, key)
     fname = "__getitem__" if mode is None and fill_value is None else "at[...].get"
     if mode not in GATHER_MODES:
         raise ValueError(f"at[...].get: unknown mode {mode!r}; choose from {GATHER_MODES[1:]}")
+    if mode == "drop":
+        mode = "fill"
+    key = _mode_key(x, key, mode)
     k = parse_key(fname, x, key)
     return _apply_key(fname, x, k, mode, fill_value)
+
+
+def at_get(x: Array, key, mode: str | None = None, fill_value=None) -> Array:
+    """``x.at[key].get()``: ``x[key]`` as a new array, never a view (JAX's), whatever the executor."""
+    out = getitem(x, key, mode, fill_value, view=False)
+    if out.__class__ is Array and out._ex.mutable and _is_view_key(key, x.ndim):
+        from arrayx.api.creation import asarray
+
+        return asarray(out, copy=True)  # the executor's own basic indexing shares x's memory
+    return out
+
+
+def _mode_key(x: Array, key, mode):
+    """``key`` with its integer entries as 0-d index arrays when one is out of range and ``mode``
+    says what to do with it ("clip", "fill", "drop": JAX's rule for integers too), else ``key``.
+
+    A 0-d index array removes its axis as an integer does (and integers among index arrays are
+    index arrays already), so the result's layout is the same."""
+    if mode not in ("clip", "fill", "drop"):
+        return key
+    entries = key if isinstance(key, tuple) else (key,)
+    kinds = [_int_entry(e) for e in entries]
+    if not any(kinds):
+        return key
+    # the axis each entry indexes: an Ellipsis stands for the axes no other entry takes
+    takes = [_axes_taken(e) for e in entries]
+    shape = x.shape
+    axis, out, out_of_range = 0, [], False
+    for e, k, t in zip(entries, kinds, takes):
+        if k:
+            i = operator.index(e)
+            n = shape[axis] if axis < len(shape) else None
+            out_of_range |= n is not None and not -n <= i < n
+            out.append(i)
+        else:
+            out.append(e)
+        axis += len(shape) - sum(takes) if e is Ellipsis else t
+    if not out_of_range:
+        return key
+    from arrayx.api.creation import asarray
+
+    return tuple(asarray(e, dtype=_dtypes.int64, device=x.device) if k else e for e, k in zip(out, kinds))
+
+
+def _axes_taken(e) -> int:
+    """How many axes of x a key entry indexes (a boolean mask: its ndim; None, Ellipsis, a bool: 0)."""
+    if e is None or e is Ellipsis or isinstance(e, (bool, np.bool_)):
+        return 0
+    if isinstance(e, (Array, np.ndarray, list)):
+        kind = e.dtype.kind if isinstance(e, (Array, np.ndarray)) else np.asarray(e).dtype.kind
+        return (e.ndim if not isinstance(e, list) else np.ndim(e)) if kind == "b" else 1
+    return 1
+
+
+def _int_entry(e) -> bool:
+    """Whether a key entry is a Python (or NumPy) integer: not a bool, not an array."""
+    c = e.__class__
+    if c is int:
+        return True
+    return not isinstance(e, (bool, np.bool_, Array, np.ndarray, list, slice)) and e is not None \
+        and e is not Ellipsis and hasattr(c, "__index__")
 
 
 def _native_getitem(x: Array, native) -> Array:
@@ -332,6 +417,168 @@ def _normalised_start(start, n):
     return start + n if start < 0 else start
 
 
+# -- views ------------------------------------------------------------------------------------
+#
+# On NumPy (and Numba, CuPy) ``x[basic key]`` shares x's memory, so a write through either is seen
+# by both.  JAX and Dask buffers cannot be written, and under a transform every write is
+# functionalised: ``x[k] = v`` computes a new value and rebinds x's wrapper (``Array._become``).  To
+# keep NumPy's semantics there, ``x[key]`` with a basic key (ints, slices, Ellipsis, None: what makes
+# a NumPy view) of such an array links its result to x: the view's ``_view_of`` is ``(x, key)`` (a
+# strong reference: as in NumPy a view keeps its base alive) and x's ``_views`` holds a weak
+# reference to it.  A write through an array with either link (``functional_write``: setitem and the
+# in-place operators) carries the new value up to the root (``base[key] = view``, functionally), then
+# re-slices every live view of the root from its new base, so later reads of the base and of every
+# view see the write.  Under a transform the rebound arrays are put back when it ends, as for any
+# in-place code there (``Trace.remember``).  Cost: one list append and a weak reference per basic
+# getitem on such arrays, a slice per live view on each write; arrays written in place pay nothing
+# but one attribute read on getitem.
+#
+# The read-modify-write of a functional update holds a lock, as does the making of a view, so writes
+# from several threads all land and a view is never sliced from a value that a concurrent write is
+# replacing.  One reentrant lock for all arrays: a write runs arrayx code that may make views of other
+# arrays (temporaries of matmul, ...), so per-array (or striped) locks could be taken in opposite
+# orders by two threads and deadlock.  It serialises only these functional updates, whose work is
+# Python dispatch under the GIL anyway (JAX computes asynchronously, Dask lazily).
+#
+# One case stays apart: a view made eagerly on NumPy, Numba or CuPy (a memory view, not linked) and
+# written inside a transform: the write is functionalised there, so the base does not see it inside
+# the transform (after it, both are as they were, as for any in-place code under a transform).
+#
+# Views of all of the base through a function and its inverse link the same way (``whole_view``):
+# ``x.T`` and ``x.mT``, always views in NumPy.  The manipulation functions (reshape, permute_dims,
+# expand_dims, squeeze, ...) return new arrays on these executors: the standard leaves view-or-copy
+# unspecified, and NumPy's own choice for reshape depends on memory layout, which JAX and Dask
+# arrays do not have.
+
+_LOCK = threading.RLock()
+
+
+def _is_view_key(key, ndim: int) -> bool:
+    """Whether NumPy's ``x[key]`` (x with ``ndim`` dimensions) is a view: ints (not 0-d arrays),
+    slices, Ellipsis and None only, and not an int for every axis (NumPy's scalar, a copy)."""
+    entries = key if key.__class__ is tuple else (key,)
+    ints = 0
+    for e in entries:
+        c = e.__class__
+        if c is slice or e is None or e is Ellipsis:
+            continue
+        if c is int or _int_entry(e):
+            ints += 1
+        else:
+            return False
+    return ints != ndim or ints != len(entries)
+
+
+def _view(x: Array, key) -> Array:
+    """``x[key]`` for a basic key, linked to x as its view."""
+    with _LOCK:
+        y = getitem(x, key, view=False)
+        if y is x:  # x[:] and x[...] may give x itself: a view is another array
+            y = _object_new(x.__class__)
+            y._buf = x._buf
+            y._ex = x._ex
+        _link(x, y, key)
+    return y
+
+
+def _link(x: Array, y: Array, key) -> None:
+    """Record ``y`` as the view ``x[key]`` (key: a basic key or a :class:`_Whole`)."""
+    y._view_of = (x, key)
+    views = getattr(x, "_views", None)
+    if views is None:
+        x._views = [weakref.ref(y)]
+    else:
+        views.append(weakref.ref(y))
+        n = len(views)
+        if n >= 16 and not n & (n - 1):  # at each power of two: drop the dead (amortised O(1))
+            x._views = [r for r in views if r() is not None]
+
+
+class _Whole:
+    """The link of a view of all of its base through a function (``.T``: a transpose): ``forward``
+    makes the view's value from the base's, ``backward`` the base's from the view's."""
+
+    __slots__ = ("forward", "backward")
+
+    def __init__(self, forward, backward):
+        self.forward = forward
+        self.backward = backward
+
+
+def whole_view(x: Array, forward, backward) -> Array:
+    """``forward(x)``, linked to x as a view when x is not written in place (as getitem's views
+    are): a function that NumPy answers with a view of all of x (a transpose) calls this."""
+    if x.__class__ is Array and x._ex.mutable and _TRACE.get() is None:
+        return forward(x)  # the executor's own view
+    with _LOCK:
+        y = forward(x)
+        if y is x:
+            y = _object_new(x.__class__)
+            y._buf = x._buf
+            y._ex = x._ex
+        _link(x, y, _Whole(forward, backward))
+    return y
+
+
+def functional_write(x: Array, compute, key=None) -> None:
+    """Rebind ``x`` to ``compute()`` (a new value computed from x, differing from it at most in
+    ``x[key]``; None: anywhere), atomically for x's root; x's bases and live views then see the new
+    value (see "views")."""
+    with _LOCK:
+        x._become(compute())
+        if getattr(x, "_view_of", None) is not None or getattr(x, "_views", None):
+            _propagate(x, key)
+
+
+def _propagate(x: Array, key) -> None:
+    written = {id(x): key}  # the arrays that hold their new value -> the key of the region written in each
+    node = x
+    link = getattr(node, "_view_of", None)
+    while link is not None:
+        base, key = link
+        base._become(key.backward(node) if key.__class__ is _Whole else
+                     _at_update("__setitem__", base, key, node, "set"))
+        written[id(base)] = key
+        node = base
+        link = getattr(node, "_view_of", None)
+    _refresh(node, written, written[id(node)])
+
+
+def _refresh(node: Array, written: dict, region) -> None:
+    """Re-slice the live views below ``node`` from their bases: those that may overlap ``region``
+    (the key written in node; None: all of it).  Those in ``written`` hold their new value."""
+    views = getattr(node, "_views", None)
+    if not views:
+        return
+    live = []
+    for ref in list(views):
+        w = ref()
+        if w is None or (isinstance(w, Tracer) and not w._buf.trace.alive):  # gone, or escaped its transform
+            continue
+        live.append(ref)
+        if id(w) in written:
+            _refresh(w, written, written[id(w)])
+        elif region is None or not _disjoint(region, w._view_of[1], node.shape):
+            key = w._view_of[1]
+            w._become(key.forward(node) if key.__class__ is _Whole else getitem(node, key, view=False))
+            _refresh(w, written, None)
+    node._views = live
+
+
+def _disjoint(k1, k2, shape) -> bool:
+    """Whether two keys certainly address different elements: both start with a different integer
+    (rows of a matrix, iterating over an array); False when unsure."""
+    if k1.__class__ is _Whole or k2.__class__ is _Whole:
+        return False
+    e1 = k1[0] if k1.__class__ is tuple and k1 else k1
+    e2 = k2[0] if k2.__class__ is tuple and k2 else k2
+    if not (_int_entry(e1) and _int_entry(e2)) or not shape or shape[0] is None:
+        return False
+    n = shape[0]
+    i, j = operator.index(e1), operator.index(e2)
+    return (i + n if i < 0 else i) != (j + n if j < 0 else j)
+
+
 # -- updates ------------------------------------------------------------------------------------
 
 
@@ -375,7 +622,8 @@ def setitem(x: Array, key, value) -> None:
             return
         # a read-only view (broadcast_to, linalg.diagonal, from_dlpack of an immutable
         # buffer): update functionally instead of failing
-    x._become(_at_update("__setitem__", x, key, value, "set"))  # the original value: checked again
+    # the original value: checked again; atomic, and seen by x's bases and views (see "views")
+    functional_write(x, lambda: _at_update("__setitem__", x, key, value, "set"), key)
 
 
 def _native_eager_key(fname, x, key):
@@ -431,7 +679,7 @@ def _at_update(fname, x, key, values, op, mode=None, unique_indices=False) -> Ar
     if mode not in SCATTER_MODES:
         raise ValueError(f"{fname}: unknown mode {mode!r}; choose from {SCATTER_MODES[1:]}")
     values = _value_operand(fname, x, values)
-    k = parse_key(fname, x, key)
+    k = parse_key(fname, x, _mode_key(x, key, mode))
     if op == "subtract":
         return _update(fname, x, k, _negate(values), "add", mode, unique_indices)
     if op in ("divide", "power"):
@@ -443,6 +691,47 @@ def _at_update(fname, x, key, values, op, mode=None, unique_indices=False) -> Ar
 
         return ew.divide(x, factors) if op == "divide" else ew.pow(x, factors)
     return _update(fname, x, k, values, op, mode, unique_indices)
+
+
+def at_apply(x: Array, key, fn, mode: str | None = None, *, unique_indices: bool = False) -> Array:
+    """A copy of x with the unary function ``fn`` applied at ``key``, once per time an element is
+    indexed (JAX's ``x.at[key].apply(fn)``: ``fn`` is elementwise, a repeated index applies it again).
+
+    ``mode`` as for the updates; ``fn``'s result must be storable in x's dtype."""
+    fname = "at[...].apply"
+    if not callable(fn):
+        raise TypeError(f"{fname}: fn must be a unary function of an array, got {type(fn).__name__}")
+    if mode not in SCATTER_MODES:
+        raise ValueError(f"{fname}: unknown mode {mode!r}; choose from {SCATTER_MODES[1:]}")
+    k = parse_key(fname, x, _mode_key(x, key, mode))
+    if k.false_axes:  # a False entry: nothing is indexed
+        from arrayx.api.creation import asarray
+
+        return asarray(x, copy=True)
+    if not k.arrays or unique_indices:  # each element at most once: fn of the region, stored back
+        region = _apply_key(fname, x, k, "fill" if mode == "drop" else mode, None)
+        return _update(fname, x, k, _value_operand(fname, x, fn(region)), "set", mode, unique_indices)
+    # repeated indices: count the applications per element, then apply fn that many times
+    from arrayx.api.creation import zeros
+    from arrayx.api.searching import where
+    from arrayx.api.statistical import max as amax
+
+    counts = _update(fname, zeros(x.shape, dtype=_dtypes.int64, device=x.device), k, 1, "add", mode, False)
+
+    def step(j, y):
+        return where(counts > j, _value_operand(fname, x, fn(y)), y)
+
+    known = _concrete(counts)
+    if known is not None:
+        y = x
+        for j in range(int(amax(known)) if known.size else 0):
+            y = step(j, y)
+        return y
+    from arrayx.transforms.control_flow import while_loop
+
+    most = amax(counts)
+    return while_loop(lambda c: c[0] < most, lambda c: (c[0] + 1, step(c[0], c[1])),
+                      (zeros((), dtype=_dtypes.int64, device=x.device), x))[1]
 
 
 def _negate(v):

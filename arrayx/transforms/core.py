@@ -236,9 +236,14 @@ class Array:
     The layout lives in the core so that :class:`Tracer` (whose ``_buf`` is a trace's
     state) can be an Array and in-place code can rebind a wrapper between the two; the
     methods are the namespace's (``arrayx/api/_array.py``, see :func:`define_array_methods`).
+
+    Two more slots, unset on almost every array, give views of buffers that cannot be written
+    in place (JAX, Dask, tracers) NumPy's semantics (``arrayx/api/indexing.py``, "views"):
+    ``_view_of`` is ``(base, key)`` for an array made by ``base[key]`` with a basic key, and
+    ``_views`` a list of weak references to the live views made of this array.
     """
 
-    __slots__ = ("_buf", "_ex", "__weakref__")
+    __slots__ = ("_buf", "_ex", "_view_of", "_views", "__weakref__")
 
 
 def define_array_methods(methods: type) -> type:
