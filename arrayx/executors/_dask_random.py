@@ -132,7 +132,9 @@ def draw(shape: tuple, values, ops: tuple, axes: tuple | None = None, dtype=None
     out = da.Array(hlg, name, chunks, dtype=dtype, meta=np.empty((0,) * len(dims), dtype))
     _RECIPES[name] = recipe = _Recipe(values, ops, (dims, axes), dtype)
     out._arrayx_recipe = recipe  # the recipe lives as long as the buffer does
-    return out
+    from arrayx.executors._dask_keep import note
+
+    return note(out)  # a read may keep it computed
 
 
 def sliced_draw(buf, key: tuple):
