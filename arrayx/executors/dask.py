@@ -38,6 +38,24 @@ Implicit computes (each runs the graph of the array involved)
     when the shape policy is ``"compute"``, reading the shape of an array whose
     shape depends on its data.
 
+What reads keep
+    A read (any implicit compute above) also computes the arrays still alive that it needs whole
+    and keeps their values in place of their graphs, so a loop that reads a value at each step
+    computes one step each time, not its whole history (``_dask_keep``: arrays of at most 64 MiB,
+    256 MiB in all, oldest given back their graphs first; ``set_keep(max_bytes, max_array_bytes)``
+    changes the bounds, ``set_keep(0)`` turns it off).  Random draws are one task per chunk, the NumPy
+    executor's sampler on the chunk's counters (``_dask_random``: the NumPy executor's values bit
+    for bit); a slice of a draw, and what ``repr`` shows of a large one, draws only its values.
+    ``repr`` of any large lazy array computes only the chunks its shown edges lie in.
+
+Known deviation: sums depend on the chunks in the last bit
+    ``sum``, ``mean`` (and ``var``, ``std``, ``vecdot``, ``matmul`` over a contracted axis) add
+    each chunk's values, then the chunks' results in Dask's tree, so the same data in other
+    chunks can give a result that differs in the last bit (NumPy's own pairwise sum differs the
+    same way from a sequential one).  Making them chunking-independent needs either a first pass
+    for the magnitude of the values (every chunk held in memory until the second pass: no more
+    streaming) or exact per-chunk expansions (several times a sum's work); neither is done.
+
 Unknown shapes
     Boolean-mask indexing, ``nonzero`` and the ``unique_*`` functions give
     arrays whose length Dask does not know without computing.  By default
@@ -62,13 +80,14 @@ import types
 
 import numpy as np
 
+from arrayx.executors._dask_keep import get_keep, kept_bytes, set_keep
 from arrayx.executors._dask_linalg import CONTRACTIONS as _CONTRACTIONS, FFT as _FFT, LINALG as _LINALG
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, resolved_basic_key
 from arrayx.executors.base import Device, Executor
 
 __all__ = [
     "connect", "disconnect", "set_scheduler", "get_scheduler", "set_chunks", "get_chunks",
-    "set_unknown_shapes", "resolve_shapes",
+    "set_unknown_shapes", "resolve_shapes", "set_keep", "get_keep", "kept_bytes",
 ]
 
 _INDEX = np.dtype("int64")
