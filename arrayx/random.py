@@ -120,8 +120,16 @@ def _hash_pairs(key: Array, x1, x2) -> tuple:
     return threefry2x32(key[0], key[1], x1, x2)
 
 
-def _hash_range(key: Array, start: int, count: int) -> tuple:
-    """The two output words for the flat element indices [start, start + count): counter i is (i >> 32, i & 0xffffffff)."""
+def _hash_range(key: Array, start, count) -> tuple:
+    """The two output words for the flat element indices [start, start + count): counter i is (i >> 32, i & 0xffffffff).
+
+    ``start`` may instead be an array of the flat indices (uint32 or uint64; ``count`` unused):
+    a Dask chunk's (``_draw``).
+    """
+    if isinstance(start, Array):
+        if start.dtype == _U32:
+            return _hash_pairs(key, 0, start)
+        return _hash_pairs(key, xp.astype(start >> 32, _U32), xp.astype(start, _U32))
     stop = start + count
     if stop <= 2**32:
         return _hash_pairs(key, 0, xp.arange(start, stop, dtype=_U32, device=key.device))
@@ -129,7 +137,7 @@ def _hash_range(key: Array, start: int, count: int) -> tuple:
     return _hash_pairs(key, xp.astype(index >> 32, _U32), xp.astype(index, _U32))
 
 
-def _bits_range(key: Array, bit_width: int, start: int, count: int) -> Array:
+def _bits_range(key: Array, bit_width: int, start, count) -> Array:
     """Random bits of the flat elements [start, start + count) of a draw, as a 1-D array."""
     if not _PARTITIONABLE.get():
         assert start == 0, "the original layout depends on the whole draw; _draw does not split it"
@@ -145,24 +153,36 @@ def _bits_range(key: Array, bit_width: int, start: int, count: int) -> Array:
 # Eagerly on executors that run on host memory (``Executor.eager_on_host``: NumPy, Numba), a draw is computed in slices of _CHUNK elements:
 # the ~150 whole-array passes then stay in cache (3-6x faster for 1e7 values).  Element i
 # depends only on counter i, so the values are the same; under a transform the draw is one
-# slice.  (JAX, CuPy and Dask prefer whole arrays: per-call dispatch or graph size dominate.)
+# slice.  (JAX and CuPy prefer whole arrays: per-call dispatch dominates.)  On Dask a draw is one
+# blockwise task per chunk, each running the NumPy executor's sampler on the chunk's counters
+# (executors/_dask_random.py): the same values, and no graph of ~150 operations per draw.
 _CHUNK = 1 << 16
 
 
-def _draw(key: Array, shape: tuple, values) -> Array:
-    """``values(start, count)`` (1-D, elementwise in the counter) evaluated over ``shape``."""
+def _draw(key: Array, shape: tuple, values, *operands) -> Array:
+    """``values(ops, start, count)`` (1-D, elementwise in the counter) evaluated over ``shape``.
+
+    ``ops`` is ``(key, *operands)``: every array the sampler reads comes through it (not through
+    its closure), so that a Dask chunk can run it on the NumPy executor with its own blocks.
+    """
     size = math.prod(shape)
+    ops = (key, *operands)
+    if _PARTITIONABLE.get() and current_trace() is None and size and key._ex.name == "dask" and all(
+            v._ex is key._ex for v in operands if isinstance(v, Array)):
+        from arrayx.executors._dask_random import draw
+
+        return Array._new(draw(shape, values, ops), key._ex)
     if (size > _CHUNK and _PARTITIONABLE.get() and current_trace() is None
             and key._ex.eager_on_host):
-        flat = xp.concat([values(start, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)])
+        flat = xp.concat([values(ops, start, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)])
     else:
-        flat = values(0, size)
+        flat = values(ops, 0, size)
     return xp.reshape(flat, shape)
 
 
 def _random_bits(key: Array, bit_width: int, shape: tuple) -> Array:
     """Random unsigned integers of ``bit_width`` bits and the given shape (no argument checks)."""
-    return _draw(key, shape, lambda start, count: _bits_range(key, bit_width, start, count))
+    return _draw(key, shape, lambda ops, start, count: _bits_range(ops[0], bit_width, start, count))
 
 
 # JAX's original layout (jax_threefry_partitionable=False).
@@ -418,8 +438,9 @@ def _uniform_range(key: Array, dtype, minval, maxval, start: int, count: int) ->
 
 def _uniform(key: Array, shape: tuple, dtype, minval, maxval) -> Array:
     if _is_scalar(minval) and _is_scalar(maxval):
-        return _draw(key, shape, lambda start, count: _uniform_range(key, dtype, minval, maxval, start, count))
-    floats = xp.reshape(_uniform_range(key, dtype, 0.0, 1.0, 0, math.prod(shape)), shape)
+        return _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, ops[1], ops[2], start, count),
+                     minval, maxval)
+    floats = _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, 0.0, 1.0, start, count))
     return _affine(floats, minval, maxval)
 
 
@@ -477,7 +498,7 @@ def normal(key, shape=(), dtype=None) -> Array:
 def _normal_real(key: Array, shape: tuple, dtype) -> Array:
     lo, hi = np.nextafter(dtype.type(-1.0), dtype.type(0.0)), dtype.type(1.0)
     sqrt2 = float(dtype.type(math.sqrt(2)))
-    return _draw(key, shape, lambda start, count: erf_inv(_uniform_range(key, dtype, lo, hi, start, count)) * sqrt2)
+    return _draw(key, shape, lambda ops, start, count: erf_inv(_uniform_range(ops[0], dtype, lo, hi, start, count)) * sqrt2)
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
@@ -499,12 +520,13 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     a, b = erf(lo_a * inv_sqrt2), erf(hi_a * inv_sqrt2)
     above, below = xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf)  # the open interval
 
-    def clipped(u):
+    def clipped(u, above, below):
         return xp.clip(erf_inv(u) * float(sqrt2), above, below)
 
     if _is_scalar(a) and _is_scalar(b):
-        return _draw(key, shape, lambda start, count: clipped(_uniform_range(key, dt, a, b, start, count)))
-    return clipped(_uniform(key, shape, dt, a, b))
+        return _draw(key, shape, lambda ops, start, count: clipped(
+            _uniform_range(ops[0], dt, ops[1], ops[2], start, count), ops[3], ops[4]), a, b, above, below)
+    return clipped(_uniform(key, shape, dt, a, b), above, below)
 
 
 def exponential(key, shape=(), dtype=None) -> Array:
@@ -514,7 +536,7 @@ def exponential(key, shape=(), dtype=None) -> Array:
     dt = _float_dtype("exponential", dtype)
     check_size("exponential", shape, dt, key._ex)
     zero, one = dt.type(0.0), dt.type(1.0)
-    return _draw(key, shape, lambda start, count: -log1p(-_uniform_range(key, dt, zero, one, start, count)))
+    return _draw(key, shape, lambda ops, start, count: -log1p(-_uniform_range(ops[0], dt, zero, one, start, count)))
 
 
 _GUMBEL_MODES = ("low", "high", "highest")
@@ -549,7 +571,7 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
         x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
         return -log(-log1p(-x))
     tiny, one = dtype.type(info.tiny), dtype.type(1.0)
-    return _draw(key, shape, lambda start, count: -log(-log(_uniform_range(key, dtype, tiny, one, start, count))))
+    return _draw(key, shape, lambda ops, start, count: -log(-log(_uniform_range(ops[0], dtype, tiny, one, start, count))))
 
 
 def _xla_log_daz(x: Array) -> Array:
@@ -581,7 +603,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
         return u[1] * float(2.0 ** -np.finfo(dt).nmant) < p - u[0]
     zero, one = dt.type(0.0), dt.type(1.0)
     if _is_scalar(p):
-        return _draw(key, shape, lambda start, count: _uniform_range(key, dt, zero, one, start, count) < p)
+        return _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dt, zero, one, start, count) < ops[1], p)
     return _uniform(key, shape, dt, zero, one) < p
 
 
@@ -646,14 +668,15 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
     multiplier = _urem(multiplier * multiplier, span)
     k1, k2 = split(key)
 
-    def values(higher, lower):  # twice the bits per value, reduced modulo span as JAX does
+    def values(higher, lower, lo, span, multiplier):  # twice the bits per value, reduced modulo span as JAX does
         offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
         return lo + xp.astype(offset, dtype)
 
-    if span.ndim == 0:
-        return _draw(key, shape, lambda start, count: values(
-            _bits_range(k1, nbits, start, count), _bits_range(k2, nbits, start, count)))
-    return values(_random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape))
+    if span.ndim == 0 and lo.ndim == 0:
+        return _draw(k1, shape, lambda ops, start, count: values(
+            _bits_range(ops[0], nbits, start, count), _bits_range(ops[1], nbits, start, count), *ops[2:]),
+            k2, lo, span, multiplier)
+    return values(_random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape), lo, span, multiplier)
 
 
 def _shuffle(key: Array, x: Array, axis: int) -> Array:

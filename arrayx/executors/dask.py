@@ -38,6 +38,24 @@ Implicit computes (each runs the graph of the array involved)
     when the shape policy is ``"compute"``, reading the shape of an array whose
     shape depends on its data.
 
+What reads keep
+    A read (any implicit compute above) also computes the arrays still alive that it needs whole
+    and keeps their values in place of their graphs, so a loop that reads a value at each step
+    computes one step each time, not its whole history (``_dask_keep``: arrays of at most 64 MiB,
+    256 MiB in all, oldest given back their graphs first; ``set_keep(max_bytes, max_array_bytes)``
+    changes the bounds, ``set_keep(0)`` turns it off).  Random draws are one task per chunk, the NumPy
+    executor's sampler on the chunk's counters (``_dask_random``: the NumPy executor's values bit
+    for bit); a slice of a draw, and what ``repr`` shows of a large one, draws only its values.
+    ``repr`` of any large lazy array computes only the chunks its shown edges lie in.
+
+Known deviation: sums depend on the chunks in the last bit
+    ``sum``, ``mean`` (and ``var``, ``std``, ``vecdot``, ``matmul`` over a contracted axis) add
+    each chunk's values, then the chunks' results in Dask's tree, so the same data in other
+    chunks can give a result that differs in the last bit (NumPy's own pairwise sum differs the
+    same way from a sequential one).  Making them chunking-independent needs either a first pass
+    for the magnitude of the values (every chunk held in memory until the second pass: no more
+    streaming) or exact per-chunk expansions (several times a sum's work); neither is done.
+
 Unknown shapes
     Boolean-mask indexing, ``nonzero`` and the ``unique_*`` functions give
     arrays whose length Dask does not know without computing.  By default
@@ -62,13 +80,14 @@ import types
 import numpy as np
 
 from arrayx import _config
+from arrayx.executors._dask_keep import get_keep, kept_bytes, set_keep
 from arrayx.executors._dask_linalg import CONTRACTIONS as _CONTRACTIONS, FFT as _FFT, LINALG as _LINALG
 from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key, resolved_basic_key
 from arrayx.executors.base import Device, Executor
 
 __all__ = [
     "connect", "disconnect", "set_scheduler", "get_scheduler", "set_chunks", "get_chunks",
-    "set_unknown_shapes", "resolve_shapes",
+    "set_unknown_shapes", "resolve_shapes", "set_keep", "get_keep", "kept_bytes",
 ]
 
 _INDEX = np.dtype("int64")
@@ -169,7 +188,27 @@ def _resolve(buf):
         else:  # compute_chunk_sizes takes no scheduler argument: set it for the call
             with dask.config.set(scheduler=getattr(_scheduler, "get", _scheduler)):
                 buf.compute_chunk_sizes()
+        if any(0 in c and len(c) > 1 for c in buf.chunks):
+            _adopt(buf, _without_empty_chunks(buf))
     return buf
+
+
+def _without_empty_chunks(buf):
+    """``buf`` with no chunk of size 0 along an axis of several chunks.  Dask mishandles them:
+    an elementwise op on a length-1 axis chunked (1, 0) rechunks one operand and not the
+    result's chunks (a block of size 1 where 0 is declared: boolean indexing then fails at
+    compute), and ``take`` divides by the mean chunk size, 0 when chunks outnumber elements."""
+    if not any(0 in c and len(c) > 1 for c in buf.chunks):
+        return buf
+    return buf.rechunk(tuple(tuple(n for n in c if n) or (0,) for c in buf.chunks))
+
+
+def _adopt(buf, other) -> None:
+    """Make the Dask array ``buf`` (held by an arrayx array) stand for ``other``, in place."""
+    buf.dask = other.dask
+    buf._name = other.name
+    buf._chunks = other.chunks
+    buf._meta = other._meta
 
 
 def _sort(x, **params):
@@ -190,7 +229,10 @@ def _compute_kwargs() -> dict:
 
 
 def _compute(buf) -> np.ndarray:
-    return np.asarray(buf.compute(**_compute_kwargs()))
+    """``buf``'s values on the host; what the read computes is kept for later reads (_dask_keep)."""
+    from arrayx.executors import _dask_keep
+
+    return _dask_keep.compute(buf, _compute_kwargs())
 
 
 # -- the namespace: array-api-compat's Dask namespace with our chunks on creation -----------
@@ -376,7 +418,43 @@ def _scatter(buf, u, *index_bufs, axes, kind, mode, unique_indices=False):
 
 
 def _slice(buf, *, key):
-    return buf[resolved_basic_key(key, buf.shape)]
+    key = resolved_basic_key(key, buf.shape)
+    from arrayx.executors._dask_random import sliced_draw
+
+    out = sliced_draw(buf, key)  # a slice of a random draw draws only the sliced counters
+    return buf[key] if out is None else out
+
+
+def _summary_to_host(buf, edge: int) -> np.ndarray:
+    """What a summarised print shows of ``buf``: along each axis longer than ``2 * edge + 1``, the
+    first and last ``edge`` entries with the first entry again between them (NumPy formats a
+    summarised array from its edges only; the entry between keeps the axis long enough to be
+    elided).  Only the chunks those touch are computed; a random draw draws only those values."""
+    from arrayx.executors._dask_random import sliced_draw
+
+    long = [n > 2 * edge + 1 for n in buf.shape]
+    if not any(long):
+        return _compute(buf)
+
+    def piece(key):
+        out = sliced_draw(buf, key)
+        return buf[key] if out is None else out
+
+    def nested(prefix, axis):
+        if axis == buf.ndim:
+            return piece(prefix)
+        if not long[axis]:
+            return [nested(prefix + (slice(None),), axis + 1)]
+        n = buf.shape[axis]
+        return [nested(prefix + (slice(0, edge),), axis + 1), nested(prefix + (slice(n - edge, n),), axis + 1)]
+
+    host = _compute(da.block(nested((), 0)))
+    for axis in range(buf.ndim):  # the first entry again between the edges: any value does
+        if long[axis]:
+            lead = (slice(None),) * axis
+            host = np.concatenate([host[lead + (slice(0, edge),)], host[lead + (slice(0, 1),)],
+                                   host[lead + (slice(edge, None),)]], axis=axis)
+    return host
 
 
 def _slice_update(buf, v, *, key):
@@ -435,6 +513,7 @@ def _reshape(x, *, shape, copy=None):
 
 
 def _repeat(x, repeats, *, axis):
+    x = _without_empty_chunks(_resolve(x))
     if not isinstance(repeats, da.Array):
         return da.repeat(x, repeats, axis=axis)
     counts = _compute(repeats)  # Dask repeats by Python ints only: the counts are computed (small)
@@ -601,6 +680,19 @@ def _empty_on_host(prim, native):
     return impl
 
 
+def _noting(fn):
+    """``fn`` whose results a later read may keep computed (``_dask_keep``: they are remembered weakly)."""
+    from arrayx.executors._dask_keep import note
+
+    def impl(*args, **params):
+        return note(fn(*args, **params))
+
+    impl.__dict__.update(getattr(fn, "__dict__", {}))  # what callers read off a compiled function (fused_regions)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.__wrapped__ = fn
+    return impl
+
+
 class DaskExecutor(Executor):
     name = "dask"
     install_hint = "Install Dask with `pip install 'dask[array]' array-api-compat` (and `distributed` for clusters)."
@@ -669,14 +761,14 @@ class DaskExecutor(Executor):
         # is computed until the user asks (control flow that needs a value, e.g. while_loop's predicate, computes it)
         from arrayx.executors._dask_fusion import fuse
 
-        return fuse(self, graph)
+        return _noting(fuse(self, graph))
 
     def finish_impl(self, prim, fn):
         from arrayx.transforms._tracer import CallPrimitive
 
         if prim.name not in _EMPTY_NATIVE and not isinstance(prim, CallPrimitive):
-            return _empty_on_host(prim, fn)
-        return fn
+            fn = _empty_on_host(prim, fn)
+        return _noting(fn)
 
     def memory_limit(self):
         # lazy: chunks are allocated when computed, but the client holds an entry per chunk
@@ -732,6 +824,10 @@ class DaskExecutor(Executor):
 
     def to_host(self, buf) -> np.ndarray:
         return _compute(buf)
+
+    def summary_to_host(self, buf, edge: int) -> np.ndarray:
+        """The entries a summarised print of ``buf`` shows (``Array.__repr__``'s hook)."""
+        return _summary_to_host(buf, edge)
 
     def dlpack_buffer(self, buf):
         return _compute(buf)

@@ -1,0 +1,162 @@
+"""What a read computes on the Dask executor is kept, so the next read does not compute it again.
+
+A lazy Dask array is its whole history: ``x = f(x)`` in a loop makes a graph that grows by a step
+each time, and ``bool(g(x))`` in that loop computes all of it at every step (quadratic time, worse
+with Dask's optimisation passes).  Here a read (``bool``/``int``/``float``/``repr``/
+``numpy.asarray``/an implicit compute) also computes the arrays that are still alive (held by the
+program) and that the read needs whole, and replaces each one's graph by its computed chunks (a
+``from_array`` with the same Dask name, so graphs built before still compute it their way and
+graphs built after start from the values).  In the loop, each step then computes one step.
+
+Memory is bounded: only arrays of at most ``max_array_bytes`` are kept, and the kept bytes are
+an LRU of at most ``max_bytes`` in all; past it the oldest kept array gets its graph back (its
+values go, and it is recomputed when next needed).  Arrays that are only read from host data or
+made by a creation function (one graph layer) are not kept: computing them again costs nothing.
+``set_keep(max_bytes=0)`` turns keeping off.  The defaults: 256 MiB in all, 64 MiB per array.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+__all__ = ["note", "compute", "set_keep", "get_keep", "kept_bytes"]
+
+_MiB = 1 << 20
+_max_bytes = 256 * _MiB
+_max_array_bytes = 64 * _MiB
+
+#: Dask name -> the newest Dask array of that name an operation returned (alive ones only)
+_LIVE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+#: Dask name -> (weak reference to the kept array, its graph before keeping, bytes); oldest first
+_KEPT: "OrderedDict[str, tuple]" = OrderedDict()
+_kept_bytes = 0
+_lock = threading.RLock()  # re-entrant: a kept array's finaliser may run while it is held
+
+
+def set_keep(max_bytes: int | None = None, max_array_bytes: int | None = None) -> None:
+    """Bound what reads keep: ``max_bytes`` in all (0 keeps nothing), ``max_array_bytes`` per array."""
+    global _max_bytes, _max_array_bytes
+    for name, v in (("max_bytes", max_bytes), ("max_array_bytes", max_array_bytes)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise ValueError(f"set_keep: {name} must be a non-negative int (bytes), got {v!r}")
+    if max_bytes is not None:
+        _max_bytes = max_bytes
+    if max_array_bytes is not None:
+        _max_array_bytes = max_array_bytes
+    with _lock:
+        _evict(0)
+
+
+def get_keep() -> dict:
+    """The bounds set with ``set_keep``."""
+    return {"max_bytes": _max_bytes, "max_array_bytes": _max_array_bytes}
+
+
+def kept_bytes() -> int:
+    """Bytes of computed chunks the kept arrays hold now."""
+    return _kept_bytes
+
+
+def note(out):
+    """Remember an operation's result(s) (weakly): a later read may keep them."""
+    if out.__class__ is tuple or out.__class__ is list:
+        for o in out:
+            note(o)
+    elif hasattr(out, "dask") and hasattr(out, "name"):
+        _LIVE[out.name] = out
+    return out
+
+
+def _worth_keeping(a) -> bool:
+    if len(a.dask.layers) < 2 or a.name in _KEPT:  # a root (host data, creation) or kept already
+        return False
+    nbytes = a.nbytes
+    return nbytes == nbytes and nbytes <= min(_max_array_bytes, _max_bytes)  # known shape, small enough
+
+
+def _needed_whole(buf) -> list:
+    """The alive arrays that computing ``buf`` computes every chunk of, worth keeping."""
+    from dask.core import flatten
+
+    graph = buf.__dask_graph__()
+    layers = getattr(graph, "layers", None)
+    if layers is None:
+        return []
+    names = [n for n in layers if n != buf.name and n in _LIVE]
+    if not names:
+        return []
+    wanted = set(names)
+    needed = dict.fromkeys(names, 0)  # chunks of each that the read computes (the culled layers keep the keys' names)
+    for layer in graph.cull(set(flatten(buf.__dask_keys__()))).layers.values():
+        for k in layer.get_output_keys():
+            if k.__class__ is tuple and k[0] in wanted:
+                needed[k[0]] += 1
+    out = []
+    for n in names:
+        a = _LIVE.get(n)
+        if a is not None and needed[n] == a.npartitions and _worth_keeping(a):
+            out.append(a)
+    return out
+
+
+def compute(buf, compute_kwargs: dict) -> np.ndarray:
+    """``buf``'s values on the host, keeping what the read computes that is worth keeping."""
+    import dask
+
+    if _max_bytes == 0:
+        return np.asarray(buf.compute(**compute_kwargs))
+    keep = _needed_whole(buf)
+    self_too = _worth_keeping(buf)
+    results = dask.compute(buf, *keep, **compute_kwargs)
+    host = np.asarray(results[0])
+    if self_too:
+        keep.append(buf)
+        results = (*results, host.copy())  # what the caller gets is its own (it may write into it)
+    for a, values in zip(keep, results[1:]):
+        _keep(a, np.asarray(values))
+    return host
+
+
+def _keep(a, values: np.ndarray) -> None:
+    import dask.array as da
+
+    if values.dtype != a.dtype or values.shape != a.shape:  # unknown chunk sizes, or a meta Dask got wrong
+        return
+    with _lock:
+        if a.name in _KEPT:
+            return
+        _evict(values.nbytes)
+        if values.nbytes > _max_bytes - _kept_bytes:
+            return
+        kept = da.from_array(values, chunks=a.chunks, name=a.name, asarray=False, lock=False)
+        original = a.dask
+        a.dask = kept.dask
+        name = a.name
+        _KEPT[name] = (weakref.ref(a, lambda _, name=name: _forget(name)), original, values.nbytes)
+        _add(values.nbytes)
+
+
+def _add(n: int) -> None:
+    global _kept_bytes
+    _kept_bytes += n
+
+
+def _forget(name: str) -> None:
+    """The kept array is gone: its bytes are free."""
+    with _lock:
+        entry = _KEPT.pop(name, None)
+        if entry is not None:
+            _add(-entry[2])
+
+
+def _evict(room: int) -> None:
+    """Give the oldest kept arrays their graphs back until ``room`` more bytes fit (lock held)."""
+    while _KEPT and _kept_bytes + room > _max_bytes:
+        name, (ref, original, nbytes) = _KEPT.popitem(last=False)
+        a = ref()
+        if a is not None:
+            a.dask = original
+        _add(-nbytes)
