@@ -4,7 +4,7 @@ Run:  nice python benchmarks/bench_jit_memory.py [--quick] [--executors numpy,nu
       (writes benchmarks/results/jit_memory.json; --quick: the small sizes only, printed, not written)
 
 Each row runs in a fresh subprocess: build the inputs, run the function once (jit compiles there),
-drop the result, give freed heap back (``malloc_trim``), reset the process's peak resident size
+drop the result and the buffer pool's free buffers, give freed heap back (``malloc_trim``), reset the process's peak resident size
 (``/proc/self/clear_refs``), run it again and read the peak (``VmHWM``): ``peak_mb`` is that peak
 minus the resident size just before the run.  A third run under ``tracemalloc`` gives
 ``traced_peak_mb``, the peak of NumPy's allocations alone (not XLA's: read ``peak_mb`` on jax).
@@ -85,8 +85,11 @@ def worker(executor: str, case: str, mode: str, size: int) -> dict:
         host = np.asarray(out)  # dask computes here; jax waits for the buffer
         return float(host[0, 0] if host.ndim == 2 else host[0])
 
+    from arrayx.executors._buffer_pool import POOL
+
     first = run()
     gc.collect()
+    POOL.clear()  # the warm-up's pooled buffers: a run that held them all would allocate nothing new
     _trim()
     _reset_peak()
     before = _status("VmRSS")
@@ -95,6 +98,7 @@ def worker(executor: str, case: str, mode: str, size: int) -> dict:
     assert first == again, (first, again)
     # NumPy's allocations alone (its data is traced by tracemalloc; XLA's is not): a second run
     gc.collect()
+    POOL.clear()
     tracemalloc.start()
     run()
     traced = tracemalloc.get_traced_memory()[1]
