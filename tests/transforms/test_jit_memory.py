@@ -93,11 +93,11 @@ def test_buffer_pool_clear_drops_every_free_buffer_of_one_size():
 
     from arrayx.executors._buffer_pool import BufferPool
 
-    pool = BufferPool()
-    if pool.limit_bytes < 4 << 20:
-        pytest.skip("buffer pool limit below 4 MiB here")
+    pool = BufferPool(limit_bytes=64 << 20, min_bytes=1 << 20)
     a = pool.empty((1 << 18,), np.float64)
     b = pool.empty((1 << 18,), np.float64)
     del a, b
+    c = pool.empty((1 << 18,), np.float64)  # the first buffer again: now the most recently used
+    del c
     assert pool.clear() == 2 * (2 << 20)
     assert pool.stats()["owned_bytes"] == 0
