@@ -7,7 +7,8 @@ Each row runs in a fresh subprocess: build the inputs, run the function once (ji
 drop the result and the buffer pool's free buffers, give freed heap back (``malloc_trim``), reset the process's peak resident size
 (``/proc/self/clear_refs``), run it again and read the peak (``VmHWM``): ``peak_mb`` is that peak
 minus the resident size just before the run.  A third run under ``tracemalloc`` gives
-``traced_peak_mb``, the peak of NumPy's allocations alone (not XLA's: read ``peak_mb`` on jax).
+``traced_peak_mb``, the peak of NumPy's allocations alone (not XLA's: read ``peak_mb`` on jax; only up
+to 2,000 steps: tracemalloc's cost grows with the generated function's length).
 On the dask executor the result is computed (``np.asarray``) inside the measured runs.
 
 Rows (each eager and jitted):
@@ -17,7 +18,10 @@ Rows (each eager and jitted):
   elements (64 KB each); on the numba executor the jitted form is one fused region, so its size is
   kept to what the fusion compiler takes in seconds.
 
-``ratio`` is jitted peak / eager peak (the goal: at most 2).
+``ratio`` is jitted peak / eager peak (the goal: at most 2; eager peaks below 1 MB count as 1 MB).
+``distinct_floats`` / ``distinct_shapes`` (numpy, numba): 10,000 calls of a jitted function with a Python
+float / an array shape that changes every call; ``kept_mb`` is what the process's allocations grew by
+(the jit cache), ``traces`` the stagings, ``cache_entries`` what the cache keeps.
 """
 from __future__ import annotations
 
@@ -76,6 +80,8 @@ def worker(executor: str, case: str, mode: str, size: int) -> dict:
             return x
 
         args = (x0,)
+    elif case in ("distinct_floats", "distinct_shapes"):
+        return _distinct(xp, executor, case, size)
     else:
         raise ValueError(case)
     f = xp.jit(chain) if mode == "jit" else chain
@@ -96,16 +102,43 @@ def worker(executor: str, case: str, mode: str, size: int) -> dict:
     again = run()
     peak = _status("VmHWM")
     assert first == again, (first, again)
-    # NumPy's allocations alone (its data is traced by tracemalloc; XLA's is not): a second run
+    row = {"executor": executor, "case": case, "mode": mode, "size": size,
+           "peak_mb": round((peak - before) / 2**20, 1), "value": again}
+    if size <= 2000:  # tracemalloc finds each allocation's line in the generated code by a scan: quadratic
+        # NumPy's allocations alone (its data is traced by tracemalloc; XLA's is not): a third run
+        gc.collect()
+        POOL.clear()
+        tracemalloc.start()
+        run()
+        row["traced_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+        tracemalloc.stop()
+    return row
+
+
+def _distinct(xp, executor: str, case: str, size: int) -> dict:
+    """Memory the jit cache keeps after ``size`` calls with a Python float that changes every call
+    (a learning-rate schedule), or with an array whose shape changes every call: the traced growth of
+    the process's allocations, the stagings and the entries kept."""
+    import gc
+    import warnings
+
+    x = xp.ones(64)
+    f = xp.jit(lambda x, lr: x - lr * x)
+    f(x, 0.5)
     gc.collect()
-    POOL.clear()
     tracemalloc.start()
-    run()
-    traced = tracemalloc.get_traced_memory()[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the retrace storm
+        for i in range(size):
+            if case == "distinct_floats":
+                f(x, 1.0 / (i + 2))
+            else:
+                f(xp.ones(i + 1), 0.5)
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    return {"executor": executor, "case": case, "mode": mode, "size": size,
-            "peak_mb": round((peak - before) / 2**20, 1), "traced_peak_mb": round(traced / 2**20, 1),
-            "value": again}
+    return {"executor": executor, "case": case, "mode": "jit", "size": size,
+            "kept_mb": round(grown / 2**20, 1), "traces": f.trace_count, "cache_entries": len(f._cache)}
 
 
 def _trim() -> None:
@@ -150,6 +183,11 @@ def main() -> None:
                 row["ratio"] = round(pair["jit"]["peak_mb"] / max(pair["eager"]["peak_mb"], 1.0), 2)
             else:
                 row["error"] = pair["eager"].get("error") or pair["jit"].get("error")
+            rows.append(row)
+    for ex in ("numpy", "numba"):  # the jit cache's growth under arguments that change every call
+        for case in ("distinct_floats", "distinct_shapes"):
+            row = measure(ex, case, "jit", 1000 if QUICK else 10_000)
+            print(json.dumps(row), flush=True)
             rows.append(row)
     if not QUICK:
         out = ROOT / "benchmarks" / "results" / "jit_memory.json"

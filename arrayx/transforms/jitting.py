@@ -19,9 +19,16 @@ graph is run by binding the ``call`` primitive, so every trace handles it throug
 Python side effects in ``f`` run when it is staged (on a cache miss), not on
 every call.  Values ``f`` captures from enclosing transforms become explicit
 operands; such a graph depends on them and is not cached.  Python scalars
-passed as arguments are compile-time constants (part of the cache key, as
-static arguments): that keeps their weak typing (``x_float32 * 2.0`` stays
-float32), at the price of one trace per value.
+passed as arguments are weakly typed 0-d inputs, as in JAX: ``x_float32 * lr``
+stays float32 and every value of ``lr`` runs the same compiled graph (mark an
+argument static to have its value in the graph).  NumPy arrays and objects with
+``__array__``/``__dlpack__`` are converted to arrays of the arguments' executor.
+
+The cache belongs to the function object: every ``jit(f)`` with the same options
+shares it (a jit made inside a loop stages once), keeps at most
+``ARRAYX_JIT_CACHE_SIZE`` signatures (default :data:`CACHE_SIZE`, least recently
+used dropped first), and warns once when ``f`` is staged for more than
+:data:`RETRACE_WARNING` signatures, naming the argument that keeps changing.
 """
 from __future__ import annotations
 
@@ -911,7 +918,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
 
     Use as ``jit(f)``, ``jit(f, static_argnums=1)`` or as a decorator (``@jit`` or
     ``@jit(static_argnames="n")``).  Static arguments are passed to ``fun`` as Python
-    values and must be hashable; a new static value stages again.  Donated arguments
+    values and must be hashable; a new static value stages again.  Python scalar
+    arguments are weakly typed 0-d inputs (one compile for every value).
+    ``jit(f).lower(*args)`` gives the staged graph (``as_text()``) and ``.compile()``.  Donated arguments
     (``donate_argnums``/``donate_argnames``) let an executor reuse their buffers
     (JAX does; the others ignore it): do not use a donated array afterwards.
 
