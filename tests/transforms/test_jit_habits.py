@@ -39,6 +39,9 @@ def test_python_scalar_argument_is_a_weakly_typed_input(executor):
         assert out.dtype == ax.float32 == want.dtype
         assert_same(out, want)
     assert g.trace_count == 1
+    if executor == "jax":  # the scalar reaches jax.jit weakly typed, as traced: one XLA compile
+        (entry,) = g._cache.values()
+        assert entry.fn._cache_size() == 1
     assert g(x32, 2).dtype == ax.float32 and g.trace_count == 2  # an int is another input type
     ints = ax.jit(lambda i, n: i + n)
     assert_same(ints(ax.asarray([1, 2], dtype=ax.int8), 3), np.asarray([4, 5], np.int8))
