@@ -1,4 +1,4 @@
-"""Runtime debugging inside transforms: ``arrayx.debug.print`` and ``arrayx.debug.callback``.
+"""Runtime debugging inside transforms: ``arrayx.debug.print``, ``callback`` and ``breakpoint``.
 
 Both bind ``debug_callback``, a primitive with no outputs: eagerly it calls the
 function at once; staged (``jit``) it is an equation of the graph (nothing uses its
@@ -6,11 +6,14 @@ outputs, and staging drops nothing, so it stays), and every executor's lowering 
 the function with host (NumPy) copies of the values each time the compiled function
 runs (the jax executor through ``jax.debug.callback``).  Under ``grad``/``jvp`` the
 function sees the primal values.  Values known while staging (constants) are printed
-once, when the function is staged.
+once, when the function is staged.  ``breakpoint()`` is a callback too: it hands the runtime values
+of the caller's local variables to a debugger (``pdb`` by default; ``DEBUGGER`` replaces it).
 """
 from __future__ import annotations
 
 import builtins
+import os
+import sys
 from typing import Callable
 
 import numpy as np
@@ -19,7 +22,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.transforms.core import Primitive
 
-__all__ = ["print", "callback", "visualize_array_sharding"]
+__all__ = ["print", "callback", "breakpoint", "visualize_array_sharding"]
 
 class EffectfulPrimitive(Primitive):
     """A primitive with an effect (a host callback): dead-code elimination keeps it."""
@@ -117,3 +120,68 @@ def visualize_array_sharding(x) -> None:
     from arrayx.sharding._api import visualize_array_sharding as show
 
     show(x)
+
+
+def _pdb(namespace: dict, where: str) -> None:
+    """The default debugger: ``pdb`` over the breakpoint's values (``p x``, ``pp locals()``; ``c`` goes on).
+    ``PYTHONBREAKPOINT=0`` turns breakpoints off, as it does Python's own."""
+    if os.environ.get("PYTHONBREAKPOINT", "").strip() == "0":
+        return
+    import pdb
+
+    builtins.print(f"arrayx.debug.breakpoint at {where}; locals: {', '.join(sorted(namespace)) or '(none)'}")
+    pdb.Pdb().run("pass", dict(namespace), dict(namespace))
+
+
+#: ``DEBUGGER(namespace, where)`` is called at each breakpoint with the caller's local variables (arrays
+#: as NumPy arrays holding their runtime values) and ``"file:line in function"``; replace it to use
+#: another debugger (or, in tests, to record what a breakpoint saw)
+DEBUGGER: Callable[[dict, str], None] = _pdb
+
+
+def breakpoint(*, num_frames: int | None = None, **options) -> None:  # noqa: A001 - JAX's name
+    """Stop in a debugger with the runtime values of the caller's local variables, also under jit.
+
+    Eagerly it stops at once; staged (``jit``, ``vmap``: once per member, ``grad``: primal values)
+    it stops each time the compiled function runs, with that run's values.  ``num_frames`` frames
+    of callers are collected (default 1: the function that calls ``breakpoint``; an inner frame's
+    name wins).  Arrays reach the debugger as NumPy arrays, other values as they were when the
+    function was staged.  ``DEBUGGER`` is the debugger called (``pdb`` by default).
+    ``jax.debug.breakpoint``'s other options (``backend``, ``filter_frames``, ``ordered``, ``token``)
+    are accepted; callbacks already run in program order here.
+
+    >>> import arrayx as ax
+    >>> seen = []
+    >>> ax.debug.DEBUGGER, saved = (lambda ns, where: seen.append(float(ns["y"]))), ax.debug.DEBUGGER
+    >>> def f(x):
+    ...     y = x * 2.0
+    ...     ax.debug.breakpoint()
+    ...     return y
+    >>> _ = ax.jit(f)(ax.asarray(3.0))
+    >>> ax.debug.DEBUGGER = saved
+    >>> seen
+    [6.0]
+    """
+    unknown = set(options) - {"backend", "filter_frames", "ordered", "token"}
+    if unknown:
+        raise TypeError(f"breakpoint: unexpected keyword arguments {sorted(unknown)}")
+    n = 1 if num_frames is None else int(num_frames)
+    if n < 1:
+        raise ValueError(f"breakpoint: num_frames must be at least 1, got {num_frames}")
+    frame = sys._getframe(1)
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+    values: dict = {}
+    for _ in range(n):
+        if frame is None:
+            break
+        for name, v in frame.f_locals.items():
+            values.setdefault(name, v)
+        frame = frame.f_back
+    names = sorted(values)
+
+    def stop(*vals):
+        DEBUGGER(dict(zip(names, vals)), where)
+
+    stop.__name__ = "breakpoint"
+    callback(stop, *(values[k] for k in names))
+    return options.get("token")

@@ -180,6 +180,17 @@ class _ArrayMethods:
     def to_device(self, device, /, *, stream=None) -> "Array":
         return _creation.asarray(self, device=device)
 
+    def block_until_ready(self) -> "Array":
+        """Wait until the value is computed and return ``self`` (as ``jax.Array.block_until_ready``):
+        jax waits for its buffer, cupy for the device; numpy and numba compute before returning; dask
+        stays lazy by design (nothing is computed: ``np.asarray(x)`` computes)."""
+        wait = getattr(self._buf, "block_until_ready", None)
+        if wait is not None:
+            wait()
+        elif self._ex.name == "cupy":
+            self._buf.device.synchronize()
+        return self
+
     def _scalar(self, kind, fname: str):
         if self.ndim != 0 and self.size != 1:
             raise TypeError(

@@ -126,7 +126,7 @@ class BufferPool:
     def _drop(self, buf) -> None:
         del self._lru[id(buf)]
         bucket = self._by_size[buf.size]
-        bucket.remove(buf)
+        del bucket[next(i for i, b in enumerate(bucket) if b is buf)]  # by identity: list.remove compares arrays
         if not bucket:
             del self._by_size[buf.size]
         self._owned -= buf.size

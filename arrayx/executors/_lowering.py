@@ -97,6 +97,7 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
         names[v] = f"k{i}"
         ns[f"k{i}"] = consts_of(c)
     lines = [f"def compiled({', '.join(names[v] for v in graph.inputs)}):"]
+    drop = _drops(graph)
     n = 0
     for j, eqn in enumerate(graph.equations):
         large = pool_min_bytes and _result_bytes(eqn) >= pool_min_bytes
@@ -121,6 +122,8 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
             lines.append(f"    {outs[0]} = {call}")
         if checks:
             lines.append(f"    _check({j}, [{', '.join(outs)}], [{', '.join(args[:len(eqn.inputs)])}])")
+        if drop[j]:  # values read for the last time (or never read): their buffers go back now
+            lines.append(f"    del {', '.join(names[v] for v in drop[j])}")
     results = []
     for o in graph.outputs:
         r = name(o)
@@ -133,6 +136,31 @@ def straight_line(executor, graph: Graph, impl_of: Callable | None = None, const
     fn = ns["compiled"]
     fn.source = source
     return fn
+
+
+def _drops(graph: Graph) -> list:
+    """For each equation, the Vars (inputs of the graph and equation results, not graph outputs)
+    that no later equation reads: the generated code deletes them after that equation, so a long
+    chain holds only what it still needs (as a Python frame running the ops one by one would),
+    not every intermediate until it returns."""
+    last: dict = {}
+    for v in graph.inputs:
+        last[v] = -1
+    for j, eqn in enumerate(graph.equations):
+        for a in eqn.inputs:
+            if a.__class__ is Var:
+                last[a] = j
+        for v in eqn.outputs:
+            last.setdefault(v, j)  # a result nothing reads goes right away
+    for o in graph.outputs:
+        if o.__class__ is Var:
+            last.pop(o, None)
+    consts = set(graph.constvars)  # module globals of the generated code, never deleted
+    drop: list = [[] for _ in graph.equations]
+    for v, j in last.items():
+        if j >= 0 and v not in consts:
+            drop[j].append(v)
+    return drop
 
 
 def _result_bytes(eqn) -> int:

@@ -387,10 +387,11 @@ _scoped: ContextVar = ContextVar("arrayx_executor", default=None)
 _process_default: Executor | None = None
 
 
-def set_executor(name: str) -> None:
-    """Make ``name`` the process-wide default executor for creation functions."""
+def set_executor(name: str | None) -> None:
+    """Make ``name`` the process-wide default executor for creation functions; ``None`` restores the
+    default (``ARRAYX_EXECUTOR``, else numpy)."""
     global _process_default
-    _process_default = _get_available(name, "set_executor")
+    _process_default = None if name is None else _get_available(name, "set_executor")
 
 
 def get_executor() -> Executor:

@@ -134,8 +134,8 @@ def index_max(x, idx, y, indices_are_sorted: bool = False, unique_indices: bool 
 
 
 def top_k(operand, k: int, *, axis: int = -1):
-    """(values, indices) of the ``k`` largest entries along ``axis``, largest first; of equal entries
-    the lower index comes first (``jax.lax.top_k``)."""
+    """(values, int32 indices) of the ``k`` largest entries along ``axis``, largest first; of equal
+    entries the lower index comes first (``jax.lax.top_k``)."""
     import arrayx as ax
 
     fname = "top_k"
@@ -148,7 +148,7 @@ def top_k(operand, k: int, *, axis: int = -1):
         raise ValueError(f"{fname}: k={k} must be between 0 and the size of axis {axis} ({operand.shape[axis]})")
     order = ax.argsort(operand, axis=axis, descending=True, stable=True)
     order = order[(slice(None),) * axis + (slice(0, k),)]
-    return ax.take_along_axis(operand, order, axis=axis), order
+    return ax.take_along_axis(operand, order, axis=axis), ax.astype(order, ax.int32)  # int32 indices, as JAX
 
 
 def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):

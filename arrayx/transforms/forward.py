@@ -170,9 +170,11 @@ def as_array_leaf(fname: str, x) -> Array:
         return x
     if isinstance(x, (bool, int, float, complex)):
         return asarray(x)
+    if hasattr(x, "__array__") or hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+        return asarray(x)  # NumPy arrays and other array-likes: on the current executor (as jit does)
     raise TypeError(
-        f"{fname}: arguments must be arrayx arrays (or Python scalars) in pytrees, got {type(x).__name__}; "
-        f"convert with arrayx.asarray(...)"
+        f"{fname}: arguments must be arrayx arrays, NumPy arrays (or anything with __array__/__dlpack__) "
+        f"or Python scalars in pytrees, got {type(x).__name__}; convert with arrayx.asarray(...)"
     )
 
 

@@ -19,20 +19,32 @@ graph is run by binding the ``call`` primitive, so every trace handles it throug
 Python side effects in ``f`` run when it is staged (on a cache miss), not on
 every call.  Values ``f`` captures from enclosing transforms become explicit
 operands; such a graph depends on them and is not cached.  Python scalars
-passed as arguments are compile-time constants (part of the cache key, as
-static arguments): that keeps their weak typing (``x_float32 * 2.0`` stays
-float32), at the price of one trace per value.
+passed as arguments are weakly typed 0-d inputs, as in JAX: ``x_float32 * lr``
+stays float32 and every value of ``lr`` runs the same compiled graph (mark an
+argument static to have its value in the graph).  NumPy arrays and objects with
+``__array__``/``__dlpack__`` are converted to arrays of the arguments' executor.
+
+The cache belongs to the function object: every ``jit(f)`` with the same options
+shares it (a jit made inside a loop stages once), keeps at most
+``ARRAYX_JIT_CACHE_SIZE`` signatures (default :data:`CACHE_SIZE`, least recently
+used dropped first), and warns once when ``f`` is staged for more than
+:data:`RETRACE_WARNING` signatures, naming the argument that keeps changing.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import inspect
+import os
+import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from contextvars import ContextVar
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 from arrayx import pytree
+from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.executors import base as _base
 from arrayx.executors.base import get_executor
@@ -43,7 +55,7 @@ from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, UndefinedPrimal,
 from arrayx.transforms.graph import Graph, Literal, Var, cse, dce
 from arrayx.transforms.staging import StagingTrace, StagingTracer, _as_output
 
-__all__ = ["jit", "disable_jit", "JitFunction", "call_p", "compiled_for"]
+__all__ = ["jit", "disable_jit", "JitFunction", "Traced", "Lowered", "Compiled", "call_p", "compiled_for", "cache_size"]
 
 #: a function retraced for more than this many distinct keys warns once (a retrace storm)
 RETRACE_WARNING = 8
@@ -302,13 +314,25 @@ call_p.lowerings["*"] = _call_lowering
 
 # -- jit -----------------------------------------------------------------------------------------
 
+#: the default of ``ARRAYX_JIT_CACHE_SIZE``: entries (distinct input signatures) kept per function
+CACHE_SIZE = 1024
+
+
+def cache_size() -> int:
+    """How many compiled signatures jit keeps per function (and set of jit options), least recently
+    used dropped first: ``ARRAYX_JIT_CACHE_SIZE`` when set (a whole number >= 1), else CACHE_SIZE."""
+    from arrayx import _config
+
+    n = _config.get("ARRAYX_JIT_CACHE_SIZE")
+    return CACHE_SIZE if n is None or not _config.is_set("ARRAYX_JIT_CACHE_SIZE") else n
+
 
 class _Entry:
     """One cache entry: the staged graph and, once run eagerly, its compiled function."""
 
-    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single")
+    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single", "key", "fast_keys")
 
-    def __init__(self, graph, out_tree, consts, name, donate):
+    def __init__(self, graph, out_tree, consts, name, donate, key=None):
         self.graph = graph
         self.out_tree = out_tree
         self.consts = consts  # values the graph captured from enclosing transforms (its leading inputs)
@@ -316,16 +340,143 @@ class _Entry:
         self.donate = donate  # indices of donated inputs of the graph
         self.fn = None
         self.single = out_tree.num_leaves == 1 and out_tree.is_leaf()  # one array out: no unflatten
+        self.key = key
+        self.fast_keys: list = []  # keys of the store's fast table that lead here (dropped with it)
 
 
-class Traced(NamedTuple):
-    """What ``JitFunction.trace`` returns: the staged graph and the output structure."""
+class _Store:
+    """The cache of one function under one set of jit options, shared by every ``jit(f)`` of the same
+    function object (so a jit made inside a loop stages once): entries by key, least recently used
+    first, dropped beyond :func:`cache_size`; ``fast``: flat keys of plain array calls -> entry."""
 
-    graph: Graph
-    out_tree: Any
+    __slots__ = ("cache", "fast", "traces", "last", "warned", "lock")
+
+    def __init__(self):
+        self.cache: OrderedDict = OrderedDict()
+        self.fast: dict = {}
+        self.traces = 0  # distinct keys staged (for the retrace warning)
+        self.last = None  # the key staged last
+        self.warned = False
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        entry = self.cache.get(key)
+        if entry is not None:
+            self.touch(key)
+        return entry
+
+    def touch(self, key) -> None:
+        try:
+            self.cache.move_to_end(key)
+        except KeyError:  # dropped meanwhile by another thread
+            pass
+
+    def add(self, key, entry) -> None:
+        limit = cache_size()
+        with self.lock:
+            self.cache[key] = entry
+            while len(self.cache) > limit:
+                _, old = self.cache.popitem(last=False)
+                for k in old.fast_keys:
+                    if self.fast.get(k) is old:
+                        del self.fast[k]
+
+    def add_fast(self, key, entry) -> None:
+        with self.lock:
+            if entry.key in self.cache and self.fast.get(key) is not entry:
+                self.fast[key] = entry
+                entry.fast_keys.append(key)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.cache.clear()
+            self.fast.clear()
+            self.traces = 0
+            self.last = None
+            self.warned = False
+
+
+_STORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> {jit options: _Store}
+_STORES_LOCK = threading.Lock()
+
+
+def _store_of(fun, options: tuple) -> _Store:
+    """The shared cache of ``fun`` under ``options``; a private one for a callable that cannot be
+    weakly referenced or hashed (it lives as long as the jit wrapper)."""
+    with _STORES_LOCK:
+        try:
+            per = _STORES.get(fun)
+            if per is None:
+                per = _STORES[fun] = {}
+        except TypeError:
+            return _Store()
+        store = per.get(options)
+        if store is None:
+            store = per[options] = _Store()
+        return store
+
+
+class Traced:
+    """What ``JitFunction.trace`` returns: the staged graph and the output structure;
+    ``.lower()`` gives the :class:`Lowered` form, ``as_text()`` the graph's text."""
+
+    def __init__(self, graph: Graph, out_tree, jitted=None, args=(), kwargs=None):
+        self.graph = graph
+        self.out_tree = out_tree
+        self._jitted = jitted
+        self._args = args
+        self._kwargs = kwargs or {}
+
+    def __iter__(self):  # (graph, out_tree), as the tuple it used to be
+        return iter((self.graph, self.out_tree))
 
     def as_text(self) -> str:
         return str(self.graph)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def lower(self) -> "Lowered":
+        if self._jitted is None:
+            raise TypeError("Traced.lower: this trace has no jitted function to lower")
+        return self._jitted.lower(*self._args, **self._kwargs)
+
+
+class Lowered(Traced):
+    """``jit(f).lower(*args)``: the staged graph for these arguments (``as_text()``, ``graph``);
+    ``compile()`` compiles it for the arguments' executor and returns a :class:`Compiled`."""
+
+    def lower(self) -> "Lowered":
+        return self
+
+    def compile(self) -> "Compiled":
+        return self._jitted._compiled(self._args, self._kwargs)
+
+
+class Compiled:
+    """``jit(f).lower(*args).compile()``: call it with arguments of the signature it was lowered
+    for (other shapes, dtypes, structures or static values raise TypeError, as in JAX)."""
+
+    def __init__(self, jitted, key, entry, ex):
+        self._jitted = jitted
+        self._key = key
+        self._entry = entry
+        self.executor = ex
+
+    def as_text(self) -> str:
+        source = getattr(self._entry.fn, "source", None)
+        return source if source is not None else str(self._entry.graph)
+
+    def __call__(self, *args, **kwargs):
+        key = self._jitted.cache_key(*args, **kwargs)
+        if key != self._key:
+            raise TypeError(f"jit({self._entry.name}).lower(...).compile(): called with arguments of another "
+                            f"signature than it was lowered for ({_describe_change(self._key, key)}); lower it "
+                            f"again for these arguments, or call the jitted function itself")
+        return self._jitted._run(self._entry, self._jitted._split(args, kwargs)[2], self.executor)
+
+    def __repr__(self) -> str:
+        return f"<Compiled jit({self._entry.name}) on {self.executor.name!r}>"
 
 
 def _int_tuple(fname, what, v) -> tuple:
@@ -346,6 +497,28 @@ def _str_tuple(fname, what, v) -> tuple:
 
 _PY_SCALARS = (bool, int, float, complex)
 _NO_KWARGS: dict = {}
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _scalar_aval(x) -> ShapeDtypeStruct:
+    return ShapeDtypeStruct((), _dtypes.scalar_dtype(x), weak_type=True)
+
+
+def _scalar_buf(ex, x):
+    """A 0-d buffer of ``ex`` holding the Python scalar ``x`` in its default dtype (on jax weakly typed,
+    as jax.jit makes a Python scalar, so the compiled program's signature matches)."""
+    buf = ex.asarray(x)
+    want = _dtypes.scalar_dtype(x)
+    if buf.dtype != want:
+        buf = ex.asarray(x, dtype=want)
+    return buf
+
+
+def _scalar_array(ex, x) -> Array:
+    new = _object_new(Array)
+    new._buf = _scalar_buf(ex, x)
+    new._ex = ex
+    return new
 
 
 class JitFunction:
@@ -364,13 +537,16 @@ class JitFunction:
             self._sig = inspect.signature(fun)
         except (TypeError, ValueError):
             self._sig = None
-        self._cache: dict = {}
-        self._fast: dict = {}  # flat key of plain array arguments -> entry (see __call__)
-        self._keys: list = []  # distinct keys traced, in order (for the retrace-storm warning)
-        self._warned = False
-        self.trace_count = 0  # how many times ``fun`` was staged (cache misses)
+        # the cache belongs to the function (every jit(fun) with these options shares it)
+        self._store = _store_of(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
+                                      self.donate_argnames))
+        self.trace_count = 0  # how many times this wrapper staged ``fun`` (cache misses)
         self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
                             or self.donate_argnames)
+
+    @property
+    def _cache(self) -> OrderedDict:
+        return self._store.cache
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -379,18 +555,11 @@ class JitFunction:
 
     # -- the key ----------------------------------------------------------------------------
     def _split(self, args, kwargs):
-        """(static part, dynamic leaves, dynamic tree, donated leaf flags)."""
+        """(static part, static keywords, dynamic leaves, dynamic tree, donated leaf flags); NumPy
+        arrays and other array-likes among the leaves are converted (see ``_inputs``)."""
         name = getattr(self.fun, "__name__", "f")
         n = len(args)
-        static_pos = set()
-        for i in self.static_argnums:
-            if -n <= i < n:
-                static_pos.add(i % n)
-        if self.static_argnames and self._sig is not None:
-            params = list(self._sig.parameters)
-            for s in self.static_argnames:
-                if s in params and params.index(s) < n:
-                    static_pos.add(params.index(s))
+        static_pos = self._static_positions(n)
         donate_pos = {i % n for i in self.donate_argnums if -n <= i < n}
         statics = []
         for i in sorted(static_pos):
@@ -404,6 +573,7 @@ class JitFunction:
                 dyn_kw[k] = kwargs[k]
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
         leaves, tree = pytree.flatten((dyn, dyn_kw))
+        leaves = self._inputs(leaves)
         donated = ()
         if donate_pos or self.donate_argnames:
             flags = []
@@ -415,9 +585,52 @@ class JitFunction:
             donated = tuple(flags)
         return tuple(statics), tuple(static_kw), leaves, tree, donated
 
+    def _static_positions(self, n: int) -> set:
+        static_pos = set()
+        for i in self.static_argnums:
+            if -n <= i < n:
+                static_pos.add(i % n)
+        if self.static_argnames and self._sig is not None:
+            params = list(self._sig.parameters)
+            for s in self.static_argnames:
+                if s in params and params.index(s) < n:
+                    static_pos.add(params.index(s))
+        return static_pos
+
+    def _inputs(self, leaves: list) -> list:
+        """``leaves`` with NumPy arrays, NumPy scalars and other objects with ``__array__`` or
+        ``__dlpack__`` converted to arrays of the executor of the arrayx arrays among them (else
+        the current one); anything else but arrays and Python scalars raises TypeError."""
+        ex = None
+        for i, x in enumerate(leaves):
+            if isinstance(x, Array) or x.__class__ in _PY_SCALARS:
+                if x.__class__ is int and not _INT64[0] <= x <= _INT64[1]:
+                    raise OverflowError(
+                        f"jit({getattr(self.fun, '__name__', 'f')}): the Python int {x} does not fit int64; "
+                        f"pass it as a float, as an array of another dtype, or mark it static")
+                continue
+            if isinstance(x, _PY_SCALARS):  # a subclass (an IntEnum, a NumPy float64): its plain value
+                leaves[i] = complex(x) if isinstance(x, complex) else float(x) if isinstance(x, float) else \
+                    bool(x) if isinstance(x, bool) else int(x)
+                continue
+            if hasattr(x, "__array__") or hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+                from arrayx.api.creation import asarray
+
+                if ex is None:
+                    ex = next((a._ex for a in leaves if a.__class__ is Array), None) or get_executor()
+                leaves[i] = asarray(x, device=ex.name)
+                continue
+            raise TypeError(
+                f"jit({getattr(self.fun, '__name__', 'f')}): arguments must be arrayx arrays, NumPy arrays (or "
+                f"anything with __array__/__dlpack__), Python scalars or pytrees of them, got "
+                f"{type(x).__name__}; convert it with arrayx.asarray(...) or mark it static with "
+                f"static_argnums/static_argnames")
+        return leaves
+
     def cache_key(self, *args, **kwargs) -> tuple:
         """The cache key of a call: static values, input tree, each leaf's shape/dtype (Python scalars
-        by type and value), the executor, the executor new arrays are created on, and donation."""
+        by type: weakly typed 0-d inputs), the executor, the executor new arrays are created on, and
+        donation."""
         statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
         return self._key(statics, static_kw, leaves, tree, donated)[0]
 
@@ -425,18 +638,12 @@ class JitFunction:
         ex = None
         sig = []
         for x in leaves:
-            if isinstance(x, Array):
+            if x.__class__ in _PY_SCALARS:
+                sig.append((x.__class__,))  # weakly typed 0-d input: any value, one trace
+            else:
                 sig.append((x.shape, x.dtype))
                 if ex is None and x.__class__ is Array:
                     ex = x._ex
-            elif isinstance(x, _PY_SCALARS):
-                sig.append((type(x), x, exact_key(x)))  # weakly typed: a constant of the graph; -0.0 is not 0.0
-            else:
-                raise TypeError(
-                    f"jit({getattr(self.fun, '__name__', 'f')}): arguments must be arrayx arrays, Python scalars or "
-                    f"pytrees of them, got {type(x).__name__}; convert it with arrayx.asarray(...) or mark it "
-                    f"static with static_argnums/static_argnames"
-                )
         exact_statics = tuple((i, v, exact_key(v)) for i, v in statics)  # static -0.0 and 0.0 stage apart
         exact_kw = tuple((k, v, exact_key(v)) for k, v in static_kw)
         return (exact_statics, exact_kw, tree, tuple(sig), ex, get_executor(), donated), ex
@@ -445,6 +652,7 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if _DISABLED.get():
             return self.fun(*args, **kwargs)
+        store = self._store
         if self._simple and not kwargs and _TRACE.get() is None:
             # the cache-hit path for flat concrete arrays: no pytree walk, a flat key of buffer attributes
             fast = [_base._scoped.get() or _base._process_default]
@@ -463,8 +671,9 @@ class JitFunction:
                 bufs.append(b)
             else:
                 fast.append(ex)
-                entry = self._fast.get(tuple(fast))
+                entry = store.fast.get(tuple(fast))
                 if entry is not None:
+                    store.touch(entry.key)
                     out = entry.fn(*bufs)
                     if sharding_hook is not None:  # numpy/numba/dask results take their inputs' shardings
                         return pytree.unflatten(entry.out_tree, sharding_hook(entry.graph, args, _wrap_all(out, ex)))
@@ -476,44 +685,52 @@ class JitFunction:
                     return pytree.unflatten(entry.out_tree, _wrap_all(out, ex))
         if self._simple and not kwargs:  # no static or donated arguments: the short path
             leaves, tree = pytree.flatten((args, _NO_KWARGS))
+            leaves = self._inputs(leaves)
             statics = static_kw = donated = ()
         else:
             statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
         key, ex = self._key(statics, static_kw, leaves, tree, donated)
-        entry = self._cache.get(key)
+        entry = store.get(key)
         if entry is None:
             entry = self._stage(args, kwargs, statics, static_kw, leaves, tree, key, donated)
         if _TRACE.get() is None and not entry.consts:
-            fn = entry.fn
-            if fn is None:
-                fn = entry.fn = compiled_for(entry.graph, ex or key[5], entry.donate)
+            where = ex or key[5]
+            if entry.fn is None:
+                entry.fn = compiled_for(entry.graph, where, entry.donate)
             if self._simple and not kwargs and ex is not None and len(leaves) == len(args) and all(
                     x.__class__ is Array for x in leaves):
-                self._fast[(_base._scoped.get() or _base._process_default,
-                            *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex)] = entry
-            bufs = []
-            for x in leaves:
-                if x.__class__ is Array:
-                    if x._ex is not ex:
-                        raise TypeError(f"jit({entry.name}): arrays live on different executors ({ex.name!r} "
-                                        f"and {x._ex.name!r}); move one with x.to_device(...) first")
-                    bufs.append(x._buf)
-            outs = _wrap_all(fn(*bufs), ex or key[5])
-            if sharding_hook is not None:
-                outs = sharding_hook(entry.graph, [x for x in leaves if isinstance(x, Array)], outs)
-            return pytree.unflatten(entry.out_tree, outs)
-        arrays = [x for x in leaves if isinstance(x, Array)]
+                store.add_fast((_base._scoped.get() or _base._process_default,
+                                *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex), entry)
+            return self._run(entry, leaves, where)
+        arrays = [x if isinstance(x, Array) else _scalar_array(ex or key[5], x) for x in leaves]
         outs = call_p.bind(*entry.consts, *arrays, graph=entry.graph, name=entry.name)
         return pytree.unflatten(entry.out_tree, list(outs))
 
+    def _run(self, entry: _Entry, leaves, ex):
+        """The compiled function of ``entry`` on concrete ``leaves`` (arrays of ``ex``, Python scalars)."""
+        bufs = []
+        for x in leaves:
+            if x.__class__ is Array:
+                if x._ex is not ex:
+                    raise TypeError(f"jit({entry.name}): arrays live on different executors ({ex.name!r} "
+                                    f"and {x._ex.name!r}); move one with x.to_device(...) first")
+                bufs.append(x._buf)
+            else:
+                bufs.append(_scalar_buf(ex, x))
+        if entry.fn is None:
+            entry.fn = compiled_for(entry.graph, ex, entry.donate)
+        outs = _wrap_all(entry.fn(*bufs), ex)
+        if sharding_hook is not None:  # numpy/numba/dask results take their inputs' shardings
+            outs = sharding_hook(entry.graph, [x for x in leaves if isinstance(x, Array)], outs)
+        return pytree.unflatten(entry.out_tree, outs)
+
     def _stage(self, args, kwargs, statics, static_kw, leaves, tree, key, donated) -> _Entry:
         name = getattr(self.fun, "__name__", "f")
-        avals = [aval_of(x) for x in leaves if isinstance(x, Array)]
+        avals = [_scalar_aval(x) if x.__class__ in _PY_SCALARS else aval_of(x) for x in leaves]
         parent = _TRACE.get()
         device = next((x.device for x in leaves if isinstance(x, Array)), None) or get_executor().default_device()
         trace = StagingTrace(parent, device, f"jit({name})")
-        tracers = iter([trace.new_input(a) for a in avals])
-        in_leaves = [next(tracers) if isinstance(x, Array) else x for x in leaves]
+        in_leaves = [trace.new_input(a) for a in avals]
         dyn, dyn_kw = pytree.unflatten(tree, in_leaves)
         it = iter(dyn)
         static_map = dict(statics)
@@ -538,70 +755,136 @@ class JitFunction:
             keep = [i for i in range(len(graph.consts)) if i not in captured]
             graph = Graph((*cvars, *graph.inputs), [graph.constvars[i] for i in keep],
                           [graph.consts[i] for i in keep], graph.equations, graph.outputs)
-        donate = tuple(len(consts) + i for i, d in enumerate(_donated_arrays(leaves, donated)) if d)
-        entry = _Entry(graph, out_tree, consts, name, donate)
+        donate = tuple(len(consts) + i for i, d in enumerate(donated or [False] * len(leaves)) if d)
+        entry = _Entry(graph, out_tree, consts, name, donate, key)
         self.trace_count += 1
         if not consts:  # a graph that captured tracers depends on them: staged again next time
-            self._cache[key] = entry
-            self._note_retrace(key)
+            self._store.add(key, entry)
+            self._note_retrace(key, args, kwargs, statics)
         return entry
 
-    def _note_retrace(self, key) -> None:
-        self._keys.append(key)
-        if len(self._keys) > RETRACE_WARNING and not self._warned:
-            self._warned = True
-            prev, new = self._keys[-2], self._keys[-1]
-            parts = ("static positional arguments", "static keyword arguments", "input structure",
-                     "input shapes/dtypes/Python scalar values", "executor", "creation executor", "donation")
-            changed = [p for p, a, b in zip(parts, prev, new) if a != b]
-            warnings.warn(
-                f"jit({getattr(self.fun, '__name__', 'f')}) was traced {len(self._keys)} times for different "
-                f"arguments (a retrace storm); what changed last: {', '.join(changed) or 'nothing visible'} "
-                f"({_describe_change(prev, new)}). Pass values that change as arrays, not Python scalars or "
-                f"static arguments, and keep shapes fixed",
-                RuntimeWarning, stacklevel=3,
-            )
+    def _note_retrace(self, key, args, kwargs, statics) -> None:
+        store = self._store
+        prev, store.last = store.last, key
+        store.traces += 1
+        if store.traces <= RETRACE_WARNING or store.warned or prev is None:
+            return
+        store.warned = True
+        name = getattr(self.fun, "__name__", "f")
+        what, fix = _what_changed(prev, key, self._arg_names(args, kwargs, statics), self._param_name)
+        warnings.warn(
+            f"jit({name}) was traced {store.traces} times for different arguments (a retrace storm): {what}. "
+            f"{fix}", RuntimeWarning, stacklevel=4)
+
+    def _param_name(self, pos) -> str:
+        """How to name positional argument ``pos`` (or keyword ``pos``) in a message."""
+        if isinstance(pos, str):
+            return f"argument {pos!r}"
+        if self._sig is not None:
+            params = list(self._sig.parameters.values())
+            if pos < len(params) and params[pos].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                         inspect.Parameter.POSITIONAL_OR_KEYWORD):
+                return f"argument {params[pos].name!r} (position {pos})"
+        return f"positional argument {pos}"
+
+    def _arg_names(self, args, kwargs, statics) -> list:
+        """A name per dynamic leaf of this call (``argument 'params'['w']``), for the retrace warning."""
+        static_pos = {i for i, _ in statics}
+        positions = [i for i in range(len(args)) if i not in static_pos]
+        dyn = tuple(args[i] for i in positions)
+        dyn_kw = {k: kwargs[k] for k in sorted(kwargs) if k not in self.static_argnames}
+        names = []
+        for path, _ in pytree.leaves_with_path((dyn, dyn_kw)):
+            if len(path) < 2:
+                names.append("an argument")
+                continue
+            head = getattr(path[1], "idx", None)
+            base = self._param_name(positions[head]) if path[0].idx == 0 and head is not None else \
+                self._param_name(str(getattr(path[1], "key", path[1])))
+            rest = pytree.keystr(path[2:]) if len(path) > 2 else ""
+            names.append(f"{base}{' at ' + rest if rest else ''}")
+        return names
 
     # -- inspection -------------------------------------------------------------------------------
+    def _entry_for(self, args, kwargs):
+        statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
+        key, ex = self._key(statics, static_kw, leaves, tree, donated)
+        entry = self._store.get(key) or self._stage(args, kwargs, statics, static_kw, leaves, tree, key, donated)
+        return entry, key, ex
+
     def trace(self, *args, **kwargs) -> Traced:
         """The staged graph for these arguments (staged, or taken from the cache)."""
-        statics, static_kw, leaves, tree, donated = self._split(args, kwargs)
-        key, _ = self._key(statics, static_kw, leaves, tree, donated)
-        entry = self._cache.get(key) or self._stage(args, kwargs, statics, static_kw, leaves, tree, key, donated)
-        return Traced(entry.graph, entry.out_tree)
+        entry, _, _ = self._entry_for(args, kwargs)
+        return Traced(entry.graph, entry.out_tree, self, args, kwargs)
 
-    lower = trace
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The staged graph for these arguments, to print (``as_text()``) or ``compile()``."""
+        entry, _, _ = self._entry_for(args, kwargs)
+        return Lowered(entry.graph, entry.out_tree, self, args, kwargs)
+
+    def _compiled(self, args, kwargs) -> Compiled:
+        if _TRACE.get() is not None:
+            raise TypeError(f"jit({getattr(self.fun, '__name__', 'f')}).lower(...).compile() needs concrete "
+                            f"arguments; it was called inside a transform")
+        entry, key, ex = self._entry_for(args, kwargs)
+        if entry.consts:
+            raise TypeError(f"jit({entry.name}).lower(...).compile(): the function captured values of an "
+                            f"enclosing transform; call the jitted function instead")
+        ex = ex or key[5]
+        if entry.fn is None:
+            entry.fn = compiled_for(entry.graph, ex, entry.donate)
+        return Compiled(self, key, entry, ex)
 
     def clear_cache(self) -> None:
-        self._cache.clear()
-        self._fast.clear()
-        self._keys.clear()
-        self._warned = False
+        """Empty the cache of this function (shared by every ``jit`` of it with the same options)."""
+        self._store.clear()
 
     def __repr__(self) -> str:
         return f"<jit({getattr(self.fun, '__name__', 'f')})>"
 
 
-def _donated_arrays(leaves, donated):
-    if not donated:
-        return [False] * sum(isinstance(x, Array) for x in leaves)
-    return [d for x, d in zip(leaves, donated) if isinstance(x, Array)]
+def _what_changed(prev, new, names, param_name) -> tuple[str, str]:
+    """(what differs between two cache keys, how to stop it) for the retrace warning."""
+    if prev[0] != new[0]:
+        a, b = dict((i, v) for i, v, _ in prev[0]), dict((i, v) for i, v, _ in new[0])
+        i = next((i for i in sorted(set(a) | set(b)) if a.get(i) != b.get(i)), None)
+        who = param_name(i) if i is not None else "a static argument"
+        return (f"the static {who} keeps changing (last {a.get(i)!r} -> {b.get(i)!r})",
+                "Each new static value stages the function again: pass a value that changes as an array "
+                "(or a Python scalar: a weakly typed 0-d input) instead of marking it static")
+    if prev[1] != new[1]:
+        a, b = dict((k, v) for k, v, _ in prev[1]), dict((k, v) for k, v, _ in new[1])
+        k = next((k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)), None)
+        return (f"the static argument {k!r} keeps changing (last {a.get(k)!r} -> {b.get(k)!r})",
+                "Each new static value stages the function again: pass a value that changes as an array "
+                "(drop it from static_argnames)")
+    if prev[2] != new[2]:
+        return ("the structure of the arguments keeps changing (another pytree of inputs)",
+                "Pass the same containers (same keys, same lengths) on every call")
+    for i, (a, b) in enumerate(zip(prev[3], new[3])):
+        if a != b:
+            who = names[i] if i < len(names) else f"argument leaf {i}"
+            if len(a) == 1 or len(b) == 1:
+                return (f"{who} keeps changing type ({_sig_str(a)} -> {_sig_str(b)})",
+                        "Pass it as an array of one dtype (arrayx.asarray(v, dtype=...))")
+            if a[0] != b[0]:
+                return (f"the shape of {who} keeps changing ({_sig_str(a)} -> {_sig_str(b)})",
+                        "Each new shape stages the function again: pad or bucket it to a few fixed shapes, "
+                        "or mark a shape-defining Python value static")
+            return (f"the dtype of {who} keeps changing ({_sig_str(a)} -> {_sig_str(b)})",
+                    "Convert it to one dtype before the call (x.astype(...))")
+    if prev[4] is not new[4] or prev[5] is not new[5]:
+        return ("the executor keeps changing", "Keep the arguments (and use_executor) on one executor")
+    return ("the donated arguments keep changing", "Donate the same arguments on every call")
 
 
 def _describe_change(prev, new) -> str:
-    for i, (a, b) in enumerate(zip(prev[3], new[3])):
-        if a != b:
-            return f"argument leaf {i}: {_sig_str(a)} -> {_sig_str(b)}"
-    if prev[0] != new[0]:
-        return f"{prev[0]} -> {new[0]}"
-    if prev[1] != new[1]:
-        return f"{prev[1]} -> {new[1]}"
-    return "see the cache key"
+    return _what_changed(prev, new, [], lambda p: f"argument {p!r}")[0]
 
 
 def _sig_str(s) -> str:
-    if isinstance(s[0], type):
-        return f"{s[0].__name__} {s[1]!r}"
+    if len(s) == 1:
+        return f"Python {s[0].__name__}"
     return f"{s[1]}{list(s[0])}"
 
 
@@ -633,7 +916,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
 
     Use as ``jit(f)``, ``jit(f, static_argnums=1)`` or as a decorator (``@jit`` or
     ``@jit(static_argnames="n")``).  Static arguments are passed to ``fun`` as Python
-    values and must be hashable; a new static value stages again.  Donated arguments
+    values and must be hashable; a new static value stages again.  Python scalar
+    arguments are weakly typed 0-d inputs (one compile for every value).
+    ``jit(f).lower(*args)`` gives the staged graph (``as_text()``) and ``.compile()``.  Donated arguments
     (``donate_argnums``/``donate_argnames``) let an executor reuse their buffers
     (JAX does; the others ignore it): do not use a donated array afterwards.
     ``in_shardings``/``out_shardings`` (shardings or pytree prefixes of them, see

@@ -231,6 +231,7 @@ def stage(fun: Callable, args: tuple, kwargs: dict, *, static_argnums=(), transf
     dyn = [a for i, a in enumerate(args) if i not in static]
     # keyword arguments are inputs too (array and scalar leaves; others, e.g. strings, stay static)
     leaves, in_tree = pytree.flatten((dyn, kwargs))
+    _refuse_iterators(transform, fun, leaves, (dyn, kwargs))
     device = _device_of_leaves(leaves)
     trace = StagingTrace(current_trace(), device, transform)
     in_leaves = [trace.new_input(_abstractify(x)) if _is_input(x) else x for x in leaves]
@@ -246,6 +247,21 @@ def stage(fun: Callable, args: tuple, kwargs: dict, *, static_argnums=(), transf
         out_leaves = trace.finish(out_leaves)
     graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in out_leaves])
     return graph, out_tree, out_leaves
+
+
+def _refuse_iterators(transform, fun, leaves, args) -> None:
+    """An iterator argument would be consumed while staging (and is no array): refuse it up front."""
+    import collections.abc
+
+    for x in leaves:
+        if isinstance(x, collections.abc.Iterator):
+            path = next(p for p, v in pytree.leaves_with_path(args) if v is x)
+            where = (f"argument {path[1].idx}" if path[0].idx == 0 else f"argument {path[1].key!r}") + \
+                pytree.keystr(path[2:])
+            raise TypeError(
+                f"{transform}({getattr(fun, '__name__', 'f')}): {where} is an iterator "
+                f"({type(x).__name__}), which staging would consume; pass a list or tuple, or an array "
+                f"(arrayx.asarray(list(it)))")
 
 
 def _as_output(o):

@@ -75,6 +75,7 @@ def test_every_chunk_runs_once(monkeypatch, chunks_per_thread, shape):
     with xp.use_executor("numba"):
         x = xp.asarray(host)
         jf = xp.jit(_patterns)
+        jf.clear_cache()  # the cache is _patterns' own: compile afresh under this test's settings
         got = jf(x)
         runners = _runners(jf, x)
     # a region of one work item (a column reduction of one row) runs on the caller alone
@@ -93,6 +94,7 @@ def test_a_caller_alone_runs_every_chunk():
     with xp.use_executor("numba"):
         x = xp.asarray(host)
         jf = xp.jit(_patterns)
+        jf.clear_cache()  # the cache is _patterns' own: compile afresh under this test's settings
         jf(x)
         runners = _runners(jf, x)
         for r in runners:
@@ -107,6 +109,7 @@ def test_callers_in_several_threads_at_once():
     results, errors = {}, []
     with xp.use_executor("numba"):
         jf = xp.jit(_patterns)
+        jf.clear_cache()  # the cache is _patterns' own: compile afresh under this test's settings
         jf(xp.asarray(hosts[0]))  # compiled before the threads start
 
     def call(i):
