@@ -28,6 +28,26 @@ def _executor_for(fname: str, device):
     return _exec.resolve_device(device, fname)[0]
 
 
+
+class DeviceTuple(tuple):
+    """The tuple ``devices()`` returns (2025.12's type), concatenable with a list as well.
+
+    Until 2024.12 the standard returned a list, and clients still write ``devices() + [None]``
+    (SciPy's ``devices`` fixture): adding a list gives a list, adding a tuple a tuple.
+    """
+
+    __slots__ = ()
+
+    def __add__(self, other):
+        if isinstance(other, list):
+            return list(self) + other
+        return tuple.__add__(self, other)
+
+    def __radd__(self, other):
+        if isinstance(other, list):
+            return other + list(self)
+        return NotImplemented
+
 class ArrayNamespaceInfo:
     """What arrayx supports here: capabilities, devices and data types."""
 
@@ -55,13 +75,14 @@ class ArrayNamespaceInfo:
         """The device new arrays are created on."""
         return _exec.get_executor().default_device()
 
-    def devices(self) -> list:
-        """Every device of every executor available here, as a list (the standard's type: clients
-        write ``devices() + [None]``); each is a valid ``device=`` argument."""
+    def devices(self) -> "DeviceTuple":
+        """Every device of every executor available here, as a tuple (the standard's type since
+        2025.12) that also concatenates with lists (clients written for 2023.12-2024.12, when it was
+        a list, write ``devices() + [None]``); each is a valid ``device=`` argument."""
         out = []
         for name in _exec.executors():
             out.extend(_exec.get(name).devices())
-        return out
+        return DeviceTuple(out)
 
     def default_dtypes(self, *, device=None) -> dict:
         """The default dtypes: "real floating", "complex floating", "integral" and "indexing"."""

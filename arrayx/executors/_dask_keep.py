@@ -12,7 +12,8 @@ Memory is bounded: only arrays of at most ``max_array_bytes`` are kept, and the 
 an LRU of at most ``max_bytes`` in all; past it the oldest kept array gets its graph back (its
 values go, and it is recomputed when next needed).  Arrays that are only read from host data or
 made by a creation function (one graph layer) are not kept: computing them again costs nothing.
-``set_keep(max_bytes=0)`` turns keeping off.  The defaults: 256 MiB in all, 64 MiB per array.
+``set_keep(max_bytes=0)`` turns keeping off; on a ``dask.distributed`` cluster (``connect``)
+nothing is kept, as the values belong on the workers.  The defaults: 256 MiB in all, 64 MiB per array.
 """
 from __future__ import annotations
 
@@ -106,7 +107,9 @@ def compute(buf, compute_kwargs: dict) -> np.ndarray:
     """``buf``'s values on the host, keeping what the read computes that is worth keeping."""
     import dask
 
-    if _max_bytes == 0:
+    if _max_bytes == 0 or hasattr(compute_kwargs.get("scheduler"), "scatter"):
+        # with a distributed Client the values live on the workers (placed blocks, shardings):
+        # keeping them here would pull them into this process, so nothing is kept there
         return np.asarray(buf.compute(**compute_kwargs))
     keep = _needed_whole(buf)
     self_too = _worth_keeping(buf)
