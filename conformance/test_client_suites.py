@@ -15,7 +15,8 @@ def test_normalise_id_makes_backend_parameters_comparable():
     mine = "metrics/tests/test_common.py::test_x[accuracy-arrayx-None-float64]"
     assert cs.normalise_id("sklearn", strict) == cs.normalise_id("sklearn", mine)
     strict32 = "a.py::t[array_api_strict-device1-float32]"
-    assert cs.normalise_id("sklearn", strict32) == cs.normalise_id("sklearn", "a.py::t[arrayx-None-float32]")
+    mine32 = "a.py::t[arrayx-None-float32]"
+    assert cs.normalise_id("sklearn", strict32) == cs.normalise_id("sklearn", mine32)
     assert cs.normalise_id("sklearn", strict) != cs.normalise_id("sklearn", strict32)
     mixed = "t.py::test_mixed[f1_score-numpy to array_api_strict]"
     assert cs.normalise_id("sklearn", mixed) == cs.normalise_id("sklearn", "t.py::test_mixed[f1_score-numpy to arrayx]")
@@ -93,3 +94,18 @@ def test_merge_results_computes_new_failures_per_executor(monkeypatch):
     new = entry["new"]["arrayx:jax"]
     assert new["count"] == 1 and new["messages"] == {"t.py::f[arrayx]": "E: x"}
     assert new["classes"]["unclassified"]["tests"] == ["t.py::f[arrayx]"]
+
+
+def test_a_wider_subsets_strict_run_serves_a_narrower_one(monkeypatch):
+    monkeypatch.setattr(cs, "CLASSES", [])
+    rec = {"outcome": "failed", "message": "m", "where": "", "seconds": 0.0}
+    strict = {"counts": {}, "complete": True, "seconds": 1,
+              "tests": {"stats/t.py::f[array_api_strict]": rec}}
+    mine = {"counts": {}, "complete": False, "seconds": 1,
+            "tests": {"stats/t.py::f[arrayx]": rec, "stats/t.py::g[arrayx]": rec}}
+    results: dict = {}
+    cs.merge_results(results, "scipy", "stats", "arrayx:dask", mine)
+    assert results["scipy"]["stats"]["new"] == {}
+    cs.merge_results(results, "scipy", "special,stats", cs.STRICT, strict)
+    assert list(results["scipy"]["stats"]["new"]["arrayx:dask"]["messages"]) == ["stats/t.py::g[arrayx]"]
+    assert cs.strict_reference(results["scipy"], "fft") is None
