@@ -1,7 +1,8 @@
 """pytest plugin that adds arrayx as a backend to a client library's own test suite.
 
-Loaded by ``python -m conformance.client_suites`` with ``-p conformance._client_plugin`` in
-the pytest process that runs the library's tests; configured through environment variables:
+Loaded by ``python -m conformance.client_suites`` (copied beside the run as the top-level module
+``arrayx_client_plugin``, loaded with ``-p``) in the pytest process that runs the library's tests;
+it imports nothing from this repository, and is configured through environment variables:
 
 ``ARRAYX_SUITE``          which suite: sklearn, scipy, xpx, einops or xarray
 ``ARRAYX_SUITE_BACKEND``  the one backend whose tests run: ``arrayx`` or ``array_api_strict``

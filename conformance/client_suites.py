@@ -253,9 +253,12 @@ def run_backend(args, backend: str, work: pathlib.Path) -> dict:
     env = dict(os.environ, ARRAYX_SUITE=args.suite, ARRAYX_SUITE_BACKEND=backend,
                ARRAYX_SUITE_LOG=str(log), ARRAYX_EXECUTOR=args.executor, SCIPY_ARRAY_API="1",
                EINOPS_TEST_BACKENDS="numpy")
-    paths = [p for p in (args.arrayx_path, str(REPO), args.site) if p]
+    # the plugin travels as a top-level module of its own, so that --arrayx-path can put another
+    # checkout (with its own ``conformance`` package) first on the path
+    shutil.copy(HERE / "_client_plugin.py", work / "arrayx_client_plugin.py")
+    paths = [p for p in (str(work), args.arrayx_path or str(REPO), args.site) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "pytest", "-p", "conformance._client_plugin",
+    cmd = [sys.executable, "-m", "pytest", "-p", "arrayx_client_plugin",
            "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=line", "--disable-warnings",
            f"--timeout={args.timeout}", "--rootdir", str(work), "-c", os.devnull]
     if args.workers not in ("0", ""):
@@ -282,12 +285,36 @@ def run_backend(args, backend: str, work: pathlib.Path) -> dict:
 
 # -- results file -----------------------------------------------------------------------------
 
+_MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|Users|private|var/folders)/[^\s'\"]*")
+
+
+def without_machine_paths(text: str) -> str:
+    """Absolute paths of this machine cut to their last part (results name no local folder)."""
+    return _MACHINE_PATH.sub(lambda m: "<path>/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
+
+
 def _summary(run: dict) -> dict:
     """What goes in the results file for one backend run: counts and the failing tests."""
-    bad = {tid: f"{r['outcome']}: {r['message']}" + (f" [at {r['where']}]" if r["where"] else "")
+    bad = {tid: without_machine_paths(f"{r['outcome']}: {r['message']}"
+                                      + (f" [at {r['where']}]" if r["where"] else ""))
            for tid, r in sorted(run["tests"].items()) if r["outcome"] in ("failed", "error")}
     return {"counts": run["counts"], "complete": run["complete"], "seconds": run["seconds"],
-            "failures": bad}
+            "failures": bad, **{k: run[k] for k in ("versions", "command") if k in run}}
+
+
+def versions(suite: str) -> dict[str, str]:
+    """Versions of the suite's library and of array-api-strict, as installed."""
+    from importlib import metadata
+
+    dist = {"sklearn": "scikit-learn", "scipy": "scipy", "xpx": "array-api-extra",
+            "einops": "einops", "xarray": "xarray"}[suite]
+    out = {}
+    for name in (dist, "array-api-strict", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def merge_results(results: dict, suite: str, subset: str, key: str, run: dict) -> None:
@@ -387,6 +414,12 @@ def main(argv=None) -> int:
         key = STRICT if b == "strict" else f"arrayx:{args.executor}"
         with tempfile.TemporaryDirectory(prefix=f"client-{args.suite}-") as tmp:
             run = run_backend(args, backend, pathlib.Path(tmp))
+        run["versions"] = versions(args.suite)
+        run["command"] = " ".join(["python -m conformance.client_suites", "--suite", args.suite,
+                                   "--executor", args.executor, "--subset", args.subset,
+                                   "--timeout", str(args.timeout)]
+                                  + (["--time-limit", str(args.time_limit)] if args.time_limit else [])
+                                  + (["-n", args.workers] if args.workers not in ("0", "") else []))
         update_results(results_path,
                        lambda results: merge_results(results, args.suite, args.subset, key, run))
         c = run["counts"]

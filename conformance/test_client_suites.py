@@ -109,3 +109,9 @@ def test_a_wider_subsets_strict_run_serves_a_narrower_one(monkeypatch):
     cs.merge_results(results, "scipy", "special,stats", cs.STRICT, strict)
     assert list(results["scipy"]["stats"]["new"]["arrayx:dask"]["messages"]) == ["stats/t.py::g[arrayx]"]
     assert cs.strict_reference(results["scipy"], "fft") is None
+
+
+def test_results_name_no_machine_folder():
+    msg = "failed: E: no file /tmp/client-xarray-abc/xarray_tests/test_array_api.py:66 x"
+    assert cs.without_machine_paths(msg) == "failed: E: no file <path>/test_array_api.py:66 x"
+    assert cs.without_machine_paths("scipy/conftest.py:499") == "scipy/conftest.py:499"
