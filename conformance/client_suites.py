@@ -21,7 +21,14 @@ this repository:
 Results (counts per backend, each failing test with its message, and the "new" failures: those
 that fail with arrayx where array-api-strict passes or skips, grouped into the classes of
 ``CLASSES``) are merged into ``conformance/results/client_suites.json`` under suite -> subset.
-A run cut short by ``--time-limit`` keeps what finished and says ``"complete": false``.
+A run cut short by ``--time-limit`` keeps what finished and says ``"complete": false``; each
+test's outcome stays in ``--log-dir`` (JSON lines).  ``--table`` prints the stored counts,
+``--reclassify`` re-sorts stored failures after ``CLASSES`` changes, ``--arrayx-path DIR`` tests
+another checkout of arrayx (e.g. a branch exported with ``git archive``).
+
+Needs: pytest-timeout (``--timeout``), pytest-xdist for ``-n``; matplotlib for SciPy's dendrogram
+tests.  The suites run outside CI: collection alone takes a minute, SciPy's modules ~5-10 min per
+backend on NumPy, and the jax and dask executors many times that (bound them with --time-limit).
 """
 from __future__ import annotations
 
@@ -89,6 +96,26 @@ CLASSES: list[tuple[str, str, str]] = [
     ("dask-unknown-chunks", r"chunk size or shape is unknown",
      "dask: boolean-mask indexing of a unique_values result (data-dependent chunk sizes) fails "
      "at compute (issue 31 item 3)"),
+    ("device-propagation", r"assert Device\('\w+:\w+(?::\d+)?'\) == Device|arrays live on different executors",
+     "SciPy's device tests (once devices() is a list): arrays SciPy creates without device= land "
+     "on the default executor while the inputs live on another (numba:cpu), so results come back "
+     "on the wrong device or an op mixes executors (issue 31 item 2, second part)"),
+    ("np-where-dispatch", r"where: condition must have a bool dtype|where: at least one argument must be",
+     "with NumPy functions dispatched to arrayx (__array_function__), np.where(int_mask, ...) and "
+     "np.where(c, 1, 0) reach arrayx.where, which refuses a non-bool condition and two Python "
+     "scalars; NumPy accepts both (seen on the branch that adds the dispatch)"),
+    ("numpy-method-on-result", r"'Array' object has no attribute '(?:max|min|sum|mean|any|all|ravel|item)'",
+     "a NumPy call on arrayx data now returns an arrayx array and the caller uses a NumPy method "
+     "on it (np.abs(z).max() in SciPy's filtfilt test); arrayx arrays have no .max()"),
+    ("concurrent-writes", r"test_pairwise_parallel",
+     "jax/dask: x[i] = v from several threads loses updates (each write replaces the whole "
+     "buffer); scikit-learn's pairwise_distances(n_jobs=2) returns zero columns (issue 31 item 1)"),
+    ("dask-repeat-chunks", r"TestSpearmanRho::test_special_cases|assert len\(chunks\[axis\]\) == 1",
+     "dask: repeat(x, counts) where x was masked with a mask built by concat fails inside "
+     "dask.array.repeat (SciPy rankdata -> spearmanrho; issue 31 item 3)"),
+    ("timeout", r"Timeout \(>[\d.]+s\) from pytest-timeout",
+     "one test ran past the per-test limit (dask: SciPy's loops call bool() each step and each "
+     "call recomputes the whole graph; issue 31 item 3)"),
     ("suite-float16", r"has no attribute 'float16'",
      "suite: the test builds xp.float16, which the standard does not have; SciPy skips it for "
      "array-api-strict and Dask for that reason (arrayx: no float16, by design)"),
@@ -354,6 +381,29 @@ def compare(suite: str, subsets: dict, subset: str) -> None:
                               "messages": {t: r["message"] for t, r in new.items()}}
 
 
+def table(results: dict) -> str:
+    """Markdown table: suite/subset x backend -> passed/failed/errors/skipped (new failures)."""
+    keys = [STRICT] + [f"arrayx:{e}" for e in EXECUTORS]
+    lines = ["| suite (subset) | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for suite, subsets in results.items():
+        for subset, entry in subsets.items():
+            cells = []
+            for key in keys:
+                run = entry["backends"].get(key)
+                if run is None:
+                    cells.append("-")
+                    continue
+                c = run["counts"]
+                cell = f"{c['passed']}/{c['failed']}/{c['errors']}/{c['skipped']}"
+                if key in entry["new"]:
+                    cell += f" ({entry['new'][key]['count']} new)"
+                if not run["complete"]:
+                    cell += " (cut short)"
+                cells.append(cell)
+            lines.append(f"| {suite} ({subset}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\npassed/failed/errors/skipped; new = fails with arrayx, not with array-api-strict"
+
+
 def update_results(path: pathlib.Path, change) -> None:
     """Read the results file, apply ``change(results)``, write it back: under a lock, since runs
     on several executors may finish at the same time."""
@@ -369,6 +419,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.client_suites",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--suite", choices=SUITES)
+    p.add_argument("--table", action="store_true", help="run nothing: print the stored counts")
     p.add_argument("--reclassify", action="store_true",
                    help="run nothing: recompute every stored entry's new failures and classes")
     p.add_argument("--executor", default="numpy", choices=EXECUTORS)
@@ -392,6 +443,9 @@ def main(argv=None) -> int:
     p.add_argument("pytest_args", nargs="*")
     args = p.parse_args(argv)
     results_path = pathlib.Path(args.results)
+    if args.table:
+        print(table(json.loads(results_path.read_text())))
+        return 0
     if args.reclassify:
         def recompute(results):
             for suite, subsets in results.items():
@@ -400,7 +454,7 @@ def main(argv=None) -> int:
         update_results(results_path, recompute)
         return 0
     if args.suite is None:
-        p.error("--suite is required (or --reclassify)")
+        p.error("--suite is required (or --table, --reclassify)")
     args.subset = args.subset or DEFAULT_SUBSETS[args.suite]
     if args.site:
         sys.path.insert(0, args.site)
