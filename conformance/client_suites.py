@@ -116,6 +116,14 @@ CLASSES: list[tuple[str, str, str]] = [
     ("timeout", r"Timeout \(>[\d.]+s\) from pytest-timeout",
      "one test ran past the per-test limit (dask: SciPy's loops call bool() each step and each "
      "call recomputes the whole graph; issue 31 item 3)"),
+    ("view-writes-lost", r"test_gaussian_mixture_array_api_compliance",
+     "jax/dask: a write into a basic-index view never reaches its base (GaussianMixture adds "
+     "reg_covar through covariances[k] views: covariances off by reg_covar, NaN weights with "
+     "random_from_data; issue 31 item 1)"),
+    ("jax-static-array-param", r"Non-hashable static arguments",
+     "jax: linspace(start, stop) with 0-d arrayx arrays as bounds (SciPy's _logspace): the bounds "
+     "become static jit parameters and Array is unhashable, an obscure ValueError from JAX "
+     "(issue 31 item 4's 0-d bounds; passes on the compat branch)"),
     ("suite-float16", r"has no attribute 'float16'",
      "suite: the test builds xp.float16, which the standard does not have; SciPy skips it for "
      "array-api-strict and Dask for that reason (arrayx: no float16, by design)"),
@@ -353,13 +361,15 @@ def merge_results(results: dict, suite: str, subset: str, key: str, run: dict) -
 
 def strict_reference(subsets: dict, subset: str) -> dict | None:
     """array-api-strict's failures for ``subset``: from its own run, else from a run of a subset
-    that contains all of its parts (SciPy on dask runs its modules in smaller pieces)."""
+    that contains all of its parts (SciPy on dask runs its modules in smaller pieces; the whole
+    of scikit-learn contains each of its subpackages)."""
     own = subsets.get(subset, {"backends": {}})["backends"].get(STRICT)
     if own is not None:
         return own["failures"]
     parts = set(subset.split(","))
     for other, entry in subsets.items():
-        if STRICT in entry["backends"] and parts <= set(other.split(",")):
+        wider = set(other.split(","))
+        if STRICT in entry["backends"] and (parts <= wider or wider == {"sklearn"}):
             return entry["backends"][STRICT]["failures"]
     return None
 

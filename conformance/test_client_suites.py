@@ -115,3 +115,9 @@ def test_results_name_no_machine_folder():
     msg = "failed: E: no file /tmp/client-xarray-abc/xarray_tests/test_array_api.py:66 x"
     assert cs.without_machine_paths(msg) == "failed: E: no file <path>/test_array_api.py:66 x"
     assert cs.without_machine_paths("scipy/conftest.py:499") == "scipy/conftest.py:499"
+
+
+def test_the_whole_of_sklearn_serves_its_subpackages():
+    strict = {"backends": {cs.STRICT: {"failures": {"mixture/t.py::f[array_api_strict]": "failed: x"}}}}
+    subsets = {"sklearn": strict, "mixture": {"backends": {}, "new": {}}}
+    assert cs.strict_reference(subsets, "mixture") == {"mixture/t.py::f[array_api_strict]": "failed: x"}
