@@ -293,6 +293,21 @@ def test_numpy_functions_without_counterpart_fall_back_to_numpy(executor) -> Non
     assert isinstance(np.asarray(x), np.ndarray)  # still __array__
 
 
+def test_numpy_functions_take_what_numpy_takes_where_arrayx_refuses(executor) -> None:
+    """np.where with an int condition and Python scalars (SciPy's stats does this): arrayx.where refuses
+    an int condition, NumPy takes it; NumPy's function gives NumPy's values, as an arrayx array."""
+    import arrayx as xp
+
+    host = np.array([[1, 0, 2], [0, 3, 0]])
+    c = xp.asarray(host)
+    got = np.where(c, 1, 0)
+    assert isinstance(got, xp.Array) and got.device == c.device
+    np.testing.assert_array_equal(np.asarray(got), np.where(host, 1, 0))
+    assert got.dtype == np.where(host, 1, 0).dtype
+    got = np.where(c > 0, 1.5, c)
+    np.testing.assert_array_equal(np.asarray(got), np.where(host > 0, 1.5, host))
+
+
 def test_numpy_only_arguments_are_refused_by_name(executor) -> None:
     import arrayx as xp
 

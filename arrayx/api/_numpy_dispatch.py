@@ -420,10 +420,15 @@ def array_function(func, types, args: tuple, kwargs: dict):
                 f"or call numpy.{func.__name__} on numpy.asarray(x)"
             )
     ax = _namespace()
-    if spec.adapt is not None:
-        result = spec.adapt(ax, positional, keywords)
-    else:
-        result = getattr(ax, spec.name)(*positional, **keywords)
+    try:
+        if spec.adapt is not None:
+            result = spec.adapt(ax, positional, keywords)
+        else:
+            result = getattr(ax, spec.name)(*positional, **keywords)
+    except TypeError:  # operands the standard's function refuses and NumPy's takes (an int condition
+        if out is not None or not _concrete(tuple(args) + tuple(kwargs.values())):  # of np.where): NumPy's
+            raise  # result, moved back, unless traced
+        return _on_numpy_moved_back(func, args, kwargs, None, device)
     return result if out is None else _write_out(func, result, out)
 
 
