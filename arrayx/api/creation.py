@@ -119,8 +119,8 @@ def _from_text(obj, dtype, device, copy) -> Array:
 
 def _text_error(obj, kind) -> TypeError:
     return TypeError(
-        f"asarray: cannot make an array of strings ({type(obj).__name__}, NumPy dtype {kind}): text is not a "
-        f"dtype of the array API standard; pass a numeric dtype= to parse numbers from strings, as NumPy does"
+        f"asarray: cannot make an array of strings ({type(obj).__name__}, NumPy dtype {kind}): Unsupported dtype, "
+        f"text is not a dtype of the array API standard; pass a numeric dtype= to parse numbers from strings, as NumPy does"
     )
 
 
