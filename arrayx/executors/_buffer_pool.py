@@ -3,8 +3,11 @@
 Why: a NumPy result above glibc's mmap threshold is a fresh mapping on every call, and the kernel
 zero-fills each of its pages on first touch.  For ``vmap(grad)`` of an MLP (342 MB of per-example
 gradients per call) that fill is a third of the call; a result written into memory the process
-already touched skips it.  Below ``min_bytes`` (4 MiB, the size from which NumPy asks for huge
-pages) malloc's free lists already recycle memory and the op is too cheap to pay for a pool.
+already touched skips it.  ``min_bytes`` is 1 MiB: from there glibc does not reliably recycle freed
+results either (it trims and maps afresh as a client's arrays come and go: scikit-learn's
+``euclidean_distances`` of 500 x 1000 paid ~2,000 page faults, 5 ms of 8, per call with 4 MiB, none
+with 1 MiB; benchmarks/bench_clients.py); below it malloc's free lists recycle memory and the op is
+too cheap to pay for a pool.
 
 How a buffer is known to be free: the pool owns one flat ``uint8`` ndarray per buffer and hands out
 views of it.  NumPy points every view (slices, reshapes, transposes, ``np.asarray``, buffer-protocol
@@ -79,7 +82,7 @@ class BufferPool:
 
     def __init__(self, limit_bytes: int | None = None, min_bytes: int | None = None):
         self.limit_bytes = _env_int("ARRAYX_BUFFER_POOL_LIMIT", _default_limit()) if limit_bytes is None else limit_bytes
-        self.min_bytes = _env_int("ARRAYX_BUFFER_POOL_MIN_BYTES", 4 << 20) if min_bytes is None else min_bytes
+        self.min_bytes = _env_int("ARRAYX_BUFFER_POOL_MIN_BYTES", 1 << 20) if min_bytes is None else min_bytes
         self._lock = threading.Lock()
         _POOLS.add(self)
         self._by_size: dict[int, list] = {}  # size class -> its buffers
