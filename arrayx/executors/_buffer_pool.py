@@ -186,10 +186,18 @@ def _out_dtype(ufunc, *dtypes):
     return ufunc.resolve_dtypes((*dtypes, None))[-1]
 
 
+def _transposed(x) -> bool:
+    """Whether x is Fortran-ordered and not C-ordered (``X.T`` of a C array): NumPy gives such an
+    operand of the result's shape a result of its layout; writing it into a C-ordered pooled buffer
+    would be a strided transpose (``X.T - mean``: ~4x slower) and change the result's strides."""
+    flags = x.flags
+    return flags.f_contiguous and not flags.c_contiguous
+
+
 def _pooled_unary(ufunc, pool: BufferPool, min_bytes: int):
     def run(x, /):
         try:
-            if x.nbytes < min_bytes:
+            if x.nbytes < min_bytes or _transposed(x):  # NumPy gives a transposed x a transposed result
                 return ufunc(x)
             out = pool.empty(x.shape, _out_dtype(ufunc, x.dtype))
         except (AttributeError, TypeError):  # a Python scalar; a dtype without a loop (NumPy's error below)
@@ -205,7 +213,10 @@ def _pooled_binary(ufunc, pool: BufferPool, min_bytes: int):
             # surely small: the broadcast result has at most size1 * size2 elements
             if x1.size * x2.nbytes < min_bytes or (x1.nbytes < min_bytes and x1.shape == x2.shape):
                 return ufunc(x1, x2)
-            out = pool.empty(np.broadcast_shapes(x1.shape, x2.shape), _out_dtype(ufunc, x1.dtype, x2.dtype))
+            shape = np.broadcast_shapes(x1.shape, x2.shape)
+            if (x1.shape == shape and _transposed(x1)) or (x2.shape == shape and _transposed(x2)):
+                return ufunc(x1, x2)  # NumPy's result is transposed like the operand (see _transposed)
+            out = pool.empty(shape, _out_dtype(ufunc, x1.dtype, x2.dtype))
         except (AttributeError, TypeError, ValueError):  # Python scalars; NumPy's own error below
             return ufunc(x1, x2)
         return ufunc(x1, x2, out=out)
