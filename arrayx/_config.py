@@ -146,7 +146,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "compiled signatures jit keeps per function, least recently used dropped first"),
     Variable("ARRAYX_BUFFER_POOL_LIMIT", _integer(0), None, "a whole number of bytes >= 0",
              "the most bytes the buffer pool keeps (default: an eighth of memory, at most 1 GiB)"),
-    Variable("ARRAYX_BUFFER_POOL_MIN_BYTES", _integer(0), 4 << 20, "a whole number of bytes >= 0",
+    Variable("ARRAYX_BUFFER_POOL_MIN_BYTES", _integer(0), 1 << 20, "a whole number of bytes >= 0",
              "the smallest buffer the pool keeps"),
     Variable("ARRAYX_JAX_JIT_OPS", _flag, True, _YES_NO, "whether each eager JAX op runs as one jax.jit call"),
     Variable("ARRAYX_DASK_SCHEDULER", _scheduler, None,

@@ -441,6 +441,8 @@ class _ArrayMethods:
     # -- in-place --------------------------------------------------------------------
     def _inplace(self, fn, other, op: str) -> "Array":
         if self.__class__ is Array and self._ex.mutable and _core._TRACE.get() is None:
+            if _into(self, fn, other):  # NumPy's own in-place ufunc: no temporary, one pass
+                return self
             result = fn(self, other)
             if result.dtype != self.dtype or result.shape != self.shape:
                 self._inplace_check(result, op)  # raises, naming the difference
@@ -475,6 +477,73 @@ class _ArrayMethods:
                 f"x {op} y: the result shape {result.shape} differs from x's shape {self.shape}; "
                 f"in-place operators cannot change an array's shape"
             )
+
+
+#: public binary function -> (its primitive, the dtype category of its eager fast path); filled on first use
+_INTO_PRIMS: dict = {}
+
+
+def _into(self: Array, fn, other) -> bool:
+    """``self op= other`` written straight into self's buffer, where that is exactly what the
+    out-of-place path would compute and then copy (or rebind) there: eager, the NumPy executor, its function
+    for the op is a NumPy ufunc, self's buffer a writeable ndarray, ``other`` what ``fn``'s eager
+    fast path takes as it is (an array of the same executor and dtype, or a Python scalar with a
+    floating self, cast to self's dtype), and the result of self's dtype and shape.  NumPy's ufuncs
+    handle overlapping operands as if they had been copied first.  False: the caller's general path.
+    Saves a temporary the size of self (and the page faults of fresh memory) on every ``x -= m``."""
+    if not _INTO_PRIMS:
+        from arrayx.api import elementwise as ew
+
+        for name in ("add", "subtract", "multiply", "floor_divide", "remainder",
+                     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
+            _INTO_PRIMS[getattr(ew, name)] = (getattr(ew, f"{name}_p"), ew.BINARY[name])
+        # pow of integers and divide of integers take other paths (ew.pow, ew.divide): floats only here
+        _INTO_PRIMS[ew.pow] = (ew.pow_p, "floating-point")
+        _INTO_PRIMS[ew.divide] = (ew.divide_p, "real floating")
+    entry = _INTO_PRIMS.get(fn)
+    buf = self._buf
+    ex = self._ex
+    if ex.name != "numpy":  # others (numba) pick a kernel by size: their in-place results stay theirs
+        return False
+    if entry is None or buf.__class__ is not np.ndarray or not buf.flags.writeable or _core.eager_hook is not None:
+        return False
+    prim, category = entry
+    dt = buf.dtype
+    if dt not in _dtypes.CATEGORIES[category]:
+        return False
+    if other.__class__ is Array:
+        b2 = other._buf
+        if other._ex is not self._ex or b2.__class__ is not np.ndarray or b2.dtype != dt:
+            return False
+        if b2.shape != buf.shape:
+            try:
+                if np.broadcast_shapes(buf.shape, b2.shape) != buf.shape:
+                    return False
+            except ValueError:
+                return False
+    elif (other.__class__ is float or other.__class__ is int) and dt.kind in "fc":
+        b2 = dt.type(other)
+    else:
+        return False
+    impl = ex.impls.get(prim)
+    if impl is None:
+        try:
+            impl = ex.resolve(prim)
+        except NotImplementedError:
+            return False
+    if impl.__class__ is not np.ufunc:  # an executor function that is exactly a ufunc on real operands says so
+        impl = getattr(impl, "real_ufunc", None) if dt.kind != "c" else None
+        if impl is None:
+            return False
+    if impl.nin != 2 or impl.nout != 1:
+        return False
+    try:
+        if impl.resolve_dtypes((dt, b2.dtype, None))[-1] != dt:
+            return False
+    except TypeError:  # no loop for these dtypes: the general path raises its error
+        return False
+    impl(buf, b2, out=buf)
+    return True
 
 
 def _transpose(x: Array) -> Array:

@@ -3,8 +3,11 @@
 Why: a NumPy result above glibc's mmap threshold is a fresh mapping on every call, and the kernel
 zero-fills each of its pages on first touch.  For ``vmap(grad)`` of an MLP (342 MB of per-example
 gradients per call) that fill is a third of the call; a result written into memory the process
-already touched skips it.  Below ``min_bytes`` (4 MiB, the size from which NumPy asks for huge
-pages) malloc's free lists already recycle memory and the op is too cheap to pay for a pool.
+already touched skips it.  ``min_bytes`` is 1 MiB: from there glibc does not reliably recycle freed
+results either (it trims and maps afresh as a client's arrays come and go: scikit-learn's
+``euclidean_distances`` of 500 x 1000 paid ~2,000 page faults, 5 ms of 8, per call with 4 MiB, none
+with 1 MiB; benchmarks/bench_clients.py); below it malloc's free lists recycle memory and the op is
+too cheap to pay for a pool.
 
 How a buffer is known to be free: the pool owns one flat ``uint8`` ndarray per buffer and hands out
 views of it.  NumPy points every view (slices, reshapes, transposes, ``np.asarray``, buffer-protocol
@@ -79,7 +82,7 @@ class BufferPool:
 
     def __init__(self, limit_bytes: int | None = None, min_bytes: int | None = None):
         self.limit_bytes = _env_int("ARRAYX_BUFFER_POOL_LIMIT", _default_limit()) if limit_bytes is None else limit_bytes
-        self.min_bytes = _env_int("ARRAYX_BUFFER_POOL_MIN_BYTES", 4 << 20) if min_bytes is None else min_bytes
+        self.min_bytes = _env_int("ARRAYX_BUFFER_POOL_MIN_BYTES", 1 << 20) if min_bytes is None else min_bytes
         self._lock = threading.Lock()
         _POOLS.add(self)
         self._by_size: dict[int, list] = {}  # size class -> its buffers
@@ -183,10 +186,18 @@ def _out_dtype(ufunc, *dtypes):
     return ufunc.resolve_dtypes((*dtypes, None))[-1]
 
 
+def _transposed(x) -> bool:
+    """Whether x is Fortran-ordered and not C-ordered (``X.T`` of a C array): NumPy gives such an
+    operand of the result's shape a result of its layout; writing it into a C-ordered pooled buffer
+    would be a strided transpose (``X.T - mean``: ~4x slower) and change the result's strides."""
+    flags = x.flags
+    return flags.f_contiguous and not flags.c_contiguous
+
+
 def _pooled_unary(ufunc, pool: BufferPool, min_bytes: int):
     def run(x, /):
         try:
-            if x.nbytes < min_bytes:
+            if x.nbytes < min_bytes or _transposed(x):  # NumPy gives a transposed x a transposed result
                 return ufunc(x)
             out = pool.empty(x.shape, _out_dtype(ufunc, x.dtype))
         except (AttributeError, TypeError):  # a Python scalar; a dtype without a loop (NumPy's error below)
@@ -202,7 +213,10 @@ def _pooled_binary(ufunc, pool: BufferPool, min_bytes: int):
             # surely small: the broadcast result has at most size1 * size2 elements
             if x1.size * x2.nbytes < min_bytes or (x1.nbytes < min_bytes and x1.shape == x2.shape):
                 return ufunc(x1, x2)
-            out = pool.empty(np.broadcast_shapes(x1.shape, x2.shape), _out_dtype(ufunc, x1.dtype, x2.dtype))
+            shape = np.broadcast_shapes(x1.shape, x2.shape)
+            if (x1.shape == shape and _transposed(x1)) or (x2.shape == shape and _transposed(x2)):
+                return ufunc(x1, x2)  # NumPy's result is transposed like the operand (see _transposed)
+            out = pool.empty(shape, _out_dtype(ufunc, x1.dtype, x2.dtype))
         except (AttributeError, TypeError, ValueError):  # Python scalars; NumPy's own error below
             return ufunc(x1, x2)
         return ufunc(x1, x2, out=out)

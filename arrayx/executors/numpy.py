@@ -77,6 +77,9 @@ def _divide(x1, x2):
         return _complex_quotient_fix(z1.real, z1.imag, z2.real, z2.imag, np.asarray(out))
 
 
+_divide.real_ufunc = np.divide  # what _divide is on real operands (in-place operators use it: Array._inplace)
+
+
 def _reciprocal(x):
     out = np.reciprocal(x)
     if out.dtype.kind != "c":
