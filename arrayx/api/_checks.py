@@ -75,10 +75,11 @@ def _mixed_refusal(fname: str, category: str, d1, d2, strict: bool) -> TypeError
     return TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
 
 
-def _float_result(dt, category: str):
-    """In the default mode a floating-point function computes bool/integer operands in the default float."""
+def _float_result(fname: str, dt, category: str):
+    """In the default mode a floating-point function computes bool/integer operands in a float
+    dtype (``_dtypes.inexact_of``: NumPy 2's choice, float32 for its float16)."""
     if dt is not None and dt.kind in "biu" and category in _dtypes.FLOAT_ONLY:
-        return _dtypes.DEFAULT_FLOAT
+        return _dtypes.inexact_of(dt, fname)
     return dt
 
 
@@ -104,8 +105,8 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                     if dt is None or dt not in allowed or (d1 not in allowed or d2 not in allowed) and not weak:
                         raise _mixed_refusal(fname, category, d1, d2, True)
                 else:
-                    dt = _float_result(_PROMOTION.get((d1, d2)) if not weak else _traced_result_dtype(x1, x2, False),
-                                       category)
+                    dt = _float_result(fname, _PROMOTION.get((d1, d2)) if not weak
+                                       else _traced_result_dtype(x1, x2, False), category)
                     if dt is None or dt not in allowed:
                         raise _mixed_refusal(fname, category, d1, d2, False)
                 x1 = cast(x1, dt)
@@ -163,7 +164,7 @@ def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, opera
         if out not in allowed_of(category) or dt not in allowed_of(category):
             raise TypeError(f"{fname}: expected {category} dtypes, got {operands}")
         return out
-    out = _float_result(_dtypes.scalar_result_dtype(dt, scalar), category)
+    out = _float_result(fname, _dtypes.scalar_result_dtype(dt, scalar), category)
     if out not in allowed_of(category):
         raise TypeError(f"{fname}: expected {category} dtypes, got {operands}")
     return out

@@ -91,9 +91,20 @@ STANDARD_PROMOTION: dict[tuple, np.dtype] = {
 }
 
 # the dtype categories of the floating-point functions: in the default mode, bool and integer
-# input to them is computed in the default float dtype (as NumPy does for int64; NumPy's float16
-# for narrow integers has no counterpart in the standard, so arrayx, like JAX with x64, uses float64)
+# input to them is computed in the float dtype NumPy 2's ufuncs choose (INEXACT_OF), except that
+# NumPy's float16 (bool, int8, uint8), which the standard lacks, becomes float32 (as JAX does).
+# ``divide`` and the moments (mean, std, var) use the default float for every integer, as NumPy.
 FLOAT_ONLY = frozenset({"floating-point", "real floating"})
+INEXACT_OF: dict = {
+    bool: float32, int8: float32, uint8: float32, int16: float32, uint16: float32,
+    int32: float64, uint32: float64, int64: float64, uint64: float64,
+}
+DEFAULT_FLOAT_FUNCTIONS = frozenset({"divide", "mean", "std", "var"})
+
+
+def inexact_of(dt: np.dtype, fname: str) -> np.dtype:
+    """The float dtype function ``fname`` computes a bool/integer ``dt`` in (default mode)."""
+    return DEFAULT_FLOAT if fname in DEFAULT_FLOAT_FUNCTIONS else INEXACT_OF[dt]
 
 _kind_rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 

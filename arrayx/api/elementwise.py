@@ -26,9 +26,9 @@ def _unary(fname: str, prim: Primitive, x, category: str):
     x = as_array(fname, x)
     if x.dtype not in _CAT[category]:
         if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY and not is_strict():
-            # the default mode computes bool/integer input to a floating-point function in the
-            # default float dtype (NumPy 2, JAX); strict mode refuses it, as the standard does
-            return prim.bind(cast(x, _dtypes.DEFAULT_FLOAT))
+            # the default mode computes bool/integer input to a floating-point function in a
+            # float dtype (NumPy 2's, see _dtypes.INEXACT_OF); strict mode refuses it, as the standard
+            return prim.bind(cast(x, _dtypes.inexact_of(x.dtype, fname)))
         raise TypeError(
             f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}"
             + (_STRICT_HINT if is_strict() and x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY else "")
