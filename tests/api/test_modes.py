@@ -80,6 +80,8 @@ CASES = [
     ("multiply(bool,1)", "multiply", (B, 1)),
     ("multiply(int64,True)", "multiply", (I, True)),
     ("add(complex128,int64)", "add", (C, I)),
+    ("where(bool,1,2.5)", "where", (B, 1, 2.5)),
+    ("where(bool,float64,int64)", "where", (B, F, I)),
     # what both modes accept (strict must not refuse more than array-api-strict)
     ("add(float64,1)", "add", (F, 1)),
     ("multiply(float32,float64)", "multiply", (F32, F)),
