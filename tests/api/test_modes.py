@@ -237,6 +237,9 @@ def test_strict_mode_messages_name_function_and_fix():
             xp.log(2.0)
         with pytest.raises(TypeError, match=r"add: Python float scalars can only be combined with floating-point"):
             xp.arange(3) + 1.5
+        with pytest.raises(TypeError, match=r"add: x2 must be an arrayx array or a Python scalar.*ndarray"):
+            xp.add(xp.ones(2), np.ones(2))  # array_api_strict refuses NumPy arrays too
+    assert to_numpy(xp.add(xp.ones(2), np.ones(2))).tolist() == [2.0, 2.0]  # the default mode converts them
 
 
 # -- the switch: nesting, threads, the environment variable ----------------------------------------
