@@ -2,8 +2,10 @@
 
 Where the standard leaves a case undefined, the default mode accepts what NumPy 2 and JAX both
 accept: Python scalars where arrays are expected (as 0-d arrays of the default dtype, weak beside
-an array), integer and bool input to the floating-point functions (computed in the default float
-dtype), and operands of different kinds (bool, integer, float) promoted by NumPy 2's table.
+an array), NumPy arrays as operands, integer and bool input to the floating-point functions
+(computed in NumPy 2's float dtype for them, float32 where NumPy picks float16; ``divide``, ``mean``,
+``std`` and ``var`` in float64), and operands of different kinds (bool, integer, float) promoted by
+NumPy 2's table (``_dtypes.PROMOTION``; strict mode uses ``_dtypes.STANDARD_PROMOTION``).
 Strict mode refuses those exactly where array-api-strict does, so that library authors can test
 that their code is portable.  ``with arrayx.strict():`` turns it on for the block (this thread or
 asyncio task only, nestable; ``strict(False)`` turns it off inside); ``ARRAYX_STRICT=1`` makes it
