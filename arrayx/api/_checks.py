@@ -129,14 +129,14 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                         x2 = broadcast_to(x2, shape)
             return x1, x2
         if not isinstance(x2, _PY_SCALARS):
-            if isinstance(x2, (np.ndarray, np.generic)) and not strict:  # numpy_array (op) arrayx_array
+            if isinstance(x2, np.generic) or isinstance(x2, np.ndarray) and not strict:  # numpy (op) arrayx
                 return promote_binary(fname, x1, _from_numpy(x2, x1), category)
             raise _operand_error(fname, x2, "x2")
         dt = _scalar_promotion(fname, category, d1, x2, strict, f"{d1} and Python {type(x2).__name__}")
         return cast(x1, dt), scalar_operand(fname, x2, dt)
     if isinstance(x2, Array):
         if not isinstance(x1, _PY_SCALARS):
-            if isinstance(x1, (np.ndarray, np.generic)) and not strict:
+            if isinstance(x1, np.generic) or isinstance(x1, np.ndarray) and not strict:
                 return promote_binary(fname, _from_numpy(x1, x2), x2, category)
             raise _operand_error(fname, x1, "x1")
         dt = _scalar_promotion(fname, category, x2.dtype, x1, strict, f"Python {type(x1).__name__} and {x2.dtype}")

@@ -121,7 +121,9 @@ STRICT_SCALAR_KINDS = {
 
 def strict_scalar_refusal(dt: np.dtype, scalar) -> str | None:
     """Why strict mode refuses ``array(dt) op scalar`` (None when the standard defines it)."""
-    key = "bool" if isinstance(scalar, (builtins_bool, np.bool_)) else type(scalar).__name__
+    key = ("bool" if isinstance(scalar, (builtins_bool, np.bool_)) else "int" if isinstance(scalar, int)
+           else "float" if isinstance(scalar, float) else "complex" if isinstance(scalar, complex)
+           else type(scalar).__name__)  # np.float64 is a float, np.complex128 a complex
     kinds, text = STRICT_SCALAR_KINDS.get(key, ("", f"{key} is not a Python scalar"))
     return None if dt.kind in kinds else text
 
