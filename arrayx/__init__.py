@@ -24,6 +24,7 @@ from arrayx import executors  # noqa: F401  (callable: arrayx.executors() lists 
 from arrayx.executors.base import (  # noqa: F401
     Device, Executor, get_executor, register_executor, set_executor, use_executor,
 )
+from arrayx.api._modes import is_strict, strict  # noqa: F401,E402  (the two modes: default / strict)
 
 # -- constants ----------------------------------------------------------------
 import math as _math

@@ -138,6 +138,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "the executor new arrays are created on (after use_executor / set_executor)"),
     Variable("ARRAYX_CACHE_DIR", _folder, None, "a folder (not the filesystem root, not a file)",
              "where arrayx keeps its caches (the Numba kernels go in its 'numba' folder)"),
+    Variable("ARRAYX_STRICT", _flag, False, _YES_NO,
+             "whether the namespace starts in strict mode (refuses what only NumPy and JAX accept, as "
+             "array-api-strict does; arrayx.strict() scopes it)"),
     Variable("ARRAYX_CHECK_GRAPHS", _flag, False, _YES_NO, "whether every graph staging builds is type-checked"),
     Variable("ARRAYX_DEBUG_NANS", _flag, False, _YES_NO, "whether the first primitive that makes a NaN raises"),
     Variable("ARRAYX_DEBUG_INFS", _flag, False, _YES_NO, "whether the first primitive that makes an infinity raises"),

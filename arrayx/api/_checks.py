@@ -10,11 +10,13 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.api._modes import is_strict
 from arrayx.transforms.core import _TRACE
 from arrayx.transforms._tracer import is_weak
 
 _PY_SCALARS = (bool, int, float, complex)
-_PROMOTION = _dtypes.PROMOTION
+_PROMOTION = _dtypes.PROMOTION  # the default mode's (NumPy 2) table
+_STANDARD = _dtypes.STANDARD_PROMOTION  # strict mode's table
 
 
 def with_article(word) -> str:
@@ -63,21 +65,50 @@ def scalar_operand(fname: str, value, dtype) -> object:
     return dtype.type(value)
 
 
+def _mixed_refusal(fname: str, category: str, d1, d2, strict: bool) -> TypeError:
+    if strict and (d1, d2) in _PROMOTION and (d1, d2) not in _STANDARD:
+        return TypeError(
+            f"{fname}: {d1} and {d2} cannot be promoted together in strict mode (the standard leaves "
+            f"the pair undefined); cast one operand with astype(...), or leave arrayx.strict() to "
+            f"promote as NumPy 2 does"
+        )
+    return TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
+
+
+def _float_result(fname: str, dt, category: str):
+    """In the default mode a floating-point function computes bool/integer operands in a float
+    dtype (``_dtypes.inexact_of``: NumPy 2's choice, float32 for its float16)."""
+    if dt is not None and dt.kind in "biu" and category in _dtypes.FLOAT_ONLY:
+        return _dtypes.inexact_of(dt, fname)
+    return dt
+
+
 def promote_binary(fname: str, x1, x2, category: str) -> tuple:
     """Check, promote and (under a transform) broadcast the operands of a binary function.
 
-    Returns ``(a1, a2)``; a Python scalar becomes a NumPy scalar of the result dtype.
+    Returns ``(a1, a2)``; a Python scalar becomes a NumPy scalar of the result dtype.  The default
+    mode promotes by NumPy 2's table and accepts any operands whose promoted dtype the function
+    takes (bool/integer ones computed in the default float by the floating-point functions);
+    strict mode (``arrayx.strict()``) takes only the standard's pairs and categories.
     """
     allowed = _dtypes.CATEGORIES[category]
+    strict = is_strict()
     if isinstance(x1, Array):
         d1 = x1.dtype
         if isinstance(x2, Array):
             d2 = x2.dtype
-            if d1 != d2:
-                dt = _PROMOTION.get((d1, d2)) if _TRACE.get() is None else _traced_result_dtype(x1, x2)
-                if dt is None or dt not in allowed or (d1 not in allowed or d2 not in allowed) and not (
-                        is_weak(x1) or is_weak(x2)):
-                    raise TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
+            if d1 != d2 or (not strict and d1 not in allowed):
+                traced = _TRACE.get() is not None
+                weak = traced and (is_weak(x1) or is_weak(x2))
+                if strict:
+                    dt = _STANDARD.get((d1, d2)) if not weak else _traced_result_dtype(x1, x2, True)
+                    if dt is None or dt not in allowed or (d1 not in allowed or d2 not in allowed) and not weak:
+                        raise _mixed_refusal(fname, category, d1, d2, True)
+                else:
+                    dt = _float_result(fname, _PROMOTION.get((d1, d2)) if not weak
+                                       else _traced_result_dtype(x1, x2, False), category)
+                    if dt is None or dt not in allowed:
+                        raise _mixed_refusal(fname, category, d1, d2, False)
                 x1 = cast(x1, dt)
                 x2 = cast(x2, dt)
             elif d1 not in allowed:
@@ -98,25 +129,65 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                         x2 = broadcast_to(x2, shape)
             return x1, x2
         if not isinstance(x2, _PY_SCALARS):
-            if isinstance(x2, (np.ndarray, np.generic)):  # numpy_array (op) arrayx_array defers to us
+            if isinstance(x2, np.generic) or isinstance(x2, np.ndarray) and not strict:  # numpy (op) arrayx
                 return promote_binary(fname, x1, _from_numpy(x2, x1), category)
             raise _operand_error(fname, x2, "x2")
-        dt = _dtypes.scalar_result_dtype(d1, x2)
-        if dt not in allowed:
-            raise TypeError(f"{fname}: expected {category} dtypes, got {d1} and Python {type(x2).__name__}")
+        dt = _scalar_promotion(fname, category, d1, x2, strict, f"{d1} and Python {type(x2).__name__}")
         return cast(x1, dt), scalar_operand(fname, x2, dt)
     if isinstance(x2, Array):
         if not isinstance(x1, _PY_SCALARS):
-            if isinstance(x1, (np.ndarray, np.generic)):
+            if isinstance(x1, np.generic) or isinstance(x1, np.ndarray) and not strict:
                 return promote_binary(fname, _from_numpy(x1, x2), x2, category)
             raise _operand_error(fname, x1, "x1")
-        dt = _dtypes.scalar_result_dtype(x2.dtype, x1)
-        if dt not in allowed:
-            raise TypeError(f"{fname}: expected {category} dtypes, got Python {type(x1).__name__} and {x2.dtype}")
+        dt = _scalar_promotion(fname, category, x2.dtype, x1, strict, f"Python {type(x1).__name__} and {x2.dtype}")
         return scalar_operand(fname, x1, dt), cast(x2, dt)
+    if not strict and isinstance(x1, _PY_SCALARS + (np.ndarray, np.generic)) and isinstance(
+            x2, _PY_SCALARS + (np.ndarray, np.generic)):
+        # two scalars (NumPy and JAX accept them): the first becomes a 0-d array of its default
+        # dtype, the second stays a weak Python scalar beside it (np.add(1, 2.5) -> float64)
+        return promote_binary(fname, as_array(fname, x1, "x1"), x2, category)
     raise TypeError(
         f"{fname}: at least one argument must be an arrayx array, got {type(x1).__name__} "
         f"and {type(x2).__name__}; convert with arrayx.asarray(...)"
+        + ("" if not strict or not isinstance(x1, _PY_SCALARS) or not isinstance(x2, _PY_SCALARS)
+           else " (strict mode refuses two Python scalars, as the standard does)")
+    )
+
+
+def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, operands: str):
+    """Result dtype of an array of dtype ``dt`` with a Python ``scalar`` (TypeError when refused)."""
+    if strict:
+        why = _dtypes.strict_scalar_refusal(dt, scalar)
+        if why is not None:
+            raise TypeError(f"{fname}: {why} in strict mode, got {operands}; cast the array or leave arrayx.strict()")
+        out = _dtypes.scalar_result_dtype(dt, scalar)
+        if out not in allowed_of(category) or dt not in allowed_of(category):
+            raise TypeError(f"{fname}: expected {category} dtypes, got {operands}")
+        return out
+    out = _float_result(fname, _dtypes.scalar_result_dtype(dt, scalar), category)
+    if out not in allowed_of(category):
+        raise TypeError(f"{fname}: expected {category} dtypes, got {operands}")
+    return out
+
+
+def allowed_of(category: str) -> frozenset:
+    return _dtypes.CATEGORIES[category]
+
+
+def as_array(fname: str, x, name: str = "x"):
+    """``x`` as an arrayx array: in the default mode a Python scalar (or NumPy array/scalar) becomes
+    one on the current executor (its default dtype: bool, int64, float64, complex128); strict mode
+    and anything else raise TypeError naming the function."""
+    if isinstance(x, Array):
+        return x
+    if not is_strict() and isinstance(x, _PY_SCALARS + (np.ndarray, np.generic)):
+        from arrayx.api.creation import asarray
+
+        return asarray(x)
+    raise TypeError(
+        f"{fname}: {name} must be an arrayx array, got {type(x).__name__}; convert it with arrayx.asarray(...)"
+        + (" (strict mode refuses Python scalars here, as the standard does)"
+           if isinstance(x, _PY_SCALARS) else "")
     )
 
 
@@ -124,15 +195,18 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
 _SCALAR_OF_KIND = {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}
 
 
-def _traced_result_dtype(x1, x2):
+def _traced_result_dtype(x1, x2, strict: bool = False):
     """Promotion under a transform: a weakly typed operand (a traced Python scalar) promotes
     as the Python scalar would eagerly, so staged and eager results have one dtype."""
     w1, w2 = is_weak(x1), is_weak(x2)
-    if w1 and not w2:
-        return _dtypes.scalar_result_dtype(x2.dtype, _SCALAR_OF_KIND[x1.dtype.kind])
-    if w2 and not w1:
-        return _dtypes.scalar_result_dtype(x1.dtype, _SCALAR_OF_KIND[x2.dtype.kind])
-    return _PROMOTION.get((x1.dtype, x2.dtype))
+    table = _STANDARD if strict else _PROMOTION
+    for weak, other, strong in ((w1, x1, x2), (w2, x2, x1)):
+        if weak and not (w1 and w2):
+            scalar = _SCALAR_OF_KIND[other.dtype.kind]
+            if strict and _dtypes.strict_scalar_refusal(strong.dtype, scalar) is not None:
+                return None
+            return _dtypes.scalar_result_dtype(strong.dtype, scalar)
+    return table.get((x1.dtype, x2.dtype))
 
 
 def _from_numpy(value, like: Array) -> Array:

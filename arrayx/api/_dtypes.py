@@ -4,8 +4,9 @@ arrayx dtypes are NumPy dtype instances, so every executor (and every client
 that passes NumPy dtypes) speaks them.  arrayx owns promotion: results get the
 same dtype on every executor because the dtype is decided here, before any
 executor is called.  Where the standard leaves a case undefined (mixed
-signed/unsigned 64-bit, int with float arrays, int ``/``) we follow NumPy 2
-(NEP 50) on every executor.
+signed/unsigned 64-bit, int with float arrays, bool with numbers, int ``/``)
+the default mode follows NumPy 2 (NEP 50) on every executor, and strict mode
+(``arrayx.strict()``) refuses it, as array-api-strict does.
 """
 from __future__ import annotations
 
@@ -65,13 +66,66 @@ DEFAULT_INDEX = int64
 REAL_OF = {complex64: float32, complex128: float64}
 COMPLEX_OF = {float32: complex64, float64: complex128}
 
-# Array-with-array promotion: NumPy 2's result_type is exactly the standard's
-# table on the pairs the standard defines, and NEP 50 on the rest.
+# Array-with-array promotion, as two tables (data, not branches in the functions).
+# PROMOTION, the default mode's "extended" table: NumPy 2's result_type on every pair (it is
+# exactly the standard's table on the pairs the standard defines, and NEP 50 on the rest:
+# bool with numbers, integer with float, uint64 with signed integers).
 PROMOTION: dict[tuple, np.dtype] = {
     (a, b): np.result_type(a, b) for a in all_dtypes for b in all_dtypes
 }
 
+# The kinds the standard promotes among themselves: bools; integers (but uint64 with a signed
+# integer is undefined); floating-point (real and complex).  Pairs across groups are absent.
+_STANDARD_GROUPS = ((bool,), _signed + _unsigned, _real_float + _complex)
+
+
+def _standard_pair(a, b) -> builtins_bool:
+    if {a, b} & {uint64} and (a in _signed or b in _signed):
+        return False
+    return any(a in g and b in g for g in _STANDARD_GROUPS)
+
+
+# STANDARD_PROMOTION, strict mode's table: only the pairs the standard defines.
+STANDARD_PROMOTION: dict[tuple, np.dtype] = {
+    pair: dt for pair, dt in PROMOTION.items() if _standard_pair(*pair)
+}
+
+# the dtype categories of the floating-point functions: in the default mode, bool and integer
+# input to them is computed in the float dtype NumPy 2's ufuncs choose (INEXACT_OF), except that
+# NumPy's float16 (bool, int8, uint8), which the standard lacks, becomes float32 (as JAX does).
+# ``divide`` and the moments (mean, std, var) use the default float for every integer, as NumPy.
+FLOAT_ONLY = frozenset({"floating-point", "real floating"})
+INEXACT_OF: dict = {
+    bool: float32, int8: float32, uint8: float32, int16: float32, uint16: float32,
+    int32: float64, uint32: float64, int64: float64, uint64: float64,
+}
+DEFAULT_FLOAT_FUNCTIONS = frozenset({"divide", "mean", "std", "var"})
+
+
+def inexact_of(dt: np.dtype, fname: str) -> np.dtype:
+    """The float dtype function ``fname`` computes a bool/integer ``dt`` in (default mode)."""
+    return DEFAULT_FLOAT if fname in DEFAULT_FLOAT_FUNCTIONS else INEXACT_OF[dt]
+
 _kind_rank = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+# which array kinds a Python scalar may meet in strict mode (the standard's rule): the scalar's
+# type -> (the dtype kinds it promotes with, the text of the refusal)
+STRICT_SCALAR_KINDS = {
+    "bool": ("b", "Python bool scalars can only be combined with bool arrays"),
+    "int": ("iufc", "Python int scalars cannot be combined with bool arrays"),
+    "float": ("fc", "Python float scalars can only be combined with floating-point arrays"),
+    "complex": ("fc", "Python complex scalars can only be combined with floating-point arrays"),
+}
+
+
+def strict_scalar_refusal(dt: np.dtype, scalar) -> str | None:
+    """Why strict mode refuses ``array(dt) op scalar`` (None when the standard defines it)."""
+    key = ("bool" if isinstance(scalar, (builtins_bool, np.bool_)) else "int" if isinstance(scalar, int)
+           else "float" if isinstance(scalar, float) else "complex" if isinstance(scalar, complex)
+           else type(scalar).__name__)  # np.float64 is a float, np.complex128 a complex
+    kinds, text = STRICT_SCALAR_KINDS.get(key, ("", f"{key} is not a Python scalar"))
+    return None if dt.kind in kinds else text
 
 
 def scalar_result_dtype(dt: np.dtype, scalar) -> np.dtype:

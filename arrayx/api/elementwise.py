@@ -11,7 +11,8 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import cast, promote_binary, scalar_operand, with_article
+from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
+from arrayx.api._modes import is_strict
 from arrayx.transforms.core import _TRACE, ConcretizationError, Primitive, run_eager1, run_eager2
 
 _CAT = _dtypes.CATEGORIES
@@ -22,11 +23,20 @@ def _unary(fname: str, prim: Primitive, x, category: str):
     # executor's function on the buffer.  Everything else goes through bind.
     if x.__class__ is Array and x._buf.dtype in _CAT[category] and _TRACE.get() is None:
         return run_eager1(prim, x._ex, x._buf)
-    if not isinstance(x, Array):
-        raise TypeError(f"{fname}: x must be an arrayx array, got {type(x).__name__}")
+    x = as_array(fname, x)
     if x.dtype not in _CAT[category]:
-        raise TypeError(f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}")
+        if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY and not is_strict():
+            # the default mode computes bool/integer input to a floating-point function in a
+            # float dtype (NumPy 2's, see _dtypes.INEXACT_OF); strict mode refuses it, as the standard
+            return prim.bind(cast(x, _dtypes.inexact_of(x.dtype, fname)))
+        raise TypeError(
+            f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}"
+            + (_STRICT_HINT if is_strict() and x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY else "")
+        )
     return prim.bind(x)
+
+
+_STRICT_HINT = " (strict mode; cast it with astype(x, float64), or leave arrayx.strict())"
 
 
 def _binary(fname: str, prim: Primitive, x1, x2, category: str):
@@ -500,13 +510,9 @@ divide_p = Primitive("divide")
 
 
 def divide(x1, x2, /):
-    """x1 / x2.  Integer operands are divided as the default float dtype (as NumPy 2 does)."""
-    a1, a2 = promote_binary("divide", x1, x2, "numeric")
-    dt = a1.dtype if isinstance(a1, Array) else a2.dtype
-    if dt.kind in "biu":
-        a1 = cast(a1, _dtypes.DEFAULT_FLOAT) if isinstance(a1, Array) else _dtypes.DEFAULT_FLOAT.type(a1)
-        a2 = cast(a2, _dtypes.DEFAULT_FLOAT) if isinstance(a2, Array) else _dtypes.DEFAULT_FLOAT.type(a2)
-    return divide_p.bind(a1, a2)
+    """x1 / x2.  In the default mode bool and integer operands are divided as the default float
+    dtype (as NumPy 2 does); strict mode takes floating-point operands only, as the standard."""
+    return divide_p.bind(*promote_binary("divide", x1, x2, "floating-point"))
 
 
 clip_p = Primitive("clip")
@@ -514,8 +520,7 @@ clip_p = Primitive("clip")
 
 def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
     """Clamp x to [min, max]; min/max are arrays or Python scalars; the result has x's dtype."""
-    if not isinstance(x, Array):
-        raise TypeError(f"clip: x must be an arrayx array, got {type(x).__name__}")
+    x = as_array("clip", x)
     if x.dtype not in _CAT["real numeric"]:
         raise TypeError(f"clip: x must have a real numeric dtype, got {x.dtype}")
     bounds = []

@@ -6,7 +6,8 @@ Accumulation dtypes follow the standard: ``sum``, ``prod``, ``cumulative_sum``
 and ``cumulative_prod`` of a narrower integer type give the default integer of
 the same signedness (``int64`` / ``uint64``), bools give ``int64``, and the
 resolved dtype is always passed to the primitive.  ``mean``, ``std`` and
-``var`` need floating-point input (cast integers with ``astype`` first).
+``var`` compute bool and integer input in the default float dtype (NumPy 2, JAX); strict mode
+(``arrayx.strict()``) refuses it, as the standard does.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import math
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, normalize_axes, normalize_axis, with_article
+from arrayx.api._checks import as_array, normalize_axes, normalize_axis, with_article
+from arrayx.api._modes import is_strict
 from arrayx.transforms.core import _TRACE, Primitive, run_eager
 
 __all__ = [
@@ -36,16 +38,30 @@ sum_p = Primitive("sum")
 var_p = Primitive("var")
 
 
-def _check(fname: str, x, category: str, hint: str = "") -> None:
-    array_arg(fname, x)
+def _check(fname: str, x, category: str, hint: str = "") -> Array:
+    """``x`` checked (a Python scalar becomes a 0-d array in the default mode, see ``as_array``)."""
+    x = as_array(fname, x)
     if x.dtype not in _CAT[category]:
         raise TypeError(f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}{hint}")
+    return x
 
 
-def _check_summable(fname: str, x) -> None:
-    array_arg(fname, x)
+def _check_float(fname: str, x, category: str, hint: str) -> Array:
+    """``x`` for a floating-point statistic: bool and integer input is computed in the default
+    float dtype in the default mode (NumPy 2, JAX), and refused in strict mode (the standard)."""
+    x = as_array(fname, x)
+    if x.dtype.kind in "biu" and not is_strict():
+        from arrayx.api.data_types import astype
+
+        return astype(x, _dtypes.DEFAULT_FLOAT)
+    return _check(fname, x, category, hint + ("; strict mode refuses it" if is_strict() else ""))
+
+
+def _check_summable(fname: str, x) -> Array:
+    x = as_array(fname, x)
     if x.dtype not in _CAT["numeric"] and x.dtype != _dtypes.bool:
         raise TypeError(f"{fname}: x must have a numeric (or bool) dtype, got {x.dtype}")
+    return x
 
 
 def accumulation_dtype(fname: str, x: Array, dtype):
@@ -86,20 +102,20 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:  # noq
         if dt.kind in "fc" and (axis is None or axis.__class__ is int):
             axes = None if axis is None else (normalize_axis("sum", axis, buf.ndim),)
             return run_eager(sum_p, x._ex, (buf,), {"axis": axes, "dtype": dt, "keepdims": bool(keepdims)})
-    _check_summable("sum", x)
+    x = _check_summable("sum", x)
     axes = normalize_axes("sum", axis, x.ndim)
     return sum_p.bind(x, axis=axes, dtype=accumulation_dtype("sum", x, dtype), keepdims=bool(keepdims))
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
     """Product of x over ``axis``; narrower integers accumulate in the default integer type."""
-    _check_summable("prod", x)
+    x = _check_summable("prod", x)
     axes = normalize_axes("prod", axis, x.ndim)
     return prod_p.bind(x, axis=axes, dtype=accumulation_dtype("prod", x, dtype), keepdims=bool(keepdims))
 
 
 def _cumulative(fname: str, prim: Primitive, x, axis, dtype, include_initial) -> Array:
-    _check_summable(fname, x)
+    x = _check_summable(fname, x)
     if x.ndim == 0:
         raise ValueError(f"{fname}: x must have at least one dimension, got a 0-d array")
     if axis is None:
@@ -128,7 +144,7 @@ def cumulative_prod(x, /, *, axis: int | None = None, dtype=None, include_initia
 # -- extrema ---------------------------------------------------------------------------------
 
 def _extremum(fname: str, prim: Primitive, x, axis, keepdims) -> Array:
-    _check(fname, x, "real-valued", "; compare abs(x) or real(x) for complex values")
+    x = _check(fname, x, "real-valued", "; compare abs(x) or real(x) for complex values")
     axes = normalize_axes(fname, axis, x.ndim)
     if _reduced_size(x, axes) == 0:
         raise ValueError(
@@ -156,19 +172,16 @@ _FLOAT_HINT = "; cast integer input first, e.g. astype(x, arrayx.float64)"
 def mean(x, /, *, axis=None, keepdims: bool = False) -> Array:
     """Arithmetic mean of x over ``axis`` (NaN for an empty reduction).
 
-    Integer and bool input is averaged as the default float dtype (the standard allows this).
+    Integer and bool input is averaged as the default float dtype (NumPy 2, JAX); strict mode
+    refuses it, as array-api-strict does.
     """
-    _check("mean", x, "all")
-    if x.dtype.kind in "biu":
-        from arrayx.api.data_types import astype
-
-        x = astype(x, _dtypes.DEFAULT_FLOAT)
+    x = _check_float("mean", x, "floating-point", _FLOAT_HINT)
     axes = normalize_axes("mean", axis, x.ndim)
     return mean_p.bind(x, axis=axes, keepdims=bool(keepdims))
 
 
 def _moment(fname: str, prim: Primitive, x, axis, correction, keepdims) -> Array:
-    _check(fname, x, "real floating", _FLOAT_HINT)
+    x = _check_float(fname, x, "real floating", _FLOAT_HINT)
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{fname}: correction must be an int or a float, got {type(correction).__name__}")
     axes = normalize_axes(fname, axis, x.ndim)
