@@ -687,7 +687,10 @@ from arrayx.api import indexing as _indexing  # noqa: E402
 from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
 from arrayx.api import _numpy_dispatch  # noqa: E402
+from arrayx.api import _numpy_methods  # noqa: E402
 from arrayx.transforms import core as _core  # noqa: E402
+
+_numpy_methods.install()  # NumPy's methods (astype, max, ...) in the default mode, none in strict
 
 
 def _printed_part(x: Array) -> tuple:

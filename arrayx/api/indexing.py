@@ -30,6 +30,8 @@ all land.
 """
 from __future__ import annotations
 
+import math
+
 import operator
 import threading
 import weakref
@@ -38,6 +40,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.api._modes import is_strict
 from arrayx.api._checks import (
     _SCALAR_OF_KIND, array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
 )
@@ -582,6 +585,27 @@ def _disjoint(k1, k2, shape) -> bool:
 # -- updates ------------------------------------------------------------------------------------
 
 
+
+def _complex_into_real(src, dst) -> bool:
+    return src.kind == "c" and dst.kind != "c"
+
+
+def _lossy_scalar(fname: str, x: Array, value):
+    """A Python scalar of a wider kind than x's dtype, as NumPy stores it (default mode): a float into
+    an integer array is truncated toward zero (NaN and infinities refused, as NumPy does), any number
+    into a bool array is its truth value; complex into a real array and everything in strict mode is
+    refused (NumPy would drop the imaginary part with only a warning)."""
+    if is_strict() or isinstance(value, complex):
+        raise TypeError(f"{fname}: cannot store the Python {type(value).__name__} {value!r} into "
+                        f"{with_article(x.dtype)} array" + (" (strict mode)" if is_strict() else ""))
+    if x.dtype.kind == "b":
+        return bool(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{fname}: cannot store {value!r} into {with_article(x.dtype)} array (as NumPy: "
+                         f"an integer has no NaN or infinity)")
+    return int(value)
+
+
 def _value_operand(fname: str, x: Array, value):
     if isinstance(value, Array):
         if value.dtype != x.dtype:
@@ -589,17 +613,17 @@ def _value_operand(fname: str, x: Array, value):
             weak = is_weak(value) and value.ndim == 0
             ok = (_dtypes.scalar_result_dtype(x.dtype, _SCALAR_OF_KIND[value.dtype.kind]) if weak
                   else _dtypes.PROMOTION[value.dtype, x.dtype])
-            if ok != x.dtype:
+            if ok != x.dtype and (is_strict() or _complex_into_real(value.dtype, x.dtype)):
                 raise TypeError(
                     f"{fname}: cannot store {value.dtype} values into {with_article(x.dtype)} array without "
                     f"losing information; cast with astype first"
                 )
-            value = cast(value, x.dtype)
+            value = cast(value, x.dtype)  # the default mode stores as NumPy does: astype's cast
         return value
     if isinstance(value, (bool, int, float, complex)):
         dt = _dtypes.scalar_result_dtype(x.dtype, value)
         if dt != x.dtype:
-            raise TypeError(f"{fname}: cannot store the Python {type(value).__name__} {value!r} into {with_article(x.dtype)} array")
+            value = _lossy_scalar(fname, x, value)
         return scalar_operand(fname, value, x.dtype)
     raise TypeError(f"{fname}: values must be an arrayx array or a Python scalar, got {type(value).__name__}")
 

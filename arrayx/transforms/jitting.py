@@ -46,6 +46,7 @@ from typing import Callable
 from arrayx import pytree
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.api._modes import is_strict
 from arrayx.executors import base as _base
 from arrayx.executors.base import get_executor
 from arrayx.transforms import nan_checks as _nan_checks
@@ -646,7 +647,8 @@ class JitFunction:
                     ex = x._ex
         exact_statics = tuple((i, v, exact_key(v)) for i, v in statics)  # static -0.0 and 0.0 stage apart
         exact_kw = tuple((k, v, exact_key(v)) for k, v in static_kw)
-        return (exact_statics, exact_kw, tree, tuple(sig), ex, get_executor(), donated), ex
+        # the mode decides what tracing accepts: a trace made in the default mode is not strict's
+        return (exact_statics, exact_kw, tree, tuple(sig), ex, get_executor(), donated, is_strict()), ex
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -655,7 +657,7 @@ class JitFunction:
         store = self._store
         if self._simple and not kwargs and _TRACE.get() is None:
             # the cache-hit path for flat concrete arrays: no pytree walk, a flat key of buffer attributes
-            fast = [_base._scoped.get() or _base._process_default]
+            fast = [_base._scoped.get() or _base._process_default, is_strict()]
             bufs = []
             ex = None
             for a in args:
@@ -699,7 +701,7 @@ class JitFunction:
                 entry.fn = compiled_for(entry.graph, where, entry.donate)
             if self._simple and not kwargs and ex is not None and len(leaves) == len(args) and all(
                     x.__class__ is Array for x in leaves):
-                store.add_fast((_base._scoped.get() or _base._process_default,
+                store.add_fast((_base._scoped.get() or _base._process_default, is_strict(),
                                 *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex), entry)
             return self._run(entry, leaves, where)
         arrays = [x if isinstance(x, Array) else _scalar_array(ex or key[5], x) for x in leaves]

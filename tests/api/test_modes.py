@@ -299,9 +299,6 @@ def test_arrayx_strict_bad_value_fails_at_import():
     assert "ARRAYX_STRICT='maybe': not a yes/no value" in out.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="jit's cache key (arrayx/transforms/jitting.py JitFunction._key and the "
-                   "fast-path key in __call__) does not include arrayx.is_strict() yet: a trace made in the "
-                   "default mode is reused under strict()")
 def test_strict_mode_applies_to_a_jit_function_traced_in_the_default_mode():
     g = xp.jit(lambda v: xp.exp(v))
     x = xp.arange(3)
