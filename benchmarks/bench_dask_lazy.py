@@ -98,6 +98,18 @@ def bench_loop(xp, steps: list[int]) -> dict:
     return out
 
 
+def _commit(folder: str) -> str:
+    """The git commit of the arrayx tree measured (never its folder: results name no machine path)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", folder, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--label", default="after")
@@ -114,7 +126,7 @@ def main(argv=None) -> dict:
     repr(xp.random.uniform(xp.random.key(2), (5000,)))
 
     result = {
-        "arrayx": os.path.dirname(os.path.dirname(os.path.abspath(xp.__file__))),
+        "arrayx": _commit(os.path.dirname(os.path.dirname(os.path.abspath(xp.__file__)))),
         "python": sys.version.split()[0], "machine": platform.machine(), "cpus": os.cpu_count(),
         "normal_100x20": bench_normal(xp),
         "repr_normal": bench_repr_normal(xp, args.repr_log2),
