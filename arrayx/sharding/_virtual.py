@@ -180,6 +180,13 @@ def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs, check):
             out[idx] = p
         return out
 
+    return _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, check, place)
+
+
+def _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, check, place) -> list:
+    """Each output's blocks assembled into one array of ``ex``, with its NamedSharding recorded."""
+    from arrayx.transforms.core import _wrap
+
     results = []
     for o, parts, s in zip(graph.outputs, per_output, ospecs):
         buf = _assemble(fname, mesh, coords, parts, s, tuple(o.aval.shape), ex, check, place)
@@ -248,13 +255,7 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
             nested[tuple(starts[d].index(k[d]) for d in range(len(shape)))] = v
         return da.block(nested.tolist())
 
-    results = []
-    for o, parts, s in zip(graph.outputs, per_output, ospecs):
-        buf = _assemble(fname, mesh, coords, parts, s, tuple(o.aval.shape), ex, False, place)
-        arr = _wrap(buf, ex)
-        _records.attach(arr, NamedSharding(mesh, s))
-        results.append(arr)
-    return results
+    return _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, False, place)
 
 
 def _dask_block(b, idx, dev):

@@ -143,10 +143,8 @@ def test_default_mode_matches_numpy(executor, case):
     assert got.device == xp.asarray(0).device  # on the current executor
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_default_mode_jit_and_vmap_agree_with_eager(executor, case):
-    _, name, args = case
-    want = _numpy_expected(name, args)
+def _traceable(name, args):
+    """(positions of the array arguments, every argument built, ``f(*arrays)`` calling ``xp.<name>`` with the scalars fixed)."""
     arrays = [i for i, a in enumerate(args) if isinstance(a, tuple)]
     built = [_build(xp, lambda n: getattr(xp, n), a) for a in args]
 
@@ -155,6 +153,15 @@ def test_default_mode_jit_and_vmap_agree_with_eager(executor, case):
         for i, v in zip(arrays, arrs):
             full[i] = v
         return getattr(xp, name)(*full)
+
+    return arrays, built, f
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_default_mode_jit_and_vmap_agree_with_eager(executor, case):
+    _, name, args = case
+    want = _numpy_expected(name, args)
+    arrays, built, f = _traceable(name, args)
 
     _assert_result(xp.jit(f)(*[built[i] for i in arrays]), want)
     if arrays and name not in ("sum", "mean", "std", "var"):
@@ -214,14 +221,7 @@ def test_strict_mode_refuses_under_jit(executor, case):
     _, name, args = case
     if _strict_outcome(aas, name, args)[0] == "ok":
         return
-    arrays = [i for i, a in enumerate(args) if isinstance(a, tuple)]
-    built = [_build(xp, lambda n: getattr(xp, n), a) for a in args]
-
-    def f(*arrs):
-        full = list(built)
-        for i, v in zip(arrays, arrs):
-            full[i] = v
-        return getattr(xp, name)(*full)
+    arrays, built, f = _traceable(name, args)
 
     with xp.strict(), pytest.raises(TypeError, match=name):
         xp.jit(f)(*[built[i] for i in arrays])
