@@ -36,7 +36,6 @@ CLIENT_SIDE = {
     "sklearn:metrics.matthews_corrcoef": "mixes arrayx with its own array_api_compat.numpy arrays",
     "sklearn:metrics.roc_auc_score": "calls xp.diff(x, 1) positionally (the standard's n is keyword-only)",
     "sklearn:metrics.roc_curve": "calls xp.diff(x, 1) positionally (the standard's n is keyword-only)",
-    "sklearn:metrics.top_k_accuracy_score": "calls the non-standard method x.any()",
     "scipy:signal.argrelmax": "calls the non-standard method x.take()",
 }
 
