@@ -145,8 +145,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("ARRAYX_DEBUG_NANS", _flag, False, _YES_NO, "whether the first primitive that makes a NaN raises"),
     Variable("ARRAYX_DEBUG_INFS", _flag, False, _YES_NO, "whether the first primitive that makes an infinity raises"),
     Variable("ARRAYX_BUFFER_POOL", _flag, True, _YES_NO, "whether freed output buffers are reused (numpy, numba)"),
-    Variable("ARRAYX_JIT_CACHE_SIZE", _integer(1), 1024, "a whole number of cache entries >= 1",
-             "compiled signatures jit keeps per function, least recently used dropped first"),
+    Variable("ARRAYX_JIT_CACHE_SIZE", _integer(1), None, "a whole number of cache entries >= 1",
+             "compiled signatures jit keeps per function, least recently used dropped first "
+             "(default: arrayx.transforms.jitting.CACHE_SIZE)"),
     Variable("ARRAYX_BUFFER_POOL_LIMIT", _integer(0), None, "a whole number of bytes >= 0",
              "the most bytes the buffer pool keeps (default: an eighth of memory, at most 1 GiB)"),
     Variable("ARRAYX_BUFFER_POOL_MIN_BYTES", _integer(0), 1 << 20, "a whole number of bytes >= 0",

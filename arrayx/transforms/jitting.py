@@ -325,7 +325,7 @@ def cache_size() -> int:
     from arrayx import _config
 
     n = _config.get("ARRAYX_JIT_CACHE_SIZE")
-    return CACHE_SIZE if n is None or not _config.is_set("ARRAYX_JIT_CACHE_SIZE") else n
+    return CACHE_SIZE if n is None else n
 
 
 class _Entry:
