@@ -128,7 +128,7 @@ def run_executor(name: str, size: int, steps: int) -> dict:
 
 
 def describe_executors() -> list[dict]:
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     found = []
     for name in base.registered():

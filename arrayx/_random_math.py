@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import arrayx as xp
+from arrayx import api as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.executors import _libm
-from arrayx.transforms._tracer import ShapeDtypeStruct
-from arrayx.transforms.core import Primitive, current_trace
+from arrayx.executors.numba import libm as _libm
+from arrayx.core.tracers import ShapeDtypeStruct
+from arrayx.core.primitives import Primitive, current_trace
 from arrayx.transforms.rules._define import defabstract, defjvp, defjvp_coef
 from arrayx.transforms.rules._batch import defvectorized
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
-from arrayx.transforms.core import Primitive
+from arrayx.core.primitives import Primitive
 
 __all__ = ["print", "callback", "breakpoint", "visualize_array_sharding"]
 

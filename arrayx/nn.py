@@ -19,10 +19,11 @@ import math
 
 import numpy as np
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api._checks import array_arg, normalize_axes
-from arrayx.transforms.core import Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct, is_weak
+from arrayx.core.primitives import Primitive
+from arrayx.core.tracers import ShapeDtypeStruct, is_weak
+from arrayx.transforms.custom import stop_gradient
 
 __all__ = [
     "logsumexp", "sigmoid", "expit", "log_sigmoid", "softmax", "log_softmax", "softplus", "relu",
@@ -151,7 +152,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
         out = ax.full(shape, -math.inf, dtype=a.dtype, device=a.device)
         return (out, ax.zeros(shape, dtype=a.dtype, device=a.device)) if return_sign else out
     # shift by the (finite) maximum: the largest term becomes exp(0) = 1; its derivative cancels
-    amax = ax.stop_gradient(ax.max(a, axis=axes, keepdims=True))
+    amax = stop_gradient(ax.max(a, axis=axes, keepdims=True))
     amax = ax.where(ax.isfinite(amax), amax, ax.zeros_like(amax))
     terms = ax.exp(a - amax)
     if b is not None:
@@ -159,7 +160,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     total = ax.sum(terms, axis=axes, keepdims=keepdims)
     shift = amax if keepdims else ax.reshape(amax, total.shape)
     if return_sign:
-        sign = ax.sign(ax.stop_gradient(total))
+        sign = ax.sign(stop_gradient(total))
         return ax.log(ax.abs(total)) + shift, sign
     if b is None:
         return ax.log(total) + shift
@@ -180,7 +181,7 @@ def _shifted_exp(fname, x, axis, where):
         top = ax.max(x, axis=axis, keepdims=True)
     else:
         top = ax.max(ax.where(where, x, -math.inf), axis=axis, keepdims=True)
-    shifted = x - ax.stop_gradient(top)
+    shifted = x - stop_gradient(top)
     e = ax.exp(shifted)
     if where is not None:
         e = ax.where(where, e, 0.0)

@@ -49,11 +49,11 @@ from contextvars import ContextVar
 
 import numpy as np
 
-import arrayx as xp
+from arrayx import api as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import check_size, normalize_axis, shape_arg
-from arrayx.transforms.core import current_trace
+from arrayx.core.primitives import current_trace
 from arrayx._random_math import erf, erf_inv, fma, log, log1p
 
 __all__ = [
@@ -155,8 +155,17 @@ def _bits_range(key: Array, bit_width: int, start, count) -> Array:
 # depends only on counter i, so the values are the same; under a transform the draw is one
 # slice.  (JAX and CuPy prefer whole arrays: per-call dispatch dominates.)  On Dask a draw is one
 # blockwise task per chunk, each running the NumPy executor's sampler on the chunk's counters
-# (executors/_dask_random.py): the same values, and no graph of ~150 operations per draw.
+# (executors/dask/random.py): the same values, and no graph of ~150 operations per draw.
 _CHUNK = 1 << 16
+
+
+def values_partitionable(values):
+    """``values`` computing in partitionable mode: what a Dask chunk's task runs."""
+    def run(ops, start, count):
+        with threefry_partitionable(True):
+            return values(ops, start, count)
+
+    return run
 
 
 def _draw(key: Array, shape: tuple, values, *operands) -> Array:
@@ -169,9 +178,9 @@ def _draw(key: Array, shape: tuple, values, *operands) -> Array:
     ops = (key, *operands)
     if _PARTITIONABLE.get() and current_trace() is None and size and key._ex.name == "dask" and all(
             v._ex is key._ex for v in operands if isinstance(v, Array)):
-        from arrayx.executors._dask_random import draw
+        from arrayx.executors.dask.random import draw
 
-        return Array._new(draw(shape, values, ops), key._ex)
+        return Array._new(draw(shape, values_partitionable(values), ops), key._ex)
     if (size > _CHUNK and _PARTITIONABLE.get() and current_trace() is None
             and key._ex.eager_on_host):
         flat = xp.concat([values(ops, start, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)])

@@ -190,7 +190,7 @@ def _label_fns(name: str, n: int, labels) -> tuple[dict, dict]:
 
 
 def default_labels() -> list:
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     have = set(base.registered())
     out = ["numpy"] + [f"arrayx[{e}]" for e in EXECUTORS if e in have]

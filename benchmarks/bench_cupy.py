@@ -6,7 +6,7 @@ Run (on a machine with an NVIDIA GPU, CuPy and JAX with CUDA; benchmarks/gpu_che
 
 Peers per row, in one process, interleaved, best of several repeats of a batch of calls, each batch
 ended by a device synchronisation: ``arrayx`` (jit on the cupy executor: the fused kernels of
-``executors/_cupy_fusion.py``), ``arrayx eager`` (the cupy executor op by op), ``cupy`` (the same
+``executors/cupy/fusion.py``), ``arrayx eager`` (the cupy executor op by op), ``cupy`` (the same
 function written with CuPy's own calls, one kernel per op) and ``jax.jit`` (XLA on the GPU).  Ratios
 are peer time / arrayx time, so >= 1 means arrayx is faster.  Rows: SELU, the 6-op chain
 ``exp(-(x * x)) * tanh(x) + 0.5``, the arithmetic chain ``((x * 2 + 1) * x - 0.5) * x + 3`` (also

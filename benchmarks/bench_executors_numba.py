@@ -37,7 +37,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # a checkout runs without installing
 import arrayx as xp  # noqa: E402
-from arrayx.executors import base  # noqa: E402
+from arrayx.core import executor as base  # noqa: E402
 
 EX = base.get("numba")
 

@@ -1,4 +1,4 @@
-"""Accuracy of the inline transcendentals fused kernels use (arrayx/executors/_numba_math.py).
+"""Accuracy of the inline transcendentals fused kernels use (arrayx/executors/numba/math.py).
 
 Run:  nice python benchmarks/bench_fused_math.py [--quick]
       (writes benchmarks/results/fused_math_ulp.json; ``_quick.json`` with --quick)
@@ -32,7 +32,7 @@ from numba import njit, prange  # noqa: E402
 
 numba.config.THREADING_LAYER = "workqueue"  # (the default layer spins: several times slower on a shared machine)
 
-from arrayx.executors import _numba_math as nm  # noqa: E402
+from arrayx.executors.numba import math as nm  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 STRIDE = int(sys.argv[sys.argv.index("--stride") + 1]) if "--stride" in sys.argv else 251 if QUICK else 1
@@ -105,7 +105,7 @@ def _f64_sample(name: str, fast, ref_ld, lo: float, hi: float) -> dict:
 def main() -> dict:
     from numba.core import config
 
-    from arrayx.executors import _numba_contract
+    from arrayx.executors.numba.fusion import contract as _numba_contract
 
     out: dict = {"float32": {}, "float64": {}, "stride": STRIDE,
                  "target": {"cpu": config.CPU_NAME or "host", "fma": _numba_contract.hardware_fma()}}

@@ -115,7 +115,7 @@ def main() -> dict:
     ex = ax.executors.get("numba")
     ex.available()
     ex.set_buffer_pool(True)
-    from arrayx.executors import _buffer_pool
+    from arrayx.executors.common import buffer_pool as _buffer_pool
     rng = np.random.default_rng(0)
     results: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
                      "load_average_at_start": round(os.getloadavg()[0], 2),
@@ -211,7 +211,7 @@ sys.path.insert(0, sys.argv[1])
 import numba, numpy as np
 numba.njit(lambda v: v + 1)(1.0)  # Numba imported and initialised before the clock starts
 import arrayx as ax
-from arrayx.executors import _numba_fusion, _numba_fused_run
+import arrayx.executors.numba.fusion.lowering as _numba_fusion, arrayx.executors.numba.fusion.run as _numba_fused_run
 x = ax.asarray(np.linspace(-2, 2, 100_000), device="numba")
 fns = {"chain6": lambda x: ax.exp(-(x * x)) * ax.tanh(x) + 0.5,
        "selu": lambda x: 1.0507009873554805 * ax.where(x > 0, x, 1.6732632423543772 * (ax.exp(x) - 1.0))}

@@ -91,7 +91,7 @@ def worker(executor: str, case: str, mode: str, size: int) -> dict:
         host = np.asarray(out)  # dask computes here; jax waits for the buffer
         return float(host[0, 0] if host.ndim == 2 else host[0])
 
-    from arrayx.executors._buffer_pool import POOL
+    from arrayx.executors.common.buffer_pool import POOL
 
     first = run()
     gc.collect()

@@ -2,7 +2,7 @@
 
 A chain of N elementwise ops (one region when uncapped) is jitted in a fresh process with an
 empty kernel cache; the first call's time is compile time, the best of the next calls the run
-time.  ``--cap K`` sets ``_numba_fusion.MAX_REGION_OPS`` (0: no cap, one kernel per chain).
+time.  ``--cap K`` sets ``numba.fusion.lowering.MAX_REGION_OPS`` (0: no cap, one kernel per chain).
 
     python benchmarks/bench_numba_region_size.py --ops 200 1000 --cap 0 64
 """
@@ -19,7 +19,7 @@ _CHILD = r"""
 import json, sys, time
 import numpy as np
 import arrayx as xp
-from arrayx.executors import _numba_fusion
+import arrayx.executors.numba.fusion.lowering as _numba_fusion
 n, cap = int(sys.argv[1]), int(sys.argv[2])
 _numba_fusion.MAX_REGION_OPS = cap or None
 

@@ -241,7 +241,7 @@ def main(argv=None) -> int:
         return _write(data, pathlib.Path(args.output))
 
     import arrayx
-    from arrayx.executors import base as _base
+    from arrayx.core import executor as _base
     from conformance import capabilities, matrix
 
     exs = args.executors.split(",") if args.executors else [n for n in _base.registered() if _base.get(n).available()]

@@ -20,8 +20,8 @@ as a gap there.
 """
 from __future__ import annotations
 
-from arrayx.executors import base as _base
-from arrayx.transforms.core import primitives
+from arrayx.core import executor as _base
+from arrayx.core.primitives import primitives
 
 NATIVE, ADAPTED, OTHER, GENERIC, UNSUPPORTED, COMPOSITE = (
     "native", "adapted", "other", "generic", "unsupported", "composite")

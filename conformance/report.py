@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import arrayx
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from conformance import gaps as _gaps
 from conformance.cases import CASES, Case, by_function
 

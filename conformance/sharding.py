@@ -268,7 +268,7 @@ def _grid(x) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--rows":
-        from arrayx.executors import base
+        from arrayx.core import executor as base
 
         exs = argv[1].split(",") if len(argv) > 1 else [e for e in EXECUTORS if base.get(e).available()]
         section = rows(exs)

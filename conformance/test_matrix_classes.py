@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from conformance import matrix
 from conformance.differential import functions as F
 from conformance.differential.strategies import Input

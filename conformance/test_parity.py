@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayx
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from conformance import gaps, report, spec
 from conformance.cases import CASES, Arg, Case, lookup
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import arrayx
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from arrayx.executors.numpy import NumpyExecutor
-from arrayx.transforms.core import primitives
+from arrayx.core.primitives import primitives
 from conformance import __main__ as cli
 from conformance import capabilities, gaps, html, matrix
 from conformance.differential import functions as F

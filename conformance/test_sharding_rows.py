@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from conformance import __main__ as cli
 from conformance import matrix, sharding
 from conformance.test_report import SCHEMA, validate

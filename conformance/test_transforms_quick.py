@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from conformance import __main__ as cli
 from conformance import matrix
 

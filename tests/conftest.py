@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import arrayx
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from arrayx.transforms import staging as _staging
 
 _staging.CHECK_GRAPHS = True  # every graph the tests stage is type-checked (transforms/graph.typecheck)

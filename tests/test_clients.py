@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.clients import CALLS
 
 for _lib in ("sklearn", "scipy", "array_api_extra"):

@@ -1,4 +1,4 @@
-"""``ARRAYX_*`` environment variables: read and checked in one place (``arrayx._config``).
+"""``ARRAYX_*`` environment variables: read and checked in one place (``arrayx.core.config``).
 
 A bad value raises ``ConfigError`` (a ValueError) naming the variable, the value and what is
 accepted: at ``import arrayx``, and again wherever the value is read later.
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from arrayx import _config
+from arrayx.core import config as _config
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def test_a_malformed_scheduler_builds_no_client_and_says_what_to_fix():
 
 
 def test_cache_dir_at_the_root_is_refused_where_the_numba_cache_is_chosen(monkeypatch, tmp_path):
-    from arrayx.executors import _numba_kernels
+    from arrayx.executors.numba import kernels as _numba_kernels
 
     monkeypatch.delenv("ARRAYX_NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("ARRAYX_CACHE_DIR", "/")
@@ -135,7 +135,7 @@ def test_every_arrayx_variable_read_in_the_package_is_in_the_table():
     # no module reads an ARRAYX_* variable from os.environ itself: only _config does
     package = REPO / "arrayx"
     for path in package.rglob("*.py"):
-        if path.name == "_config.py":
+        if path.name == "core/config.py":
             continue
         text = path.read_text()
         for reader in ("os.environ.get(\"ARRAYX_", "os.environ[\"ARRAYX_", "os.getenv(\"ARRAYX_"):

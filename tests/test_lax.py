@@ -138,7 +138,7 @@ def _xla_ops(fn, *args) -> list:
 def test_conv_on_jax_compiles_to_what_jax_compiles():
     """The jax executor's jit(grad(conv)) is one XLA convolution per cotangent, with no layout
     transposes or copies beyond those of jax.jit(jax.grad) itself (issue 16's speed goal)."""
-    from arrayx.executors.base import get
+    from arrayx.core.executor import get
 
     rng = np.random.default_rng(9)
     x, w, g = (rng.normal(size=s).astype(np.float32) for s in ((2, 8, 10, 10), (8, 8, 3, 3), (2, 8, 10, 10)))

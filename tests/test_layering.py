@@ -1,12 +1,22 @@
-"""The core layer (Primitive, bind, traces, avals, Graph IR) sits below the namespace.
+"""The import graph of arrayx, counting EVERY import statement (module level, function-local, typing-only).
 
-``arrayx/api`` builds on ``arrayx.transforms.core``, ``_tracer`` and ``graph``, never the
-reverse: importing the core must not import any ``arrayx.api`` module, not even lazily
-from a function body.
+Each package (a folder with ``__init__.py``) is a node, and so is each top-level module
+(``arrayx/random.py``, ``arrayx/nn.py`` ...); ``arrayx/__init__.py``, the assembled namespace, is the
+top and nothing inside arrayx imports it (``arrayx/__main__.py``, the program, stands above it).
+Asserted here:
+
+- the graph of packages has no cycle (a package contains its subpackages: its modules importing
+  them is not an edge; a subpackage importing its parent's modules is, so parent and child cannot
+  both lean on each other except through a module cycle, which the last rule catches);
+- ``arrayx.core`` imports only the standard library, third-party packages and ``arrayx.core.*``;
+- a cycle between modules stays inside one package, and that package's ``__init__`` docstring names
+  each of its modules under "Import cycles" and says why.
 """
 from __future__ import annotations
 
 import ast
+import doctest
+import inspect
 import pathlib
 import subprocess
 import sys
@@ -14,41 +24,195 @@ import sys
 import arrayx
 
 PKG = pathlib.Path(arrayx.__file__).parent
-CORE_MODULES = ("arrayx.transforms.core", "arrayx.transforms._tracer", "arrayx.transforms.graph")
+TOP = "arrayx"
+PROGRAM = "arrayx.__main__"
 
 
-def test_importing_the_core_imports_no_api_module():
-    # a bare ``arrayx`` package object, so that arrayx/__init__.py (which assembles the
-    # namespace from arrayx.api) does not run
+def _modules() -> dict:
+    """module name -> (path, is_package)"""
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        parts = [TOP, *p.relative_to(PKG).with_suffix("").parts]
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts = parts[:-1]
+        mods[".".join(parts)] = (p, is_pkg)
+    return mods
+
+
+MODULES = _modules()
+
+
+def _targets(mod: str, is_pkg: bool, node) -> list:
+    """The arrayx modules one import statement loads (the deepest existing module of each name)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        if node.level:
+            base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+            base = base[: len(base) - (node.level - 1)]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module
+        names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in MODULES else prefix for a in node.names]
+    out = []
+    for name in names:
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        if name and (name == TOP or name.startswith(TOP + ".")):
+            out.append(name)
+    return out
+
+
+def _edges() -> dict:
+    """module -> {imported module: first line that imports it}, every import statement counted."""
+    edges = {}
+    for mod, (path, is_pkg) in MODULES.items():
+        found = edges.setdefault(mod, {})
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _targets(mod, is_pkg, node):
+                    if target != mod:
+                        found.setdefault(target, f"{path.relative_to(PKG.parent)}:{node.lineno}")
+    return edges
+
+
+EDGES = _edges()
+
+
+def package_of(mod: str) -> str:
+    """The node a module belongs to: its package; a top-level module (arrayx/random.py) is its own."""
+    if MODULES[mod][1] or mod.count(".") == 1:
+        return mod
+    return mod.rpartition(".")[0]
+
+
+def _sccs(graph: dict) -> list:
+    """Strongly connected components with more than one node (Tarjan, iterative)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def package_graph() -> dict:
+    graph = {}
+    for mod, targets in EDGES.items():
+        a = package_of(mod)
+        for target, where in targets.items():
+            b = package_of(target)
+            if a == b or b.startswith(a + "."):
+                continue  # inside one package, or a package using its own subpackage (it contains it)
+            graph.setdefault(a, {}).setdefault(b, where)
+    return graph
+
+
+def test_nothing_inside_imports_the_top():
+    bad = [f"{where}: {mod} imports {TOP}" for mod, targets in EDGES.items() if mod != PROGRAM
+           for target, where in targets.items() if target == TOP]
+    assert bad == [], "\n".join(bad)
+
+
+def test_no_cycle_between_packages():
+    graph = package_graph()
+    cycles = _sccs({a: set(bs) for a, bs in graph.items()})
+    detail = []
+    for comp in cycles:
+        for a in comp:
+            detail += [f"  {a} -> {b} ({where})" for b, where in graph.get(a, {}).items() if b in comp]
+    assert cycles == [], "package cycles:\n" + "\n".join(detail)
+
+
+def test_the_core_imports_only_itself():
+    bad = [f"{where}: {mod} imports {target}" for mod, targets in EDGES.items()
+           if mod == "arrayx.core" or mod.startswith("arrayx.core.")
+           for target, where in targets.items() if not (target == "arrayx.core" or target.startswith("arrayx.core."))]
+    assert bad == [], "\n".join(bad)
+
+
+def test_module_cycles_stay_inside_a_package_that_documents_them():
+    problems = []
+    for comp in _sccs({m: set(t) for m, t in EDGES.items()}):
+        packages = {package_of(m) for m in comp}
+        if len(packages) != 1:
+            problems.append(f"cycle across packages {sorted(packages)}: {comp}")
+            continue
+        (package,) = packages
+        doc = ast.get_docstring(ast.parse(MODULES[package][0].read_text())) or ""
+        section = doc.partition("Import cycles")[2]
+        missing = [m for m in comp if m.rpartition(".")[2] not in section]
+        if not section or missing:
+            problems.append(f"{package}: the cycle {comp} is not documented under 'Import cycles' in its "
+                            f"__init__ docstring (missing: {missing})")
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_graph_is_read_from_every_kind_of_import():
+    # function-local and relative imports count: the test must see them
+    assert "arrayx.core.tracers" in EDGES["arrayx.core.graph"]  # a function-local import in graph.py
+    assert "arrayx.executors.numba.kernels" in EDGES["arrayx.executors.numba.cache"]  # function-local
+    assert package_of("arrayx.random") == "arrayx.random" and package_of("arrayx.core.graph") == "arrayx.core"
+    assert _sccs({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_importing_the_core_loads_nothing_above_it():
+    # a bare ``arrayx`` package object, so that arrayx/__init__.py (the namespace) does not run
     code = (
         "import sys, types\n"
         "pkg = types.ModuleType('arrayx'); pkg.__path__ = [%r]; sys.modules['arrayx'] = pkg\n"
-        "import %s\n"
+        "import arrayx.core, arrayx.core.axis_env\n"
         "print(sorted(m for m in sys.modules if m.startswith('arrayx.')))\n"
-    ) % (str(PKG), ", ".join(CORE_MODULES))
+    ) % str(PKG)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = eval(out)
-    assert set(CORE_MODULES) <= set(loaded)
-    assert [m for m in loaded if m.startswith("arrayx.api")] == []
+    assert "arrayx.core.lowering" in loaded and "arrayx.core.executor" in loaded
+    assert [m for m in loaded if not m.startswith("arrayx.core")] == []
 
 
-def test_core_source_names_no_api_module():
-    for mod in CORE_MODULES:
-        path = PKG.joinpath(*mod.split(".")[1:]).with_suffix(".py")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            assert not any(n.startswith("arrayx.api") for n in names), (mod, ast.unparse(node))
-
-
-def test_array_and_tracer_share_the_core_layout():
-    from arrayx.transforms.core import Array, Tracer
+def test_array_is_documented_where_help_lands():
+    from arrayx.core.array import Array
+    from arrayx.core.tracers import Tracer
 
     assert arrayx.Array is Array and issubclass(Tracer, Array)
+    assert pathlib.Path(inspect.getsourcefile(arrayx.Array)) == PKG / "core" / "array.py"
     assert "__add__" in vars(Array) and "__slots__" in vars(Array)
-    x = arrayx.asarray([1.0, 2.0])
-    assert float((x + x)[1]) == 4.0
+    assert ">>>" in Array.__doc__
+    for name in ("__getitem__", "to_device", "__array_namespace__", "at", "sharding"):
+        assert inspect.getdoc(getattr(Array, name)), name
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in finder.find(Array, "Array", globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 
 
 def test_asarray_is_writeable_and_holds_the_values(executor):

@@ -17,7 +17,7 @@ import pytest
 
 import arrayx as xp
 from arrayx.api._array import _unpickle
-from arrayx.executors import base
+from arrayx.core import executor as base
 from arrayx.executors.numpy import NumpyExecutor
 from tests.conftest import ALL_EXECUTORS, assert_same
 

@@ -494,7 +494,7 @@ def test_bit_exact_paths_bind_no_library_math(name, dtype):
 def _library_math_one_ulp_up(executor_name: str) -> dict:
     """ex.impls entries that return every library-math result one ulp too high."""
     from arrayx.api import elementwise as ew
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     ex = base.get(executor_name)
     out = {}
@@ -511,7 +511,7 @@ def test_draws_do_not_depend_on_the_executors_math_library(jrandom, executor, mo
     # library-math primitive of this executor: the bit-exact draws must not move.
     if executor == "cupy":
         pytest.skip("CuPy's float64 log is the GPU's own, not the C library's")
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     ex = base.get(executor)
     for prim, fn in _library_math_one_ulp_up(executor).items():
@@ -555,7 +555,7 @@ def test_xlas_float64_log_is_the_c_librarys_log():
 
 
 def test_libm_log_routes_give_the_same_bits():
-    from arrayx.executors import _libm
+    from arrayx.executors.numba import libm as _libm
 
     if _libm.route() != "numba":
         pytest.skip("Numba is not installed: only the math.log route exists here")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import arrayx
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from arrayx.executors.numpy import NumpyExecutor
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

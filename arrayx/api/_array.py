@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from arrayx.api import _dtypes
-from arrayx.transforms.core import Array, define_array_methods
+from arrayx.api import _dtypes, _hooks
+from arrayx.core.array import Array, define_array_methods
 
 SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
@@ -28,7 +28,7 @@ SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 class _ArrayMethods:
     """The standard's array object: ``x.shape``, ``x + y``, ``x[i]``, ``x.at[i].set(v)``, ...
 
-    (The class body is installed on the core's :class:`~arrayx.transforms.core.Array`,
+    (The class body is installed on the core's :class:`~arrayx.core.array.Array`,
     which owns the layout, so that tracers, Arrays too, share every method.)
     """
 
@@ -62,7 +62,7 @@ class _ArrayMethods:
         """
         trace = _core._TRACE.get()
         if trace is not None:
-            _core.remember_before_rebind(trace, self, other)
+            _tracers.remember_before_rebind(trace, self, other)
         if self.__class__ is not other.__class__:
             self.__class__ = other.__class__
         self._buf = other._buf
@@ -98,25 +98,7 @@ class _ArrayMethods:
     def device(self):
         return self._ex.device_of(self._buf)
 
-    @property
-    def sharding(self):
-        """Where the blocks of this array live (an ``arrayx.sharding`` Sharding)."""
-        from arrayx.sharding._api import sharding_of
-
-        return sharding_of(self)
-
-    def devices(self) -> set:
-        """The devices holding a block of this array."""
-        from arrayx.sharding._api import devices_of
-
-        return devices_of(self)
-
-    @property
-    def addressable_shards(self) -> list:
-        """Each device's block (``Shard(device, index, replica_id, data)``)."""
-        from arrayx.sharding._api import addressable_shards
-
-        return addressable_shards(self)
+    # ``sharding``, ``devices()`` and ``addressable_shards`` are installed by arrayx.sharding (_api.py)
 
     @property
     def executor(self) -> str:
@@ -148,9 +130,7 @@ class _ArrayMethods:
                 f"__array_namespace__: api_version {api_version!r} is not supported; "
                 f"arrayx implements {SUPPORTED_API_VERSIONS}"
             )
-        import arrayx
-
-        return arrayx
+        return _hooks.namespace
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self._ex.to_host(self._buf)
@@ -570,7 +550,7 @@ _refcount = getattr(sys, "getrefcount", lambda _: _PRIVATE_REFS + 1)  # no refco
 
 def _unpickle(executor: str, label: str, host: np.ndarray) -> Array:
     """An array of ``executor`` on its device ``label`` holding ``host`` (what Array.__reduce__ saved)."""
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     what = f"unpickling an arrayx array of the {executor!r} executor"
     # the data passes asarray's checks: a pickle (edited, or from elsewhere) cannot make an array of
@@ -688,7 +668,8 @@ from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
 from arrayx.api import _numpy_dispatch  # noqa: E402
 from arrayx.api import _numpy_methods  # noqa: E402
-from arrayx.transforms import core as _core  # noqa: E402
+from arrayx.core import primitives as _core  # noqa: E402
+from arrayx.core import tracers as _tracers  # noqa: E402
 
 _numpy_methods.install()  # NumPy's methods (astype, max, ...) in the default mode, none in strict
 
@@ -714,3 +695,75 @@ def _printed_part(x: Array) -> tuple:
             buf = x._ex.xp.concat([buf[lead + (slice(0, edge),)], buf[lead + (slice(n // 2, n // 2 + 1),)],
                                    buf[lead + (slice(n - edge, n),)]], axis=axis)
     return np.asarray(x._ex.to_host(buf)), True
+
+
+# -- what help(arrayx.Array) says of the methods written without a docstring above --------------------
+# (one table: the operators are one-liners over the namespace's functions, so their doc is that function)
+_OPERATORS = {
+    "pos": ("+x", "positive"), "neg": ("-x", "negative"), "abs": ("abs(x)", "abs"),
+    "invert": ("~x", "bitwise_invert"), "add": ("x + y", "add"), "sub": ("x - y", "subtract"),
+    "mul": ("x * y", "multiply"), "truediv": ("x / y", "divide"), "floordiv": ("x // y", "floor_divide"),
+    "mod": ("x % y", "remainder"), "pow": ("x ** y", "pow"), "matmul": ("x @ y", "matmul"),
+    "and": ("x & y", "bitwise_and"), "or": ("x | y", "bitwise_or"), "xor": ("x ^ y", "bitwise_xor"),
+    "lshift": ("x << y", "bitwise_left_shift"), "rshift": ("x >> y", "bitwise_right_shift"),
+    "eq": ("x == y", "equal"), "ne": ("x != y", "not_equal"), "lt": ("x < y", "less"),
+    "le": ("x <= y", "less_equal"), "gt": ("x > y", "greater"), "ge": ("x >= y", "greater_equal"),
+}
+_METHOD_DOCS = {
+    "__array_ufunc__": "NumPy ufuncs on arrayx arrays run as the arrayx function and return arrayx arrays.",
+    "__array_function__": "NumPy functions with an arrayx counterpart run as it; others run on NumPy copies.",
+    "__init__": "Not called: arrays come from arrayx.asarray and the other functions (TypeError).",
+    "dtype": "The data type (a NumPy dtype: ``arrayx.float32 == numpy.dtype('float32')``).",
+    "shape": "The shape, a tuple of ints (None for a dimension only known after computing, on Dask).",
+    "ndim": "The number of dimensions.",
+    "size": "The number of elements (None when a dimension is unknown).",
+    "device": "The device holding the array (``Device('numpy:cpu')``, ``Device('jax:cpu:0')`` ...).",
+    "mT": "The transpose of the last two axes (a view: writes through it reach this array).",
+    "T": "The transpose of a 2-D array (a view; ValueError for other ranks: use ``mT``).",
+    "__array_namespace__": "The ``arrayx`` module (``api_version``: one of SUPPORTED_API_VERSIONS or None).",
+    "__array__": "The values as a NumPy array (a writeable copy where the executor's host view is read-only).",
+    "__dlpack__": "A DLPack capsule of the buffer (a host copy where the executor's library has none).",
+    "__dlpack_device__": "The ``(device type, device id)`` pair of DLPack.",
+    "to_device": "This array on another device or executor (``'jax'``, ``'numba:cpu'``, a Device).",
+    "__bool__": "The value of a one-element array as a bool (ConcretizationError under jit: use cond/where).",
+    "__int__": "The value of a one-element array as an int.",
+    "__float__": "The value of a one-element array as a float.",
+    "__complex__": "The value of a one-element array as a complex.",
+    "__index__": "The value of an integer one-element array, for use as an index.",
+    "__len__": "The length of the first axis (TypeError for a 0-d array).",
+    "__iter__": "Iterates over the first axis (a 0-d array: TypeError).",
+    "__repr__": "``Array([...], dtype=..., device=...)``, summarised as NumPy's for large arrays.",
+    "__str__": "The values as NumPy prints them.",
+    "__format__": "Formats a one-element array as its Python scalar (``f'{x:.3f}'``).",
+    "__hash__": "None: arrays are mutable, so not hashable.",
+    "__reduce__": "Pickles by value: the executor's name, the device and the host data.",
+    "__dask_tokenize__": "A Dask token for this array (its buffer's identity).",
+    "__copy__": "A new array with a copy of the buffer (immutable buffers are shared).",
+    "__deepcopy__": "As ``__copy__``.",
+    "__getitem__": "``x[key]``: basic (a view), integer-array and boolean-mask indexing (``arrayx.take`` ...).",
+    "__setitem__": "``x[key] = value``: in place on mutable executors, functionalised under transforms.",
+    "_scalar": "The value of a one-element array as the Python type ``kind`` (used by bool/int/float).",
+    "_inplace": "``x op= y``: the result of ``fn`` rebound into this wrapper (functionalised).",
+    "_inplace_check": "The checks an in-place operator makes (dtype kept, shape kept) before computing.",
+}
+
+
+def _document_methods() -> None:
+    for op, (expr, fn) in _OPERATORS.items():
+        left, _, right = expr.partition(" ")
+        for name, form in ((f"__{op}__", expr), (f"__r{op}__", f"y {expr[2:-2]} x"),
+                           (f"__i{op}__", f"{left} {right.replace(' ', '= ', 1)}")):
+            _METHOD_DOCS.setdefault(name, f"``{form}``: :func:`arrayx.{fn}`.")
+    for name, doc in _METHOD_DOCS.items():
+        member = Array.__dict__.get(name)
+        target = member.fget if isinstance(member, property) else member
+        if target is not None and not getattr(target, "__doc__", None):
+            try:
+                target.__doc__ = doc
+            except (AttributeError, TypeError):  # a slot wrapper or a builtin: left as it is
+                pass
+        if isinstance(member, property) and not member.__doc__:
+            setattr(Array, name, property(member.fget, member.fset, member.fdel, doc))
+
+
+_document_methods()

@@ -11,8 +11,8 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._modes import is_strict
-from arrayx.transforms.core import _TRACE
-from arrayx.transforms._tracer import is_weak
+from arrayx.core.primitives import _TRACE
+from arrayx.core.tracers import is_weak
 
 _PY_SCALARS = (bool, int, float, complex)
 _PROMOTION = _dtypes.PROMOTION  # the default mode's (NumPy 2) table

@@ -13,7 +13,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.transforms.core import ConcretizationError
+from arrayx.core.primitives import ConcretizationError
 
 def _consecutive(axes) -> bool:
     return axes[-1] - axes[0] == len(axes) - 1
@@ -308,7 +308,7 @@ def _same_trace(a, b) -> bool:
 
 def _shared_offset(start, stop):
     """``stop - start`` when every vmap member has the same one (eager vmap: values are known), else None."""
-    from arrayx.transforms.core import ConcretizationError
+    from arrayx.core.primitives import ConcretizationError
 
     d = stop - start
     if not hasattr(d, "_shared_host_value"):

@@ -19,8 +19,8 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, check_size, int_arg, shape_arg
-from arrayx.executors import base as _exec
-from arrayx.transforms.core import Primitive
+from arrayx.core import executor as _exec
+from arrayx.core.primitives import Primitive
 
 __all__ = ["broadcast_in_dim", "convert_element_type", "select", "iota",
            "broadcast_in_dim_p", "convert_element_type_p", "select_p", "iota_p"]

@@ -17,7 +17,7 @@ import contextlib
 from contextvars import ContextVar
 from typing import Iterator
 
-from arrayx import _config
+from arrayx.core import config as _config
 
 __all__ = ["is_strict", "strict"]
 

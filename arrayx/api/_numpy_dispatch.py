@@ -41,6 +41,7 @@ import inspect
 
 import numpy as np
 
+from arrayx.api import _hooks
 from arrayx.api._array import Array
 
 __all__ = ["array_ufunc", "array_function"]
@@ -68,9 +69,7 @@ _ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
 
 
 def _namespace():
-    import arrayx
-
-    return arrayx
+    return _hooks.namespace
 
 
 def _anchor(values):

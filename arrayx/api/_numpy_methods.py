@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrayx.api import _hooks
 from arrayx.api._modes import is_strict
-from arrayx.transforms.core import Array
+from arrayx.core.array import Array
 
 __all__ = ["install"]
 
@@ -39,9 +40,7 @@ class _NumpyMethod:
 
 
 def _ns():
-    import arrayx
-
-    return arrayx
+    return _hooks.namespace
 
 
 def _dtype(dtype):

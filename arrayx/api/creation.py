@@ -1,7 +1,7 @@
 """Creation functions (the standard's "Creation Functions" category).
 
 Functions without array inputs run on the executor chosen by ``device=`` or the
-selection rules (``arrayx.executors.base``); ``*_like``, ``tril``/``triu`` and
+selection rules (``arrayx.core.executor``); ``*_like``, ``tril``/``triu`` and
 ``meshgrid`` follow their array arguments and bind primitives, so they work
 under transforms.
 """
@@ -15,8 +15,8 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, check_size, int_arg, shape_arg, with_article
-from arrayx.executors import base as _exec
-from arrayx.transforms.core import Primitive
+from arrayx.core import executor as _exec
+from arrayx.core.primitives import Primitive
 
 __all__ = [
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",

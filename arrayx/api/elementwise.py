@@ -13,7 +13,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
 from arrayx.api._modes import is_strict
-from arrayx.transforms.core import _TRACE, ConcretizationError, Primitive, run_eager1, run_eager2
+from arrayx.core.primitives import _TRACE, ConcretizationError, Primitive, run_eager1, run_eager2
 
 _CAT = _dtypes.CATEGORIES
 

@@ -19,7 +19,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, cast, int_arg, normalize_axis
-from arrayx.transforms.core import Primitive
+from arrayx.core.primitives import Primitive
 
 __all__ = [
     "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",

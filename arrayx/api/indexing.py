@@ -44,8 +44,9 @@ from arrayx.api._modes import is_strict
 from arrayx.api._checks import (
     _SCALAR_OF_KIND, array_arg, broadcast_shapes_for, cast, normalize_axis, scalar_operand, with_article,
 )
-from arrayx.transforms.core import Primitive, Tracer, _TRACE, _object_new, _wrap
-from arrayx.transforms._tracer import is_weak
+from arrayx.core.primitives import Primitive, _TRACE, _object_new, _wrap
+from arrayx.core.tracers import Tracer
+from arrayx.core.tracers import is_weak
 from arrayx.api._index_keys import _Key, _concrete, _consecutive, basic_shape, gather_shape, parse_key
 
 __all__ = ["take", "take_along_axis"]
@@ -67,7 +68,7 @@ SCATTER_MODES = (None, "promise_in_bounds", "clip", "drop", "fill")
 
 
 # The primitives' contracts (each executor's table implements them; NumPy-like buffers share
-# the implementations of ``arrayx.executors._indexing``):
+# the implementations of ``arrayx.executors.common.indexing``):
 #   slice(x, key)                         x[key], key a static basic key (ints, None, (start, stop, step))
 #   slice_update(x, v, key)               a copy of x with x[key] = v (v broadcasts to x[key])
 #   gather(x, *idx, axes)                 x[k], k[axes[j]] = idx[j] and full slices elsewhere; the
@@ -751,7 +752,7 @@ def at_apply(x: Array, key, fn, mode: str | None = None, *, unique_indices: bool
         for j in range(int(amax(known)) if known.size else 0):
             y = step(j, y)
         return y
-    from arrayx.transforms.control_flow import while_loop
+    from arrayx.api._hooks import while_loop
 
     most = amax(counts)
     return while_loop(lambda c: c[0] < most, lambda c: (c[0] + 1, step(c[0], c[1])),

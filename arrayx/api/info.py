@@ -1,7 +1,7 @@
 """Inspection (the standard's "Inspection" API): ``__array_namespace_info__()``.
 
 The answers describe the executor that new arrays are created on (see
-``arrayx.executors.base`` for how it is chosen), except ``devices()``, which
+``arrayx.core.executor`` for how it is chosen), except ``devices()``, which
 lists the devices of every executor available here, and the ``device=``
 arguments, which ask about that device's executor.
 
@@ -14,7 +14,7 @@ thresholds, threading, kernel cache) is ``executor_info()``, an arrayx extension
 from __future__ import annotations
 
 from arrayx.api import _dtypes
-from arrayx.executors import base as _exec
+from arrayx.core import executor as _exec
 
 __all__ = ["__array_namespace_info__"]
 

@@ -30,7 +30,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, int_arg, normalize_axes, with_article
 from arrayx.api import elementwise as _ew
-from arrayx.transforms.core import _TRACE, Primitive, run_eager2
+from arrayx.core.primitives import _TRACE, Primitive, run_eager2
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 

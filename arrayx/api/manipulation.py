@@ -18,8 +18,8 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes
-from arrayx.executors import base as _exec
-from arrayx.transforms.core import _TRACE, Primitive, run_eager
+from arrayx.core import executor as _exec
+from arrayx.core.primitives import _TRACE, Primitive, run_eager
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip",

@@ -13,7 +13,7 @@ from arrayx.api._array import Array
 from arrayx.api._checks import (
     array_arg, broadcast_shapes_for, cast, normalize_axes, normalize_axis, promote_binary, scalar_operand,
 )
-from arrayx.transforms.core import Primitive, _TRACE
+from arrayx.core.primitives import Primitive, _TRACE
 
 __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
 

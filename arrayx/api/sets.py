@@ -12,7 +12,7 @@ from typing import NamedTuple
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, cast, scalar_operand
-from arrayx.transforms.core import Primitive
+from arrayx.core.primitives import Primitive
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
 

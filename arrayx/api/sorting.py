@@ -9,7 +9,7 @@ from __future__ import annotations
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, normalize_axis
-from arrayx.transforms.core import Primitive
+from arrayx.core.primitives import Primitive
 
 __all__ = ["argsort", "sort"]
 

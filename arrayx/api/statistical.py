@@ -17,7 +17,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, normalize_axes, normalize_axis, with_article
 from arrayx.api._modes import is_strict
-from arrayx.transforms.core import _TRACE, Primitive, run_eager
+from arrayx.core.primitives import _TRACE, Primitive, run_eager
 
 __all__ = [
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",

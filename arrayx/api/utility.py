@@ -11,7 +11,7 @@ import builtins
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, int_arg, normalize_axes, normalize_axis
-from arrayx.transforms.core import Primitive
+from arrayx.core.primitives import Primitive
 
 __all__ = ["all", "any", "diff"]
 

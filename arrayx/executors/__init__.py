@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import types
 
-from arrayx.executors.base import (  # noqa: F401
+from arrayx.core.executor import (  # noqa: F401
     Device,
     Executor,
     executors as _available_names,

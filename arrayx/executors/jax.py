@@ -45,7 +45,7 @@ complex arrays run on the host (JAX turns ``0+nanj`` into ``nan+0j``).
 ``max``/``min`` return NaN for a slice with one
 (XLA:CPU loses NaNs in reductions of some lengths), ``any``/``all`` of complex look at
 both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
-``cholesky`` mark failing matrices NaN as LAPACK decides (executors/_linalg.py).
+``cholesky`` mark failing matrices NaN as LAPACK decides (executors/common/linalg.py).
 Still JAX's own: subnormals flush to zero on CPU (README, the known deviation;
 benchmarks/bench_jax_subnormals.py). Out-of-range indices are checked above the
 executors, the same on each.
@@ -55,11 +55,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx import _config
-from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
-from arrayx.executors._linalg import FAILING as _LINALG_FAILING, nan_where_failed
-from arrayx.executors.base import Device, Executor
-from arrayx.transforms._keys import exact_key
+from arrayx.core import config as _config
+from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
+from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, nan_where_failed
+from arrayx.core.executor import Device, Executor
+from arrayx.core.keys import exact_key
 
 _INDEX = np.dtype("int64")
 
@@ -93,7 +93,7 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
     return jnp.searchsorted(x1, x2, side=side, sorter=sorter).astype(_INDEX)  # JAX gives int32
 
 
-# -- linalg on singular / non-positive-definite input: NaN for the failing matrices (executors/_linalg.py)
+# -- linalg on singular / non-positive-definite input: NaN for the failing matrices (executors/common/linalg.py)
 
 def _linalg_nan_where_failed(name):
     def impl(x, *rest, **params):
@@ -142,7 +142,7 @@ def _numpy_reference(name, **params):
     Where XLA flushes subnormals, so does the host (operands and result): a patched element
     then reads its operands as XLA's own kernels and the mask that selected it did.
     """
-    from arrayx.executors.base import get
+    from arrayx.core.executor import get
 
     numpy_ex = get("numpy")
     fn = numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name)
@@ -240,7 +240,7 @@ def _unique_on_host(name):
     def impl(x):
         if x.dtype.kind != "c":
             return getattr(jnp, name)(x)
-        from arrayx.executors.base import get
+        from arrayx.core.executor import get
 
         numpy_ex = get("numpy")  # eager only (a data-dependent shape): the values are on the host anyway
         out = (numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name))(np.asarray(x))
@@ -534,7 +534,7 @@ class JaxExecutor(Executor):
         return fn.fn if isinstance(fn, _Jitted) else fn
 
     def lower(self, graph):
-        from arrayx.executors._lowering import straight_line
+        from arrayx.core.lowering import straight_line
 
         return straight_line(self, graph, impl_of=self.raw_impl, coerce_scalars=False)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.executors import _buffer_pool, _linalg
-from arrayx.executors._indexing import NUMPY_LIKE as _INDEXING
-from arrayx.executors.base import Device, Executor
+from arrayx.executors.common import buffer_pool as _buffer_pool, linalg as _linalg
+from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
+from arrayx.core.executor import Device, Executor
 
 
 def _expm1(x):
@@ -145,7 +145,7 @@ class NumpyExecutor(Executor):
         "matmul": np.matmul,
         "matrix_transpose": np.matrix_transpose,
         "permute_dims": np.permute_dims,
-        # singular / non-positive-definite matrices give NaN, not LinAlgError (executors/_linalg.py)
+        # singular / non-positive-definite matrices give NaN, not LinAlgError (executors/common/linalg.py)
         **{name: _linalg.nan_on_failure(name) for name in _linalg.FAILING},
         **_INDEXING,
         # the methods/ufunc reductions, without the Python layers of np.reshape / np.sum
@@ -158,7 +158,7 @@ class NumpyExecutor(Executor):
         "eigvals": _eigvals,
     }
 
-    #: large results of ufuncs and matmul are written into reused buffers (executors/_buffer_pool.py)
+    #: large results of ufuncs and matmul are written into reused buffers (executors/common/buffer_pool.py)
     buffer_pool = _buffer_pool.POOL
 
     def __init__(self) -> None:
@@ -181,7 +181,7 @@ class NumpyExecutor(Executor):
         """Large results into reused buffers (True, the default unless ``ARRAYX_BUFFER_POOL=0``) or
         NumPy's own allocations (False), from the next op on, for this executor and those built on
         its table (Numba's NumPy fallbacks); jitted functions keep what they were compiled with."""
-        from arrayx.executors import base
+        from arrayx.core import executor as base
 
         _buffer_pool.ENABLED = bool(on)
         for ex in list(base._registry.values()):

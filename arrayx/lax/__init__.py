@@ -14,9 +14,18 @@
 from __future__ import annotations
 
 from arrayx.lax._conv import ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated  # noqa: F401
-from arrayx.lax._slicing import (  # noqa: F401
-    dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_slice, dynamic_update_slice_in_dim,
-    index_add, index_max, index_min, index_update, sort_key_val, top_k,
+from arrayx.api._slicing import (  # noqa: F401
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    index_add,
+    index_max,
+    index_min,
+    index_update,
+    sort_key_val,
+    top_k,
 )
 from arrayx.lax._windows import avg_pool, max_pool, min_pool, reduce_window, sum_pool  # noqa: F401
 from arrayx.transforms.control_flow import cond, fori_loop, map, scan, switch, while_loop  # noqa: F401,A004

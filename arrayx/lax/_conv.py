@@ -28,8 +28,8 @@ import math
 import numpy as np
 
 from arrayx.api._checks import array_arg
-from arrayx.transforms.core import Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.primitives import Primitive
+from arrayx.core.tracers import ShapeDtypeStruct
 
 __all__ = ["conv_general_dilated", "conv", "conv_p", "ConvDimensionNumbers", "conv_dimension_numbers"]
 
@@ -356,7 +356,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     into groups convolved separately.  ``precision`` is accepted and ignored (every executor
     computes in the operands' dtype).
     """
-    import arrayx as ax
+    from arrayx import api as ax
 
     fname = "conv_general_dilated"
     array_arg(fname, lhs, "lhs")
@@ -393,7 +393,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
 
 
 def _permuted(x, perm):
-    import arrayx as ax
+    from arrayx import api as ax
 
     perm = tuple(int(p) for p in perm)
     return x if perm == tuple(range(x.ndim)) else ax.permute_dims(x, perm)
@@ -414,7 +414,7 @@ _CANONICAL = {n: (tuple(range(n)),) * 3 for n in range(3, 9)}
 def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
     """The input's cotangent: the cotangent convolved with the flipped kernel (lhs dilation = strides),
     produced directly in the input's layout."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if math.prod(ct.shape) == 0:  # no output: nothing flows back (XLA refuses an empty window)
@@ -450,7 +450,7 @@ def _lhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, gr
 def _rhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
     """The kernel's cotangent: the input correlated with the cotangent, images as the features (and
     the input's features as the images), produced directly in the kernel's layout."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if math.prod(ct.shape) == 0:
@@ -481,7 +481,7 @@ def _rhs_transpose(ct, x, w, *, strides, padding, lhs_dilation, rhs_dilation, gr
 
 def _member_canonical(v, d, spec):
     """A batched operand as (batch, *canonical layout) (``d``: its batch axis)."""
-    import arrayx as ax
+    from arrayx import api as ax
     from arrayx.transforms.rules._batch import to_front
 
     v = to_front(v, d)
@@ -490,7 +490,7 @@ def _member_canonical(v, d, spec):
 
 
 def _conv_batch(vals, dims, *, dimension_numbers, **params):
-    import arrayx as ax
+    from arrayx import api as ax
 
     (x, w), (dx, dw) = vals, dims
     lhs_spec, rhs_spec, out_spec = dimension_numbers

@@ -30,8 +30,8 @@ import math
 
 import numpy as np
 
-from arrayx.transforms.core import Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.primitives import Primitive
+from arrayx.core.tracers import ShapeDtypeStruct
 
 __all__ = ["reduce_window_p", "window_select_p", "window_scatter_p", "identity", "window_out_shape"]
 

@@ -23,7 +23,7 @@ __all__ = ["reduce_window", "max_pool", "min_pool", "avg_pool", "sum_pool"]
 
 
 def _reducers():
-    import arrayx as ax
+    from arrayx import api as ax
 
     # computation -> (name, elementwise reducer); JAX's lax.add/max/min/mul are accepted too
     table = {ax.add: "sum", ax.maximum: "max", ax.minimum: "min", ax.multiply: "prod",
@@ -49,7 +49,7 @@ def _ints(fname, name, value, n):
 
 def _spread(x, factors, fill):
     """``x`` with ``factors - 1`` fill values between neighbours along each axis (base dilation)."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     if all(f == 1 for f in factors):
         return x
@@ -59,7 +59,7 @@ def _spread(x, factors, fill):
 
 
 def _padded(x, pads, fill):
-    import arrayx as ax
+    from arrayx import api as ax
 
     crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), n - max(-hi, 0))) for n, (lo, hi) in zip(x.shape, pads))
     if any(lo < 0 or hi < 0 for lo, hi in pads):
@@ -81,7 +81,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     and base-dilation holes hold the reduction's identity.  A window that covers no element gives
     ``init_value``.
     """
-    import arrayx as ax
+    from arrayx import api as ax
 
     fname = "reduce_window"
     x = array_arg(fname, operand, "operand")
@@ -167,7 +167,7 @@ def sum_pool(x, window_shape, strides=None, padding="VALID", *, axes=None):
 def avg_pool(x, window_shape, strides=None, padding="VALID", *, axes=None, count_include_pad: bool = False):
     """Mean over windows (see ``max_pool``): each window's sum divided by the number of elements it
     actually covers (padding excluded); ``count_include_pad=True`` divides by the window size."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     x, window, strides, padding, axes = _pool_args("avg_pool", x, window_shape, strides, padding, axes)
     if x.dtype.kind != "f":

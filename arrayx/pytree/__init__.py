@@ -10,6 +10,9 @@ and unflatten generated for them (``_specialise.py``), with the same results.
 
 This package imports nothing else from arrayx at import time.
 
+Import cycles: ``_treedef`` and ``_diagnose``: a failed structure match in ``_treedef`` asks
+``_diagnose`` to explain it, and the explanation flattens with ``_treedef``'s checked flatten; both
+imports are inside the functions that need them.
 >>> import arrayx.pytree as pt
 >>> params = {"dense": {"w": 1.0, "b": 0.0}, "scale": (2.0,)}
 >>> leaves, treedef = pt.flatten(params)

@@ -56,13 +56,13 @@ def nested_stack(objs: Sequence[Any], axis: int = 0) -> Any:
     >>> out["w"].shape  # doctest: +SKIP
     (2, 2)
     """
-    import arrayx  # deferred: arrayx.pytree must import without the rest of arrayx
+    from arrayx.api.manipulation import stack as _stack  # deferred: arrayx.pytree imports without the arrays
 
     objs = list(objs)
     if not objs:
         raise ValueError("pytree.nested_stack: expected at least one tree")
 
     def stack(*xs: Any) -> Any:
-        return arrayx.stack(list(xs), axis=axis)
+        return _stack(list(xs), axis=axis)
 
     return tree_map(stack, objs[0], *objs[1:])

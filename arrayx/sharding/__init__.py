@@ -13,6 +13,14 @@
 On jax the shardings are XLA's own; on dask a sharding is a chunking and a placement on workers;
 on numpy/numba the values are computed as unsharded ones (shard_map runs each member in turn on its
 own blocks).  cupy: not implemented (NotImplementedError).
+
+Import cycles (each import inside a function, so any module loads alone): ``_records`` installs
+the eager hook of ``_propagate`` when the first record exists, and ``_propagate`` reads the records
+and, on dask, ``_dask``'s chunks, which are built from ``_shardings``, whose ``NamedSharding``
+installs ``_propagate`` when the first one is made; ``_api``'s ``device_put`` and ``_constraint``'s
+``with_sharding_constraint`` call each other (a constraint on a concrete array is a device_put);
+``_shard_map`` runs on virtual devices through ``_virtual``, which checks specs with ``_shard_map``'s
+helpers.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ from arrayx.sharding._constraint import with_sharding_constraint  # noqa: F401
 from arrayx.sharding._mesh import Mesh, P, PartitionSpec, devices, make_mesh, virtual_devices  # noqa: F401
 from arrayx.sharding._shard_map import shard_map  # noqa: F401
 from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceSharding  # noqa: F401
+from arrayx.sharding import _jit  # noqa: F401,E402  (installs jit(..., in_shardings=) )
 
 __all__ = ["Mesh", "make_mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Sharding",
            "devices", "virtual_devices", "device_put", "shard_map", "with_sharding_constraint", "ppermute",

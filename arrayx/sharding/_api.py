@@ -7,11 +7,11 @@ from typing import NamedTuple
 import numpy as np
 
 from arrayx import pytree
-from arrayx.executors.base import Device, get
+from arrayx.core.executor import Device, get
 from arrayx.sharding import _records
 from arrayx.sharding._mesh import Mesh
 from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceSharding, check_divisible
-from arrayx.transforms.core import Array
+from arrayx.core.array import Array, define_array_methods
 
 
 def _is_concrete(x) -> bool:
@@ -49,7 +49,7 @@ class Shard(NamedTuple):
 def addressable_shards(x) -> list:
     """Each device's block as its own array (JAX: the device buffers; numpy/numba virtual devices:
     separate host copies; dask: the block's chunk)."""
-    from arrayx.transforms.core import _wrap
+    from arrayx.core.primitives import _wrap
 
     s = sharding_of(x)
     if x._ex.name == "jax":
@@ -85,7 +85,7 @@ def _executor_of_target(target) -> str:
 
 
 def _on_executor(x, name: str):
-    import arrayx as ax
+    from arrayx import api as ax
 
     if not isinstance(x, Array):
         return ax.asarray(x, device=get(name).default_device())
@@ -95,7 +95,7 @@ def _on_executor(x, name: str):
 
 
 def _put_one(x, target):
-    from arrayx.transforms.core import _wrap
+    from arrayx.core.primitives import _wrap
 
     if not _is_concrete(x) and isinstance(x, Array):
         if isinstance(target, Device):
@@ -235,3 +235,22 @@ def visualize_array_sharding(x) -> None:
 
 def is_mesh(v) -> bool:
     return isinstance(v, Mesh)
+
+
+@define_array_methods
+class _ShardingMethods:
+    """The array object's sharding attributes (arrayx.sharding sits above the array's module)."""
+
+    @property
+    def sharding(self):
+        """Where the blocks of this array live (an ``arrayx.sharding`` Sharding)."""
+        return sharding_of(self)
+
+    def devices(self) -> set:
+        """The devices holding a block of this array."""
+        return devices_of(self)
+
+    @property
+    def addressable_shards(self) -> list:
+        """Each device's block (``Shard(device, index, replica_id, data)``)."""
+        return addressable_shards(self)

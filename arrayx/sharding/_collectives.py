@@ -12,8 +12,8 @@ from arrayx.transforms.parallel import _frame, all_gather, axis_index, psum
 def ppermute(x, axis_name, perm):
     """Member ``dst`` gets member ``src``'s ``x`` for each ``(src, dst)`` in ``perm``; members that no
     pair sends to get zeros (as ``jax.lax.ppermute``)."""
-    import arrayx as ax
-    from arrayx.lax import dynamic_index_in_dim
+    from arrayx import api as ax
+    from arrayx.api._slicing import dynamic_index_in_dim
 
     n = _frame("ppermute", axis_name).size
     src_of = [-1] * n
@@ -39,8 +39,8 @@ def ppermute(x, axis_name, perm):
 def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
     """The ``psum`` of ``x`` over ``axis_name``, each member keeping its block along
     ``scatter_dimension`` (its index there when not ``tiled``; a ``size``-th when ``tiled``)."""
-    import arrayx as ax
-    from arrayx.lax import dynamic_index_in_dim, dynamic_slice_in_dim
+    from arrayx import api as ax
+    from arrayx.api._slicing import dynamic_index_in_dim, dynamic_slice_in_dim
 
     n = _frame("psum_scatter", axis_name).size
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from arrayx import pytree
 from arrayx.sharding._mesh import PartitionSpec
 from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceSharding, check_divisible
-from arrayx.transforms.core import Array, Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct, is_weak
+from arrayx.core.array import Array
+from arrayx.core.primitives import Primitive
+from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 
 sharding_constraint_p = Primitive("sharding_constraint")
 sharding_constraint_p.abstract_eval = lambda x, *, sharding: ShapeDtypeStruct._trusted(
@@ -84,7 +85,7 @@ def with_sharding_constraint(x, shardings):
             raise TypeError(f"with_sharding_constraint: expected a NamedSharding or SingleDeviceSharding, got "
                             f"{type(s).__name__}")
         if not isinstance(v, Array):
-            import arrayx as ax
+            from arrayx import api as ax
 
             v = ax.asarray(v)
         if v.__class__ is Array:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.executors.base import get
+from arrayx.core.executor import get
 from arrayx.sharding._mesh import Mesh, PartitionSpec
 from arrayx.sharding._shardings import NamedSharding, SingleDeviceSharding
 

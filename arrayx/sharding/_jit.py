@@ -65,3 +65,12 @@ def jit_with_shardings(fun, in_shardings, out_shardings, **jit_kwargs):
 
     call.trace = inner.trace if hasattr(inner, "trace") else None
     return call
+
+
+def _install() -> None:
+    from arrayx.transforms import jitting
+
+    jitting.with_shardings_hook = jit_with_shardings  # jit(..., in_shardings=...) comes here
+
+
+_install()

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from arrayx.executors.base import Device, get, get_executor
+from arrayx.core.executor import Device, get, get_executor
 
 __all__ = ["Mesh", "make_mesh", "PartitionSpec", "P", "devices", "virtual_devices"]
 

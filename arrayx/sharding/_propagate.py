@@ -167,7 +167,7 @@ def _pad(s, n):
 
 def output_shardings(graph, in_shardings: tuple) -> list:
     """The sharding of each output of ``graph`` given its inputs' (NamedSharding or None)."""
-    from arrayx.transforms.graph import Var
+    from arrayx.core.graph import Var
 
     key = ("sharding propagation", in_shardings)
     cached = graph.derived.get(key)

@@ -55,6 +55,6 @@ def active() -> bool:
 
 
 def _set_hook(fn) -> None:
-    from arrayx.transforms import core
+    from arrayx.core import primitives as core
 
     core.eager_hook = fn

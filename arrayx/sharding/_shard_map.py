@@ -26,7 +26,8 @@ import numpy as np
 from arrayx import pytree
 from arrayx.sharding._mesh import Mesh, PartitionSpec
 from arrayx.sharding._shardings import NamedSharding, check_divisible, split_count
-from arrayx.transforms.core import Array, current_trace
+from arrayx.core.array import Array
+from arrayx.core.primitives import current_trace
 
 _INSIDE: ContextVar = ContextVar("arrayx_shard_map_mesh", default=None)
 
@@ -70,7 +71,7 @@ def shard_map(f=None, *, mesh: Mesh, in_specs, out_specs, check_rep: bool = True
         if outer is not None:
             raise NotImplementedError(f"{fname}: nested shard_map (inside a shard_map over {outer!r}) is not "
                                       f"supported; use one mesh with all the axes, or vmap inside the body")
-        import arrayx as ax
+        from arrayx import api as ax
 
         args = pytree.map(lambda v: v if isinstance(v, Array) else ax.asarray(v), args)
         leaves, tree = pytree.flatten(args)
@@ -100,7 +101,7 @@ def _to_mesh_executor(x, mesh):
 def _split(x, spec, mesh):
     """``x`` reshaped so that each mesh axis ``spec`` names is a leading dimension (mesh order), the
     rest being the block's dimensions; and the mesh axes that lead."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     shape = tuple(x.shape)
     new_shape, labels = [], []
@@ -119,7 +120,7 @@ def _split(x, spec, mesh):
 
 def _merge(y, spec, mesh, lead):
     """The inverse of :func:`_split` for a result: leading mesh axes ``lead`` back into their dims."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     nlead = len(lead)
     local = tuple(y.shape[nlead:])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from arrayx.executors.base import Device
+from arrayx.core.executor import Device
 from arrayx.sharding._mesh import Mesh, PartitionSpec
 
 __all__ = ["Sharding", "NamedSharding", "SingleDeviceSharding"]

@@ -19,7 +19,7 @@ import numpy as np
 from arrayx import pytree
 from arrayx.sharding import _records
 from arrayx.sharding._shardings import NamedSharding, shard_index, split_count
-from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
+from arrayx.core.tracers import ShapeDtypeStruct, aval_of
 from arrayx.transforms.parallel import _combine, _read, bind_axis, segments
 
 
@@ -31,7 +31,7 @@ def _stage(f, fname, mesh, leaves, tree, specs, out_specs):
     ex = leaves[0]._ex if leaves else None
     local = [ShapeDtypeStruct(tuple(n // split_count(s, mesh, d) for d, n in enumerate(x.shape)), x.dtype,
                               aval_of(x).weak_type) for x, s in zip(leaves, specs)]
-    from arrayx.executors.base import get
+    from arrayx.core.executor import get
 
     ex = ex or get(mesh.executor)
     trace = StagingTrace(None, ex.default_device(), fname)
@@ -156,8 +156,8 @@ def _same(a, b) -> bool:
 
 
 def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs, check):
-    from arrayx.executors._lowering import _buffer_for, lowered
-    from arrayx.transforms.core import _wrap
+    from arrayx.core.lowering import _buffer_for, lowered
+    from arrayx.core.primitives import _wrap
 
     bufs = [x._buf for x in leaves]
     shapes = [tuple(x.shape) for x in leaves]
@@ -185,7 +185,7 @@ def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs, check):
 
 def _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, check, place) -> list:
     """Each output's blocks assembled into one array of ``ex``, with its NamedSharding recorded."""
-    from arrayx.transforms.core import _wrap
+    from arrayx.core.primitives import _wrap
 
     results = []
     for o, parts, s in zip(graph.outputs, per_output, ospecs):
@@ -200,9 +200,9 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
     import dask
     import dask.array as da
 
-    from arrayx.executors._lowering import _buffer_for, lowered
-    from arrayx.executors.base import get
-    from arrayx.transforms.core import _wrap
+    from arrayx.core.lowering import _buffer_for, lowered
+    from arrayx.core.executor import get
+    from arrayx.core.primitives import _wrap
 
     numpy_ex = get("numpy")
     run_id = uuid.uuid4().hex[:12]
@@ -333,7 +333,7 @@ def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs, check):
     import jax.numpy as jnp
 
     from arrayx.sharding._jax import jax_mesh, jax_spec
-    from arrayx.transforms.core import _wrap
+    from arrayx.core.primitives import _wrap
     from arrayx.transforms.parallel import _JAX_MAPPED
 
     if mesh.executor != "jax":

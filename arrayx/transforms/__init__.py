@@ -1,11 +1,15 @@
 """Transforms: grad, jvp, vjp, linearize, Jacobians, custom derivatives, checkpoint, staging, vmap.
 
-The machinery lives in ``core`` (primitives, bind, traces, tracers), ``staging`` and
-``graph`` (the Graph IR, ``make_graph``, ``eval_shape``), ``forward`` (forward mode:
+The interpreters build on ``arrayx.core`` (primitives, bind, traces, tracers, the Graph IR,
+``debug_nans``) and on ``arrayx.api``: ``staging`` (``make_graph``, ``eval_shape``), ``forward`` (forward mode:
 jvp, linearize), ``transpose`` (reverse mode), ``custom`` (custom_jvp/custom_vjp/
 stop_gradient), ``checkpointing`` (checkpoint/remat) and ``debug`` (check_grads); the
 rules sit in ``rules/``, grouped like ``arrayx/api``.  (No module is named after a
 public function: a submodule attribute would shadow the function of the same name.)
+
+Import cycles: ``control_flow`` and ``control_flow_reverse``: the second holds the
+transpose (reverse-mode) rules of ``cond``/``while_loop``/``scan`` and needs their primitives;
+``control_flow`` imports it last so that importing the loops registers their rules.
 
 The public names are loaded on first access: ``arrayx.api`` imports ``core`` while
 the namespace is being built, and the transforms need the whole namespace.
@@ -29,9 +33,9 @@ _WHERE = {
     "stop_gradient": "custom", "custom_jvp": "custom", "custom_vjp": "custom",
     "checkpoint": "checkpointing", "remat": "checkpointing", "checkpoint_policies": "checkpointing",
     "check_grads": "debug", "make_graph": "staging", "eval_shape": "staging",
-    "ShapeDtypeStruct": "_tracer", "jit": "jitting", "disable_jit": "jitting",
+    "ShapeDtypeStruct": "arrayx.core.tracers", "jit": "jitting", "disable_jit": "jitting",
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
-    "scan": "control_flow", "map": "control_flow", "debug_nans": "nan_checks", "debug_infs": "nan_checks",
+    "scan": "control_flow", "map": "control_flow", "debug_nans": "arrayx.core.float_checks", "debug_infs": "arrayx.core.float_checks",
     "vmap": "batching",
     **{name: "parallel" for name in ("pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index",
                                       "device_count", "local_device_count")},
@@ -47,7 +51,7 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module 'arrayx.transforms' has no attribute {name!r}")
     _load_rules()
-    value = getattr(importlib.import_module(f"arrayx.transforms.{module}"), name)
+    value = getattr(importlib.import_module(module if "." in module else f"arrayx.transforms.{module}"), name)
     globals()[name] = value
     return value
 

@@ -16,9 +16,11 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
-from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
-from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, TracerState
+from arrayx.core.primitives import _TRACE, Trace, current_trace
+from arrayx.core.tracers import bind_with
+from arrayx.core.tracers import ShapeDtypeStruct, Tracer, TracerState
 from arrayx.transforms.forward import as_array_leaf
+from arrayx.transforms.rules._batch import loop_rule as _loop_rule, moveaxis_to
 
 __all__ = ["BatchTrace", "BatchTracer", "vmap", "COLLECTIVE_RULES", "batch_fun", "batch_graph", "front"]
 
@@ -49,7 +51,7 @@ class BatchTracer(Tracer):
 
     def _concrete(self, what: str):
         self._check_alive(what)
-        from arrayx.transforms.core import ConcretizationError
+        from arrayx.core.primitives import ConcretizationError
 
         raise ConcretizationError(
             f"{what}: the value is batched by vmap (it differs between batch members), so it has no single "
@@ -59,7 +61,7 @@ class BatchTracer(Tracer):
     def _shared_host_value(self, what: str):
         """The member value when every member has the same one (eager vmap only: a staged value is unknown)."""
         self._check_alive(what)
-        from arrayx.transforms.core import ConcretizationError
+        from arrayx.core.primitives import ConcretizationError
 
         val, dim = self._buf.val, self._buf.dim
         host = val._shared_host_value(what) if isinstance(val, Tracer) else np.asarray(val)
@@ -69,20 +71,6 @@ class BatchTracer(Tracer):
         if not (host == np.expand_dims(first, dim)).all():
             raise ConcretizationError(f"{what}: the value differs between vmap's batch members")
         return first
-
-
-def moveaxis_to(x, src: int | None, dst: int, size: int):
-    """``x`` with its batch axis ``src`` at ``dst`` (broadcast along a new axis when src is None)."""
-    from arrayx.api.manipulation import broadcast_to, expand_dims, moveaxis
-
-    if src is None:
-        x = expand_dims(x, axis=dst)
-        shape = list(x.shape)
-        shape[dst] = size
-        return broadcast_to(x, tuple(shape))
-    if src == dst:
-        return x
-    return moveaxis(x, src, dst)
 
 
 class BatchTrace(Trace):
@@ -160,7 +148,7 @@ def _axis_bound(axis_name, size, trace, device):
 
     if axis_name is None:
         return contextlib.nullcontext()
-    from arrayx.transforms.parallel import bind_axis
+    from arrayx.core.axis_env import bind_axis
 
     def index():
         from arrayx.api._dtypes import int32
@@ -173,7 +161,7 @@ def _axis_bound(axis_name, size, trace, device):
 
 
 def _set_parent(trace):
-    from arrayx.transforms.core import set_trace
+    from arrayx.core.primitives import set_trace
 
     return set_trace(trace.parent)
 
@@ -246,7 +234,7 @@ def batch_graph(graph, batched: tuple, size: int, force: tuple | None = None):
 
 
 def _default_device():
-    from arrayx.executors.base import get_executor
+    from arrayx.core.executor import get_executor
 
     return get_executor().default_device()
 
@@ -260,32 +248,6 @@ def front(vals, dims, size: int | None = None):
         else:
             out.append(moveaxis_to(v, d, 0, 0))
     return out
-
-
-def _loop_rule(prim, size):
-    """Fallback: bind ``prim`` on each batch member and stack the results along axis 0."""
-    from arrayx.api.manipulation import stack, unstack
-
-    def rule(vals, dims, **params):
-        split = [None if d is None else unstack(v, axis=d) for v, d in zip(vals, dims)]
-        outs = []
-        for i in range(size):
-            member = [v if s is None else s[i] for v, s in zip(vals, split)]
-            outs.append(prim.bind(*member, **params))
-        first = outs[0] if prim.multiple_results else (outs[0],)
-        for o in outs[1:]:
-            for a, b in zip(first, o if prim.multiple_results else (o,)):
-                if tuple(a.shape) != tuple(b.shape):
-                    raise ValueError(
-                        f"vmap: {prim.name} gives results of different shapes for different batch members "
-                        f"({tuple(a.shape)} and {tuple(b.shape)}): its result's shape depends on the values, "
-                        f"which vmap cannot batch; use a fixed-size formulation (e.g. arrayx.where with a mask)"
-                    )
-        if prim.multiple_results:
-            return tuple(stack([o[k] for o in outs], axis=0) for k in range(len(outs[0]))), 0
-        return stack(outs, axis=0), 0
-
-    return rule
 
 
 # -- vmap -----------------------------------------------------------------------------------------

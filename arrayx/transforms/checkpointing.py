@@ -19,9 +19,9 @@ from typing import Callable
 
 from arrayx import pytree
 from arrayx.api._array import Array
-from arrayx.executors import _lowering
-from arrayx.transforms.core import CallPrimitive
-from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
+from arrayx.core import lowering as _lowering
+from arrayx.core.tracers import CallPrimitive
+from arrayx.core.tracers import ShapeDtypeStruct, aval_of
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
 
@@ -71,7 +71,7 @@ def _checkpoint_jvp_eager(args, params):
 
 
 def _checkpoint_jvp_stage(trace, args, params):
-    from arrayx.transforms.core import set_trace
+    from arrayx.core.primitives import set_trace
     from arrayx.transforms.forward import jvp_flat
 
     fun = params["fun"]

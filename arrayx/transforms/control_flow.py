@@ -19,9 +19,10 @@ from typing import Callable
 
 from arrayx import pytree
 from arrayx.api._array import Array
-from arrayx.transforms.core import _TRACE, CallPrimitive, current_trace, set_trace
-from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
-from arrayx.transforms.graph import Graph
+from arrayx.core.primitives import _TRACE, current_trace, set_trace
+from arrayx.core.tracers import CallPrimitive
+from arrayx.core.tracers import ShapeDtypeStruct, aval_of
+from arrayx.core.graph import Graph
 from arrayx.transforms.jitting import _jvp_graph, _stage_flat, _zeros
 from arrayx.transforms.staging import StagingTracer, close_function
 from arrayx.transforms.batching import batch_graph, front, moveaxis_to
@@ -171,7 +172,7 @@ def _staged_switch(fname, index, branches, operands, names=None):
 
 def _with_ignored_inputs(g: Graph, before: int, after: int, const_avals) -> Graph:
     """``g`` (own captured values, then operands) taking every branch's captured values first."""
-    from arrayx.transforms.graph import Var
+    from arrayx.core.graph import Var
 
     n_own = len(const_avals) - before - after
     ins = [*(Var(a) for a in const_avals[:before]), *g.inputs[:n_own],
@@ -211,7 +212,7 @@ def _cond_stage(trace, args, params):
 
 
 def _cond_lowering(ex, params):
-    from arrayx.executors._lowering import lowered
+    from arrayx.core.lowering import lowered
 
     fns = [lowered(ex, g) for g in params["branches"]]
     n = len(fns)
@@ -342,7 +343,7 @@ def _while_stage(trace, args, params):
 
 
 def _while_lowering(ex, params):
-    from arrayx.executors._lowering import lowered
+    from arrayx.core.lowering import lowered
 
     c, b = lowered(ex, params["cond"]), lowered(ex, params["body"])
     nc, nb = params["cond_nconsts"], params["body_nconsts"]
@@ -595,7 +596,7 @@ def _scan_stage(trace, args, params):
 
 
 def _scan_lowering(ex, params):
-    from arrayx.executors._lowering import lowered
+    from arrayx.core.lowering import lowered
 
     body = lowered(ex, params["body"])
     nc, k, n, reverse = params["num_consts"], params["num_carry"], params["length"], params["reverse"]
@@ -722,3 +723,7 @@ _INDEX_DTYPE = _index_dtype()
 from arrayx.transforms import control_flow_reverse as _reverse  # noqa: E402  (registers the transposes)
 
 del _reverse
+
+from arrayx.api import _hooks as _api_hooks  # noqa: E402
+
+_api_hooks.while_loop = while_loop  # indexing's loops over a traced count (arrayx.api sits below)

@@ -9,9 +9,9 @@ residuals of every step, the backward pass is one reverse scan of the transposed
 from __future__ import annotations
 
 from arrayx.transforms.control_flow import _restage, cond_p, scan_p
-from arrayx.transforms.core import bind_with
+from arrayx.core.tracers import bind_with
 from arrayx.transforms.jitting import _transpose_graph, _zeros, partial_eval_graph
-from arrayx.transforms._tracer import ShapeDtypeStruct, UndefinedPrimal, aval_of
+from arrayx.core.tracers import ShapeDtypeStruct, UndefinedPrimal, aval_of
 
 __all__ = ["cond_partial_eval", "scan_partial_eval"]
 

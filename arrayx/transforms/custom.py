@@ -24,8 +24,9 @@ from typing import Callable
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.api.creation import zeros_like
-from arrayx.transforms.core import _TRACE, CallPrimitive, Primitive
-from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of
+from arrayx.core.primitives import _TRACE, Primitive
+from arrayx.core.tracers import CallPrimitive
+from arrayx.core.tracers import ShapeDtypeStruct, aval_of
 from arrayx.transforms.rules._define import zeros_for
 from arrayx.transforms.rules._batch import size_of
 from arrayx.transforms.batching import batch_fun, front
@@ -133,7 +134,7 @@ def _merge(nondiff_argnums, nondiff, diff):
 
 def _lower_fun(ex, params):
     # under jit the rules were applied before lowering: the executor runs the function itself
-    from arrayx.executors._lowering import lower_fun_param
+    from arrayx.core.lowering import lower_fun_param
 
     return lower_fun_param(ex, params)
 

@@ -18,8 +18,9 @@ import numpy as np
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.api.creation import asarray, zeros_like
-from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
-from arrayx.transforms._tracer import Tracer, TracerState, aval_of, conversion_error
+from arrayx.core.primitives import _TRACE, Trace, current_trace
+from arrayx.core.tracers import bind_with
+from arrayx.core.tracers import Tracer, TracerState, aval_of, conversion_error
 from arrayx.transforms.staging import StagingTrace, StagingTracer, _device_of_leaves
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp", "linearize"]

@@ -47,13 +47,14 @@ from arrayx import pytree
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._modes import is_strict
-from arrayx.executors import base as _base
-from arrayx.executors.base import get_executor
-from arrayx.transforms import nan_checks as _nan_checks
-from arrayx.transforms._keys import exact_key
-from arrayx.transforms.core import _TRACE, CallPrimitive, bind_with
-from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
-from arrayx.transforms.graph import Graph, Literal, Var, cse, dce
+from arrayx.core import executor as _base
+from arrayx.core.executor import get_executor
+from arrayx.core import float_checks as _nan_checks
+from arrayx.core.keys import exact_key
+from arrayx.core.primitives import _TRACE
+from arrayx.core.tracers import CallPrimitive, bind_with
+from arrayx.core.tracers import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
+from arrayx.core.graph import Graph, Literal, Var, cse, dce
 from arrayx.transforms.staging import StagingTrace, StagingTracer, _as_output
 
 __all__ = ["jit", "disable_jit", "JitFunction", "Traced", "Lowered", "Compiled", "call_p", "compiled_for", "cache_size"]
@@ -91,7 +92,7 @@ def compiled_for(graph: Graph, ex, donate_argnums: tuple = ()) -> Callable:
     fn = graph.derived.get(key)
     if fn is None:
         if checks:  # op by op on the executor's eager implementations, each output checked on the host
-            from arrayx.executors._lowering import straight_line
+            from arrayx.core.lowering import straight_line
 
             fn = straight_line(ex, graph, checks=checks)
         else:
@@ -289,7 +290,7 @@ def _call_transpose(cts, *args, graph, name):
 
 
 def _call_lowering(ex, params):
-    from arrayx.executors._lowering import lowered
+    from arrayx.core.lowering import lowered
 
     return lowered(ex, params["graph"])  # inside the caller's compiled function: the plain lowering
 
@@ -322,7 +323,7 @@ CACHE_SIZE = 1024
 def cache_size() -> int:
     """How many compiled signatures jit keeps per function (and set of jit options), least recently
     used dropped first: ``ARRAYX_JIT_CACHE_SIZE`` when set (a whole number >= 1), else CACHE_SIZE."""
-    from arrayx import _config
+    from arrayx.core import config as _config
 
     n = _config.get("ARRAYX_JIT_CACHE_SIZE")
     return CACHE_SIZE if n is None else n
@@ -938,13 +939,15 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  in_shardings=in_shardings, out_shardings=out_shardings)
     if in_shardings is not None or out_shardings is not None:
-        from arrayx.sharding._jit import jit_with_shardings
-
-        return jit_with_shardings(fun, in_shardings, out_shardings, static_argnums=static_argnums,
+        return with_shardings_hook(fun, in_shardings, out_shardings, static_argnums=static_argnums,
                                   static_argnames=static_argnames, donate_argnums=donate_argnums,
                                   donate_argnames=donate_argnames)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
+
+#: set by arrayx.sharding when it is imported (it builds on jit): ``(fun, in_shardings, out_shardings,
+#: **jit_kwargs) -> jitted function`` for ``jit(..., in_shardings=/out_shardings=)``
+with_shardings_hook = None
 
 # set by arrayx.sharding once a NamedSharding exists: (graph, input arrays, output arrays) -> the
 # outputs, given the shardings their inputs imply on executors without a partitioner (numpy, dask)

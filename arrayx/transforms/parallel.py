@@ -1,7 +1,7 @@
 """``pmap`` and the named-axis collectives (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
 ``axis_index``), with JAX's semantics, inside ``pmap`` and inside ``vmap(axis_name=...)``.
 
-An axis name is bound by a frame of the axis environment (a ContextVar: the name, the number of
+An axis name is bound by a frame of the axis environment (``arrayx.core.axis_env``, a ContextVar: the name, the number of
 members, and how to get the member's index).  ``vmap(axis_name=)`` binds one around its function;
 its trace applies the collectives' *named* batch rules (``batching.COLLECTIVE_RULES``): over the
 batch axis a psum is a sum, an all_gather a move of the batch axis.  Collectives are primitives,
@@ -40,49 +40,12 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
-from arrayx.transforms.core import Primitive, current_trace
-from arrayx.transforms._tracer import ShapeDtypeStruct, aval_of, is_weak
+from arrayx.core.axis_env import AxisFrame, bind_axis, _AXES, _frame, _names  # noqa: F401
+from arrayx.core.primitives import Primitive, current_trace
+from arrayx.core.tracers import ShapeDtypeStruct, aval_of, is_weak
 
 __all__ = ["pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "device_count",
            "local_device_count", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "COLLECTIVES"]
-
-
-# -- the axis environment ---------------------------------------------------------------------------
-
-
-class AxisFrame(NamedTuple):
-    name: object
-    size: int
-    index: Callable  # () -> this member's index (an int32 array, batched under vmap)
-    kind: str  # "vmap" or "pmap"
-
-
-_AXES: ContextVar = ContextVar("arrayx_axis_env", default=())
-
-
-@contextlib.contextmanager
-def bind_axis(name, size: int, index: Callable, kind: str):
-    """Within the block, ``name`` is a mapped axis of ``size`` members (collectives may name it)."""
-    token = _AXES.set(_AXES.get() + (AxisFrame(name, int(size), index, kind),))
-    try:
-        yield
-    finally:
-        _AXES.reset(token)
-
-
-def _frame(fname: str, name) -> AxisFrame:
-    for frame in reversed(_AXES.get()):
-        if frame.name == name:
-            return frame
-    bound = [f.name for f in _AXES.get()]
-    raise NameError(
-        f"{fname}: unbound axis name {name!r}; a collective needs an enclosing arrayx.pmap(f, axis_name=...) "
-        f"or arrayx.vmap(f, axis_name=...) that names it" + (f" (bound here: {bound})" if bound else "")
-    )
-
-
-def _names(axis_name) -> tuple:
-    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
 # -- primitives ----------------------------------------------------------------------------------------
@@ -165,7 +128,7 @@ def _sum_params(params):
 
 def _extremum_jvp(prim):
     def jvp(primals, tangents, **params):
-        import arrayx as ax
+        from arrayx import api as ax
 
         (x,), (t,) = primals, tangents
         out = prim.bind(x, **params)
@@ -179,7 +142,7 @@ def _extremum_jvp(prim):
 
 
 def _all_gather_transpose(ct, x, *, axis_name, axis_size, axis, tiled):
-    from arrayx.lax import dynamic_index_in_dim, dynamic_slice_in_dim
+    from arrayx.api._slicing import dynamic_index_in_dim, dynamic_slice_in_dim
 
     total = psum_p.bind(ct, axis_name=axis_name, axis_size=axis_size)
     me = axis_index(axis_name)
@@ -220,7 +183,7 @@ all_gather_p.batch = _all_gather_batch
 # named batch rules: the collective over the vmapped axis itself (out_dim None: one value for all)
 def _named_reduction(reduce_name, unmapped):
     def rule(vals, dims, size, **params):
-        import arrayx as ax
+        from arrayx import api as ax
 
         (x,), (d,) = vals, dims
         if d is None:
@@ -233,7 +196,7 @@ def _named_reduction(reduce_name, unmapped):
 
 
 def _named_all_gather(vals, dims, size, *, axis, tiled, **params):
-    import arrayx as ax
+    from arrayx import api as ax
 
     (x,), (d,) = vals, dims
     if d is None:
@@ -309,7 +272,7 @@ pmin.__doc__ = "The minimum of ``x`` over the members of the mapped axis ``axis_
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """Every member's ``x`` stacked along a new axis ``axis`` (concatenated along ``axis`` when
     ``tiled``), in member order; every member gets the whole."""
-    import arrayx as ax
+    from arrayx import api as ax
 
     def one(v, frame):
         v = v if isinstance(v, Array) else ax.asarray(v)
@@ -329,7 +292,7 @@ def axis_index(axis_name):
 def device_count(executor: str | None = None) -> int:
     """How many devices ``executor`` (default: the current one) maps ``pmap`` over: JAX's devices, the
     workers of the Dask cluster arrayx is connected to, else 1 (numpy/numba run members in turn)."""
-    from arrayx.executors.base import get, get_executor
+    from arrayx.core.executor import get, get_executor
 
     ex = get_executor() if executor is None else get(executor)
     if ex.name == "dask":
@@ -409,7 +372,7 @@ def _static_key(v):
 
 
 def _pmap_top(fun, name, args, in_axes, out_axes, devices, cache, static_key):
-    import arrayx as ax
+    from arrayx import api as ax
     from arrayx.transforms.batching import _check_axis
     leaves, tree = pytree.flatten(tuple(args))
     prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
@@ -495,7 +458,7 @@ def _stage_member(fun, name, n, tree, leaves, mapped_flags, avals, ex):
 
 
 def _nested_collectives(value) -> bool:
-    from arrayx.transforms.graph import Graph
+    from arrayx.core.graph import Graph
 
     if isinstance(value, Graph):
         return any(e.prim in COLLECTIVES or any(_nested_collectives(p) for p in e.params.values())
@@ -514,7 +477,7 @@ class _Segment(NamedTuple):
 
 def segments(graph) -> list:
     """The member graph cut at its collectives: compute segments (closed Graphs) and collectives."""
-    from arrayx.transforms.graph import Graph, Var
+    from arrayx.core.graph import Graph, Var
 
     key = "pmap segments"
     if key in graph.derived:
@@ -582,7 +545,7 @@ def _member_inputs(graph, bufs, flags, n, index_of):
 
 
 def _read(env, a, consts):
-    from arrayx.transforms.graph import Var
+    from arrayx.core.graph import Var
 
     if a.__class__ is Var:
         return env[a] if a in env else consts[a]
@@ -605,14 +568,14 @@ def _run_segments(ex, graph, n, bufs, flags, run_compute, xp, index_of, wrap_con
 
 
 def _wrap(buf, ex):
-    from arrayx.transforms.core import _wrap as wrap
+    from arrayx.core.primitives import _wrap as wrap
 
     return wrap(buf, ex)
 
 
 def _run_in_turn(ex, graph, name, n, bufs, flags, devices):
     """numpy / numba: the members one after another, segment by segment."""
-    from arrayx.executors._lowering import _buffer_for, lowered
+    from arrayx.core.lowering import _buffer_for, lowered
 
     xp = ex.xp
 
@@ -630,8 +593,8 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     import dask
     import dask.array as da
 
-    from arrayx.executors._lowering import _buffer_for, lowered
-    from arrayx.executors.base import get
+    from arrayx.core.lowering import _buffer_for, lowered
+    from arrayx.core.executor import get
 
     numpy_ex = get("numpy")
     xp = ex.xp

@@ -11,16 +11,22 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from arrayx import _config
+from arrayx.core import config as _config
 from arrayx import pytree
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.executors.base import get_executor
-from arrayx.transforms.core import _TRACE, Trace, bind_with, current_trace
-from arrayx.transforms._tracer import (
-    ShapeDtypeStruct, Tracer, TracerState, abstract_eval, aval_of, concretization_error,
+from arrayx.core.executor import get_executor
+from arrayx.core.primitives import _TRACE, Trace, current_trace
+from arrayx.core.tracers import bind_with
+from arrayx.core.tracers import (
+    ShapeDtypeStruct,
+    Tracer,
+    TracerState,
+    abstract_eval,
+    aval_of,
+    concretization_error,
 )
-from arrayx.transforms.graph import Equation, Graph, Literal, Var, typecheck
+from arrayx.core.graph import Equation, Graph, Literal, Var, typecheck
 
 __all__ = ["StagingTrace", "StagingTracer", "make_graph", "eval_shape", "ShapeDtypeStruct"]
 
@@ -181,7 +187,7 @@ def close_function(fun: Callable, avals, parent, transform: str):
 
 
 def _default_device():
-    from arrayx.executors.base import get_executor
+    from arrayx.core.executor import get_executor
 
     return get_executor().default_device()
 

@@ -20,8 +20,8 @@ from arrayx import pytree
 from arrayx.api.creation import eye, ones, zeros, zeros_like
 from arrayx.api.data_types import astype
 from arrayx.api.manipulation import moveaxis, reshape
-from arrayx.transforms._tracer import UndefinedPrimal
-from arrayx.transforms.graph import Graph, Var
+from arrayx.core.tracers import UndefinedPrimal
+from arrayx.core.graph import Graph, Var
 from arrayx.transforms.forward import FlatFun, as_array_leaf, is_differentiable, jvp_flat, linearize_flat, lower_leaf
 
 __all__ = ["UndefinedPrimal", "backward_pass", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]

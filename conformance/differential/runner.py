@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import arrayx
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 from conformance import gaps as _gaps
 from conformance.differential import functions as F
 from conformance.differential.strategies import Input, build

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 
 def test_capabilities(executor):

@@ -12,7 +12,7 @@ import pytest
 
 import arrayx as xp
 from arrayx.api._checks import MAX_BUFFER_BYTES, check_size
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 HUGE = 2**62
 

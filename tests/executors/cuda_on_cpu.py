@@ -1,6 +1,6 @@
 """The CuPy lowering's kernels run on the CPU: the same generated code, compiled by the C compiler.
 
-``CpuKernels`` stands in for ``_cupy_fusion.CupyKernels``: it takes the same ``ElementwiseSpec``/
+``CpuKernels`` stands in for ``cupy.fusion.CupyKernels``: it takes the same ``ElementwiseSpec``/
 ``ReductionSpec`` and wraps their code (``PRELUDE`` + the region's functions, the operation or
 map/reduce/post expressions, unchanged) in loops that do what CuPy's kernel templates do per
 element (elementwise: load each array argument, run the operation, store the outputs; reduction:
@@ -30,7 +30,7 @@ import subprocess
 
 import numpy as np
 
-from arrayx.executors._cupy_fusion import CTYPES, ElementwiseSpec, PRELUDE
+from arrayx.executors.cupy.fusion import CTYPES, ElementwiseSpec, PRELUDE
 
 CC = shutil.which("cc") or shutil.which("gcc")
 CXX = shutil.which("c++") or shutil.which("g++")

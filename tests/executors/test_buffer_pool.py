@@ -1,4 +1,4 @@
-"""The NumPy executor's buffer pool (executors/_buffer_pool.py): a large result reuses a buffer only
+"""The NumPy executor's buffer pool (executors/common/buffer_pool.py): a large result reuses a buffer only
 when nothing outside the pool can reach it, the memory it keeps is capped, and every executor path
 that writes into it gives the values plain NumPy gives.
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.executors import _buffer_pool as bp
-from arrayx.executors import base
+from arrayx.executors.common import buffer_pool as bp
+from arrayx.core import executor as base
 from arrayx.executors.numpy import NumpyExecutor
 from tests.conftest import run_in_threads
 
@@ -354,7 +354,7 @@ def test_vmap_grad_and_jit_with_pooled_results(pooled_executor):
 
 
 def _pool_frames(fn) -> int:
-    """How many Python frames of executors/_buffer_pool.py calling ``fn()`` runs."""
+    """How many Python frames of executors/common/buffer_pool.py calling ``fn()`` runs."""
     frames = []
 
     def profile(frame, event, arg):

@@ -1,4 +1,4 @@
-"""jit's fused CUDA kernels on the CuPy executor (arrayx/executors/_cupy_fusion.py).
+"""jit's fused CUDA kernels on the CuPy executor (arrayx/executors/cupy/fusion.py).
 
 Without a GPU the generated kernels are still run: ``cuda_on_cpu.CpuKernels`` compiles the same code
 (prelude, region functions, operations and map/reduce/post expressions) with the C compiler and runs
@@ -18,8 +18,8 @@ import arrayx as xp
 from arrayx import pytree
 from arrayx import random as xr
 from arrayx.api import _internal as I
-from arrayx.executors import _cupy_fusion as F
-from arrayx.executors import base
+from arrayx.executors.cupy import fusion as F
+from arrayx.core import executor as base
 from tests.conftest import assert_same, on_numpy
 from tests.executors import cuda_on_cpu
 
@@ -323,7 +323,7 @@ def test_lowering_is_wired_into_the_cupy_executor():
 
     from arrayx.executors.cupy import CupyExecutor
 
-    assert "_cupy_fusion import fuse" in inspect.getsource(CupyExecutor.compile)
+    assert "cupy.fusion import fuse" in inspect.getsource(CupyExecutor.compile)
     assert CupyExecutor().fusion_min_size >= 1
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same
 from tests.executors import PARITY, PARITY_IDS, run_parity
 
@@ -24,7 +24,7 @@ if EX.available():
 @pytest.fixture(autouse=True)
 def on_dask():
     """Unit tests compute on the synchronous scheduler; settings are restored afterwards."""
-    saved = (xd.get_scheduler(), xd.get_chunks(), xd._shape_policy)
+    saved = (xd.get_scheduler(), xd.get_chunks(), xd.executor._shape_policy)
     xd.set_scheduler("sync")
     try:
         with xp.use_executor("dask"):
@@ -279,7 +279,7 @@ def test_import_does_not_import_dask():
 
 def test_data_dependent_sizes_are_computed_when_read_and_not_before():
     """The default policy: lazy until a shape is read, then computed once, in place."""
-    assert xd._shape_policy == "compute"
+    assert xd.executor._shape_policy == "compute"
     x = xp.asarray(np.array([3.0, -1.0, 2.0, 5.0, -4.0]))
     with ComputeCounter() as c:
         m = x[x > 0]

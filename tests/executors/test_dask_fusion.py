@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same
 
 EX = base.get("dask")
 pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'dask' unavailable: {EX.unavailable_reason}")
 
 if EX.available():
-    from arrayx.executors import _dask_fusion as F
+    from arrayx.executors.dask import fusion as F
     from arrayx.executors import dask as xd
 
 

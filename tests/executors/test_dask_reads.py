@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same, on_numpy
 
 _DASK = base.get("dask")
@@ -32,7 +32,7 @@ def dask_chunks():
     from arrayx.executors import dask as xd
 
     try:
-        keep = importlib.import_module("arrayx.executors._dask_keep")
+        keep = importlib.import_module("arrayx.executors.dask.keep")
     except ImportError:  # (an arrayx that keeps nothing: the tests that need it fail on their own)
         keep = None
     saved = xd.get_scheduler(), xd.get_chunks(), keep and keep.get_keep()
@@ -181,7 +181,7 @@ def test_a_loop_reading_a_value_each_step_computes_one_step_each_time(dask_chunk
 
 
 def test_reading_a_value_twice_computes_it_once(dask_chunks, monkeypatch):
-    from arrayx.executors import _dask_keep, _dask_random
+    from arrayx.executors.dask import keep as _dask_keep, random as _dask_random
 
     dask_chunks(100)
     x = xp.random.normal(xp.random.key(1), (1000,))
@@ -199,7 +199,7 @@ def test_reading_a_value_twice_computes_it_once(dask_chunks, monkeypatch):
 
 
 def test_what_reads_keep_is_bounded_and_evicted_arrays_recompute(dask_chunks):
-    from arrayx.executors import _dask_keep
+    from arrayx.executors.dask import keep as _dask_keep
 
     dask_chunks(1000)
     _dask_keep.set_keep(max_bytes=3 * 8000 + 64, max_array_bytes=8000)  # three arrays of 1000 float64 (and their sums)
@@ -231,7 +231,7 @@ def test_a_read_computes_no_more_than_it_needs(dask_chunks):
     with TaskCounter() as c:
         assert int(x[5]) == 15
     assert c.tasks < 8 and len(x._buf.dask.layers) > 1  # one chunk computed; x is not kept half-computed
-    from arrayx.executors import _dask_keep
+    from arrayx.executors.dask import keep as _dask_keep
 
     assert x._buf.name not in _dask_keep._KEPT
 

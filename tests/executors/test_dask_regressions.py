@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_matches_numpy, assert_same
 
 _DASK = base.get("dask")

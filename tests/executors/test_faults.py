@@ -24,7 +24,7 @@ import tempfile
 
 import pytest
 
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 pytestmark = [pytest.mark.skipif(not base.get("numba").available(), reason="numba is not installed"),
               pytest.mark.skipif(sys.platform != "linux", reason="fork and file modes as on Linux")]
@@ -35,7 +35,7 @@ _PRELUDE = r"""
 import json, os, sys, threading, time, warnings
 import numpy as np
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 ex = base.get("numba")
 ex.thresholds.update(dict.fromkeys(ex.thresholds, 1))  # every op on its Numba kernel
 ex.fusion_min_size = ex.fusion_parallel_size = 0  # every region fused, on the team
@@ -128,9 +128,9 @@ _HOLDERS = {
     # a region's team: the lock a worker takes between jobs (the region keeps the parent's team)
     "team": "lock = regions(JF, HOST)[0].team._cv",
     # the buffer pool, which the kernels' outputs come from
-    "pool": "from arrayx.executors import _buffer_pool\nlock = _buffer_pool.POOL._lock",
+    "pool": "import arrayx.executors.common.buffer_pool as _buffer_pool\nlock = _buffer_pool.POOL._lock",
     # arrayx's compile lock and Numba's: a compile in another thread at the fork
-    "compile": "from arrayx.executors import _numba_kernels\nlock = _numba_kernels._lock",
+    "compile": "import arrayx.executors.numba.kernels as _numba_kernels\nlock = _numba_kernels._lock",
     "numba_compiler": "from numba.core.compiler_lock import global_compiler_lock\nlock = global_compiler_lock._lock",
 }
 
@@ -198,7 +198,7 @@ print(json.dumps({"statuses": statuses}))
 _CACHE_USE = r"""
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    from arrayx.executors import _numba_fused_run, _numba_kernels as K
+    import arrayx.executors.numba.fusion.run as _numba_fused_run, arrayx.executors.numba.kernels as K
     got = op("fused", HOST[:100_000])
     want = np.asarray(selu(xp.asarray(HOST[:100_000], device="numpy")))
 print(json.dumps({"ok": bool(np.allclose(got, want, rtol=1e-14, atol=0)), "dir": str(K.cache_dir()),
@@ -266,7 +266,7 @@ def test_a_link_swapped_after_the_check_is_not_followed(tmp_path):
     planted = _plant(evil / kernels.relative_to(good.resolve()), marker)
     assert planted
     out = _script(f"""
-from arrayx.executors import _numba_kernels as K
+import arrayx.executors.numba.kernels as K
 K.cache_dir()  # verified and opened: now the link is swapped
 os.unlink({str(link)!r})
 os.symlink({str(evil)!r}, {str(link)!r})
@@ -284,7 +284,7 @@ def _plant(folder: pathlib.Path, marker: pathlib.Path) -> int:
             return (open, (str(marker), "w"))
 
     try:
-        from arrayx.executors._numba_cache import seal
+        from arrayx.executors.numba.cache import seal
     except ImportError:
         seal = None
     n = 0

@@ -1,4 +1,4 @@
-"""jit's fused kernels on the Numba executor (arrayx/executors/_numba_fusion.py).
+"""jit's fused kernels on the Numba executor (arrayx/executors/numba/fusion/lowering.py).
 
 Every pattern is jitted on every available executor and compared with the NumPy executor; on
 numba the test also checks that the pattern really ran as fused kernels (``regions``), with
@@ -17,7 +17,7 @@ import pytest
 
 import arrayx as xp
 from arrayx.api import _internal as I
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same, on_numpy
 
 numba = pytest.importorskip("numba")
@@ -305,7 +305,7 @@ def test_random_under_jit_fuses_bit_for_bit(executor, dtype):
     """threefry and the float conversions run in fused kernels, with the same bits as eager (and as
     jax.random): the kernels do not contract a * b + c, which the float code emulates exactly."""
     from arrayx import random as xr
-    from arrayx.executors import _numba_fusion
+    from arrayx.executors.numba.fusion import lowering as _numba_fusion
 
     key = xr.key(42)
     n = 20_000
@@ -371,7 +371,7 @@ def test_buffer_reuse_never_overwrites_live_values(executor):
 @pytest.fixture
 def fresh_pool(monkeypatch):
     """The buffer pool on, pooling buffers of any size, with counts of this test only."""
-    from arrayx.executors import _buffer_pool as bp
+    from arrayx.executors.common import buffer_pool as bp
 
     pool = bp.BufferPool(min_bytes=0)
     monkeypatch.setattr(bp, "POOL", pool)
@@ -411,7 +411,7 @@ def test_fused_outputs_from_the_pool_never_overwrite_live_results(executor, fres
 
 
 def test_fused_outputs_without_the_pool(executor, monkeypatch):
-    from arrayx.executors import _buffer_pool as bp
+    from arrayx.executors.common import buffer_pool as bp
 
     monkeypatch.setattr(bp, "ENABLED", False)
     pool = bp.BufferPool(min_bytes=0)
@@ -459,7 +459,7 @@ def test_generated_source_never_holds_user_strings():
     assert runners
     for r in runners:
         assert "pwned" not in r.source and "import sys" not in r.source and "kw" not in r.source
-    from arrayx.executors import _numba_kernels
+    from arrayx.executors.numba import kernels as _numba_kernels
 
     folder = _numba_kernels.cache_dir()
     if folder is not None:
@@ -472,7 +472,8 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import arrayx as xp
-from arrayx.executors import base, _numba_fusion
+from arrayx.core import executor as base
+import arrayx.executors.numba.fusion.lowering as _numba_fusion
 with xp.use_executor("numba"):
     x = xp.asarray(np.linspace(-3, 3, 100_000))
     f = xp.jit(lambda x: xp.sum(xp.where(x > 0, x, xp.exp(x) - 1) * 1.5))  # a rows kernel
@@ -502,7 +503,7 @@ def test_kernels_load_from_disk_in_a_new_process(tmp_path):
 
 
 def test_cache_is_pruned_to_the_newest_kernels(tmp_path):
-    from arrayx.executors import _numba_fusion as F
+    from arrayx.executors.numba.fusion import lowering as F
 
     for i in range(5):
         for suffix in (".py", ".kernel-22.py311.nbi", ".kernel-22.py311.1.nbc"):
@@ -638,7 +639,7 @@ def test_jit_repro_of_issue_25(executor):
 
 def _fresh_calls():
     """primitive name -> (a call of the public function binding it, operand kind: "f" float, "i" int, "b" bool)."""
-    from arrayx.executors._fusion_regions import FRESH_RESULTS
+    from arrayx.executors.common.fusion import FRESH_RESULTS
 
     binary = {"add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "maximum", "minimum",
               "atan2", "hypot", "logaddexp", "copysign", "nextafter", "equal", "not_equal", "greater",
@@ -677,7 +678,7 @@ def _fresh_calls():
 
 @pytest.mark.parametrize("name", sorted(_fresh_calls()))
 def test_fresh_results_never_share_memory_with_operands(name):
-    """The alias analysis (``_fusion_regions.FRESH_RESULTS``) trusts these primitives to return new
+    """The alias analysis (executors.common.fusion.FRESH_RESULTS``) trusts these primitives to return new
     memory on the NumPy and Numba executors: checked here, with operands of every size class."""
     call, kind = _fresh_calls()[name]
     for ex in ("numpy", "numba"):
@@ -693,7 +694,7 @@ def test_fresh_results_never_share_memory_with_operands(name):
 def test_long_chains_are_split_into_capped_regions(executor):
     """A run of elementwise ops longer than ``MAX_REGION_OPS`` becomes several kernels (a kernel's
     compile time grows faster than its size), each of at most that many equations; values as NumPy's."""
-    from arrayx.executors import _numba_fusion as F
+    from arrayx.executors.numba.fusion import lowering as F
 
     n = 3 * F.MAX_REGION_OPS + 5
 
@@ -709,7 +710,7 @@ def test_long_chains_are_split_into_capped_regions(executor):
         jf(a)
         runners = _compiled(jf, a).regions
         assert all(len(r.plan.stored) >= 1 for r in runners)
-        from arrayx.executors._numba_fusion import regions_of
+        from arrayx.executors.numba.fusion.lowering import regions_of
 
         steps = regions_of(jf.trace(a).graph, 0)
         assert max(len(s.eqns) for s in steps if hasattr(s, "eqns")) <= F.MAX_REGION_OPS

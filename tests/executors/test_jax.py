@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same
 from tests.executors import PARITY, PARITY_IDS, run_parity, spec_function_names
 

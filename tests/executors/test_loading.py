@@ -37,7 +37,7 @@ print(json.dumps(sorted(results)))
 
 @pytest.mark.parametrize("name", ALL_EXECUTORS)
 def test_first_use_from_eight_threads_at_once(name, tmp_path):
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     ex = base.get(name)
     if not ex.available():

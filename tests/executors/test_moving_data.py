@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same
 
 AVAILABLE = xp.executors()

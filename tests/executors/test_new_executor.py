@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 
 class TinyExecutor(base.Executor):

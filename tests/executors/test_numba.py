@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import assert_same, on_numpy, tolerance
 from tests.executors import PARITY, PARITY_IDS, run_parity
 
@@ -28,8 +28,8 @@ EX = base.get("numba")
 pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'numba' unavailable: {EX.unavailable_reason}")
 
 if EX.available():
-    from arrayx.executors import _numba_kernels as K
-    from arrayx.executors import numba as N
+    from arrayx.executors.numba import kernels as K
+    from arrayx.executors.numba import executor as N
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +55,7 @@ def native_parallel(native):
     yield EX
 
 
-#: kernels run by one thread or the team (``_numba_team``) are cached by their file's stem
+#: kernels run by one thread or the team (``numba.team``) are cached by their file's stem
 _TEAM_STEMS = {"ew": lambda op, dtype, form, parallel: f"{op}_{form}_{dtype.name}",
                "where": lambda dtype, form, parallel: f"where_{form}_{dtype.name}",
                "clip": lambda dtype, bounds, parallel: f"clip_{bounds}_{dtype.name}"}
@@ -434,9 +434,9 @@ def test_parallel_kernels_match_numpy(native_parallel):
                lambda v: v < 0.3, lambda v: xp.astype(v * 100, xp.int32) * 3):
         assert_exactly_numpy(*both(fn, a))
     assert kernel_ran("ew", "exp", np.dtype("float64"), "v", True)
-    from arrayx.executors import _numba_team
+    from arrayx.executors.numba import team as _numba_team
 
-    from arrayx.executors._numba_fused_run import _threads
+    from arrayx.executors.numba.fusion.run import _threads
 
     team = _numba_team.team(_threads())
     jobs = int(team._jobs[0])
@@ -480,7 +480,7 @@ def test_kernels_are_real_source_files_cached_by_numba(native):
 
 
 def test_cache_directory_is_configurable(tmp_path):
-    code = ("import arrayx, numpy as np; from arrayx.executors import _numba_kernels as K; "
+    code = ("import arrayx, numpy as np; import arrayx.executors.numba.kernels as K; "
             "print(K.cache_dir())")
     env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(tmp_path / "kernels"))
     out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
@@ -501,7 +501,7 @@ def test_stale_kernel_directories_of_other_versions_are_pruned(tmp_path):
         (d / "exp_v_float64_serial.py").write_text("# an older arrayx's kernel\n")
     old = time.time() - (K.STALE_AFTER_DAYS + 1) * 86400
     os.utime(stale, (old, old))
-    code = ("import arrayx; from arrayx.executors import _numba_kernels as K; print(K.cache_dir())")
+    code = ("import arrayx; import arrayx.executors.numba.kernels as K; print(K.cache_dir())")
     env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(root))
     out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
                          cwd=os.getcwd()).stdout

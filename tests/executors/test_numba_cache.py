@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 pytestmark = pytest.mark.skipif(not base.get("numba").available(), reason="numba is not installed")
 
@@ -31,8 +31,8 @@ import numpy as np
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     import arrayx as xp
-    from arrayx.executors import _libm, _numba_kernels as K
-    ex = xp.executors.base.get("numba")
+    import arrayx.executors.numba.libm as _libm, arrayx.executors.numba.kernels as K
+    ex = xp.executors.get("numba")
     ex.thresholds.update(transcendental=1)
     x = np.linspace(0.5, 2.0, 1000)
     got_exp = np.asarray(xp.exp(xp.asarray(x, device="numba")))

@@ -10,13 +10,13 @@ import pytest
 import arrayx as xp
 from arrayx import _random_math
 from arrayx import random as xr
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 NUMBA = base.get("numba")
 pytestmark = pytest.mark.skipif(not NUMBA.available(), reason=f"executor 'numba' unavailable: {NUMBA.unavailable_reason}")
 
 if NUMBA.available():
-    from arrayx.executors import _numba_contract as C
+    from arrayx.executors.numba.fusion import contract as C
     from arrayx.transforms.staging import make_graph
 
 needs_fma = pytest.mark.skipif(NUMBA.available() and not C.hardware_fma(),

@@ -1,4 +1,4 @@
-"""The fused kernels' exp/expm1/tanh (LLVM IR in ``_numba_math_defs``): special values exactly as NumPy's,
+"""The fused kernels' exp/expm1/tanh (LLVM IR in ``numba.math_defs``): special values exactly as NumPy's,
 a sampled ulp bound against a wider reference (the exhaustive float32 sweep is benchmarks/bench_fused_math.py),
 and a loop over them vectorises."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from arrayx.executors import _numba_math as nm  # noqa: E402
+from arrayx.executors.numba import math as nm  # noqa: E402
 
 #: max ulp error against the correctly rounded value (bench_fused_math: 2**32 float32 inputs, 4e6 float64)
 ULP_BOUND = {("exp", 32): 2, ("expm1", 32): 3, ("tanh", 32): 7, ("exp", 64): 2, ("expm1", 64): 3, ("tanh", 64): 3}

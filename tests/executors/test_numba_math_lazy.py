@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from arrayx.executors import base
+from arrayx.core import executor as base
 
 NUMBA = base.get("numba")
 pytestmark = pytest.mark.skipif(not NUMBA.available(), reason=f"executor 'numba' unavailable: {NUMBA.unavailable_reason}")
@@ -20,7 +20,7 @@ import json, sys
 import numpy as np
 import arrayx as ax
 from arrayx import random as xr
-from arrayx.executors import _numba_fusion, _numba_math
+import arrayx.executors.numba.fusion.lowering as _numba_fusion, arrayx.executors.numba.math as _numba_math
 x = ax.asarray(np.linspace(-2, 2, 50_000), device="numba")
 with ax.use_executor("numba"):
     selu = ax.jit(lambda x: 1.0507 * ax.where(x > 0, x, 1.6733 * (ax.exp(x) - 1.0)))

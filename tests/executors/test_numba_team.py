@@ -1,5 +1,5 @@
-"""The threads that run fused kernels (arrayx/executors/_numba_team.py) and the kernels' vector width
-(arrayx/executors/_numba_vectors.py): every chunk runs once, whoever claims it; callers in several
+"""The threads that run fused kernels (arrayx/executors/numba/team.py) and the kernels' vector width
+(arrayx/executors/numba/vectors.py): every chunk runs once, whoever claims it; callers in several
 threads at once; a team after fork; workers keep no buffer alive; results do not depend on the
 vector width.  Values are compared with the NumPy executor.
 """
@@ -21,14 +21,15 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx.executors import base
+from arrayx.core import executor as base
 from tests.conftest import on_numpy, run_in_threads
 
 pytest.importorskip("numba")
 if not base.get("numba").available():
     pytest.skip("numba unavailable", allow_module_level=True)
 
-from arrayx.executors import _numba_fused_run, _numba_team  # noqa: E402 (imports Numba)
+from arrayx.executors.numba.fusion import run as _numba_fused_run  # noqa: E402 (imports Numba)
+from arrayx.executors.numba import team as _numba_team
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -193,7 +194,8 @@ import hashlib, json, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import arrayx as xp
-from arrayx.executors import base, _numba_vectors
+from arrayx.core import executor as base
+import arrayx.executors.numba.vectors as _numba_vectors
 ex = base.get("numba")
 ex.fusion_min_size = ex.fusion_parallel_size = 0
 rng = np.random.default_rng(5)
@@ -215,7 +217,7 @@ with xp.use_executor("numba"):
             out[f"{name}/{np.dtype(dtype).name}"] = hashlib.sha256(b"".join(np.asarray(r).tobytes() for r in res)).hexdigest()
     draw = np.asarray(xp.jit(lambda k: xp.random.normal(k, (100_000,)))(xp.random.key(1)))
     out["normal"] = hashlib.sha256(draw.tobytes()).hexdigest()
-from arrayx.executors import _numba_fused_run
+import arrayx.executors.numba.fusion.run as _numba_fused_run
 kernels = list(_numba_fused_run._loaded)
 print(json.dumps({"width": _numba_vectors.vector_width(), "digests": out, "kernels": len(kernels)}))
 """
@@ -243,7 +245,7 @@ def test_results_do_not_depend_on_the_vector_width(tmp_path):
 
 def test_a_bad_vector_width_is_a_clear_error():
     env = dict(os.environ, ARRAYX_NUMBA_VECTOR_WIDTH="384")
-    code = "from arrayx.executors import _numba_vectors as v; v.vector_width()"
+    code = "import arrayx.executors.numba.vectors as v; v.vector_width()"
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
     assert "ARRAYX_NUMBA_VECTOR_WIDTH='384': not one of the accepted values. Accepted: 256 or 512" in run.stderr

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.executors import base
+from arrayx.core import executor as base
 from arrayx.sharding import NamedSharding, P, SingleDeviceSharding, _records, virtual_devices
-from arrayx.transforms import core
+from arrayx.core import primitives as core
 
 VIRTUAL = ["numpy", "numba", "dask"]
 

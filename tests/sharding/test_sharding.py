@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.executors import base
+from arrayx.core import executor as base
 from arrayx.sharding import Mesh, NamedSharding, P, SingleDeviceSharding, virtual_devices
 
 VIRTUAL = ["numpy", "numba", "dask"]

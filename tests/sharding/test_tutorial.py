@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arrayx.executors import base
+from arrayx.core import executor as base
 from conformance import sharding as programs
 
 _RUNS: dict = {}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.transforms.core import ConcretizationError, UnexpectedTracerError
+from arrayx.core.primitives import ConcretizationError, UnexpectedTracerError
 
 
 def test_grad_of_non_scalar_output_suggests_jacrev_or_sum():
@@ -117,7 +117,7 @@ def test_vjp_cotangent_checks():
 
 
 def test_missing_rule_is_reported():
-    from arrayx.transforms.core import Primitive
+    from arrayx.core.primitives import Primitive
     from arrayx.transforms.rules import coverage
 
     # a primitive defined without rules (as a third party might) is reported, and grad names it
@@ -129,7 +129,7 @@ def test_missing_rule_is_reported():
         with pytest.raises(NotImplementedError, match="test_rule_less_identity.*coverage"):
             ax.grad(lambda x: ax.sum(noop_p.bind(x)))(x)
     finally:
-        from arrayx.transforms.core import primitives
+        from arrayx.core.primitives import primitives
 
         primitives.pop("test_rule_less_identity", None)
 

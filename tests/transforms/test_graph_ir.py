@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.transforms.graph import Equation, Graph, GraphTypeError, Var, dce, eval_graph
+from arrayx.core.graph import Equation, Graph, GraphTypeError, Var, dce, eval_graph
 from arrayx.transforms.staging import check_graph
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.transforms.core import ConcretizationError, DataDependentShapeError
+from arrayx.core.primitives import ConcretizationError, DataDependentShapeError
 from tests.conftest import assert_same
 from tests.transforms._functions import CASES, make_inputs
 

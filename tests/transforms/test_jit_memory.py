@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from arrayx.executors import base as _base
+from arrayx.core import executor as _base
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def status(field):
 
 first = run()  # jit traces and compiles here
 gc.collect()
-from arrayx.executors._buffer_pool import POOL
+from arrayx.executors.common.buffer_pool import POOL
 POOL.clear()  # the warm-up's buffers, else a run that holds them all allocates nothing new
 if executor == "jax":  # XLA's buffers are not traced: the peak resident size
     ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -91,7 +91,7 @@ def test_buffer_pool_clear_drops_every_free_buffer_of_one_size():
     # compared arrays with == (ValueError: truth value of an array is ambiguous)
     import numpy as np
 
-    from arrayx.executors._buffer_pool import BufferPool
+    from arrayx.executors.common.buffer_pool import BufferPool
 
     pool = BufferPool(limit_bytes=64 << 20, min_bytes=1 << 20)
     a = pool.empty((1 << 18,), np.float64)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 import arrayx as ax
-from arrayx.transforms._tracer import Tracer
-from arrayx.transforms.graph import Graph
+from arrayx.core.tracers import Tracer
+from arrayx.core.graph import Graph
 
 
 def _custom_vjp_sin():

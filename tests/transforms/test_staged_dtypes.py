@@ -15,7 +15,7 @@ import pytest
 import arrayx as ax
 from arrayx.api import _dtypes
 from arrayx.api import elementwise as ew
-from arrayx.transforms.core import DataDependentShapeError
+from arrayx.core.primitives import DataDependentShapeError
 from arrayx.transforms.rules import coverage
 
 DTYPES = (ax.bool, ax.int8, ax.uint8, ax.int64, ax.float32, ax.float64, ax.complex64)

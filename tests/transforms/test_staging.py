@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import arrayx as ax
-from arrayx.transforms.graph import Graph
+from arrayx.core.graph import Graph
 
 
 def test_make_graph_prints_one_equation_per_primitive():

@@ -151,7 +151,7 @@ def test_errors_name_the_problem():
         ax.vmap(lambda a: a, in_axes=({"a": 0},))([x])
     with pytest.raises(ValueError, match="pass axis_size"):
         ax.vmap(lambda a: a, in_axes=None)(x)
-    with pytest.raises(ax.transforms.core.ConcretizationError, match="batched by vmap"):
+    with pytest.raises(ax.core.primitives.ConcretizationError, match="batched by vmap"):
         ax.vmap(lambda a: a * 2 if float(ax.sum(a)) > 0 else a)(x)
 
 

@@ -19,7 +19,8 @@ Rules are arrayx code (so they can be differentiated again); the tests in
 """
 from __future__ import annotations
 
-from arrayx.transforms.core import CallPrimitive, primitives
+from arrayx.core.tracers import CallPrimitive
+from arrayx.core.primitives import primitives
 from arrayx.transforms.rules._define import (  # noqa: F401
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
     py, unbroadcast, zeros_for,

@@ -124,3 +124,43 @@ def defaxes(prim, *names, none_means: str = "all") -> None:
     rule.__name__ = f"{prim.name}_batch_axes"
     prim.batch = rule
     BATCH_RULES[prim.name] = "axes"
+
+
+def moveaxis_to(x, src: int | None, dst: int, size: int):
+    """``x`` with its batch axis ``src`` at ``dst`` (broadcast along a new axis when src is None)."""
+    from arrayx.api.manipulation import broadcast_to, expand_dims, moveaxis
+
+    if src is None:
+        x = expand_dims(x, axis=dst)
+        shape = list(x.shape)
+        shape[dst] = size
+        return broadcast_to(x, tuple(shape))
+    if src == dst:
+        return x
+    return moveaxis(x, src, dst)
+
+
+def loop_rule(prim, size):
+    """Fallback: bind ``prim`` on each batch member and stack the results along axis 0."""
+    from arrayx.api.manipulation import stack, unstack
+
+    def rule(vals, dims, **params):
+        split = [None if d is None else unstack(v, axis=d) for v, d in zip(vals, dims)]
+        outs = []
+        for i in range(size):
+            member = [v if s is None else s[i] for v, s in zip(vals, split)]
+            outs.append(prim.bind(*member, **params))
+        first = outs[0] if prim.multiple_results else (outs[0],)
+        for o in outs[1:]:
+            for a, b in zip(first, o if prim.multiple_results else (o,)):
+                if tuple(a.shape) != tuple(b.shape):
+                    raise ValueError(
+                        f"vmap: {prim.name} gives results of different shapes for different batch members "
+                        f"({tuple(a.shape)} and {tuple(b.shape)}): its result's shape depends on the values, "
+                        f"which vmap cannot batch; use a fixed-size formulation (e.g. arrayx.where with a mask)"
+                    )
+        if prim.multiple_results:
+            return tuple(stack([o[k] for o in outs], axis=0) for k in range(len(outs[0]))), 0
+        return stack(outs, axis=0), 0
+
+    return rule

@@ -32,8 +32,8 @@ import numpy as np
 from arrayx.api.creation import zeros, zeros_like
 from arrayx.api.manipulation import broadcast_to, reshape
 from arrayx.api.statistical import sum as _sum
-from arrayx.transforms.core import Primitive, primitives
-from arrayx.transforms._tracer import UndefinedPrimal, known_values
+from arrayx.core.primitives import Primitive, primitives
+from arrayx.core.tracers import UndefinedPrimal, known_values
 
 __all__ = [
     "defjvp", "defjvp_coef", "defjvp_zero", "deflinear", "defbilinear", "defbroadcasting",

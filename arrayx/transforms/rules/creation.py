@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from arrayx.api import creation as cr
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, defjvp_zero, deflinear
 
 defjvp_zero(cr.full_like_p)

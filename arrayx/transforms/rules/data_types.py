@@ -6,9 +6,9 @@ JAX does); casts to or from integers and bools have no derivative.
 """
 from __future__ import annotations
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import data_types as dt
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract
 
 defabstract(dt.astype_p, lambda x, *, dtype: ShapeDtypeStruct(x.shape, dtype))

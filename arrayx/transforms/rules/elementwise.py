@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import _dtypes
 from arrayx.api import elementwise as ew
 from arrayx.api._array import Array
 from arrayx.api._checks import broadcast_shapes_for
-from arrayx.transforms._tracer import ShapeDtypeStruct, is_weak
+from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 from arrayx.transforms.rules._define import (
     defabstract, defbilinear, defbroadcasting, defjvp, defjvp_coef, defjvp_zero, deflinear, is_undefined,
 )

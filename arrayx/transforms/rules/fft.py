@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import _dtypes
 from arrayx.api import fft as ff
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, deflinear
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import indexing as ix
-from arrayx.executors._indexing import index_dims_at
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.executors.common.indexing import index_dims_at
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
     count_known_values, defabstract, deflinear, is_undefined, unbroadcast, zeros_for,
 )
@@ -237,7 +237,7 @@ ix.scatter_p.transpose = _scatter_transpose
 # Every rule moves batch axes first; a batched index array or start makes the batch axis one more
 # indexed axis (a gather/scatter with an iota index for it), so members never mix.
 
-from arrayx.transforms.batching import moveaxis_to  # noqa: E402
+from arrayx.transforms.rules._batch import moveaxis_to  # noqa: E402
 from arrayx.transforms.rules._batch import defbatch, size_of, to_front  # noqa: E402
 
 _ALL = (None, None, None)

@@ -6,11 +6,11 @@ to or from integers); select is linear in its two branches; iota has no operand.
 """
 from __future__ import annotations
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import _internal as it
 from arrayx.api.manipulation import reshape
 from arrayx.api.statistical import sum as _sum
-from arrayx.transforms._tracer import ShapeDtypeStruct, is_weak
+from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 from arrayx.transforms.rules._batch import BATCH_RULES, defvectorized, to_front
 from arrayx.transforms.rules._define import defabstract, defjvp_zero, deflinear, is_undefined, zeros_for
 
@@ -88,3 +88,9 @@ defabstract(it.iota_p, lambda *, dtype, shape, dimension, device: ShapeDtypeStru
 defjvp_zero(it.iota_p)
 it.iota_p.batch = lambda vals, dims, **params: (it.iota_p.bind(**params), None)
 BATCH_RULES["iota"] = "native"
+
+# the Numba executor's fused multiply-add, which its jit lowering stages in place of an exact fma
+# emulation: elementwise like the emulation (no loop-and-stack fallback under vmap)
+from arrayx.executors.numba.fusion.contract import fma_p  # noqa: E402
+
+defvectorized(fma_p)

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import math
 
-import arrayx as ax
+from arrayx import api as ax
+from arrayx import linalg as linalg_ext  # the linalg extension (arrayx.linalg), not arrayx.api.linalg
 from arrayx.api import _dtypes
 from arrayx.api._checks import broadcast_shapes_for
 from arrayx.api.indexing import at_update
 from arrayx.api import linalg as la
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
     defabstract, defbilinear, deflinear, is_undefined, unbroadcast, zeros_for,
 )
@@ -243,8 +244,8 @@ defbilinear(la.vecdot_p, _vecdot_lhs, _vecdot_rhs)
 
 defbilinear(
     la.cross_p,
-    lambda ct, x1, x2, *, axis: ax.linalg.cross(x2, ct, axis=axis),
-    lambda ct, x1, x2, *, axis: ax.linalg.cross(ct, x1, axis=axis),
+    lambda ct, x1, x2, *, axis: linalg_ext.cross(x2, ct, axis=axis),
+    lambda ct, x1, x2, *, axis: linalg_ext.cross(ct, x1, axis=axis),
 )
 
 
@@ -286,7 +287,7 @@ la.inv_p.jvp = _inv_jvp
 def _det_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     out = la.det_p.bind(x)
-    coef = ax.expand_dims(out, axis=(-2, -1)) * _mT(ax.linalg.inv(x))
+    coef = ax.expand_dims(out, axis=(-2, -1)) * _mT(linalg_ext.inv(x))
     return out, ax.sum(t * coef, axis=(-2, -1))
 
 
@@ -296,7 +297,7 @@ la.det_p.jvp = _det_jvp
 def _slogdet_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     sign, logabsdet = la.slogdet_p.bind(x)
-    trace = ax.sum(t * _mT(ax.linalg.inv(x)), axis=(-2, -1))  # tr(X^-1 dX)
+    trace = ax.sum(t * _mT(linalg_ext.inv(x)), axis=(-2, -1))  # tr(X^-1 dX)
     t_log = _real(trace)
     t_sign = None
     if x.dtype.kind == "c":
@@ -309,7 +310,7 @@ la.slogdet_p.jvp = _slogdet_jvp
 
 def _solve_vectors(a, v):
     """Solutions of a @ x = v for the vectors along v's last axis (batches broadcast)."""
-    return ax.linalg.solve(a, ax.expand_dims(v, axis=-1))[..., 0]
+    return linalg_ext.solve(a, ax.expand_dims(v, axis=-1))[..., 0]
 
 
 def _solve_jvp(primals, tangents):
@@ -323,7 +324,7 @@ def _solve_jvp(primals, tangents):
         if b.ndim == 1:
             c = -_solve_vectors(a, ax.matmul(ta, ax.expand_dims(out, axis=-1))[..., 0])
         else:
-            c = -ax.linalg.solve(a, ax.matmul(ta, out))
+            c = -linalg_ext.solve(a, ax.matmul(ta, out))
         tout = c if tout is None else tout + c
     return out, tout
 
@@ -333,7 +334,7 @@ def _solve_transpose(ct, a, b):
         raise ValueError("solve: not linear in its matrix operand")
     if b.ndim == 1:
         return (None, unbroadcast(_solve_vectors(_mT(a), ct), b.shape))
-    return (None, ax.linalg.solve(_mT(a), ct))
+    return (None, linalg_ext.solve(_mT(a), ct))
 
 
 la.solve_p.jvp = _solve_jvp
@@ -347,7 +348,7 @@ def _cholesky_jvp(primals, tangents, *, upper):
     (x,), (t,) = primals, tangents
     out = la.cholesky_p.bind(x, upper=upper)
     low = _H(out) if upper else out
-    low_inv = ax.linalg.inv(low)
+    low_inv = linalg_ext.inv(low)
     n = x.shape[-1]
     eye = _eye_like(x)
     keep = ax.tril(ax.ones((n, n), dtype=x.dtype, device=x.device)) - 0.5 * eye  # Phi as a mask
@@ -372,7 +373,7 @@ def _eigh_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     w, v = la.eigh_p.bind(x)
     vtv, f = _eigh_parts(x, t, w, v)
-    tw = _real(ax.linalg.diagonal(vtv))
+    tw = _real(linalg_ext.diagonal(vtv))
     tv = ax.matmul(v, f * vtv)
     return (w, v), (tw, tv)
 
@@ -407,7 +408,7 @@ def _tangent_as(t, out):
 
 def _eig_rotated(t, v):
     """C = V^-1 dA V (complex), whose diagonal is the eigenvalues' tangent."""
-    return ax.linalg.solve(v, ax.matmul(_as_complex(t), v))
+    return linalg_ext.solve(v, ax.matmul(_as_complex(t), v))
 
 
 def _eig_jvp(primals, tangents):
@@ -427,7 +428,7 @@ def _eig_jvp(primals, tangents):
     pivot = ax.real(ax.take_along_axis(vc, pivot_row, axis=-2))
     turn = ax.imag(ax.take_along_axis(tv, pivot_row, axis=-2)) / pivot
     tv = tv - vc * (ax.astype(turn, vc.dtype) * 1j)
-    return (w, v), (_tangent_as(ax.linalg.diagonal(c), w), _tangent_as(tv, v))
+    return (w, v), (_tangent_as(linalg_ext.diagonal(c), w), _tangent_as(tv, v))
 
 
 la.eig_p.jvp = _eig_jvp
@@ -437,7 +438,7 @@ def _eigvals_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     out = la.eigvals_p.bind(x)
     w, v = la.eig_p.bind(x)
-    tw = ax.linalg.diagonal(_eig_rotated(t, _as_complex(v)))
+    tw = linalg_ext.diagonal(_eig_rotated(t, _as_complex(v)))
     # eigvals need not list the eigenvalues in eig's order: pair each with the nearest of eig's
     gaps = ax.expand_dims(_as_complex(out), axis=-1) - ax.expand_dims(_as_complex(w), axis=-2)
     nearest = ax.argmin(ax.abs(gaps), axis=-1)
@@ -456,7 +457,7 @@ def _qr_jvp(primals, tangents, *, mode):
             f"qr: derivatives are implemented for matrices with at least as many rows as columns "
             f"(mode='reduced'), got shape {tuple(x.shape)} with mode={mode!r}"
         )
-    r_inv = ax.linalg.inv(r)
+    r_inv = linalg_ext.inv(r)
     t_rinv = ax.matmul(t, r_inv)
     c = ax.matmul(_H(q), t_rinv)
     low = ax.tril(c, k=-1)
@@ -476,7 +477,7 @@ def _svd_core(x, t, u, s, vh):
     """(dP = U^T dA V, ds) of the reduced SVD."""
     v = _H(vh)
     dp = ax.matmul(ax.matmul(_H(u), t), v)
-    return dp, _real(ax.linalg.diagonal(dp)), v
+    return dp, _real(linalg_ext.diagonal(dp)), v
 
 
 def _svd_jvp(primals, tangents, *, full_matrices):

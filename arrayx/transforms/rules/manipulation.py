@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api._checks import broadcast_shapes_for
 from arrayx.api.indexing import at_update
 from arrayx.api import manipulation as mp
-from arrayx.transforms._tracer import ShapeDtypeStruct, Tracer
+from arrayx.core.tracers import ShapeDtypeStruct, Tracer
 from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
 
 
@@ -326,7 +326,7 @@ def _repeat_batch(vals, dims, *, axis, **params):
     if counts and dc[0] is not None:
         # per-member counts: each member's length depends on its values (a counted loop, which
         # raises when the lengths differ)
-        from arrayx.transforms.batching import _loop_rule
+        from arrayx.transforms.rules._batch import loop_rule as _loop_rule
 
         return _loop_rule(mp.repeat_p, size_of(vals, dims))(vals, dims, axis=axis, **params)
     return mp.repeat_p.bind(to_front(x, dx), *counts, axis=axis + 1, **params), 0

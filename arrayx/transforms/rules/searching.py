@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from arrayx.api import _dtypes
 from arrayx.api import searching as se
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import count_known_values, defabstract, defjvp_zero, is_undefined
 from arrayx.transforms.rules.statistical import reduced_shape
 
@@ -73,8 +73,8 @@ defabstract(se.searchsorted_p, lambda x1, x2, *, side: ShapeDtypeStruct(
 
 # -- batching ------------------------------------------------------------------------------------
 
-import arrayx as ax  # noqa: E402
-from arrayx.transforms.batching import moveaxis_to  # noqa: E402
+from arrayx import api as ax  # noqa: E402
+from arrayx.transforms.rules._batch import moveaxis_to  # noqa: E402
 from arrayx.transforms.rules._batch import defaxes, defbatch, defvectorized, size_of, to_front  # noqa: E402
 
 defaxes(se.argmax_p, "axis", none_means="flat")

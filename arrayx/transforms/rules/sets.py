@@ -6,7 +6,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api import sets as se
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import count_known_values, defabstract, defjvp_zero
 
 defjvp_zero(se.isin_p, se.unique_all_p, se.unique_counts_p, se.unique_inverse_p, se.unique_values_p)
@@ -49,8 +49,8 @@ defabstract(se.unique_all_p, _unique_all_abstract, data_dependent=_UNIQUE_HINT)
 
 # -- batching ------------------------------------------------------------------------------------------
 
-import arrayx as ax  # noqa: E402
-from arrayx.transforms.batching import moveaxis_to  # noqa: E402
+from arrayx import api as ax  # noqa: E402
+from arrayx.transforms.rules._batch import moveaxis_to  # noqa: E402
 from arrayx.transforms.rules._batch import defbatch, size_of  # noqa: E402
 
 

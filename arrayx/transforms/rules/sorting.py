@@ -5,10 +5,10 @@ permutation (``argsort`` with the same parameters), so ties keep the stable orde
 """
 from __future__ import annotations
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import _dtypes
 from arrayx.api import sorting as so
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, defjvp_zero
 
 defjvp_zero(so.argsort_p)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api._checks import cast
 from arrayx.api import statistical as st
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, deflinear
 
 

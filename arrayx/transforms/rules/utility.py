@@ -6,10 +6,10 @@ ends), applied n times.
 """
 from __future__ import annotations
 
-import arrayx as ax
+from arrayx import api as ax
 from arrayx.api import _dtypes
 from arrayx.api import utility as ut
-from arrayx.transforms._tracer import ShapeDtypeStruct
+from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, defjvp_zero, deflinear
 from arrayx.transforms.rules.statistical import reduced_shape
 

@@ -1,0 +1,848 @@
+"""The Dask executor: buffers are ``dask.array`` arrays, the namespace is array-api-compat's Dask namespace.
+
+Select it with ``arrayx.use_executor("dask")``, ``device="dask"`` or
+``ARRAYX_EXECUTOR=dask``.  Operations build a lazy task graph; nothing runs
+until a value is needed on the host.
+
+Where it runs
+    By default on Dask's own default scheduler: the local threaded scheduler, or
+    the ``dask.distributed`` Client that is active in the process.  Choose
+    explicitly with ``set_scheduler("threads" | "sync" | "processes")``, or run on
+    a cluster with ``connect("tcp://host:8786")`` (or ``connect(LocalCluster())``,
+    or ``ARRAYX_DASK_SCHEDULER=tcp://...`` in the environment, which connects
+    when the executor first loads, waiting at most ``ARRAYX_DASK_CONNECT_TIMEOUT``
+    seconds, default 5; an address that does not answer makes the executor
+    unavailable with an error naming the variable and the address).
+    ``disconnect()`` returns to the default.
+
+Chunks
+    Arrays made from host data and by creation functions (``zeros``, ``ones``,
+    ``full``, ``arange``, ``eye``, ``asarray``, ...) get the chunks set with
+    ``set_chunks(chunks)``: ``"auto"`` (default; Dask's ``array.chunk-size``),
+    an int (elements per chunk along every axis), a byte size such as
+    ``"64MiB"``, or a tuple per axis.  Results of operations keep the chunks
+    Dask gives them.
+
+Implicit computes (each runs the graph of the array involved)
+    ``bool(x)``, ``int(x)``, ``float(x)``, ``complex(x)``, ``x.__index__()``,
+    ``repr(x)``/``print(x)``, ``numpy.asarray(x)``/``x.__array__()``,
+    ``x.__dlpack__()`` and ``from_dlpack``/``to_device`` onto another executor,
+    ``reshape``, ``sort``/``argsort`` and gathers (``take``, integer-array
+    indexing) of an array whose shape depends on its data (its sizes are computed),
+    (DLPack is served from the computed host array), ``x[k] = v`` with updates
+    Dask cannot express lazily (an accumulating ``x.at[idx].add`` with integer
+    index arrays), integer-array indexing that Dask cannot express lazily
+    (several index arrays, or n-D ones: the *index arrays* are computed),
+    integer-array indexing, ``take`` and ``take_along_axis`` with an array or
+    indices of unknown shape (their chunk sizes are computed), ``repeat`` with an array of counts (the counts are computed), and,
+    when the shape policy is ``"compute"``, reading the shape of an array whose
+    shape depends on its data.
+
+What reads keep
+    A read (any implicit compute above) also computes the arrays still alive that it needs whole
+    and keeps their values in place of their graphs, so a loop that reads a value at each step
+    computes one step each time, not its whole history (``dask.keep``: arrays of at most 64 MiB,
+    256 MiB in all, oldest given back their graphs first; ``set_keep(max_bytes, max_array_bytes)``
+    changes the bounds, ``set_keep(0)`` turns it off).  Random draws are one task per chunk, the NumPy
+    executor's sampler on the chunk's counters (``dask.random``: the NumPy executor's values bit
+    for bit); a slice of a draw, and what ``repr`` shows of a large one, draws only its values.
+    ``repr`` of any large lazy array computes only the chunks its shown edges lie in.
+
+Known deviation: sums depend on the chunks in the last bit
+    ``sum``, ``mean`` (and ``var``, ``std``, ``vecdot``, ``matmul`` over a contracted axis) add
+    each chunk's values, then the chunks' results in Dask's tree, so the same data in other
+    chunks can give a result that differs in the last bit (NumPy's own pairwise sum differs the
+    same way from a sequential one).  Making them chunking-independent needs either a first pass
+    for the magnitude of the values (every chunk held in memory until the second pass: no more
+    streaming) or exact per-chunk expansions (several times a sum's work); neither is done.
+
+Unknown shapes
+    Boolean-mask indexing, ``nonzero`` and the ``unique_*`` functions give
+    arrays whose length Dask does not know without computing.  By default
+    (policy ``"compute"``) the array stays lazy until something reads its
+    shape (``x.shape``, ``x.size``, ``len(x)``, or an operation that needs the
+    size, such as ``ones_like`` or broadcasting against it); that read computes
+    the unknown sizes once, in place.  Clients such as scikit-learn and SciPy
+    compare ``x.shape[0]`` with ints, so they need the sizes; a pipeline that
+    never reads them (``xp.sum(x[x > 0] ** 2)``) computes nothing until its
+    value is asked for.  Policy ``"lazy"`` (``set_unknown_shapes("lazy")`` or
+    ``ARRAYX_DASK_UNKNOWN_SHAPES=lazy``) reports such dimensions as ``None``,
+    as the standard allows (``x.shape == (None,)``, ``x.size is None``), and
+    ``resolve_shapes(x)`` computes them for one array.  ``capabilities()``
+    reports "boolean indexing" and "data-dependent shapes" as True only under
+    ``"compute"`` (the standard asks for False while such shapes read None);
+    the operations themselves work under both policies.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from arrayx.core import config as _config
+from arrayx.executors.dask.keep import get_keep, kept_bytes, set_keep
+from arrayx.executors.dask.linalg import CONTRACTIONS as _CONTRACTIONS, FFT as _FFT, LINALG as _LINALG
+from arrayx.executors.common.indexing import (
+    NUMPY_LIKE as _INDEXING,
+    drop_out_of_range,
+    gather_key,
+    resolved_basic_key,
+)
+from arrayx.core.executor import Device, Executor
+
+__all__ = [
+    "connect", "disconnect", "set_scheduler", "get_scheduler", "set_chunks", "get_chunks",
+    "set_unknown_shapes", "resolve_shapes", "set_keep", "get_keep", "kept_bytes",
+]
+
+_INDEX = np.dtype("int64")
+_SCHEDULER_NAMES = ("threads", "sync", "synchronous", "processes", "single-threaded")
+_SHAPE_POLICIES = ("lazy", "compute")
+
+# -- configuration (module state: one Dask executor per process) -------------------------
+_scheduler = None  # None: Dask's default; a scheduler name; or a distributed Client
+_client = None  # the Client connect() made (closed by disconnect())
+_chunks = "auto"
+_shape_policy = _config.get("ARRAYX_DASK_UNKNOWN_SHAPES")
+
+
+def set_scheduler(scheduler) -> None:
+    """Run computations on ``scheduler``: a name (``"threads"``, ``"sync"``, ``"processes"``),
+    a ``dask.distributed.Client``, or None for Dask's default."""
+    global _scheduler
+    if scheduler is not None and not hasattr(scheduler, "get") and scheduler not in _SCHEDULER_NAMES:
+        raise ValueError(
+            f"set_scheduler: expected one of {_SCHEDULER_NAMES}, a dask.distributed.Client or None, "
+            f"got {scheduler!r}; to use a cluster call connect(address)"
+        )
+    _scheduler = scheduler
+
+
+def get_scheduler():
+    """The scheduler arrayx computes on (None means Dask's default)."""
+    return _scheduler
+
+
+def connect(address=None, **client_kwargs):
+    """Compute on a dask.distributed cluster; returns the ``Client``.
+
+    ``address`` is a scheduler address (``"tcp://host:8786"``), a cluster object
+    (``LocalCluster(...)``), an existing ``Client``, or None to start a local
+    cluster with ``client_kwargs`` (e.g. ``n_workers=2, processes=False``).
+    """
+    global _client
+    try:
+        from distributed import Client
+    except ImportError as e:
+        raise ImportError("connect: dask.distributed is not installed; `pip install distributed`") from e
+    disconnect()
+    client = address if isinstance(address, Client) else Client(address, set_as_default=False, **client_kwargs)
+    if client is not address:
+        _client = client
+    set_scheduler(client)
+    return client
+
+
+def disconnect() -> None:
+    """Stop using the cluster connect() attached (closing the Client it made) and return to the default scheduler."""
+    global _client
+    if _client is not None:
+        _client.close()
+        _client = None
+    set_scheduler(None)
+
+
+def set_chunks(chunks) -> None:
+    """Chunks for arrays made from host data and by creation functions (see the module docstring)."""
+    global _chunks
+    if not (chunks == "auto" or isinstance(chunks, (str, tuple)) or
+            (isinstance(chunks, int) and not isinstance(chunks, bool) and chunks > 0)):
+        raise ValueError(
+            f"set_chunks: expected 'auto', a positive int, a byte size such as '64MiB' or a tuple, got {chunks!r}"
+        )
+    _chunks = chunks
+
+
+def get_chunks():
+    """The chunks set with set_chunks (default ``"auto"``)."""
+    return _chunks
+
+
+def set_unknown_shapes(policy: str) -> None:
+    """``"lazy"``: report data-dependent dimensions as None; ``"compute"``: compute them when a shape is read."""
+    global _shape_policy
+    if policy not in _SHAPE_POLICIES:
+        raise ValueError(f"set_unknown_shapes: policy must be one of {_SHAPE_POLICIES}, got {policy!r}")
+    _shape_policy = policy
+
+
+def resolve_shapes(x):
+    """Compute the unknown (data-dependent) dimensions of the Dask-backed arrayx array ``x``, in place; returns x."""
+    if getattr(x, "executor", None) != "dask":
+        raise TypeError(f"resolve_shapes: expected an arrayx array on the 'dask' executor, got {type(x).__name__}")
+    _resolve(x._buf)
+    return x
+
+
+def _resolve(buf):
+    if any(d != d for d in buf.shape):
+        import dask
+
+        if _scheduler is None:
+            buf.compute_chunk_sizes()
+        else:  # compute_chunk_sizes takes no scheduler argument: set it for the call
+            with dask.config.set(scheduler=getattr(_scheduler, "get", _scheduler)):
+                buf.compute_chunk_sizes()
+        if any(0 in c and len(c) > 1 for c in buf.chunks):
+            _adopt(buf, _without_empty_chunks(buf))
+    return buf
+
+
+def _without_empty_chunks(buf):
+    """``buf`` with no chunk of size 0 along an axis of several chunks.  Dask mishandles them:
+    an elementwise op on a length-1 axis chunked (1, 0) rechunks one operand and not the
+    result's chunks (a block of size 1 where 0 is declared: boolean indexing then fails at
+    compute), and ``take`` divides by the mean chunk size, 0 when chunks outnumber elements."""
+    if not any(0 in c and len(c) > 1 for c in buf.chunks):
+        return buf
+    return buf.rechunk(tuple(tuple(n for n in c if n) or (0,) for c in buf.chunks))
+
+
+def _adopt(buf, other) -> None:
+    """Make the Dask array ``buf`` (held by an arrayx array) stand for ``other``, in place."""
+    buf.dask = other.dask
+    buf._name = other.name
+    buf._chunks = other.chunks
+    buf._meta = other._meta
+
+
+def _sort(x, **params):
+    """Dask cannot sort along a dimension of unknown size: compute the sizes first (documented)."""
+    import array_api_compat.dask.array as dxp
+
+    return dxp.sort(_resolve(x), **params)
+
+
+def _argsort(x, **params):
+    import array_api_compat.dask.array as dxp
+
+    return dxp.argsort(_resolve(x), **params)
+
+
+def _compute_kwargs() -> dict:
+    return {} if _scheduler is None else {"scheduler": _scheduler}
+
+
+def _compute(buf) -> np.ndarray:
+    """``buf``'s values on the host; what the read computes is kept for later reads (_dask_keep)."""
+    from arrayx.executors.dask import keep as _dask_keep
+
+    return _dask_keep.compute(buf, _compute_kwargs())
+
+
+# -- the namespace: array-api-compat's Dask namespace with our chunks on creation -----------
+da = None  # dask.array, set by DaskExecutor._load (Dask is imported only when the executor is used)
+_compat = None  # array_api_compat.dask.array
+
+
+class _Namespace(types.ModuleType):
+    """array-api-compat's Dask namespace, with creation functions that use ``set_chunks``'s chunks."""
+
+    def __getattr__(self, name):
+        return getattr(_compat, name)
+
+    @staticmethod
+    def asarray(obj, /, *, dtype=None, device=None, copy=None):
+        if isinstance(obj, da.Array):
+            out = obj if dtype is None else obj.astype(dtype)
+            return out.copy() if copy and out is obj else out
+        host = np.array(obj, dtype=dtype, copy=True) if copy else np.asarray(obj, dtype=dtype)
+        return da.from_array(host, chunks=_chunks, name=False)
+
+    @staticmethod
+    def zeros(shape, *, dtype=None, device=None):
+        return da.zeros(shape, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def ones(shape, *, dtype=None, device=None):
+        return da.ones(shape, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def empty(shape, *, dtype=None, device=None):
+        return da.zeros(shape, dtype=dtype, chunks=_chunks)  # Dask's empty is lazily garbage; zeros are cheap
+
+    @staticmethod
+    def full(shape, fill_value, *, dtype=None, device=None):
+        return da.full(shape, fill_value, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+        return da.arange(start, stop, step, dtype=dtype, chunks=_chunks)
+
+    @staticmethod
+    def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+        n_cols = n_rows if n_cols is None else n_cols
+        n = max(n_rows, n_cols)  # Dask's eye builds a broken graph for non-square shapes: slice a square one
+        out = da.eye(n, k=k, dtype=dtype, chunks=_chunks)
+        return out if n_rows == n_cols else out[:n_rows, :n_cols]
+
+
+_xp = _Namespace("arrayx.executors.dask.xp")
+
+
+#: chunks one new array may have: the client keeps a chunks tuple entry and graph keys per chunk
+_MAX_CHUNKS = 10**8
+
+
+# -- overrides: primitives whose Dask implementation differs from getattr(xp, name) ------------
+
+def _is_int_index(k) -> bool:
+    return hasattr(k, "dtype") and hasattr(k, "shape") and k.dtype.kind in "iu"
+
+
+def _host_index(k):
+    return _compute(k) if isinstance(k, da.Array) else k
+
+
+def _gather(buf, *index_bufs, axes):
+    for i in index_bufs:
+        if isinstance(i, da.Array):
+            _resolve(i)  # Dask gathers only with indices of known chunk sizes
+    return _index(buf, gather_key(index_bufs, axes))
+
+
+def _boolean_mask(buf, mask, *, axis):
+    return _index(buf, (slice(None),) * axis + (mask,))
+
+
+def _index(buf, k: tuple):
+    """``buf[k]`` with the cases Dask's own indexing refuses or gets wrong made to work."""
+    if any(isinstance(e, (bool, np.bool_)) for e in k):
+        # Dask reads a bool scalar as the integer 0/1; NumPy (and the standard) add a new axis
+        k2 = tuple(None if isinstance(e, (bool, np.bool_)) else e for e in k)
+        out = _index(buf, k2)
+        if not all(e for e in k if isinstance(e, (bool, np.bool_))):
+            first = next(i for i, e in enumerate(k) if isinstance(e, (bool, np.bool_)) and not e)
+            out = out[(slice(None),) * _dims_before(k, first, buf.ndim) + (slice(0, 0),)]
+        return out
+    masks = [(i, e) for i, e in enumerate(k) if _is_mask(e)]
+    for i, e in masks:
+        ax = _axes_before(k, i, buf.ndim)
+        covered = buf.shape[ax:ax + e.ndim]
+        if len(covered) < e.ndim or any(m not in (n, 0) for m, n in zip(e.shape, covered) if m == m and n == n):
+            raise IndexError(f"boolean index of shape {e.shape} does not match the indexed axes {covered}")
+    for i, e in masks:
+        if _is_mask(e) and e.ndim != 1 and not (e.ndim == buf.ndim > 0 and len(k) == 1):
+            # Dask takes 1-D masks and whole-array masks only
+            if e.ndim == 0:  # a 0-d mask adds an axis of length 1 or 0, like a bool scalar
+                out = _index(buf, k[:i] + (None,) + k[i + 1:])
+                return out[(slice(None),) * _dims_before(k, i, buf.ndim) + (e.reshape(1),)]
+            ax = _axes_before(k, i, buf.ndim)  # merge the axes the mask covers, then a 1-D mask
+            merged = _reshape(buf, shape=buf.shape[:ax] + (-1,) + buf.shape[ax + e.ndim:])
+            return _index(merged, k[:i] + (_reshape(e, shape=(-1,)),) + k[i + 1:])
+    arrays = [e for e in k if _is_int_index(e) and e.ndim > 0]
+    if arrays:  # Dask gathers only from arrays whose chunk sizes are known (e.g. not unique's values)
+        _resolve(buf)
+    if not arrays or (len(arrays) == 1 and arrays[0].ndim == 1):
+        return buf[k]
+    if all(_is_int_index(e) or isinstance(e, (int, np.integer)) for e in k) and len(k) == buf.ndim:
+        # the standard's integer-array indexing (every axis): vectorised gather
+        idx = np.broadcast_arrays(*(np.asarray(_host_index(e)) for e in k))
+        if idx[0].ndim == 0:
+            return buf[tuple(int(i) for i in idx)]
+        return buf.vindex[tuple(idx)]
+    if len(arrays) == 1:
+        # one n-D integer array along one axis: gather its flattened values, then restore its shape
+        pos = next(i for i, e in enumerate(k) if e is arrays[0])
+        idx = np.asarray(_host_index(arrays[0]))
+        flat = tuple(idx.reshape(-1) if i == pos else e for i, e in enumerate(k))
+        out = buf[flat]
+        axis = _dims_before(k, pos, buf.ndim)
+        return out.reshape(out.shape[:axis] + idx.shape + out.shape[axis + 1:])
+    # several index arrays mixed with slices (left implementation-defined by the standard): on the host
+    host = _compute(buf)[tuple(_host_index(e) for e in k)]
+    return da.from_array(host, chunks=_chunks, name=False)
+
+
+def _is_mask(e) -> bool:
+    return hasattr(e, "dtype") and hasattr(e, "ndim") and e.dtype == np.bool_
+
+
+def _consumed(e) -> int:
+    """Input axes one key entry indexes (Ellipsis aside)."""
+    if e is None or isinstance(e, (bool, np.bool_)):
+        return 0
+    return e.ndim if _is_mask(e) else 1
+
+
+def _axes_before(k: tuple, pos: int, ndim: int) -> int:
+    """Number of input axes that entries ``k[:pos]`` index."""
+    rest = ndim - sum(_consumed(e) for e in k if e is not Ellipsis)
+    return sum(rest if e is Ellipsis else _consumed(e) for e in k[:pos])
+
+
+def _dims_before(k: tuple, pos: int, ndim: int) -> int:
+    """Number of result dimensions that entries ``k[:pos]`` produce."""
+    n = 0
+    for e in k[:pos]:
+        if e is Ellipsis:
+            n += ndim - sum(1 for f in k if f is not None and f is not Ellipsis
+                            and not isinstance(f, (bool, np.bool_)))
+        elif e is None or isinstance(e, (bool, np.bool_)) or isinstance(e, slice):
+            n += 1
+        elif _is_int_index(e):
+            n += e.ndim
+    return n
+
+
+_NUMPY_UPDATE = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _scatter(buf, u, *index_bufs, axes, kind, mode, unique_indices=False):
+    """scatter, lazily where Dask can express it: a set through one 1-D index array in range."""
+    k = gather_key(index_bufs, axes)
+    if kind == "set" and mode != "drop" and len(index_bufs) == 1 and index_bufs[0].ndim == 1:
+        out = buf.copy()
+        try:
+            out[k] = u
+            return out
+        except (NotImplementedError, ValueError, IndexError, TypeError):
+            pass  # a key Dask's __setitem__ cannot take: below, on the host
+    # accumulating updates (repeated indices add up): NumPy's unbuffered ufunc.at on the host
+    host = np.array(_compute(buf), copy=True)
+    hk = [_host_index(e) for e in index_bufs]
+    hv = _compute(u) if isinstance(u, da.Array) else u
+    if mode == "drop":
+        hk, hv = drop_out_of_range(host.shape, hv, hk, axes)
+    key = gather_key(hk, axes)
+    if kind == "set":
+        host[key] = hv
+    else:
+        _NUMPY_UPDATE[kind].at(host, key, hv)
+    return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks, name=False)
+
+
+def _slice(buf, *, key):
+    key = resolved_basic_key(key, buf.shape)
+    from arrayx.executors.dask.random import sliced_draw
+
+    out = sliced_draw(buf, key)  # a slice of a random draw draws only the sliced counters
+    return buf[key] if out is None else out
+
+
+def _summary_to_host(buf, edge: int) -> np.ndarray:
+    """What a summarised print shows of ``buf``: along each axis longer than ``2 * edge + 1``, the
+    first and last ``edge`` entries with the first entry again between them (NumPy formats a
+    summarised array from its edges only; the entry between keeps the axis long enough to be
+    elided).  Only the chunks those touch are computed; a random draw draws only those values."""
+    from arrayx.executors.dask.random import sliced_draw
+
+    long = [n > 2 * edge + 1 for n in buf.shape]
+    if not any(long):
+        return _compute(buf)
+
+    def piece(key):
+        out = sliced_draw(buf, key)
+        return buf[key] if out is None else out
+
+    def nested(prefix, axis):
+        if axis == buf.ndim:
+            return piece(prefix)
+        if not long[axis]:
+            return [nested(prefix + (slice(None),), axis + 1)]
+        n = buf.shape[axis]
+        return [nested(prefix + (slice(0, edge),), axis + 1), nested(prefix + (slice(n - edge, n),), axis + 1)]
+
+    host = _compute(da.block(nested((), 0)))
+    for axis in range(buf.ndim):  # the first entry again between the edges: any value does
+        if long[axis]:
+            lead = (slice(None),) * axis
+            host = np.concatenate([host[lead + (slice(0, edge),)], host[lead + (slice(0, 1),)],
+                                   host[lead + (slice(edge, None),)]], axis=axis)
+    return host
+
+
+def _slice_update(buf, v, *, key):
+    """Dask's ``__setitem__`` fails on keys with several Nones and on a negative step after an
+    int: the Nones go (with the length-1 axes they give the region) and negative steps become
+    positive ones over the same elements (with the region's values reversed along that axis)."""
+    key = resolved_basic_key(key, buf.shape)
+    region = buf[key].shape
+    if getattr(v, "ndim", 0):
+        v = da.broadcast_to(v, region)  # v may be broadcastable to the region only
+    if 0 in region:  # nothing to write; Dask's __setitem__ refuses a value of size 0
+        return buf.copy()
+    region_dims = [e for e in key if not isinstance(e, (int, np.integer))]
+    region_dims += [slice(None)] * (getattr(v, "ndim", 0) - len(region_dims))
+    if getattr(v, "ndim", 0):
+        v = v[tuple(0 if e is None else slice(None, None, -1) if e.step is not None and e.step < 0
+                    else slice(None) for e in region_dims)]
+    out = buf.copy()
+    out[tuple(_forward(e) for e in key if e is not None)] = v
+    return out
+
+
+def _forward(e):
+    """A resolved slice with a negative step as the positive-step slice over the same elements."""
+    if not isinstance(e, slice) or e.step is None or e.step > 0 or e.start == e.stop:
+        return e
+    r = range(e.start, -1 if e.stop is None else e.stop, e.step)
+    return slice(r[-1], r[0] + 1, -e.step)
+
+
+def _take_along_axis(x, indices, *, axis):
+    """Dask has no take_along_axis: a blockwise gather with the gathered axis in one chunk."""
+    _resolve(x)
+    _resolve(indices)
+    x = x.rechunk({axis: -1})
+    shape = np.broadcast_shapes(
+        tuple(1 if i == axis else n for i, n in enumerate(x.shape)),
+        tuple(1 if i == axis else n for i, n in enumerate(indices.shape)),
+    )
+    x = da.broadcast_to(x, tuple(x.shape[i] if i == axis else n for i, n in enumerate(shape)))
+    indices = da.broadcast_to(indices, tuple(indices.shape[i] if i == axis else n for i, n in enumerate(shape)))
+    x = x.rechunk({i: indices.chunks[i] for i in range(x.ndim) if i != axis})
+    n = x.shape[axis]
+    return da.map_blocks(
+        lambda b, i: np.take_along_axis(b, np.where(i < 0, i + n, i), axis=axis),
+        x, indices, dtype=x.dtype, chunks=indices.chunks,
+    )
+
+
+def _reshape(x, *, shape, copy=None):
+    _resolve(x)  # Dask reshapes only arrays whose chunk sizes are known
+    try:
+        return _compat.reshape(x, shape, copy=copy)
+    except NotImplementedError:  # Dask only merges or splits whole chunks: give it one chunk to reshape
+        return _compat.reshape(x.rechunk(-1), shape, copy=copy)
+
+
+def _repeat(x, repeats, *, axis):
+    x = _without_empty_chunks(_resolve(x))
+    if not isinstance(repeats, da.Array):
+        return da.repeat(x, repeats, axis=axis)
+    counts = _compute(repeats)  # Dask repeats by Python ints only: the counts are computed (small)
+    if counts.shape == (1,):
+        return da.repeat(x, int(counts[0]), axis=axis)
+    return da.take(x, np.repeat(np.arange(x.shape[axis]), counts), axis=axis)
+
+
+def _arg_reduce(name):
+    """Over all axes Dask breaks ties by block order, not by C order (NumPy's first occurrence):
+    flatten first, so the first of equal extremes in C order wins."""
+    def impl(x, *, axis=None, keepdims=False):
+        fn = getattr(_compat, name)
+        if axis is not None or x.ndim <= 1:
+            return fn(x, axis=axis, keepdims=keepdims)
+        out = fn(_reshape(x, shape=(-1,)), axis=0)
+        return out.reshape((1,) * x.ndim) if keepdims else out
+
+    impl.__name__ = name
+    return impl
+
+
+def _diff(x, *, axis, n):
+    """Dask's diff subtracts, which bool refuses; NumPy's (and the standard's) bool difference is ``!=``."""
+    if x.dtype != np.bool_:
+        return _compat.diff(x, axis=axis, n=n)
+    for _ in range(n):
+        hi = (slice(None),) * axis + (slice(1, None),)
+        lo = (slice(None),) * axis + (slice(None, -1),)
+        x = x[hi] != x[lo]
+    return x
+
+
+def _numpy_blockwise(name):
+    """Elementwise ``name`` as the NumPy executor computes it (its special-value fixes), block by block."""
+    def impl(x):
+        from arrayx.core.executor import get
+
+        fn = get("numpy").overrides.get(name)
+        if fn is None:
+            return getattr(_compat, name)(x)
+        return x.map_blocks(fn, dtype=x.dtype)
+
+    impl.__name__ = name
+    return impl
+
+
+def _numpy_elemwise(name):
+    """Binary elementwise ``name`` as the NumPy executor computes it, block by block (broadcasting)."""
+    def impl(x1, x2):
+        from arrayx.core.executor import get
+
+        return da.core.elemwise(get("numpy").overrides[name], x1, x2)
+
+    impl.__name__ = name
+    return impl
+
+
+# -- unique: the standard counts every NaN as distinct (Dask's unique merges them), and Dask's
+# counts fail on arrays of unknown chunk sizes.  unique_values stays a parallel Dask reduction
+# over the non-NaN values; the others run NumPy's (array-api-compat's) in one task, as Dask's own
+# final merge step does.
+
+def _unique_values(x):
+    f = x if x.ndim == 1 else _reshape(_resolve(x), shape=(-1,))
+    if f.dtype.kind not in "fc":
+        return da.unique(f)
+    nan = da.isnan(f)
+    return da.concatenate([da.unique(f[~nan]), f[nan]])
+
+
+def _unique_on_host(name, outputs):
+    import array_api_compat.numpy as npx
+
+    fn = getattr(npx, name)
+
+    def impl(x):
+        import dask
+
+        parts = dask.delayed(lambda a: tuple(fn(a)), nout=len(outputs))(x)
+        return tuple(da.from_delayed(part, shape=x.shape if shape == "x" else (np.nan,), dtype=dt or x.dtype)
+                     for part, (shape, dt) in zip(parts, outputs))
+
+    impl.__name__ = name
+    return impl
+
+
+_UNKNOWN, _INDICES = ("n", None), ("n", _INDEX)
+_UNIQUE = {
+    "unique_values": _unique_values,
+    "unique_counts": _unique_on_host("unique_counts", [_UNKNOWN, _INDICES]),
+    "unique_inverse": _unique_on_host("unique_inverse", [_UNKNOWN, ("x", _INDEX)]),
+    "unique_all": _unique_on_host("unique_all", [_UNKNOWN, _INDICES, ("x", _INDEX), _INDICES]),
+}
+
+
+def _searchsorted(x1, x2, *, side="left", sorter=None):
+    if not isinstance(x2, da.Array):  # a scalar operand: Dask's searchsorted only takes arrays
+        x2 = da.from_array(np.asarray(x2), name=False)
+    if x2.ndim == 0:  # Dask's block function cannot take 0-d values: search a 1-element array
+        return _searchsorted(x1, x2.reshape(1), side=side, sorter=sorter).reshape(())
+    out = _compat.searchsorted(x1, x2, side=side, sorter=sorter)
+    return out if out.dtype == _INDEX else out.astype(_INDEX)
+
+
+# -- size-0 operands: Dask's reductions, block functions and chunk arithmetic break on empty chunks
+# (min over a zero-length axis keeps a dimension, nonzero/roll/unique raise, searchsorted loses a
+# dimension).  An op with an empty operand has a result that no element value decides, only shapes
+# and params, so it runs NumPy's implementation on zero-filled host stand-ins (no compute, exact).
+
+#: primitives whose other operands' values still matter when one operand is empty: never on stand-ins
+_EMPTY_NATIVE = frozenset({"concat", "stack"})
+#: primitive -> which operands must keep their values (bounds checks, counts); the rest are stand-ins
+_EMPTY_KEEP_VALUES = {
+    "gather": slice(1, None), "scatter": slice(2, None), "boolean_mask": slice(1, 2),
+    "dynamic_slice": slice(1, None), "dynamic_update_slice": slice(2, None),
+    "take_along_axis": slice(1, 2), "repeat": slice(1, 2),
+}
+#: primitive -> the operand whose emptiness makes the result value-free (default: any operand)
+_EMPTY_DECIDES = {"scatter": 0, "slice_update": 0, "dynamic_update_slice": 0}
+
+
+def _stand_in(buf):
+    """Host values for an operand whose values cannot matter: identities for square stacks (so that
+    ``solve(a, b)`` with an empty ``b`` finds ``a`` invertible), zeros otherwise."""
+    shape = tuple(int(d) for d in _resolve(buf).shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        return np.broadcast_to(np.eye(shape[-1], dtype=buf.dtype), shape).copy()
+    return np.zeros(shape, buf.dtype)
+
+
+def _prod(x, *, axis, dtype, keepdims):
+    """NumPy's product of one complex element z is (1+0j) * z (inf+0j gives inf+nanj); Dask's chunk
+    and combine steps each multiply by 1+0j (nan+nanj), so a product over one element is that product."""
+    out = _compat.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
+    if out.dtype.kind != "c" or not all(x.shape[a] == 1 for a in axes):  # an unknown (nan) length is not 1
+        return out
+    one = x.astype(out.dtype) * (1 + 0j)
+    return one if keepdims or not axes else da.squeeze(one, axis=axes)
+
+
+def _empty_on_host(prim, native):
+    from arrayx.core.executor import get
+
+    numpy_impl = get("numpy").resolve(prim)
+    keep = _EMPTY_KEEP_VALUES.get(prim.name, slice(0, 0))
+    decides = _EMPTY_DECIDES.get(prim.name)
+    darray = da.Array
+
+    def impl(*bufs, **params):
+        candidates = bufs if decides is None else bufs[decides:decides + 1]
+        if not any(b.__class__ is darray and 0 in b.shape for b in candidates):
+            return native(*bufs, **params)
+        kept = range(len(bufs))[keep]
+        host = [b if b.__class__ is not darray else _compute(b) if i in kept else _stand_in(b)
+                for i, b in enumerate(bufs)]
+        out = numpy_impl(*host, **params)
+        if prim.multiple_results:
+            return tuple(da.from_array(np.asarray(o), name=False) for o in out)
+        return da.from_array(np.asarray(out), name=False)
+
+    impl.__name__ = f"{prim.name}_empty_on_host"
+    return impl
+
+
+def _noting(fn):
+    """``fn`` whose results a later read may keep computed (``dask.keep``: they are remembered weakly)."""
+    from arrayx.executors.dask.keep import note
+
+    def impl(*args, **params):
+        return note(fn(*args, **params))
+
+    impl.__dict__.update(getattr(fn, "__dict__", {}))  # what callers read off a compiled function (fused_regions)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.__wrapped__ = fn
+    return impl
+
+
+class DaskExecutor(Executor):
+    name = "dask"
+    install_hint = "Install Dask with `pip install 'dask[array]' array-api-compat` (and `distributed` for clusters)."
+    mutable = False  # updates are functional: a Dask array's graph is rebuilt, never written in place
+    unknown_shapes = True
+    #: primitive name -> implementation, where ``getattr(xp, name)`` is not what the standard says
+    overrides: dict = {
+        "sort": _sort,
+        "argsort": _argsort,
+        **_INDEXING,
+        "gather": _gather,
+        "boolean_mask": _boolean_mask,
+        "scatter": _scatter,
+        "slice": _slice,
+        "slice_update": _slice_update,
+        "take_along_axis": _take_along_axis,
+        "searchsorted": _searchsorted,
+        "prod": _prod,
+        "reshape": _reshape,
+        "repeat": _repeat,
+        "diff": _diff,
+        "argmax": _arg_reduce("argmax"),
+        "argmin": _arg_reduce("argmin"),
+        "expm1": _numpy_blockwise("expm1"),
+        "tanh": _numpy_blockwise("tanh"),
+        "reciprocal": _numpy_blockwise("reciprocal"),
+        "divide": _numpy_elemwise("divide"),  # C99's complex quotients at zeros/infinities
+        **_CONTRACTIONS,
+        **_LINALG,
+        **_FFT,
+        **_UNIQUE,
+    }
+
+    def _load(self):
+        global da, _compat
+        import array_api_compat.dask.array as compat
+        import dask.array
+
+        da = dask.array
+        _compat = compat
+        self.array_type = dask.array.Array
+        address = _config.get("ARRAYX_DASK_SCHEDULER")  # checked before any Client is built
+        if address:
+            if "://" in address:
+                self._connect_from_environment(address)
+            else:
+                set_scheduler(address)
+        return _xp
+
+    def _connect_from_environment(self, address: str) -> None:
+        timeout = _config.get("ARRAYX_DASK_CONNECT_TIMEOUT")
+        try:
+            connect(address, timeout=timeout)
+        except (OSError, TimeoutError) as e:  # the executor is unavailable: say why and what to change
+            self.install_hint = (
+                "Start that scheduler, correct ARRAYX_DASK_SCHEDULER, or unset it to compute on this machine "
+                "(ARRAYX_DASK_CONNECT_TIMEOUT sets the wait in seconds)."
+            )
+            raise ConnectionError(
+                f"ARRAYX_DASK_SCHEDULER={address!r}: no Dask scheduler answered at {address} within "
+                f"{timeout:g} s ({type(e).__name__}: {e})"
+            ) from e
+
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # one lazy dask graph, each fusible region one blockwise task per chunk (dask.fusion): nothing
+        # is computed until the user asks (control flow that needs a value, e.g. while_loop's predicate, computes it)
+        from arrayx.executors.dask.fusion import fuse
+
+        return _noting(fuse(self, graph))
+
+    def finish_impl(self, prim, fn):
+        from arrayx.core.tracers import CallPrimitive
+
+        if prim.name not in _EMPTY_NATIVE and not isinstance(prim, CallPrimitive):
+            fn = _empty_on_host(prim, fn)
+        return _noting(fn)
+
+    def memory_limit(self):
+        # lazy: chunks are allocated when computed, but the client holds an entry per chunk
+        import dask
+
+        chunk = dask.utils.parse_bytes(dask.config.get("array.chunk-size"))
+        return _MAX_CHUNKS * chunk, f"{_MAX_CHUNKS:.0e} chunks of Dask's array.chunk-size"
+
+    def capabilities(self) -> dict:
+        # Data-dependent shapes (masks, nonzero, unique) are only known once computed: supported
+        # in the sense of the standard when the shape policy computes them, not while they read None.
+        known = _shape_policy == "compute"
+        return {"boolean indexing": known, "data-dependent shapes": known, "max dimensions": 64}
+
+    # -- devices ----------------------------------------------------------------------------
+    def devices(self) -> list[Device]:
+        return [_CPU]
+
+    def default_device(self) -> Device:
+        return _CPU
+
+    def device_of(self, buf) -> Device:
+        return _CPU
+
+    def to_device(self, buf, device: Device):
+        if device != _CPU:
+            raise ValueError(f"to_device: {device} is not a device of the 'dask' executor; its device is {_CPU}")
+        return buf
+
+    # -- buffers ----------------------------------------------------------------------------
+    def shape_of(self, buf) -> tuple:
+        if _shape_policy == "compute":
+            _resolve(buf)
+        return tuple(None if d != d else int(d) for d in buf.shape)
+
+    def unknown_size_error(self, fname: str) -> TypeError:
+        return TypeError(
+            f"{fname}: this Dask array's size depends on its values (after a boolean mask, nonzero or "
+            f"unique) and the unknown-shape policy is {_shape_policy!r}; call "
+            f"arrayx.executors.dask.resolve_shapes(x) first, or "
+            f"arrayx.executors.dask.set_unknown_shapes('compute') to compute sizes when they are read"
+        )
+
+    def coerce(self, out):
+        return da.from_array(np.asarray(out), chunks=_chunks, name=False)
+
+    def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
+        return _xp.asarray(obj, dtype=dtype, copy=copy)
+
+    def from_dlpack(self, obj, copy=None):
+        host = np.from_dlpack(obj, copy=copy)
+        return da.from_array(np.array(host, copy=True) if copy is None else host, chunks=_chunks, name=False)
+
+    def to_host(self, buf) -> np.ndarray:
+        return _compute(buf)
+
+    def summary_to_host(self, buf, edge: int) -> np.ndarray:
+        """The entries a summarised print of ``buf`` shows (``Array.__repr__``'s hook)."""
+        return _summary_to_host(buf, edge)
+
+    def dlpack_buffer(self, buf):
+        return _compute(buf)
+
+    def host_for_pickle(self, buf) -> np.ndarray:
+        # local threads, not the cluster: pickling inside Client.submit must not call back into it
+        return np.asarray(buf.compute(scheduler="threads"))
+
+    def from_foreign(self, buf, source: Executor):
+        return da.from_array(np.array(source.to_host(buf), copy=True), chunks=_chunks, name=False)
+
+
+_CPU = Device("dask", "cpu")

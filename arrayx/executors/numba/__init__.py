@@ -1,0 +1,21 @@
+"""The Numba executor: NumPy's buffers, with Numba kernels for large elementwise ops and reductions.
+
+- ``executor``: :class:`NumbaExecutor` (a NumPy executor whose table sends large, native-dtype
+  ufuncs, ``where``, ``clip`` and reductions to generated kernels) and its eager builders;
+- ``kernels``: the kernel expressions as data, their generated source and the on-disk cache
+  (``cache``: private, verified files); ``math``/``math_defs``: inline transcendentals
+  (``arrayx.executors.numba.libm`` holds their constants); ``layer``: importing Numba with its
+  threading layer set; ``team``: the threads that run kernel chunks; ``vectors``: the vector width;
+- ``fusion/``: jit's fused kernels (``lowering``: one ``@njit`` kernel per region of the graph,
+  ``run``: calling them, ``contract``: fused multiply-add recognition, ``fold``/``pointers``:
+  kernel pieces).
+
+Import cycles (documented): ``kernels`` <-> ``cache`` (the cache verifies files that the kernel
+module generates, and the kernel module opens them through the cache; both imports are inside
+functions, so either module loads alone).
+"""
+from __future__ import annotations
+
+from arrayx.executors.numba.executor import DEFAULT_THRESHOLDS, NATIVE, NumbaExecutor  # noqa: F401
+
+__all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]

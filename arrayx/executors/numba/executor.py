@@ -1,0 +1,670 @@
+"""The Numba executor: NumPy buffers, with the hot operations run as Numba-compiled parallel kernels.
+
+Buffers are NumPy ndarrays and the namespace is array-api-compat's NumPy namespace, so every
+operation works exactly as on the NumPy executor.  The operations in ``NATIVE`` (elementwise
+functions, ``where``, ``clip`` and the reductions ``sum``/``prod``/``mean``/``var``/``std``/
+``min``/``max`` over any axes) run as multi-threaded Numba kernels when
+
+- the array has at least ``thresholds[kind]`` elements (below that NumPy is faster: a parallel
+  launch costs tens of microseconds),
+- its dtype is one the kernel handles (bool, integers, float32, float64 as the operation
+  allows; complex always goes to NumPy), and
+- the operands are C-contiguous and of equal shape, or one is a scalar (anything else, such as
+  general broadcasting, goes to NumPy).
+
+Everything else, and any kernel Numba fails to compile, runs on NumPy.
+``executor_info()["native"]`` lists what runs natively; ``explain(name, *buffers)`` says why a
+call would not.  Kernels are compiled on first use, one per operation and dtype, and cached on
+disk (see numba.kernels.cache_dir``), so a later process loads them in milliseconds.
+
+Configuration (environment, read when the executor loads; the attributes can be changed later):
+
+``ARRAYX_NUMBA_THRESHOLD``
+    one size for every kind of operation (default: the measured ``DEFAULT_THRESHOLDS``).
+``ARRAYX_NUMBA_PARALLEL=0``
+    compile single-threaded kernels (no threading layer; for machines whose cores are busy).
+``ARRAYX_NUMBA_THREADING_LAYER``
+    Numba threading layer to use (default ``workqueue``; ``NUMBA_THREADING_LAYER`` wins).
+``ARRAYX_NUMBA_VECTOR_WIDTH`` (``256`` / ``512``)
+    the vector width of jit's fused kernels (default: 512 on AVX-512 CPUs that keep their clock
+    with it, see ``numba.vectors``).
+``ARRAYX_NUMBA_SPIN_US``
+    how long the threads of a parallel fused kernel spin between jobs before they sleep (default
+    1000; see ``numba.team``).
+``ARRAYX_NUMBA_CACHE_DIR`` / ``ARRAYX_CACHE_DIR``
+    where generated kernel sources and Numba's compiled code for them go (a private folder,
+    verified before use; ``NUMBA_CACHE_DIR`` does not apply to arrayx's kernels).
+
+Numba is imported when the executor is first used, never by ``import arrayx``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from arrayx.core import config as _config
+from arrayx.executors.common import buffer_pool as _buffer_pool
+from arrayx.core.executor import Device
+from arrayx.executors.numpy import NumpyExecutor
+
+__all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
+
+#: Fewest elements for which a native kernel beats NumPy, by kind of operation, measured with
+#: benchmarks/bench_executors_numba.py (numba.json) and per function on 2 vCPUs with AVX-512, where
+#: NumPy's own SIMD loops are fastest (on AVX2 CPUs NumPy's transcendentals are 2-4x slower and the
+#: kernels win earlier):
+#: - "transcendental" (exp, expm1, tanh, sin, cos) and "elementwise" (arithmetic, comparisons,
+#:   where, clip) kernels run on ``numba.team`` (a launch costs ~5-10 us, a thread wake-up ~50):
+#:   from 256K elements exp/sin/cos float32 run at 1.1-1.7x NumPy (tanh 0.98, expm1 0.79), every
+#:   float64 one at 1.0-16x; arithmetic is memory-bound and crosses at 256-512K (float64) and
+#:   512K-1M (float32): 1.0-1.5x at 1M (``where`` 4-9x at any size);
+#: - "moment" (mean, var, std: one fused pass where NumPy makes three to five) from ~1M;
+#: - "reduction" (sum, prod) and "extremum" (min, max) run as parfors kernels (workqueue layer, a
+#:   launch 35-150 us) and only break even at 4-16M elements (their single-thread speed equals
+#:   NumPy's), so they go native for larger arrays only.  Lower the thresholds where cores are idle.
+DEFAULT_THRESHOLDS = {"elementwise": 1 << 20, "transcendental": 1 << 18, "moment": 1 << 20,
+                      "reduction": 1 << 24, "extremum": 1 << 26}
+
+_TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
+_MOMENTS = frozenset({"mean", "var", "std"})
+_MINMAX = ("max", "min")
+_KIND_DTYPES = {k: tuple(np.dtype(d) for d in ds) for k, ds in {
+    "b": ("bool",), "i": ("int8", "int16", "int32", "int64"),
+    "u": ("uint8", "uint16", "uint32", "uint64"), "f": ("float32", "float64"),
+}.items()}
+
+_BOOL = np.dtype(bool)
+_INT64 = np.dtype(np.int64)
+_UINT64 = np.dtype(np.uint64)
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _dtypes_of(kinds: str) -> frozenset:
+    return frozenset(d for k in kinds for d in _KIND_DTYPES[k])
+
+
+def _native_table() -> dict:
+    """primitive name -> (kind of operation, frozenset of dtypes run natively)."""
+    from arrayx.executors.numba import kernels as K
+
+    table = {}
+    for name, (kinds, _, _) in K.UNARY.items():
+        table[name] = ("transcendental" if name in _TRANSCENDENTAL else "elementwise", _dtypes_of(kinds))
+    for name, (kinds, _, _) in K.BINARY.items():
+        table[name] = ("elementwise", _dtypes_of(kinds))
+    table["where"] = ("elementwise", _dtypes_of(K.WHERE_KINDS))
+    table["clip"] = ("elementwise", _dtypes_of(K.CLIP_KINDS))
+    for name, kinds in K.REDUCTIONS.items():
+        kind = "moment" if name in _MOMENTS else "extremum" if name in _MINMAX else "reduction"
+        table[name] = (kind, _dtypes_of(kinds))
+    return table
+
+
+#: primitive name -> (kind, dtypes) of everything that can run natively (filled on first load)
+NATIVE: dict[str, tuple[str, frozenset]] = {}
+
+
+class NumbaExecutor(NumpyExecutor):
+    name = "numba"
+    install_hint = "Install Numba with `pip install numba`."
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: kind of operation -> fewest elements run natively; change it in place
+        #: (``ex.thresholds.update(elementwise=...)``): the native functions hold this dict
+        self.thresholds = dict(DEFAULT_THRESHOLDS)
+        self.parallel = True
+        #: jit: fewest elements of a region fused into a kernel, and of a parallel fused kernel
+        #: (read when a function is compiled; see numba.fusion.lowering)
+        self.fusion_min_size = _config.get("ARRAYX_NUMBA_FUSION_MIN_SIZE")
+        self.fusion_parallel_size = 1 << 16
+        self.threading_layer: str | None = None
+        #: (primitive name, dtype name) -> why its kernel could not be compiled
+        self.failed: dict[tuple[str, str], str] = {}
+        # The workqueue layer must not be entered by two threads at once: a call that finds
+        # the lock taken runs on NumPy instead of waiting.
+        self._launch = threading.Lock()
+        _EXECUTORS.add(self)
+
+    # -- loading ------------------------------------------------------------------------
+    def _load(self):
+        import importlib.util
+
+        import array_api_compat.numpy as xp
+
+        if importlib.util.find_spec("numba") is None:
+            raise ImportError("No module named 'numba'")
+        threshold = _config.get("ARRAYX_NUMBA_THRESHOLD")
+        if threshold is not None:
+            self.thresholds.update(dict.fromkeys(DEFAULT_THRESHOLDS, threshold))
+        self.parallel = _config.get("ARRAYX_NUMBA_PARALLEL")
+        NATIVE.update(_native_table())
+        _BUILDERS.update(_builders())
+        return xp
+
+    def _numba(self):
+        """Numba itself, imported on the first kernel (not when the executor loads: importing it
+        takes most of a second, and small arrays never need it)."""
+        from arrayx.executors.numba import layer as _numba_layer
+
+        numba = _numba_layer.numba()  # the threading layer set before anything can start it
+        if self.threading_layer is None:
+            self.threading_layer = _numba_layer.layer()
+        return numba
+
+    def devices(self):
+        return [_CPU]
+
+    def asarray(self, obj, dtype=None, copy=None, device=None):
+        # arrayx.asarray moves host data to a non-"numpy" executor without a copy flag and
+        # promises a copy (it rejects copy=False), so a NumPy array is copied unless copy=False.
+        if copy is None and isinstance(obj, np.ndarray):
+            copy = True
+        return super().asarray(obj, dtype=dtype, copy=copy, device=device)
+
+    def executor_info(self) -> dict:
+        caps = super().executor_info()
+        if not self.available():
+            return caps
+        numba = self._numba()
+        from arrayx.executors.numba import (
+            kernels as _numba_kernels,
+            team as _numba_team,
+            vectors as _numba_vectors,
+        )
+
+        failed = {}
+        for (prim, dt), reason in self.failed.items():
+            failed.setdefault(prim, {})[dt] = reason
+        caps.update({
+            "native": {name: sorted(d.name for d in dts) for name, (_, dts) in sorted(NATIVE.items())},
+            "native kinds": {name: kind for name, (kind, _) in sorted(NATIVE.items())},
+            "native size thresholds": dict(self.thresholds),
+            "native layouts": "C-contiguous operands of equal shape, or an array with scalars",
+            "compile failures": failed,
+            "parallel": self.parallel,
+            "threads": numba.get_num_threads() if self.parallel else 1,
+            "threading layer": self.threading_layer,
+            # jit's fused kernels: their vector loops' width, and how long their threads spin between jobs
+            "fused vector width": _numba_vectors.vector_width(),
+            "fused spin us": _numba_team.SPIN_US,
+            "kernel cache": str(_numba_kernels.cache_dir() or f"none ({_numba_kernels.cache_problem()})"),
+        })
+        return caps
+
+    # -- running primitives -------------------------------------------------------------------
+    def compile(self, graph, donate_argnums: tuple = ()):
+        # fusible regions as generated kernels, the rest straight-line over this executor's table
+        from arrayx.executors.numba.fusion.lowering import fuse
+
+        self.available()
+        self._numba()
+        return fuse(self, graph)
+
+    def resolve(self, prim, large: bool = False):
+        """This executor's own impl if the primitive has one, else the NumPy executor's callable
+        (``large``: the one for large results, see ``resolve_large``), wrapped so that large arrays
+        of native dtypes go to a Numba kernel."""
+        fn = prim.impls.get(self.name)
+        if fn is None:
+            from arrayx.core.executor import get
+
+            numpy_ex = get("numpy")
+            fallback = numpy_ex.resolve_large(prim) if large else numpy_ex.resolve(prim)
+            self.available()
+            build = _BUILDERS.get(prim.name)
+            fn = build(self, prim.name, fallback) if build is not None and prim.name in NATIVE else fallback
+        (self.large_impls if large else self.impls)[prim] = fn
+        return fn
+
+    def resolve_large(self, prim):
+        return self.resolve(prim, large=True)
+
+    def explain(self, name: str, *args, **params) -> str:
+        """Why ``name`` on these buffers runs on NumPy (or "native")."""
+        if name not in NATIVE:
+            return f"{name} has no Numba kernel"
+        kind, dtypes = NATIVE[name]
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        if not arrays:
+            return "no array operand"
+        x = arrays[0]
+        if x.size < self.thresholds[kind]:
+            return f"{x.size} elements is below the {kind} threshold {self.thresholds[kind]}"
+        if x.dtype not in dtypes:
+            return f"dtype {x.dtype} is not run natively (native: {sorted(d.name for d in dtypes)})"
+        if (name, x.dtype.name) in self.failed:
+            return f"its kernel failed to compile: {self.failed[name, x.dtype.name]}"
+        if not all(a.flags.c_contiguous for a in arrays):
+            return "an operand is not C-contiguous"
+        if len({a.shape for a in arrays if a.size != 1}) > 1:
+            return "operands of different shapes (broadcasting) run on NumPy"
+        return "native"
+
+    # -- kernels ------------------------------------------------------------------------------
+    def _call(self, name: str, dtype: np.dtype, kernels: dict, key: tuple, make, *args, chunks: int = 0) -> bool:
+        """Run the kernel ``make(*key, parallel=...)`` (compiled on first use, kept in ``kernels``)
+        on ``args``; False when it cannot run: Numba cannot compile it (recorded in ``failed``,
+        never tried again) or another thread is inside a parallel (parfors) kernel.  ``chunks`` > 0:
+        the kernel claims that many chunks (``numba.team``) and runs on the team of threads."""
+        key = key + (self.parallel,)
+        kernel = kernels.get(key)
+        if kernel is None:
+            if key in kernels or (name, dtype.name) in self.failed:
+                return False
+            try:
+                self._numba()
+                kernel = make(*key[:-1], parallel=self.parallel)
+            except (ImportError, OSError) as e:  # Numba broken, no writable kernel cache
+                kernels[key] = None
+                self.failed[name, dtype.name] = f"{type(e).__name__}: {e}"
+                return False
+            kernels[key] = kernel
+            if chunks:  # compiled here, never in a worker
+                from arrayx.executors.numba import team as _numba_team
+
+                try:
+                    kernel(_numba_team.claimed_claims(), *args)
+                except Exception as e:
+                    return self._failed(kernels, key, name, dtype, e)
+        if chunks:
+            from arrayx.executors.numba import team as _numba_team
+
+            team = self._team(chunks)
+            try:
+                if team is None:
+                    kernel(_numba_team.new_claims(), *args)
+                else:
+                    team.run(kernel, chunks, args)
+            except Exception as e:
+                return self._failed(kernels, key, name, dtype, e)
+            return True
+        if self.parallel:
+            if not self._launch.acquire(False):
+                return False
+        try:
+            kernel(*args)
+        except Exception as e:
+            return self._failed(kernels, key, name, dtype, e)
+        finally:
+            if self.parallel:
+                self._launch.release()
+        return True
+
+    def _failed(self, kernels: dict, key: tuple, name: str, dtype: np.dtype, e: Exception) -> bool:
+        """Record that Numba cannot compile a kernel (never tried again); re-raise anything else."""
+        from numba.core.errors import NumbaError
+
+        if not isinstance(e, NumbaError):
+            raise e
+        kernels[key] = None
+        first = str(e).strip().splitlines()
+        self.failed[name, dtype.name] = f"{type(e).__name__}: {first[0] if first else ''}"
+        return False
+
+    def _team(self, chunks: int):
+        """The team of threads for a kernel of ``chunks`` chunks (None: the caller runs it alone)."""
+        if not self.parallel or chunks < 2:
+            return None
+        from arrayx.executors.numba import team as _numba_team
+        from arrayx.executors.numba.fusion.run import _threads
+
+        threads = _threads()
+        return _numba_team.team(threads) if threads > 1 else None
+
+
+_CPU = Device("numba", "cpu")
+_EXECUTORS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for ex in list(_EXECUTORS):  # a parent thread inside a parallel kernel held it: new in the child
+        ex._launch = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# ----------------------------------------------------------------------------------------------
+# native implementations: each builder takes (executor, primitive name, NumPy fallback) and
+# returns the callable that eager ``bind`` runs.  The checks are ordered cheapest first so that
+# small arrays reach NumPy after a size comparison.
+
+def _is_scalar_operand(v, dtype) -> bool:
+    return isinstance(v, (np.generic, np.ndarray)) and v.size == 1 and v.dtype == dtype
+
+
+def _scalar(v):
+    return v if isinstance(v, np.generic) else v.reshape(-1)[0]
+
+
+def _output(shape: tuple, dtype) -> np.ndarray:
+    """A native kernel's output: from the NumPy executor's buffer pool where that is on (a large
+    fresh output pays its page faults on every call: ~10 ms for 40 MB, more than an exp kernel)."""
+    return (_buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty)(shape, dtype)
+
+
+def _build_unary(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors.numba import kernels as K
+
+    kind, dtypes = NATIVE[name]
+    out_kind = K.UNARY[name][1]
+    thresholds = ex.thresholds
+    kernels: dict = {}  # (name, dtype, form, parallel) -> compiled kernel (None: failed)
+
+    def run(x):
+        if x.size < thresholds[kind]:
+            return fallback(x)
+        return native(x)
+
+    def native(x):
+        dt = x.dtype
+        if dt not in dtypes or type(x) is not np.ndarray or not x.flags.c_contiguous:
+            return fallback(x)
+        out = _output(x.shape, _BOOL if out_kind == "bool" else dt)
+        if not ex._call(name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, x.reshape(-1), out.reshape(-1),
+                        chunks=K.chunks(x.size)):
+            return fallback(x)
+        return out
+
+    return run
+
+
+def _build_binary(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors.numba import kernels as K
+
+    kind, dtypes = NATIVE[name]
+    out_kind = K.BINARY[name][1]
+    thresholds = ex.thresholds
+    kernels: dict = {}
+
+    def run(x1, x2):
+        limit = thresholds[kind]
+        if x1.size < limit and x2.size < limit:
+            return fallback(x1, x2)
+        return native(x1, x2)
+
+    def native(x1, x2):
+        # array op array of one shape, array op scalar, scalar op array; the rest is NumPy's
+        if type(x1) is np.ndarray and x1.flags.c_contiguous:
+            dt = x1.dtype
+            if type(x2) is np.ndarray and x2.shape == x1.shape:
+                if x2.dtype != dt or not x2.flags.c_contiguous:
+                    return fallback(x1, x2)
+                form, shape, args = "vv", x1.shape, (x1.reshape(-1), x2.reshape(-1))
+            elif _is_scalar_operand(x2, dt) and np.ndim(x2) <= x1.ndim:
+                form, shape, args = "vs", x1.shape, (x1.reshape(-1), _scalar(x2))
+            else:
+                return fallback(x1, x2)
+        elif type(x2) is np.ndarray and x2.flags.c_contiguous and _is_scalar_operand(x1, x2.dtype) \
+                and np.ndim(x1) <= x2.ndim:
+            dt = x2.dtype
+            form, shape, args = "sv", x2.shape, (_scalar(x1), x2.reshape(-1))
+        else:
+            return fallback(x1, x2)
+        if dt not in dtypes:
+            return fallback(x1, x2)
+        out = _output(shape, _BOOL if out_kind == "bool" else dt)
+        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *args, out.reshape(-1),
+                        chunks=K.chunks(out.size)):
+            return fallback(x1, x2)
+        return out
+
+    return run
+
+
+def _build_where(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors.numba import kernels as K
+
+    _, dtypes = NATIVE[name]
+    thresholds = ex.thresholds
+    kernels: dict = {}
+
+    def run(cond, x1, x2):
+        if cond.size < thresholds["elementwise"]:
+            return fallback(cond, x1, x2)
+        return native(cond, x1, x2)
+
+    def native(cond, x1, x2):
+        if type(cond) is not np.ndarray or cond.dtype != _BOOL or not cond.flags.c_contiguous:
+            return fallback(cond, x1, x2)
+        shape = cond.shape
+        form = ""
+        args = []
+        for v in (x1, x2):
+            if type(v) is np.ndarray and v.shape == shape and v.flags.c_contiguous:
+                form += "v"
+                args.append(v.reshape(-1))
+            elif isinstance(v, (np.generic, np.ndarray)) and v.size == 1 and np.ndim(v) <= cond.ndim:
+                form += "s"
+                args.append(_scalar(v))
+            else:
+                return fallback(cond, x1, x2)
+        dt = x1.dtype
+        if x2.dtype != dt or dt not in dtypes:
+            return fallback(cond, x1, x2)
+        out = _output(shape, dt)
+        if not ex._call(name, dt, kernels, (dt, form), K.where_kernel, cond.reshape(-1), *args, out.reshape(-1),
+                        chunks=K.chunks(out.size)):
+            return fallback(cond, x1, x2)
+        return out
+
+    return run
+
+
+def _build_clip(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors.numba import kernels as K
+
+    _, dtypes = NATIVE[name]
+    thresholds = ex.thresholds
+    kernels: dict = {}
+
+    def run(x, lo=None, hi=None):
+        if x.size < thresholds["elementwise"]:
+            return fallback(x, lo, hi)
+        return native(x, lo, hi)
+
+    def native(x, lo, hi):
+        dt = x.dtype
+        if (type(x) is not np.ndarray or dt not in dtypes or not x.flags.c_contiguous
+                or (lo is None and hi is None)
+                or (lo is not None and not (_is_scalar_operand(lo, dt) and np.ndim(lo) <= x.ndim))
+                or (hi is not None and not (_is_scalar_operand(hi, dt) and np.ndim(hi) <= x.ndim))):
+            return fallback(x, lo, hi)
+        bounds = "both" if lo is not None and hi is not None else "lo" if lo is not None else "hi"
+        zero = dt.type(0)  # stands for the missing bound
+        out = _output(x.shape, dt)
+        if not ex._call(name, dt, kernels, (dt, bounds), K.clip_kernel, x.reshape(-1),
+                        zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi), out.reshape(-1),
+                        chunks=K.chunks(x.size)):
+            return fallback(x, lo, hi)
+        return out
+
+    return run
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+def _reduce_axes(axis, ndim: int):
+    """``axis`` as a sorted tuple of distinct non-negative axes, or None when NumPy should decide
+    (invalid axes: NumPy raises its own error)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if not isinstance(axis, tuple):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or not -ndim <= a < ndim:
+            return None
+        out.append(int(a) % ndim)
+    return tuple(sorted(out)) if len(set(out)) == len(out) else None
+
+
+def _as_3d(x: np.ndarray, axes: tuple):
+    """(x viewed or copied as C-contiguous (outer, red, inner), kept shape, keepdims shape)."""
+    shape = x.shape
+    kept = tuple(d for i, d in enumerate(shape) if i not in axes)
+    keep = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    red = math.prod(shape[i] for i in axes)
+    first, last = axes[0], axes[-1]
+    if last - first + 1 == len(axes):  # one block of axes: a view of a C-contiguous array
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        x3 = x.reshape(math.prod(shape[:first]), red, math.prod(shape[last + 1:]))
+    else:  # reduced axes moved last (a copy)
+        order = [i for i in range(x.ndim) if i not in axes] + list(axes)
+        x3 = np.ascontiguousarray(x.transpose(order)).reshape(math.prod(kept), red, 1)
+    return x3, kept, keep
+
+
+def _splits(ex: NumbaExecutor, outer: int, red: int, inner: int) -> tuple[int, int]:
+    """(step, nsplit): the reduced axis is cut into nsplit pieces of step rows when there are
+    too few output rows to keep every thread busy."""
+    if not ex.parallel:
+        return red, 1
+    target = 4 * ex._numba().get_num_threads()  # (starts Numba's threads: the layer set first)
+    if outer >= target:
+        return red, 1
+    nsplit = max(1, min(-(-target // outer), (red * inner) // 16384, red))
+    step = -(-red // nsplit)
+    return step, -(-red // step)
+
+
+def _sum_dtype(x_dtype: np.dtype, dtype) -> np.dtype | None:
+    """Result dtype of sum/prod (NumPy's defaults), or None when the kernel does not do it."""
+    out = np.dtype(dtype) if dtype is not None else (
+        _INT64 if x_dtype.kind in "bi" else _UINT64 if x_dtype.kind == "u" else x_dtype)
+    if out.kind == "f" or (out.kind in "iu" and x_dtype.kind in "biu"):
+        return out
+    return None
+
+
+def _acc_dtype(out: np.dtype) -> np.dtype:
+    return _FLOAT64 if out.kind == "f" else _INT64 if out.kind == "i" else _UINT64
+
+
+def _build_reduction(ex: NumbaExecutor, name: str, fallback):
+    from arrayx.executors.numba import kernels as K
+
+    kind, dtypes = NATIVE[name]
+    thresholds = ex.thresholds
+    kernels: dict = {}
+
+    def fold(op, x3, dt, acc, step, nsplit, mean=None):
+        """``op`` over axis 1 of x3 as (outer, inner) results, with the sums of |x| for a float
+        sum (else None); None when the kernel cannot run."""
+        outer, _, inner = x3.shape
+        part = np.empty((outer, nsplit, inner), acc)
+        pabs = np.empty_like(part) if op == "sum" and acc.kind == "f" else None
+        if op == "sqdev":
+            ran = ex._call(name, dt, kernels, (dt, acc), K.sqdev_kernel, x3, mean, step, part)
+        elif pabs is not None:
+            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part, pabs)
+        else:
+            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part)
+        if not ran:
+            return None
+        if nsplit == 1:
+            return part.reshape(outer, inner), None if pabs is None else pabs.reshape(outer, inner)
+        if op in ("sum", "sqdev"):
+            res = part.sum(axis=1)
+        elif op == "prod":
+            res = part.prod(axis=1)
+        else:
+            res = (np.maximum if op == "max" else np.minimum).reduce(part, axis=1)
+        return res, None if pabs is None else pabs.sum(axis=1)
+
+    def run(x, /, **params):
+        if x.size < thresholds[kind]:
+            return fallback(x, **params)
+        return native(x, params)
+
+    def native(x, params):
+        # the primitives' params: axis (None or sorted axes), keepdims, dtype (sum/prod), correction
+        axis = params.get("axis")
+        dtype = params.get("dtype")
+        correction = params.get("correction", 0.0)
+        dt = x.dtype
+        if (type(x) is not np.ndarray or dt not in dtypes or x.size == 0
+                or not set(params) <= _REDUCTION_PARAMS[name]):
+            return fallback(x, **params)  # (empty reductions: NumPy's identities, NaNs and errors)
+        axes = _reduce_axes(axis, x.ndim)
+        out_dt = _sum_dtype(dt, dtype) if name in ("sum", "prod") else dt
+        if not axes or out_dt is None or (
+                name in ("var", "std") and not math.prod(x.shape[i] for i in axes) - correction > 0):
+            return fallback(x, **params)
+        res = _reduce(ex, name, fold, x, axes, dt, out_dt, correction)
+        if res is None:
+            return fallback(x, **params)
+        return res[1] if params.get("keepdims") else res[0]
+
+    return run
+
+
+#: the params each reduction primitive may be bound with (others go to NumPy)
+_REDUCTION_PARAMS = {
+    **dict.fromkeys(("sum", "prod"), {"axis", "keepdims", "dtype"}),
+    **dict.fromkeys(("var", "std"), {"axis", "keepdims", "correction"}),
+    **dict.fromkeys(("mean", "max", "min"), {"axis", "keepdims"}),
+}
+
+
+def _reduce(ex, name, fold, x, axes, dt, out_dt, correction):
+    """(result, result with keepdims) of reduction ``name``, or None where NumPy must decide.
+
+    The kernels add and multiply in another order than NumPy, which changes more than rounding
+    only when something overflows (or a product meets inf * 0 or underflows): float sums whose
+    absolute values add up past half the dtype's range, and products that come out inf, NaN or
+    0, are left to NumPy so that special values match it exactly.
+    """
+    x3, kept, keep = _as_3d(x, axes)
+    outer, red, inner = x3.shape
+    step, nsplit = _splits(ex, outer, red, inner)
+    limit = np.finfo(out_dt).max / 2 if out_dt.kind == "f" else None
+    if name in _MINMAX:
+        folded = fold(name, x3, dt, dt, step, nsplit)
+        res = None if folded is None else folded[0]
+    elif name in ("sum", "prod"):
+        acc = out_dt if name == "prod" and out_dt.kind == "f" else _acc_dtype(out_dt)
+        folded = fold(name, x3, dt, acc, step, nsplit)
+        if folded is None:
+            return None
+        res, sum_abs = folded
+        if sum_abs is not None and (sum_abs > limit).any():
+            return None
+        if name == "prod" and out_dt.kind == "f" and not (np.isfinite(res).all() and res.all()):
+            return None
+    else:  # mean, var, std: the sum, then the sum of squared deviations from the mean
+        folded = fold("sum", x3, dt, _FLOAT64, step, nsplit)
+        if folded is None or (folded[1] > limit).any():
+            return None
+        res = folded[0] / red
+        if name in ("var", "std"):
+            folded = fold("sqdev", x3, dt, _FLOAT64, step, nsplit, np.ascontiguousarray(res))
+            if folded is None or (folded[0] > limit).any():
+                return None
+            res = folded[0] / (red - correction)
+            if name == "std":
+                res = np.sqrt(res)
+    if res is None:
+        return None
+    res = res.astype(out_dt, copy=False)
+    return res.reshape(kept), res.reshape(keep)
+
+
+def _builders() -> dict:
+    from arrayx.executors.numba import kernels as K
+
+    table = {name: _build_unary for name in K.UNARY}
+    table.update({name: _build_binary for name in K.BINARY})
+    table.update({"where": _build_where, "clip": _build_clip})
+    table.update({name: _build_reduction for name in K.REDUCTIONS})
+    return table
+
+
+#: primitive name -> builder of its native implementation (filled when the executor loads)
+_BUILDERS: dict = {}

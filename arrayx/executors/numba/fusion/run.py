@@ -1,0 +1,295 @@
+"""Running the fused kernels of ``numba.fusion.lowering``: their files on disk, the threads, partials.
+
+A region's kernel is compiled (or loaded from the disk cache) on its first call, in the calling
+thread; then the calling thread and a team of workers run it side by side, claiming chunks of its
+range inside the kernel (``numba.team``; the kernels release the GIL), and reductions' partials
+per (row, split) are combined here.  The cache keeps the newest
+``CACHE_MAX_KERNELS`` fused kernels (``ARRAYX_NUMBA_FUSED_KERNELS``).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from arrayx.core import config as _config
+from arrayx.executors.common import buffer_pool as _buffer_pool
+from arrayx.core.graph import Var
+from arrayx.executors.common.fusion import Region, RegionPlaceholder, operand_slots, region_inputs
+
+
+class _Plan(NamedTuple):
+    """A region made concrete: its kernel source and how to call it."""
+    source: str
+    operands: tuple  # _Operand per kernel array/scalar argument
+    stored: tuple  # Vars stored as full outputs (elementwise results used outside)
+    reductions: tuple  # (Var, primitive name, accumulator dtype, params) per reduction
+    outer: int
+    mid: int
+    inner: int
+    flat: bool  # elementwise, full and scalar operands: a kernel over element ranges (_FLAT)
+    donors: dict  # stored output index -> operand index whose buffer the kernel writes it into
+
+
+CACHE_MAX_KERNELS = _config.get("ARRAYX_NUMBA_FUSED_KERNELS")
+#: chunks of a parallel kernel's range per thread, claimed as threads come free (see numba.team)
+CHUNKS_PER_THREAD = 8
+
+
+# -- kernels on disk ----------------------------------------------------------------------------------
+
+_stats_lock = threading.Lock()
+_loaded: dict[str, object] = {}  # stem -> dispatcher, this process
+
+
+def _kernel(source: str):
+    """The compiled kernel of ``source`` (its file named from the source's hash; see the module doc)."""
+    from arrayx.executors.numba import kernels as K
+
+    stem = "fused_" + hashlib.sha256(source.encode()).hexdigest()[:24]
+    folder, fd = K.cache_dir(), K.cache_fd()  # files through the held handle on the verified folder
+    new = folder is not None and not _exists(fd, f"{stem}.py")
+    fn = K._cached(("fused", stem), lambda: (stem, source))
+    with _stats_lock:
+        _loaded[stem] = fn
+    if folder is not None:
+        if new:
+            _prune(fd)
+        else:
+            _touch(fd, stem)
+    return fn
+
+
+def _exists(fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+
+
+def _touch(fd: int, stem: str) -> None:
+    """Mark a kernel as used (its Numba index file: touching the source would invalidate it)."""
+    try:
+        names = [n for n in os.listdir(fd) if n.startswith(stem + ".") and n.endswith(".nbi")]
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.utime(name, dir_fd=fd, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            pass
+
+
+def _prune(fd: int, keep: int | None = None) -> None:
+    """Remove the least recently used fused kernels beyond ``keep`` (CACHE_MAX_KERNELS) from the
+    cache folder held by ``fd``."""
+    keep = CACHE_MAX_KERNELS if keep is None else keep
+    try:
+        stems: dict = {}
+        names = [n for n in os.listdir(fd) if n.startswith("fused_")]
+        for name in names:
+            stem = name.split(".")[0]
+            mtime = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mtime
+            stems[stem] = max(stems.get(stem, 0.0), mtime)
+    except OSError:
+        return
+    if len(stems) <= keep:
+        return
+    old = set(sorted(stems, key=stems.__getitem__)[:len(stems) - keep])
+    for name in names:
+        if name.split(".")[0] in old:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:
+                pass
+
+
+def kernel_stats() -> dict:
+    """{"kernels": fused kernels used by this process, "compiled": compiled here, "loaded": loaded
+    from the disk cache} (Numba's per-dispatcher counters)."""
+    with _stats_lock:
+        kernels = list(_loaded.values())
+    return {"kernels": len(kernels),
+            "compiled": sum(sum(k._cache_misses.values()) for k in kernels),
+            "loaded": sum(sum(k._cache_hits.values()) for k in kernels)}
+
+
+# -- running regions ------------------------------------------------------------------------------
+
+_FUSED = RegionPlaceholder("fused_region")  # an equation of it runs its RegionRunner
+
+
+def _combine(name: str, p, q, counts, mid: int, params: dict):
+    """A reduction's result over mid from its (outer, nsplit, inner) partials."""
+    if p.shape[1] == 1 and name not in ("mean", "var", "std"):
+        return p[:, 0, :]
+    if name == "sum":
+        return p.sum(axis=1)
+    if name == "mean":
+        return p.sum(axis=1) / mid
+    if name == "prod":
+        return p.prod(axis=1)
+    if name in ("max", "min"):
+        return (np.maximum if name == "max" else np.minimum).reduce(p, axis=1)
+    if name in ("any", "all"):
+        return p.any(axis=1) if name == "any" else p.all(axis=1)
+    mean = (p * counts).sum(axis=1) / mid  # var, std: the blocks' means and squared deviations
+    m2 = q.sum(axis=1) + (counts * (p - mean[:, None, :]) ** 2).sum(axis=1)
+    res = m2 / (mid - params.get("correction", 0.0))
+    return np.sqrt(res) if name == "std" else res
+
+
+class RegionRunner:
+    """Runs one region's kernel on buffers (see the module doc); op by op if Numba fails on it."""
+
+    def __init__(self, ex, region: Region, plan_: _Plan, fallback):
+        from arrayx.executors.numba import team as _numba_team  # imports Numba: only the Numba executor makes runners
+
+        self._team = _numba_team
+        self.ex = ex
+        self.plan = plan_
+        self.shape = region.shape
+        self.donors = plan_.donors  # stored output index -> operand whose buffer the kernel writes it into
+        self.fallback = fallback
+        self.kernel = None  # the compiled kernel, on first call
+        self.failed: str | None = None
+        size = math.prod(region.shape)
+        self.threads = _threads() if ex.parallel and size >= ex.fusion_parallel_size else 1
+        slots = operand_slots(plan_.operands, _inputs(plan_))
+        self.positions = {i: s for i, s in enumerate(slots) if s is not None}  # operand -> buffer position
+        self.out_dtypes = [v.aval.dtype for v in plan_.stored]
+        self.red_dtypes = [v.aval.dtype for v, *_ in plan_.reductions]
+        outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
+        # work items: enough splits of mid for every thread, each at least ~8192 elements
+        nsplit = 1 if self.threads == 1 else max(1, min(mid, -(-4 * self.threads // outer), (mid * inner) // 8192 or 1))
+        self.step = -(-mid // nsplit)
+        self.nsplit = -(-mid // self.step)
+        items = size if plan_.flat else outer * self.nsplit  # what the threads share
+        threads = min(self.threads, items)
+        # a chunk boundary every ~1/CHUNKS_PER_THREAD of a thread's share; the team on first run
+        self.cuts = _numba_team.cuts(items, max(1, min(items, threads * CHUNKS_PER_THREAD) if threads > 1 else 1))
+        self.team = None
+        self._team_size = threads
+
+    @property
+    def source(self) -> str:
+        return self.plan.source
+
+    def run_kernel(self, kargs) -> None:
+        if self.team is None:
+            self.kernel(self._team.new_claims(), self.cuts, *kargs)
+        else:  # chunks claimed inside the kernel by the caller and the team's workers (see numba.team)
+            self.team.run(self.kernel, len(self.cuts) - 1, (self.cuts, *kargs))
+
+    def __call__(self, *bufs):
+        if self.failed is not None:
+            return self.fallback(*bufs)
+        plan_ = self.plan
+        shape = self.shape
+        # outputs and copies from the buffer pool (pages already mapped: a fresh 80 MB output costs
+        # ~20 ms of page faults); a buffer anything still references is never handed out
+        empty = _buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty
+        args = []
+        for i, op in enumerate(plan_.operands):
+            if op.value is not None:
+                args.append(op.value)
+                continue
+            b = bufs[self.positions[i]]
+            if op.layout == "s":
+                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
+            elif op.layout == "k":
+                args.append(_contiguous(b, empty).reshape(-1))
+            else:
+                if b.shape != shape:
+                    b = np.broadcast_to(b if op.expand is None else b.reshape(op.expand), shape)
+                args.append(_contiguous(b, empty).reshape(-1))
+        outs = []
+        for k, dt in enumerate(self.out_dtypes):
+            donor = self.donors.get(k)
+            if donor is None:
+                outs.append(empty(shape, dt))
+                continue
+            # the kernel writes this output into the donor operand's argument: the operand's own
+            # buffer where it may (a kernel made it), else a copy of it (e.g. a fallback's view)
+            b = bufs[self.positions[donor]]
+            if not (b.__class__ is np.ndarray and b.flags.c_contiguous and b.flags.writeable and b.shape == shape):
+                args[donor] = args[donor].copy()
+            outs.append(args[donor].reshape(shape))
+        step, nsplit = self.step, self.nsplit
+        parts = []
+        kargs = [*args, *(o.reshape(-1) for o in outs)]
+        if not plan_.flat:
+            kargs[:0] = [plan_.outer, plan_.mid, plan_.inner, step, nsplit]
+        for _, name, acc, _ in plan_.reductions:
+            p = np.empty((plan_.outer, nsplit, plan_.inner), acc)
+            q = np.empty_like(p) if name in ("var", "std") else None
+            parts.append((p, q))
+            kargs += [p] if q is None else [p, q]
+        try:
+            if self.kernel is None:
+                kernel = _kernel(plan_.source)
+                kernel(self._team.claimed_claims(), self.cuts, *kargs)  # compiled here, never in a worker
+                if self._team_size > 1:
+                    self.team = self._team.team(self._team_size)
+                # set last: an interruption (KeyboardInterrupt) before this point leaves the region
+                # to be set up again on its next call, never without its team
+                self.kernel = kernel
+            self.run_kernel(kargs)
+        except Exception as e:
+            from numba.core.errors import NumbaError
+
+            if not isinstance(e, NumbaError):
+                raise
+            first = str(e).strip().splitlines()
+            self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
+            self.ex.failed["fused region", "reduction" if plan_.reductions else "elementwise"] = self.failed
+            return self.fallback(*bufs)
+        results = list(outs)
+        if plan_.reductions:
+            counts = None
+            if any(name in ("var", "std") for _, name, _, _ in plan_.reductions):
+                starts = np.arange(nsplit) * step
+                counts = np.minimum(step, plan_.mid - starts).astype(np.float64).reshape(1, nsplit, 1)
+            for (v, name, _, params), (p, q), dt in zip(plan_.reductions, parts, self.red_dtypes):
+                r = _combine(name, p, q, counts, plan_.mid, params)
+                results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
+        return results
+
+
+def _after_fork_in_child() -> None:
+    global _stats_lock
+    _stats_lock = threading.Lock()  # a parent thread may have held it
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _contiguous(b, empty):
+    """``b`` itself where it is a C-contiguous ndarray, else a C-contiguous copy made by ``empty``."""
+    if b.__class__ is np.ndarray and b.flags.c_contiguous:
+        return b
+    b = np.asarray(b)
+    out = empty(b.shape, b.dtype)
+    np.copyto(out, b)
+    return out
+
+
+def _threads() -> int:
+    """Numba's thread count, without starting Numba's threading layer (~20 ms) just to read it."""
+    from numba.np.ufunc import parallel
+
+    from arrayx.executors.numba.layer import numba as _numba
+
+    numba = _numba()  # the threading layer set before anything can start it
+
+    return numba.get_num_threads() if parallel._is_initialized else numba.config.NUMBA_NUM_THREADS
+
+
+def _inputs(plan_: _Plan) -> tuple:
+    """The region's input Vars, each once (``region_inputs`` of its operands)."""
+    return region_inputs(plan_.operands)

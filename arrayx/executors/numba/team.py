@@ -1,0 +1,276 @@
+"""The threads that run one kernel side by side: chunks claimed inside the kernel, a team of workers.
+
+The Numba executor's fused kernels (jit) and its eager elementwise, where and clip kernels run so.
+A kernel's range (elements, or work items of rows and columns) is cut into chunks (a fused
+kernel's at the boundaries ``cuts``, made once per region; an eager kernel's of 4096 elements).  Every thread that runs the kernel enters it once and
+claims chunks itself, with an atomic increment of ``claims[0]`` (``claim``), until none is left;
+after each chunk it counts it done in ``claims[1]`` (``finish``).  So a call costs one entry into
+compiled code per thread, not one per chunk (each entry takes the GIL: on 2 cores the hand-offs
+cost ~100 us of a 400 us call), and a worker that starts late only finds fewer chunks: the
+caller never waits for it to start.
+
+Waiting is a spin, then a sleep: ``wait_until(counter, target, rounds)`` spins (a CPU pause per
+round, the GIL released) until ``counter[0] >= target`` or the rounds run out.  The caller, out of
+its kernel, waits so for the other threads' last chunks; a worker, after a job, watches the job
+counter so for about ``SPIN_US`` before it sleeps on the condition variable.  A sleeping thread
+costs a wake-up (~50 us here) that back-to-back calls, and the regions of one jitted call, then
+do not pay.  ``wait_until`` is one loop of LLVM IR compiled by llvmlite (~8 ms, once per process)
+and called through ctypes, which releases the GIL: no Numba function to compile or cache.
+
+``Team`` holds the workers (``size - 1`` daemon threads; the caller is the last member).  Any
+number of threads may call ``run`` at once: each caller claims chunks of its own job until none is
+left, so a job is finished by its caller even if no worker ever sees it.  A job's ``claims`` are a
+fresh array (a worker may still hold an old job's: reused counters would count its chunks in
+another job).  Workers drop their references to a job's buffers as soon as they leave the kernel
+(the buffer pool hands a buffer out again only when nothing else references it).
+
+After a fork the child has none of the parent's threads, and a lock one of them held (a worker
+taking its next job) would stay held for good: in the child every Team, including the ones compiled
+regions keep, gets new locks and hands its callers to a new team made on first use (``run``), and
+the module's own locks are new.
+
+Importing this module imports Numba (the kernels import it; ``numba.fusion.run`` on first run).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import threading
+import time
+import weakref
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from arrayx.core import config as _config
+
+__all__ = ["claim", "finish", "Team", "team", "new_claims", "claimed_claims", "cuts", "wait_until", "SPIN_US"]
+
+#: microseconds a caller spins waiting for the other threads' last chunks, and a worker after a
+#: job watching for the next one, before it sleeps (``ARRAYX_NUMBA_SPIN_US``; 0: always sleep)
+SPIN_US = _config.get("ARRAYX_NUMBA_SPIN_US")
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+# -- in the kernels -------------------------------------------------------------------------------
+
+def _counter(context, builder, arrty, arr, index: int):
+    data = context.make_array(arrty)(context, builder, value=arr).data
+    return builder.gep(data, [ir.Constant(ir.IntType(64), index)], inbounds=True)
+
+
+def _is_counters(arr) -> bool:
+    return isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.layout == "C"
+
+
+def _add_one(context, builder, sig, args, index: int):
+    """Atomically adds 1 to ``claims[index]``; the value before."""
+    ptr = _counter(context, builder, sig.args[0], args[0], index)
+    return builder.atomic_rmw("add", ptr, ir.Constant(ir.IntType(64), 1), "seq_cst")
+
+
+@intrinsic
+def claim(typingctx, claims):
+    """The next unclaimed chunk's number (``claims[0]``, atomically incremented)."""
+    if not _is_counters(claims):
+        return None
+    return types.int64(claims), lambda context, builder, sig, args: _add_one(context, builder, sig, args, 0)
+
+
+@intrinsic
+def finish(typingctx, claims):
+    """Counts one chunk done (``claims[1]``): after the chunk's stores, which it publishes."""
+    if not _is_counters(claims):
+        return None
+
+    def codegen(context, builder, sig, args):
+        _add_one(context, builder, sig, args, 1)
+        return context.get_dummy_value()
+    return types.void(claims), codegen
+
+
+def new_claims() -> np.ndarray:
+    """A job's counters: ``[next chunk to claim, chunks done]``."""
+    return np.zeros(2, np.int64)
+
+
+def claimed_claims() -> np.ndarray:
+    """Counters with every chunk already claimed: a call that compiles the kernel and runs nothing."""
+    return np.array([1 << 62, 0], np.int64)
+
+
+def cuts(items: int, chunks: int) -> np.ndarray:
+    """Boundaries of ``chunks`` near-equal ranges of ``items`` (``chunks + 1`` int64 values)."""
+    return np.array([items * c // chunks for c in range(chunks + 1)], np.int64)
+
+
+# -- waiting ---------------------------------------------------------------------------------------
+
+_WAIT_IR = """
+{declare}
+define i32 @arrayx_wait_until(i64* %counter, i64 %target, i64 %rounds) {{
+entry:
+  br label %loop
+loop:
+  %k = phi i64 [0, %entry], [%next, %body]
+  %value = load atomic i64, i64* %counter seq_cst, align 8
+  %reached = icmp sge i64 %value, %target
+  br i1 %reached, label %yes, label %check
+check:
+  %more = icmp slt i64 %k, %rounds
+  br i1 %more, label %body, label %no
+body:
+  {pause}
+  %next = add i64 %k, 1
+  br label %loop
+yes:
+  ret i32 1
+no:
+  ret i32 0
+}}
+"""
+_wait_lock = threading.Lock()
+_wait = None  # (ctypes function, its execution engine: kept alive with it)
+
+
+def wait_until(address: int, target: int, rounds: int) -> bool:
+    """Spin until the int64 at ``address`` is at least ``target`` (True), or for ``rounds`` pauses (False)."""
+    global _wait
+    if _wait is None:
+        with _wait_lock:
+            if _wait is None:
+                pause = "call void @llvm.x86.sse2.pause()" if _X86 else "fence seq_cst"
+                declare = "declare void @llvm.x86.sse2.pause()" if _X86 else ""
+                module = llvm.parse_assembly(_WAIT_IR.format(declare=declare, pause=pause))
+                module.verify()
+                machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+                engine = llvm.create_mcjit_compiler(module, machine)
+                engine.finalize_object()
+                signature = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+                _wait = (signature(engine.get_function_address("arrayx_wait_until")), engine)
+    return bool(_wait[0](address, target, rounds))
+
+
+def _rounds_per_us() -> float:
+    """Rounds of ``wait_until`` per microsecond here (a pause takes ~10-140 cycles by CPU model)."""
+    counter = np.zeros(1, np.int64)
+    address = counter.ctypes.data
+    wait_until(address, 1, 1)  # compiled before the clock starts
+    rounds, best = 10000, float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        wait_until(address, 1, rounds)
+        best = min(best, time.perf_counter() - t)
+    return rounds / max(best * 1e6, 1.0)
+
+
+# -- the team ---------------------------------------------------------------------------------------
+
+class Team:
+    """``size - 1`` worker threads that help callers of ``run`` through their kernels' chunks."""
+
+    def __init__(self, size: int, spin_us: float = SPIN_US):
+        self.size = size
+        self.spin = int(spin_us * _rounds_per_us()) if spin_us > 0 else 0  # rounds of wait_until
+        self._cv = threading.Condition(threading.Lock())
+        self._job = None  # (kernel, claims, args) of the newest call
+        self._jobs = np.zeros(1, np.int64)  # jobs published, where spinning workers watch it
+        self._jobs_address = self._jobs.ctypes.data
+        self._sleeping = 0  # workers waiting on _cv (notified only when some are)
+        self.failures: list[str] = []  # what a worker's kernel call raised (none is expected)
+        self._pid = os.getpid()  # the process whose threads serve it (a fork child's team has none)
+        self._successor: Team | None = None  # in a fork child: the team that runs this one's calls
+        _every_team.add(self)
+        for i in range(size - 1):
+            threading.Thread(target=self._serve, name=f"arrayx-fused-{i}", daemon=True).start()
+
+    def _serve(self) -> None:
+        seen = 0
+        cv, jobs = self._cv, self._jobs
+        while True:
+            if self.spin:
+                wait_until(self._jobs_address, seen + 1, self.spin)  # a job that comes soon starts at once
+            with cv:
+                while jobs[0] == seen:
+                    self._sleeping += 1
+                    cv.wait()
+                    self._sleeping -= 1
+                seen = int(jobs[0])
+                job = self._job
+            if job is None:
+                continue
+            kernel, claims, args = job
+            del job
+            try:
+                kernel(claims, *args)
+            except BaseException as e:  # the caller finishes the chunks left; keep the team alive
+                self.failures.append(f"{type(e).__name__}: {e}")
+            del kernel, claims, args  # no buffer of this job kept alive while waiting
+
+    def _forked(self) -> None:
+        """In a fork child: new locks (a parent thread may have held one), no job, no workers."""
+        self._cv = threading.Condition(threading.Lock())
+        self._job = None
+        self._sleeping = 0
+        self._successor = None
+
+    def run(self, kernel, chunks: int, args) -> None:
+        """``kernel(claims, *args)`` by the caller and the workers, until its ``chunks`` chunks are done."""
+        if self._pid != _pid:  # a parent's team in a fork child: its workers do not exist here
+            if self._successor is None:
+                self._successor = team(self.size)
+            return self._successor.run(kernel, chunks, args)
+        claims = new_claims()
+        job = (kernel, claims, args)
+        cv = self._cv
+        with cv:
+            self._job = job
+            self._jobs[0] += 1
+            if self._sleeping:
+                cv.notify_all()
+        kernel(claims, *args)
+        # the other threads' last chunks: spin, then sleep in short steps.  A plain read of the count
+        # orders the reads of their stores after it on x86 only: elsewhere the atomic read does
+        if claims[1] < chunks or not _X86:
+            address = claims.ctypes.data
+            while not wait_until(address + 8, chunks, self.spin):
+                if self.failures:
+                    raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
+                time.sleep(2e-5)
+        with cv:
+            if self._job is job:
+                self._job = None
+
+
+_teams: dict[int, Team] = {}
+_teams_lock = threading.Lock()
+_every_team: weakref.WeakSet = weakref.WeakSet()  # every Team of this process (regions keep theirs)
+_pid = os.getpid()
+
+
+def team(size: int) -> Team:
+    """The team of ``size`` threads (the caller included), made on first use."""
+    t = _teams.get(size)
+    if t is None:
+        with _teams_lock:
+            t = _teams.get(size)
+            if t is None:
+                t = _teams[size] = Team(size)
+    return t
+
+
+def _after_fork_in_child() -> None:
+    global _teams_lock, _wait_lock, _pid
+    _pid = os.getpid()
+    _teams.clear()  # the parent's workers do not exist here
+    _teams_lock = threading.Lock()
+    _wait_lock = threading.Lock()
+    for t in list(_every_team):  # teams the parent's regions and executors still hold
+        t._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
