@@ -78,9 +78,11 @@ def callback(fn: Callable, *args) -> None:
     """Call ``fn(*args)`` with the runtime values of ``args`` (arrays as NumPy arrays), also under jit.
 
     >>> import arrayx as ax
-    >>> f = ax.jit(lambda x: (ax.debug.callback(lambda v: print("saw", v), x), x + 1)[1])
+    >>> seen = []
+    >>> f = ax.jit(lambda x: (ax.debug.callback(seen.append, x), x + 1)[1])
     >>> _ = f(ax.asarray(1.0))
-    saw 1.0
+    >>> seen
+    [array(1.)]
     """
     leaves, tree = pytree.flatten(args)
     is_array = [isinstance(x, Array) for x in leaves]

@@ -426,6 +426,7 @@ def bits(key, shape=(), dtype=None) -> Array:
     """Uniformly random unsigned integers (default dtype uint64).
 
     >>> bits(key(0), (2,), xp.uint32)
+    Array([4070199207, 4202968722], dtype=uint32, device=numpy:cpu)
     """
     key = _check_key("bits", key)
     shape = shape_arg("bits", shape)
@@ -475,6 +476,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     """Uniform floats in [minval, maxval) (default float64); minval/maxval broadcast to ``shape``.
 
     >>> uniform(key(0), (3,), minval=-1.0, maxval=1.0)
+    Array([-0.16308578, -0.56740909,  0.93064292], dtype=float64, device=numpy:cpu)
     """
     key = _check_key("uniform", key)
     shape = shape_arg("uniform", shape)
