@@ -199,7 +199,7 @@ subtract_p = Primitive("subtract")
 
 
 def abs(x, /):
-    """Absolute value |x|; real-valued for complex input."""
+    """Absolute value ``|x|``; real-valued for complex input."""
     return _unary("abs", abs_p, x, "numeric")
 
 def acos(x, /):
@@ -466,7 +466,7 @@ def round(x, /):
     return _unary("round", round_p, x, "numeric")
 
 def sign(x, /):
-    """Sign of x (x/|x| for complex)."""
+    """Sign of x (``x / |x|`` for complex)."""
     return _unary("sign", sign_p, x, "numeric")
 
 def signbit(x, /):

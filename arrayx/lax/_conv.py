@@ -275,7 +275,7 @@ conv_p.impls.update(numpy=_in_layout(_conv_numpy), numba=_in_layout(_conv_numpy)
 
 class ConvDimensionNumbers(tuple):
     """(lhs_spec, rhs_spec, out_spec): for each operand the positions of (batch|out feature,
-    feature|in feature, *spatial), as JAX's ``ConvDimensionNumbers``."""
+    feature|in feature, ``*spatial``), as JAX's ``ConvDimensionNumbers``."""
 
     def __new__(cls, lhs_spec, rhs_spec, out_spec):
         return super().__new__(cls, (tuple(lhs_spec), tuple(rhs_spec), tuple(out_spec)))
