@@ -412,7 +412,7 @@ def _is_integer(x) -> bool:
 
 
 def _integer_pow(x1, x2):
-    """The rule for integer ``**`` (README, "Rules"): a negative exponent raises ValueError on every
+    """The rule for integer ``**`` (docs/semantics.rst): a negative exponent raises ValueError on every
     executor when its value is known (a Python int, or a concrete array: one ``any(x2 < 0)``, which
     on Dask computes only the exponent).  Staged (values unknown) the result is the truncation
     toward zero of the real power: 0 for |x1| > 1 (and for 0, as integer division by 0 gives 0),
