@@ -33,7 +33,6 @@ html_theme_options = {"page_width": "1100px", "sidebar_width": "230px"}
 html_static_path: list[str] = []
 templates_path: list[str] = []
 
-autodoc_default_options = {"members": False}
 autodoc_typehints = "signature"
 autodoc_inherit_docstrings = False
 napoleon_google_docstring = True
@@ -61,9 +60,10 @@ SUBMODULES = {
 # sections of the top-level page: the last part of the defining module's name -> title.  A name whose
 # module is not listed lands in "More" (so every public name is documented, whatever moves).
 SECTIONS = [
-    ("Arrays, executors and modes", ("_array", "core", "_modes", "base", "_registry", "registry")),
+    ("Arrays, executors and modes", ("_array", "array", "core", "_modes", "modes", "base", "_registry", "registry",
+                                     "executors", "devices", "selection")),
     ("Creation", ("creation",)),
-    ("Data types", ("data_types",)),
+    ("Data type functions", ("data_types",)),
     ("Elementwise", ("elementwise",)),
     ("Indexing", ("indexing",)),
     ("Linear algebra in the main namespace", ("linalg",)),
@@ -73,10 +73,10 @@ SECTIONS = [
     ("Sorting", ("sorting",)),
     ("Statistical", ("statistical",)),
     ("Utility", ("utility",)),
-    ("Transforms", ("transpose", "forward", "batching", "jitting", "staging", "custom", "checkpointing",
-                    "debug", "_tracer", "avals", "nan_checks")),
+    ("Transforms", ("transpose", "forward", "jvp", "autodiff", "batching", "jitting", "jit", "staging", "custom",
+                    "checkpointing", "remat", "debug", "_tracer", "avals", "nan_checks")),
     ("Control flow", ("control_flow",)),
-    ("Many devices", ("parallel", "_api", "_mesh", "_shard_map", "collectives")),
+    ("Many devices", ("parallel", "pmap", "_api", "_mesh", "_shard_map", "collectives")),
 ]
 
 
@@ -96,7 +96,7 @@ def _public(module) -> list[str]:
 def _entry(qualname: str, obj) -> str:
     kind = _kind(obj)
     if kind == "autoclass":
-        return f".. autoclass:: {qualname}\n   :members:\n   :undoc-members: False\n"
+        return f".. autoclass:: {qualname}\n   :members:\n   :undoc-members:\n"
     return f".. {kind}:: {qualname}\n"
 
 
@@ -162,5 +162,16 @@ def write_api_pages(app) -> None:
             path.write_text(text)
 
 
+def plain_attribute_comments(app, what, name, obj, options, lines) -> None:
+    """Attribute comments (``#: ...`` above a class attribute) are plain one-liners, not
+    reStructuredText: a ``*`` in them (``callable(*args)``) is a literal star, outside literals."""
+    if what != "attribute":
+        return
+    for i, line in enumerate(lines):
+        parts = line.split("``")
+        lines[i] = "``".join(p if k % 2 else p.replace("*", "\\*") for k, p in enumerate(parts))
+
+
 def setup(app):
     app.connect("builder-inited", write_api_pages)
+    app.connect("autodoc-process-docstring", plain_attribute_comments)
