@@ -41,7 +41,8 @@ napoleon_numpy_docstring = True
 # the pages' examples: `.. doctest::` blocks.  The docstrings' own examples (the API reference) are
 # run by tests/test_docstrings.py, each in its module's globals, as doctest runs them.
 doctest_test_doctest_blocks = ""
-doctest_global_setup = "import arrayx as xp\nxp.set_executor(None)"
+doctest_global_setup = "import arrayx as xp\nxp.set_executor(\"numpy\")  # the outputs shown are the numpy executor's"
+doctest_global_cleanup = "xp.set_executor(None)"
 
 # -- the API reference --------------------------------------------------------------------------
 
