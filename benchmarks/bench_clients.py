@@ -14,6 +14,8 @@ ms - so that the whole run stays short).  Labels:
 
 - ``numpy``: plain NumPy arrays, scikit-learn's ``array_api_dispatch`` off (the reference);
 - ``arrayx[E]``: arrayx arrays of executor E (numpy, numba, jax, dask), ``array_api_dispatch`` on;
+- ``arrayx[E,lazy]``: the same inside ``arrayx.lazy()`` (operations recorded, run fused when the
+  client reads a value; numba and jax);
 - ``array-api-strict``: array-api-strict arrays, dispatch on, where the client accepts them.
 
 SciPy reads ``SCIPY_ARRAY_API`` once, at its first import: this module sets it to 1 at import and
@@ -36,6 +38,7 @@ if __name__ == "__main__":  # alone: one BLAS thread, so a shared, loaded machin
         os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
@@ -53,6 +56,8 @@ from benchmarks._harness import block, installed  # noqa: E402
 TITLE = "scikit-learn / SciPy / array-api-extra calls on arrayx arrays (per executor) vs plain NumPy arrays"
 
 EXECUTORS = ("numpy", "numba", "jax", "dask")
+#: executors also timed under ``arrayx.lazy()`` (label ``arrayx[E,lazy]``)
+LAZY_EXECUTORS = ("numba", "jax")
 
 #: workload -> (rows of X at the small size, at the large size); X is (rows, 64) float64
 SIZES = {
@@ -157,15 +162,19 @@ def _label_fns(name: str, n: int, labels) -> tuple[dict, dict]:
         if label == "numpy":
             continue
         if label.startswith("arrayx["):
-            ex = label[len("arrayx["):-1]
+            ex, _, mode = label[len("arrayx["):-1].partition(",")
+            if mode not in ("", "lazy"):
+                raise ValueError(f"bench_clients: unknown label {label!r}; arrayx labels: arrayx[E], arrayx[E,lazy]")
             with arrayx.use_executor(ex):
                 d = {k: arrayx.asarray(v) for k, v in data.items()}
 
-            def fn(d=d, ex=ex):
+            def fn(d=d, ex=ex, scope=arrayx.lazy if mode else contextlib.nullcontext):
                 with arrayx.use_executor(ex), sklearn.config_context(array_api_dispatch=True), \
                         warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    return block(call(d))
+                    with scope():  # arrayx.lazy(): the call's operations recorded, run fused when read
+                        out = call(d)
+                    return block(out)
         elif label == "array-api-strict":
             import array_api_strict as xs
 
@@ -194,6 +203,7 @@ def default_labels() -> list:
 
     have = set(base.registered())
     out = ["numpy"] + [f"arrayx[{e}]" for e in EXECUTORS if e in have]
+    out += [f"arrayx[{e},lazy]" for e in LAZY_EXECUTORS if e in have]
     return out + (["array-api-strict"] if installed("array_api_strict") else [])
 
 

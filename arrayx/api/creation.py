@@ -129,7 +129,7 @@ def _from_arrayx(x: Array, dtype, device, copy) -> Array:
 
     if device is not None:
         ex, dev = _exec.resolve_device(device, "asarray")
-        if ex != x._ex:
+        if ex != (x._ex if x.__class__ is Array else _exec.get(x.device.executor)):  # a tracer: its executor
             if copy is False:
                 raise ValueError(
                     f"asarray: copy=False, but moving from the {x._ex.name!r} executor to {ex.name!r} copies"

@@ -22,7 +22,7 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian",
     "stop_gradient", "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies",
     "check_grads", "make_graph", "eval_shape", "ShapeDtypeStruct", "jit", "disable_jit",
-    "cond", "switch", "while_loop", "fori_loop", "scan", "map", "debug_nans", "debug_infs", "vmap",
+    "lazy", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "debug_nans", "debug_infs", "vmap",
     "pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "device_count", "local_device_count",
 ]
 
@@ -36,7 +36,7 @@ _WHERE = {
     "ShapeDtypeStruct": "arrayx.core.tracers", "jit": "jitting", "disable_jit": "jitting",
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
     "scan": "control_flow", "map": "control_flow", "debug_nans": "arrayx.core.float_checks", "debug_infs": "arrayx.core.float_checks",
-    "vmap": "batching",
+    "vmap": "batching", "lazy": "laziness",
     **{name: "parallel" for name in ("pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index",
                                       "device_count", "local_device_count")},
 }

@@ -1,0 +1,212 @@
+"""``arrayx.lazy()`` (issue 30, item 3): eager code recorded into a graph and run fused when a value
+is read.  Values equal eager ones on every executor; shape/dtype/device reads compute nothing; each
+read, call of a jitted function and scope exit runs the pending graph once; nesting, in-place
+writes, jit and grad inside the scope, and failures."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import arrayx as ax
+from tests.conftest import assert_same
+
+laziness = importlib.import_module("arrayx.transforms.laziness")
+
+
+def _data():
+    rng = np.random.default_rng(7)
+    return rng.normal(size=(40, 6)), rng.normal(size=6)
+
+
+def _standardise(X):
+    m = ax.mean(X, axis=0)
+    c = X - m
+    sd = ax.sqrt(ax.mean(c * c, axis=0))
+    z = c / sd
+    return ax.exp(-0.5 * z * z) + ax.tanh(z) * 2.0, ax.sum(z, axis=1)
+
+
+def _runs():
+    return laziness.stats["runs"]
+
+
+def test_lazy_values_equal_eager(executor):
+    X = ax.asarray(_data()[0])
+    want = _standardise(X)
+    with ax.lazy():
+        got = _standardise(X)
+        assert all(type(g) is laziness.LazyTracer for g in got)
+    assert all(type(g) is ax.Array for g in got)  # computed when the scope ends
+    assert_same(got, want)
+
+
+def test_shape_reads_do_not_compute_value_reads_do(executor):
+    X = ax.asarray(_data()[0])
+    with ax.lazy():
+        before = _runs()
+        y, s = _standardise(X)
+        assert (y.shape, y.dtype, y.ndim, y.size, y.device) == ((40, 6), ax.float64, 2, 240, X.device)
+        assert s.shape == (40,) and len(s) == 40 and y.mT.shape == (6, 40)
+        assert _runs() == before  # nothing computed yet
+        total = float(ax.sum(y))  # a read runs the pending graph once
+        assert _runs() == before + 1
+        assert type(y) is ax.Array and type(s) is ax.Array  # every live value was computed with it
+        assert bool(ax.all(ax.isfinite(y)))  # a new graph, run once more
+        assert _runs() == before + 2
+    assert _runs() == before + 2  # nothing pending at exit: no run
+    assert total == pytest.approx(float(ax.sum(_standardise(X)[0])), rel=1e-12)
+
+
+@pytest.mark.parametrize("read", ["float", "int", "bool", "index", "array", "dlpack", "tolist", "item",
+                                  "repr", "getitem_index", "nonzero", "to_device"])
+def test_each_read_computes(executor, read):
+    x = ax.asarray([1.0, 2.0, 3.0])
+    with ax.lazy():
+        before = _runs()
+        y = x * 2.0 + 1.0
+        i = ax.astype(ax.sum(y), ax.int64) - 15  # 0
+        v = {
+            "float": lambda: float(y[1]),
+            "int": lambda: int(i),
+            "bool": lambda: bool(y[0] > 2.0),
+            "index": lambda: [10, 20][i],
+            "array": lambda: np.asarray(y).tolist(),
+            "dlpack": lambda: np.from_dlpack(y).tolist(),
+            "tolist": lambda: y.tolist(),
+            "item": lambda: y[2].item(),
+            "repr": lambda: "5." in repr(y),
+            "getitem_index": lambda: np.asarray(x[ax.astype(y[:2], ax.int64) - 3]).tolist(),
+            "nonzero": lambda: np.asarray(ax.nonzero(y > 4.0)[0]).tolist(),
+            "to_device": lambda: np.asarray(y.to_device("numpy")).tolist(),
+        }[read]()
+        # an array index is read for its bounds check (one run), then the gathered result (another)
+        assert _runs() == before + (2 if read == "getitem_index" else 1), read
+    want = {"float": 5.0, "int": 0, "bool": True, "index": 10, "array": [3.0, 5.0, 7.0],
+            "dlpack": [3.0, 5.0, 7.0], "tolist": [3.0, 5.0, 7.0], "item": 7.0, "repr": True,
+            "getitem_index": [1.0, 3.0], "nonzero": [1, 2], "to_device": [3.0, 5.0, 7.0]}[read]
+    assert v == want
+
+
+def test_repeated_calls_reuse_one_compiled_program(executor):
+    X = ax.asarray(_data()[0])
+    with ax.lazy():
+        _standardise(X)
+    compiles = laziness.stats["compiles"]
+    for _ in range(3):
+        with ax.lazy():
+            y, _ = _standardise(X)
+    assert laziness.stats["compiles"] == compiles
+    assert_same(y, _standardise(X)[0])
+
+
+def test_nested_scopes_run_at_the_outer_exit(executor):
+    x = ax.asarray([1.0, 2.0])
+    before = _runs()
+    with ax.lazy():
+        with ax.lazy():
+            y = ax.sin(x) + 1.0
+        assert type(y) is laziness.LazyTracer and _runs() == before  # the inner exit runs nothing
+        z = y * 3.0
+    assert _runs() == before + 1
+    assert_same(z, (ax.sin(x) + 1.0) * 3.0)
+
+
+def test_decorator_form(executor):
+    @ax.lazy()
+    def f(x):
+        return ax.cos(x) * 2.0 - x
+
+    x = ax.asarray([0.0, 1.0, 2.0])
+    out = f(x)
+    assert type(out) is ax.Array
+    assert_same(out, ax.cos(x) * 2.0 - x)
+    assert_same(f(x), out)  # the decorator runs again (reentrant)
+
+
+def test_in_place_writes_inside_the_scope(executor):
+    base = np.arange(6.0).reshape(2, 3)
+    a = ax.asarray(base.copy())
+    with ax.lazy():
+        b = a * 2.0  # reads a before the write
+        a[0, :] = -1.0
+        a += 1.0
+        c = a * 1.0
+        c[1, 1] = 100.0
+    want_a = base.copy()
+    want_a[0, :] = -1.0
+    want_a += 1.0
+    want_c = want_a.copy()
+    want_c[1, 1] = 100.0
+    assert_same(b, base * 2.0)
+    assert_same(a, want_a)
+    assert_same(c, want_c)
+
+
+def test_write_lands_in_the_memory_of_an_array_from_before(executor):
+    a = ax.asarray(np.zeros(4))
+    if not a._ex.mutable:
+        pytest.skip(f"{executor} buffers are immutable: there is no memory to share")
+    host_view = np.asarray(a, copy=False)  # shares a's memory on numpy/numba
+    with ax.lazy():
+        a[1:3] = 5.0
+    assert host_view.tolist() == [0.0, 5.0, 5.0, 0.0]
+
+
+def test_jit_and_grad_inside_the_scope(executor):
+    x = ax.asarray([0.5, 1.0, 1.5])
+    f = ax.jit(lambda v: ax.sum(ax.sin(v) * v))
+    g = ax.grad(lambda v: ax.sum(ax.sin(v) * v))
+    with ax.lazy():
+        y = x * 2.0
+        before = _runs()
+        out = f(y)  # a jitted call runs compiled on computed operands
+        assert _runs() == before + 1 and type(y) is ax.Array
+        dy = g(x * 2.0)  # grad traces through the lazy values
+        hv = ax.sum(dy * dy)
+    assert_same(out, f(x * 2.0))
+    assert_same(dy, g(x * 2.0))
+    assert_same(hv, ax.sum(g(x * 2.0) ** 2))
+
+
+def test_lazy_inside_jit_is_a_no_op(executor):
+    @ax.jit
+    def f(v):
+        with ax.lazy():
+            return ax.exp(v) - 1.0
+
+    x = ax.asarray([0.0, 1.0])
+    assert_same(f(x), ax.exp(x) - 1.0)
+
+
+def test_errors_are_eager_ones(executor):
+    x = ax.ones((2, 3))
+    with ax.lazy():
+        with pytest.raises(ValueError):
+            x + ax.ones((4,))  # shapes are checked when recorded, as eagerly
+        with pytest.raises(TypeError, match="one element"):
+            float(x * 2.0)
+    with ax.lazy():
+        y = x * 2.0
+    assert_same(y, np.full((2, 3), 2.0))
+
+
+def test_a_failing_scope_leaves_no_half_recorded_values(executor):
+    x = ax.asarray([1.0, 2.0])
+    with pytest.raises(KeyError):
+        with ax.lazy():
+            y = x + 1.0
+            raise KeyError("boom")
+    assert type(y) is ax.Array  # computed on the way out
+    assert_same(y, np.asarray([2.0, 3.0]))
+
+
+def test_mixed_executors_refused_as_eagerly(executor):
+    if executor == "numpy":
+        pytest.skip("needs a second executor")
+    a = ax.ones(3)
+    b = ax.ones(3, device="numpy")
+    with ax.lazy():
+        with pytest.raises(TypeError):
+            a + b
