@@ -153,6 +153,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("ARRAYX_BUFFER_POOL_MIN_BYTES", _integer(0), 1 << 20, "a whole number of bytes >= 0",
              "the smallest buffer the pool keeps"),
     Variable("ARRAYX_JAX_JIT_OPS", _flag, True, _YES_NO, "whether each eager JAX op runs as one jax.jit call"),
+    Variable("ARRAYX_JAX_REUSE_MEMORY", _flag, True, _YES_NO,
+             "whether loading the jax executor has glibc's malloc reuse freed blocks up to 1 GiB (no page faults "
+             "per XLA result; the process keeps freed heap)"),
     Variable("ARRAYX_DASK_SCHEDULER", _scheduler, None,
              f"a scheduler name ({', '.join(_SCHEDULER_NAMES)}) or an address protocol://host[:port] "
              f"(protocols {', '.join(_SCHEDULER_PROTOCOLS)})",
