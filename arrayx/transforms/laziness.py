@@ -29,6 +29,12 @@ own memory, so NumPy views of it see it then).  ``lazy()`` entered while another
 transform is tracing (inside ``jit``, ``grad``, ``vmap``) does nothing: the
 values are already staged.  A nested ``lazy()`` joins the enclosing one.
 
+Limits: an operand is read when the graph runs, so memory written behind arrayx's back in
+between (through a NumPy view of a numpy/numba array) is seen then, not at the operation; a
+recorded value belongs to the thread (context) whose scope recorded it; a scope that never
+reads runs its operations in pieces of :data:`MAX_PENDING`.  Creation functions (no array
+operand) and operations whose result size depends on values run at once.
+
 >>> import arrayx as ax
 >>> x = ax.linspace(0, 1, 5)
 >>> with ax.lazy():
@@ -57,6 +63,9 @@ __all__ = ["lazy", "LazyTracer", "LazyTrace", "stats"]
 
 #: compiled programs kept per process (structure of the graph -> compiled function)
 CACHE_SIZE = 256
+#: pending operations on one executor that run without waiting for a read: a loop that never reads
+#: a value runs in pieces of this many operations (identical pieces reuse one compiled program)
+MAX_PENDING = 512
 
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -224,10 +233,16 @@ class LazyTrace(Trace):
         if prim.multiple_results:
             outvars = tuple(Var(a) for a in out_aval)
             p.equations.append(Equation(prim, tuple(inputs), params, outvars))
-            return tuple(self._new(p, v) for v in outvars)
+            outs = tuple(self._new(p, v) for v in outvars)
+            if len(p.equations) >= MAX_PENDING:
+                self.flush()
+            return outs
         outvar = Var(out_aval)
         p.equations.append(Equation(prim, tuple(inputs), params, (outvar,)))
-        return self._new(p, outvar)
+        out = self._new(p, outvar)
+        if len(p.equations) >= MAX_PENDING:
+            self.flush()
+        return out
 
     def _new(self, p: _Pending, var: Var) -> LazyTracer:
         t = LazyTracer._make(LazyState(self, var, p.ex, p.device))

@@ -210,3 +210,19 @@ def test_mixed_executors_refused_as_eagerly(executor):
     with ax.lazy():
         with pytest.raises(TypeError):
             a + b
+
+
+def test_a_long_loop_without_reads_runs_in_pieces_of_one_program(executor, monkeypatch):
+    monkeypatch.setattr(laziness, "MAX_PENDING", 8)
+    x = ax.asarray([1.0, 2.0])
+    with ax.lazy():
+        before = _runs(), laziness.stats["compiles"]
+        y = x
+        for _ in range(32):
+            y = y * 0.5 + 1.0  # two operations a step: a run every 4 steps
+        assert _runs() == before[0] + 8
+        assert laziness.stats["compiles"] <= before[1] + 2  # the pieces share their program
+    want = x
+    for _ in range(32):
+        want = want * 0.5 + 1.0
+    assert_same(y, want)
