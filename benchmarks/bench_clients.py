@@ -41,6 +41,7 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -265,7 +266,8 @@ def main(argv=None) -> int:
     only = set(args.only.split(",")) if args.only else None
     if only and only - set(SIZES):
         p.error(f"--only: unknown workloads {sorted(only - set(SIZES))}; known: {', '.join(SIZES)}")
-    labels = args.labels.split(",") if args.labels else default_labels()
+    # commas inside brackets belong to a label (arrayx[numba,lazy])
+    labels = re.findall(r"[^,\[]+(?:\[[^\]]*\])?", args.labels) if args.labels else default_labels()
     rounds = args.rounds or (3 if args.quick else 5)
     load_before = os.getloadavg()
     t_start = time.perf_counter()
