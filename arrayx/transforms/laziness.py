@@ -55,7 +55,8 @@ import numpy as np
 
 from arrayx.api._array import Array
 from arrayx.transforms.core import _TRACE, Trace, bind_with
-from arrayx.transforms._tracer import Tracer, TracerState, abstract_eval, aval_of
+from arrayx.transforms._tracer import Tracer, abstract_eval, aval_of
+from arrayx.transforms.staging import StagingState
 from arrayx.transforms._keys import exact_key
 from arrayx.transforms.graph import Equation, Graph, Literal, Var
 
@@ -74,16 +75,11 @@ _CACHE_LOCK = threading.Lock()
 stats = {"runs": 0, "compiles": 0, "recorded": 0}
 
 
-class LazyState(TracerState):
-    __slots__ = ("var", "weak_type", "ex", "device")
+class LazyState(StagingState):
+    __slots__ = ("ex", "device")
 
     def __init__(self, trace, var: Var, ex, device):
-        self.trace = trace
-        self.var = var
-        aval = var.aval
-        self.shape = aval.shape
-        self.dtype = aval.dtype
-        self.weak_type = aval.weak_type
+        super().__init__(trace, var)
         self.ex = ex
         self.device = device
 
