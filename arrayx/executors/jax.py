@@ -32,7 +32,7 @@ One compiled call per op
     (indices, fill values) run op-by-op.  ``ARRAYX_JAX_JIT_OPS=0`` turns this off.
 
 Memory
-    Loading the executor raises glibc's mmap threshold (``executors/_heap.py``) so that XLA's
+    Loading the executor raises glibc's mmap threshold (``executors/common/heap.py``) so that XLA's
     large result buffers reuse freed heap instead of faulting in fresh pages on every op (a
     6x cut in CPU time on 50 MB elementwise results); process-wide, the process keeps freed
     heap up to 1 GiB.  ``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc alone.
@@ -547,9 +547,9 @@ class JaxExecutor(Executor):
 
         jax.config.update("jax_enable_x64", True)  # see the module docstring
         if _config.get("ARRAYX_JAX_REUSE_MEMORY"):
-            from arrayx.executors._heap import reuse_large_blocks
+            from arrayx.executors.common.heap import reuse_large_blocks
 
-            reuse_large_blocks()  # XLA's result buffers: reused heap, not fresh pages (executors/_heap.py)
+            reuse_large_blocks()  # XLA's result buffers: reused heap, not fresh pages (executors/common/heap.py)
         import jax.numpy
 
         global jnp, _jax, _NEEDS_CONCRETE, _XLA_FLUSHES, _HOST_THREAD

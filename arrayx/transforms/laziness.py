@@ -54,11 +54,11 @@ from collections import OrderedDict
 import numpy as np
 
 from arrayx.api._array import Array
-from arrayx.transforms.core import _TRACE, Trace, bind_with
-from arrayx.transforms._tracer import Tracer, abstract_eval, aval_of
+from arrayx.core.graph import Equation, Graph, Literal, Var, dce
+from arrayx.core.keys import exact_key
+from arrayx.core.primitives import _TRACE, Trace
+from arrayx.core.tracers import Tracer, abstract_eval, aval_of, bind_with
 from arrayx.transforms.staging import StagingState
-from arrayx.transforms._keys import exact_key
-from arrayx.transforms.graph import Equation, Graph, Literal, Var
 
 __all__ = ["lazy", "LazyTracer", "LazyTrace", "stats"]
 
@@ -344,8 +344,6 @@ def _run(trace: LazyTrace, p: _Pending) -> None:
 
 def _closed_graph(p: _Pending, outvars: list):
     """(Graph whose inputs are the constants, the constant arrays, structural cache key or None)."""
-    from arrayx.transforms.graph import dce
-
     graph = dce(Graph((), [v for v, _, _ in p.const_values], [b for _, _, b in p.const_values], p.equations,
                       outvars, device=p.device))
     consts = list(graph.consts)

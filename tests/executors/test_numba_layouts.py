@@ -14,7 +14,7 @@ from tests.conftest import assert_same
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reduction_of_a_transpose_matches_numpy(fname, axis, keepdims, monkeypatch):
     pytest.importorskip("numba")
-    from arrayx.executors import base
+    from arrayx.core import executor as base
 
     ex = base.get("numba")
     ex.xp  # noqa: B018 - loads the executor (its thresholds)
