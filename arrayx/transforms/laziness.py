@@ -380,8 +380,18 @@ _LOCAL = threading.local()
 class lazy(contextlib.ContextDecorator):
     """Opt-in lazy scope: eager operations are recorded and run fused when a value is read.
 
-    Use as ``with arrayx.lazy(): ...`` or as a decorator ``@arrayx.lazy()``.  See the module
-    docstring (``arrayx.transforms.lazy``) for what computes and what stays recorded.
+    Use as ``with arrayx.lazy(): ...`` or as a decorator ``@arrayx.lazy()``.  Shape, dtype and
+    device reads compute nothing; reading a value (``float``, ``bool``, ``numpy.asarray``, ...)
+    or leaving the scope runs everything recorded as one compiled graph on its executor.  The
+    module docstring (``arrayx.transforms.laziness``) lists what computes and what stays
+    recorded.
+
+    >>> import arrayx as ax
+    >>> @ax.lazy()
+    ... def standardise(a):
+    ...     return (a - ax.mean(a)) / ax.std(a)
+    >>> standardise(ax.asarray([1.0, 2.0, 3.0]))   # computed when the scope ends
+    Array([-1.22474487,  0.        ,  1.22474487], dtype=float64, device=numpy:cpu)
     """
 
     def __init__(self):
