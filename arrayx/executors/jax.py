@@ -63,7 +63,7 @@ import numpy as np
 
 from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
-from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, nan_where_failed
+from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
 from arrayx.core.keys import exact_key
 
@@ -102,12 +102,7 @@ def _searchsorted(x1, x2, *, side="left", sorter=None):
 # -- linalg on singular / non-positive-definite input: NaN for the failing matrices (executors/common/linalg.py)
 
 def _linalg_nan_where_failed(name):
-    def impl(x, *rest, **params):
-        out = getattr(jnp.linalg, name)(x, *rest, **params)
-        return nan_where_failed(jnp, name, out, x, *rest)
-
-    impl.__name__ = name
-    return impl
+    return checked_linalg(name, lambda: jnp)
 
 
 # -- complex functions at infinite/NaN parts and at zero parts: XLA's kernels do not follow C99

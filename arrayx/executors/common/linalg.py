@@ -11,7 +11,8 @@ Two ways to get there, one per kind of library:
 - LAPACK wrappers that raise (NumPy, hence Numba and Dask's blocks): ``nan_on_failure`` catches
   ``LinAlgError`` around the call only; on failure the batch is redone matrix by matrix, so only
   the failing matrices become NaN (the extra cost is paid only when something failed).
-- Libraries that return garbage instead (JAX, CuPy): ``nan_where_failed`` decides from the result
+- Libraries that return garbage instead (JAX, CuPy): ``checked`` wraps their function with
+  ``nan_where_failed``, which decides from the result
   with one cheap reduction per matrix, as LAPACK decides: a zero pivot (``inv``/``solve``: a
   non-finite result from finite operands) or a non-positive pivot (``cholesky``: a diagonal
   entry of the factor that is not > 0).
@@ -54,6 +55,18 @@ def _one_by_one(fn, x, rest, params):
         except np.linalg.LinAlgError:
             pass  # stays NaN
     return out
+
+
+def checked(name: str, namespace):
+    """``namespace().linalg.<name>`` with the matrices that fail set to NaN, for libraries that do not
+    raise (JAX, CuPy); ``namespace`` is called on each call (the library is loaded lazily)."""
+    def impl(x, *rest, **params):
+        xp = namespace()
+        out = getattr(xp.linalg, name)(x, *rest, **params)
+        return nan_where_failed(xp, name, out, x, *rest)
+
+    impl.__name__ = name
+    return impl
 
 
 def nan_where_failed(xp, name: str, out, x, *rest, upper: bool = False):

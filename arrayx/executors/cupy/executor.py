@@ -27,7 +27,7 @@ import numpy as np
 
 from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key
-from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, nan_where_failed
+from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor, get
 
 _KDL_CPU, _KDL_CUDA = 1, 2
@@ -62,13 +62,7 @@ def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
 
 def _linalg_nan_where_failed(name):
     """cupy.linalg.<name> with the matrices that fail set to NaN (executors/common/linalg.py): CuPy does not raise."""
-    def impl(x, *rest, **params):
-        xp = get("cupy").xp
-        out = getattr(xp.linalg, name)(x, *rest, **params)
-        return nan_where_failed(xp, name, out, x, *rest)
-
-    impl.__name__ = name
-    return impl
+    return checked_linalg(name, lambda: get("cupy").xp)
 
 
 class CupyExecutor(Executor):
