@@ -19,6 +19,7 @@ from arrayx.api._array import Array
 from arrayx.executors.numba import libm as _libm
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.core.primitives import Primitive, current_trace
+from arrayx.core.executor import added_impls, register_impls
 from arrayx.transforms.rules._define import defabstract, defjvp, defjvp_coef
 from arrayx.transforms.rules._batch import defvectorized
 
@@ -222,7 +223,7 @@ def _cupy_log(x):
     return cupy.log(x)
 
 
-libm_log_p.impls.update({
+register_impls(libm_log_p.name, **{
     "numpy": _libm.log,
     "numba": _libm.log,
     "dask": lambda x: x.map_blocks(_libm.log, dtype=x.dtype),
@@ -230,6 +231,7 @@ libm_log_p.impls.update({
     "cupy": _cupy_log,
 })
 defabstract(libm_log_p, lambda x: ShapeDtypeStruct(tuple(x.shape), x.dtype))
+libm_log_p.composition = xp.log  # elsewhere: the executor's own log (within an ulp of the C library's)
 defjvp_coef(libm_log_p, lambda y, x: 1.0 / x)
 defvectorized(libm_log_p)
 
@@ -480,7 +482,7 @@ XLA_OPS: dict = {}  # name -> (primitive, emulation): the table _xla_op reads
 
 def _xla_primitive(name: str, emulation) -> Primitive:
     prim = Primitive(f"xla_{name}")
-    prim.impls["jax"] = _jax_impl(name)
+    register_impls(prim.name, jax=_jax_impl(name))
     defabstract(prim, _same_avals(prim.name))
     defvectorized(prim)
     XLA_OPS[name] = (prim, emulation)
@@ -488,7 +490,7 @@ def _xla_primitive(name: str, emulation) -> Primitive:
 
 
 def _has_own(prim: Primitive, x: Array) -> bool:
-    return x.device.executor in prim.impls
+    return prim.name in added_impls(x.device.executor)
 
 
 def _xla_op(name: str, x: Array) -> Array:

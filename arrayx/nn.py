@@ -22,6 +22,7 @@ import numpy as np
 from arrayx import api as ax
 from arrayx.api._checks import array_arg, normalize_axes
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 from arrayx.transforms.custom import stop_gradient
 
@@ -47,6 +48,7 @@ erfinv_p = Primitive("erfinv")
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
+_SQRT_PI = math.sqrt(math.pi)
 
 
 def _erfinv_newton(y: np.ndarray) -> np.ndarray:
@@ -99,9 +101,60 @@ def _dask_special(name: str):
 
 for _prim in (erf_p, erfc_p, erfinv_p):
     _host = _host_special(_prim.name)
-    _prim.impls.update(numpy=_host, numba=_host, dask=_dask_special(_prim.name), jax=_jax_special(_prim.name),
+    register_impls(_prim.name, numpy=_host, numba=_host, dask=_dask_special(_prim.name), jax=_jax_special(_prim.name),
                        cupy=_cupy_special(_prim.name))
     _prim.abstract_eval = lambda x: ShapeDtypeStruct._trusted(tuple(x.shape), x.dtype, is_weak(x))
+
+
+# -- the same functions in arrayx operations: what an executor without its own gets (a third party's) -----
+
+def _erf_series(x):
+    """erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1*3*...*(2n+1)): positive terms only (no
+    cancellation), to double precision for |x| <= 6 in 160 terms; erf is +-1 in double beyond."""
+    x = ax.clip(x, -6.0, 6.0)
+    x2 = x * x
+    term = x
+    total = x
+    for n in range(1, 160):
+        term = term * (2.0 * x2) / (2 * n + 1)
+        total = total + term
+    return _TWO_OVER_SQRT_PI * ax.exp(-x2) * total
+
+
+def _erfc_fraction(x):
+    """erfc(x) for x >= 2: exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), 80 levels
+    evaluated from the bottom (relative precision, where 1 - erf would lose it)."""
+    tail = x
+    for k in range(80, 0, -1):
+        tail = x + (k / 2.0) / tail
+    return ax.exp(-x * x) / (_SQRT_PI * tail)
+
+
+def _erf_composed(x):
+    return ax.where(x >= 2.0, 1.0 - _erfc_fraction(ax.maximum(x, 2.0)),
+                    ax.where(x <= -2.0, _erfc_fraction(ax.maximum(-x, 2.0)) - 1.0, _erf_series(x)))
+
+
+def _erfc_composed(x):
+    return ax.where(x >= 2.0, _erfc_fraction(ax.maximum(x, 2.0)), 1.0 - _erf_composed(x))
+
+
+def _erfinv_composed(y):
+    """Newton steps on :func:`_erf_composed` from a log-based first guess."""
+    inside = ax.abs(y) < 1
+    yc = ax.where(inside, y, 0.0)
+    w = -ax.log((1.0 - yc) * (1.0 + yc))
+    t = 4.33 - w / 2  # Winitzki's guess: 2 / (pi * 0.147) + log(1 - y^2) / 2
+    x = ax.sign(yc) * ax.sqrt(ax.maximum(ax.sqrt(t * t + w / 0.147) - t, 0.0))
+    for _ in range(6):
+        x = x - (_erf_composed(x) - yc) / (_TWO_OVER_SQRT_PI * ax.exp(-x * x))
+    x = ax.where(y == 1, ax.inf, ax.where(y == -1, -ax.inf, x))
+    return ax.where(ax.abs(y) > 1, ax.nan, x)
+
+
+erf_p.composition = _erf_composed
+erfc_p.composition = _erfc_composed
+erfinv_p.composition = _erfinv_composed
 
 
 def _define_special_rules():

@@ -68,7 +68,7 @@ def path(ex, func: str) -> tuple[str, str]:
     prim = primitive_of(func)
     if prim is None:
         return COMPOSITE, "written in other arrayx operations"
-    own = prim.impls.get(ex.name)
+    own = _base.added_impls(ex.name).get(prim.name)  # entries lax, nn, random ... added to its table
     if own is not None:
         return ADAPTED, _name_of(own)
     native_kernels = ex.executor_info().get("native")

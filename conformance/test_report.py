@@ -88,16 +88,21 @@ def _breaking(executor: str, name: str, impl):
     class Patch:
         def __enter__(self):
             prim = primitives[name]
-            self.prim, self.saved = prim, prim.impls.get(executor)
-            prim.impls[executor] = impl
-            _base.get(executor).impls.pop(prim, None)
+            ex = _base.get(executor)
+            self.prim, self.saved = prim, _base.added_impls(executor).get(name)
+            _base.register_impls(name, **{executor: impl})
+            ex.impls.pop(prim, None)
 
         def __exit__(self, *exc):
+            ex = _base.get(executor)
             if self.saved is None:
-                self.prim.impls.pop(executor, None)
+                ex.table.pop(name, None)
+                if name in type(ex).overrides:
+                    ex.table[name] = type(ex).overrides[name]
+                _base._added.get(executor, {}).pop(name, None)
             else:
-                self.prim.impls[executor] = self.saved
-            _base.get(executor).impls.pop(self.prim, None)
+                _base.register_impls(name, **{executor: self.saved})
+            ex.impls.pop(self.prim, None)
     return Patch()
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from arrayx.core import config as _config
 
 __all__ = [
-    "Device", "Executor", "register_executor", "get", "executors", "registered",
+    "Device", "Executor", "register_executor", "register_impls", "get", "executors", "registered",
     "set_executor", "get_executor", "use_executor", "resolve_device"
 ]
 
@@ -74,11 +74,15 @@ def _device_named(executor: str, label: str) -> Device:
 class Executor:
     """Base class of executors.  Subclasses set ``name``, ``array_type`` and ``_load``.
 
-    ``overrides`` maps primitive names to implementations that differ from
-    ``getattr(xp, prim.impl_name)``.  Lookup order: the primitive's own
-    ``impls[executor_name]``, ``overrides``, the primitive's generic ``impls["*"]``,
-    the namespace; a value of None means "not supported by
-    this executor" and raises NotImplementedError naming both.
+    One table per executor, ``self.table``: primitive name -> implementation over this
+    executor's buffers, or None for "not supported by this executor" (NotImplementedError naming
+    both).  It starts as the class's ``overrides`` (the entries whose implementation differs from
+    ``getattr(xp, prim.impl_name)``) and the layers above add their own entries with
+    :func:`register_impls` (``lax``'s convolution, ``nn``'s special functions, random's log,
+    the collectives), one convention for all.  Lookup order: the table, the primitive's generic
+    ``impls["*"]`` (written over any standard namespace's buffers), the namespace, then the
+    primitive's ``composition`` (written in arrayx operations, so any executor, a third party's
+    too, runs it).
     """
 
     name: str = "?"
@@ -102,6 +106,8 @@ class Executor:
     pool_min_bytes: int = 0
 
     def __init__(self) -> None:
+        #: this executor's table (see the class docstring): its overrides, then what register_impls adds
+        self.table: dict = dict(type(self).overrides)
         self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)
         self.large_impls: dict = self.impls  # the same for results from pool_min_bytes (no pool: one table)
         # read on every eager op: Python 3.11 specialises reads of instance attributes, not of class ones
@@ -169,22 +175,20 @@ class Executor:
 
     def supports(self, prim_name: str) -> bool:
         """Whether ``prim_name`` runs here: False where this executor's table says None (unsupported)."""
-        return prim_name not in self.overrides or self.overrides[prim_name] is not None
+        return self.table.get(prim_name, True) is not None
 
     def unsupported(self) -> list:
         """The primitives this executor's table marks unsupported (entries that are None)."""
-        return sorted(name for name, fn in self.overrides.items() if fn is None)
+        return sorted(name for name, fn in self.table.items() if fn is None)
 
     # -- running primitives -------------------------------------------------
     def resolve(self, prim) -> Callable:
         """The callable that runs ``prim`` on this executor's buffers (cached)."""
-        # most specific first: the primitive's own impl for this executor, this executor's
-        # override, the primitive's generic impl, then the executor's namespace
-        fn = prim.impls.get(self.name)
-        if fn is None and prim.name in self.overrides:
-            fn = self.overrides[prim.name]
-            if fn is None:
-                raise NotImplementedError(f"{prim.name} is not supported by the {self.name!r} executor")
+        # most specific first: this executor's table, the primitive's generic impl, the executor's
+        # namespace, the primitive's composition
+        fn = self.table.get(prim.name)
+        if fn is None and prim.name in self.table:
+            raise NotImplementedError(f"{prim.name} is not supported by the {self.name!r} executor")
         if fn is None:
             fn = prim.impls.get("*")
         if fn is None:
@@ -192,10 +196,15 @@ class Executor:
             for part in prim.impl_name.split("."):
                 fn = getattr(fn, part, None)
                 if fn is None:
-                    raise NotImplementedError(
-                        f"{prim.name} is not implemented by the {self.name!r} executor "
-                        f"(its namespace has no {prim.impl_name!r})"
-                    )
+                    break
+        if fn is None:  # last: the primitive written in arrayx operations, which any executor runs
+            if getattr(prim, "composition", None) is None:
+                raise NotImplementedError(
+                    f"{prim.name} is not implemented by the {self.name!r} executor "
+                    f"(its namespace has no {prim.impl_name!r}, and {prim.name} has no composition "
+                    f"in arrayx operations)"
+                )
+            fn = prim.composed_impl(self)
         self.impls[prim] = fn = self.finish_impl(prim, fn)
         return fn
 
@@ -318,6 +327,33 @@ def _load_lock(name: str) -> threading.RLock:
 
 _registry: dict[str, Executor] = {}
 _entry_points_loaded = False
+#: executor name -> {primitive name: implementation}: the entries register_impls added, kept for
+#: executors registered later (a third party's gets them when it registers)
+_added: dict[str, dict] = {}
+
+
+def register_impls(prim_name: str, **by_executor: Callable | None) -> None:
+    """Add ``prim_name``'s implementation to each named executor's table: ``register_impls("conv",
+    numpy=conv_numpy, jax=conv_jax)``.  The layers above the executors (lax, nn, random, the
+    collectives) register their per-executor implementations this way."""
+    for name, fn in by_executor.items():
+        _added.setdefault(name, {})[prim_name] = fn
+        ex = _registry.get(name)
+        if ex is not None:
+            ex.table[prim_name] = fn
+            _forget(ex, prim_name)
+
+
+def added_impls(executor_name: str) -> dict:
+    """The entries :func:`register_impls` added to ``executor_name``'s table (for reports)."""
+    return dict(_added.get(executor_name, {}))
+
+
+def _forget(ex: Executor, prim_name: str) -> None:
+    """Drop ``ex``'s cached callables of ``prim_name`` (its table entry changed)."""
+    for cache in (ex.impls, ex.large_impls):
+        for prim in [p for p in cache if p.name == prim_name]:
+            del cache[prim]
 
 
 def register_executor(executor: Executor, *, replace: bool = False) -> Executor:
@@ -327,6 +363,7 @@ def register_executor(executor: Executor, *, replace: bool = False) -> Executor:
     if executor.name in _registry and not replace:
         raise ValueError(f"register_executor: an executor named {executor.name!r} is already registered")
     _registry[executor.name] = executor
+    executor.table.update(_added.get(executor.name, {}))
     return executor
 
 

@@ -184,14 +184,16 @@ class Primitive:
     - ``jvp(primals, tangents, **params) -> (out, out_tangent)``
     - ``transpose(cotangent, *args, **params)`` for linear primitives
     - ``batch(args, dims, **params) -> (out, out_dim)``
-    - ``impls[executor_name]`` overrides the executor's default implementation
-      (``getattr(executor.xp, impl_name)``), ``lowerings[executor_name]`` the
-      jit lowering.
+    - ``impls["*"]``: a generic implementation over any standard namespace's buffers (before the
+      executor's namespace); per-executor implementations are entries of that executor's table
+      (``arrayx.core.executor.register_impls``), not of the primitive;
+    - ``composition``: the primitive written in arrayx operations, which an executor without an
+      implementation (a third party's) runs; ``lowerings[executor_name]`` the jit lowering.
     """
 
     __slots__ = (
         "name", "impl_name", "multiple_results", "abstract_eval", "jvp",
-        "transpose", "batch", "impls", "lowerings", "data_dependent", "__weakref__",
+        "transpose", "batch", "impls", "lowerings", "data_dependent", "composition", "__weakref__",
     )
 
     #: call-like primitives (:class:`CallPrimitive`) go to ``Trace.process_call``
@@ -210,6 +212,10 @@ class Primitive:
         #: None, or (for ops whose result size depends on operand values: masks, nonzero,
         #: unique_*) the alternative to name when such an op is staged on traced values
         self.data_dependent: str | None = None
+        #: None, or the primitive written in arrayx operations (``fn(*arrays, **params)``): the
+        #: implementation an executor gets for free where neither its table nor its namespace has
+        #: one (a third party's executor runs ``lax.conv`` or ``nn.erf`` through it)
+        self.composition: Callable | None = None
         if name in primitives:
             raise ValueError(f"primitive {name!r} is defined twice")
         primitives[name] = self
@@ -222,6 +228,24 @@ class Primitive:
         if trace is None:
             return eval_eager(self, args, params)
         return trace.process_primitive(self, args, params)
+
+    def composed_impl(self, ex) -> Callable:
+        """``composition`` as an implementation over ``ex``'s buffers: they are wrapped as Arrays
+        of ``ex``, the arrayx operations run eagerly on ``ex``, the results are unwrapped."""
+        composition, multiple = self.composition, self.multiple_results
+        atype = ex.array_type
+
+        def impl(*bufs, **params):
+            args = [_wrap(b, ex) if b.__class__ is atype else b for b in bufs]
+            token = _TRACE.set(None)  # the buffers are concrete: eager, whatever trace runs the caller
+            try:
+                out = composition(*args, **params)
+            finally:
+                _TRACE.reset(token)
+            return tuple(o._buf for o in out) if multiple else out._buf
+
+        impl.__name__ = f"{self.name}_composed"
+        return impl
 
 
 def eval_eager(prim: Primitive, args: tuple, params: dict):

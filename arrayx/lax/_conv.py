@@ -29,6 +29,7 @@ import numpy as np
 
 from arrayx.api._checks import array_arg
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct
 
 __all__ = ["conv_general_dilated", "conv", "conv_p", "ConvDimensionNumbers", "conv_dimension_numbers"]
@@ -266,7 +267,59 @@ def _conv_dask(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups
     )
 
 
-conv_p.impls.update(numpy=_in_layout(_conv_numpy), numba=_in_layout(_conv_numpy), cupy=_in_layout(_conv_cupy),
+# -- the convolution in arrayx operations (any executor without its own: a third party's) ------------
+
+def _conv_composed(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
+    """Shift and add: one ``tensordot`` per kernel position over a strided slice of the dilated,
+    padded input (per group), in the canonical layout between two ``permute_dims``."""
+    import itertools
+
+    from arrayx import api as ax
+
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    x, w = ax.permute_dims(lhs, tuple(lhs_spec)), ax.permute_dims(rhs, tuple(rhs_spec))
+    out_shape = conv_shape(tuple(x.shape), tuple(w.shape), strides, padding, lhs_dilation, rhs_dilation)
+    for axis, f in enumerate(lhs_dilation, start=2):  # f - 1 zeros between neighbours
+        n = x.shape[axis]
+        if f != 1 and n:
+            gaps = ax.zeros(tuple(x.shape[:axis + 1]) + (f - 1,) + tuple(x.shape[axis + 1:]), dtype=x.dtype,
+                            device=x.device)
+            x = ax.concat([ax.expand_dims(x, axis=axis + 1), gaps], axis=axis + 1)
+            x = ax.reshape(x, tuple(x.shape[:axis]) + (n * f,) + tuple(x.shape[axis + 2:]))
+            x = x[(slice(None),) * axis + (slice(0, (n - 1) * f + 1),)]
+    for axis, (lo, hi) in enumerate(padding, start=2):  # negative padding crops
+        n = x.shape[axis]
+        x = x[(slice(None),) * axis + (slice(max(-lo, 0), max(max(-lo, 0), n - max(-hi, 0))),)]
+        sides = []
+        for width in (max(lo, 0), max(hi, 0)):
+            sides.append(ax.zeros(tuple(x.shape[:axis]) + (width,) + tuple(x.shape[axis + 1:]), dtype=x.dtype,
+                                  device=x.device) if width else None)
+        if sides[0] is not None or sides[1] is not None:
+            x = ax.concat([v for v in (sides[0], x, sides[1]) if v is not None], axis=axis)
+    per_in, per_out = w.shape[1], w.shape[0] // groups
+    out = None
+    if math.prod(out_shape) and math.prod(w.shape[2:]):
+        for offset in itertools.product(*(range(k) for k in w.shape[2:])):
+            key = (slice(None), slice(None)) + tuple(
+                slice(o * rd, o * rd + (n - 1) * st + 1, st)
+                for o, rd, n, st in zip(offset, rhs_dilation, out_shape[2:], strides))
+            patch, taps = x[key], w[(slice(None), slice(None)) + offset]
+            parts = [ax.tensordot(patch[:, g * per_in:(g + 1) * per_in], taps[g * per_out:(g + 1) * per_out],
+                                  axes=([1], [1])) for g in range(groups)]
+            term = parts[0] if groups == 1 else ax.concat(parts, axis=-1)
+            out = term if out is None else out + term
+    if out is None:
+        dtype = ax.result_type(x.dtype, w.dtype)
+        out = ax.zeros(out_shape, dtype=dtype, device=x.device)
+    else:
+        out = ax.moveaxis(out, -1, 1)  # (N, *spatial, O) -> (N, O, *spatial)
+    return ax.permute_dims(out, tuple(int(i) for i in np.argsort(out_spec)))
+
+
+conv_p.composition = _conv_composed
+
+
+register_impls(conv_p.name, numpy=_in_layout(_conv_numpy), numba=_in_layout(_conv_numpy), cupy=_in_layout(_conv_cupy),
                     jax=_conv_jax, dask=_in_layout(_conv_dask))
 
 

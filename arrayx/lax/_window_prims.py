@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct
 
 __all__ = ["reduce_window_p", "window_select_p", "window_scatter_p", "identity", "window_out_shape"]
@@ -224,6 +225,48 @@ def _jax_numpy():
 _HOST = _impls_over(lambda: np, _add_at_inplace)
 
 
+# -- the reduction in arrayx operations (any executor without its own: a third party's) --------------
+
+def _padded_composed(x, padding, fill):
+    """``_padded`` in arrayx operations: crop, then blocks of ``fill`` concatenated on each side."""
+    from arrayx import api as ax
+
+    x = x[_crop(padding, tuple(x.shape))]
+    for axis, (lo, hi) in enumerate(padding):
+        parts = []
+        for width in (max(lo, 0), max(hi, 0)):
+            shape = tuple(x.shape[:axis]) + (width,) + tuple(x.shape[axis + 1:])
+            parts.append(ax.full(shape, fill, dtype=x.dtype, device=x.device) if width else None)
+        if parts[0] is not None or parts[1] is not None:
+            x = ax.concat([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+    return x
+
+
+def _reduce_composed(x, *, kind, window, strides, padding, window_dilation):
+    """The separable max/min of ``_reduce_host``, one axis at a time, without in-place updates."""
+    from arrayx import api as ax
+
+    combine = ax.maximum if kind == "max" else ax.minimum
+    x = _padded_composed(x, padding, identity(kind, x.dtype))
+    for axis, (k, s, d) in enumerate(zip(window, strides, window_dilation)):
+        if k == 1 and s == 1:
+            continue
+        n = _axis_out(x.shape[axis], k, s, d)
+        parts = []
+        for o in range(k):
+            key = [slice(None)] * x.ndim
+            key[axis] = slice(o * d, o * d + (n - 1) * s + 1, s) if n else slice(0, 0)
+            parts.append(x[tuple(key)])
+        acc = parts[0]
+        for part in parts[1:]:
+            acc = combine(acc, part)
+        x = acc
+    return ax.asarray(x, copy=True)
+
+
+reduce_window_p.composition = _reduce_composed
+
+
 def _windowed_axes(window, strides, padding) -> tuple:
     return tuple(a for a, (k, s, p) in enumerate(zip(window, strides, padding)) if k != 1 or s != 1 or p != (0, 0))
 
@@ -267,7 +310,7 @@ _IMPLS = {
     "dask": (_reduce_dask, _select_dask, _scatter_dask),
 }
 for _i, _prim in enumerate((reduce_window_p, window_select_p, window_scatter_p)):
-    _prim.impls.update({name: fns[_i] for name, fns in _IMPLS.items()})
+    register_impls(_prim.name, **{name: fns[_i] for name, fns in _IMPLS.items()})
 
 
 # -- rules ----------------------------------------------------------------------------------------------

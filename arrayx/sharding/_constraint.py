@@ -13,6 +13,7 @@ from arrayx.sharding._mesh import PartitionSpec
 from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceSharding, check_divisible
 from arrayx.core.array import Array
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 
 sharding_constraint_p = Primitive("sharding_constraint")
@@ -39,12 +40,11 @@ def _dask_impl(x, *, sharding):
     return x
 
 
-sharding_constraint_p.impls["jax"] = _jax_impl
-sharding_constraint_p.impls["dask"] = _dask_impl
+register_impls(sharding_constraint_p.name, jax=_jax_impl, dask=_dask_impl)
 
 
 def _lowering(ex, params):
-    impl = sharding_constraint_p.impls.get(ex.name, sharding_constraint_p.impls["*"])
+    impl = ex.table.get(sharding_constraint_p.name) or sharding_constraint_p.impls["*"]
     return lambda x: impl(x, **params)
 
 

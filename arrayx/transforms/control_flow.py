@@ -23,7 +23,7 @@ from arrayx.core.primitives import _TRACE, current_trace, set_trace
 from arrayx.core.tracers import CallPrimitive
 from arrayx.core.tracers import ShapeDtypeStruct, aval_of
 from arrayx.core.graph import Graph
-from arrayx.transforms.jitting import _jvp_graph, _stage_flat, _zeros
+from arrayx.transforms.call_primitive import _jvp_graph, _stage_flat, _zeros
 from arrayx.transforms.staging import StagingTracer, close_function
 from arrayx.transforms.batching import batch_graph, front, moveaxis_to
 from arrayx.transforms.rules._batch import size_of, to_front

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from arrayx.transforms.control_flow import _restage, cond_p, scan_p
 from arrayx.core.tracers import bind_with
-from arrayx.transforms.jitting import _transpose_graph, _zeros, partial_eval_graph
+from arrayx.transforms.call_primitive import _transpose_graph, _zeros, partial_eval_graph
 from arrayx.core.tracers import ShapeDtypeStruct, UndefinedPrimal, aval_of
 
 __all__ = ["cond_partial_eval", "scan_partial_eval"]

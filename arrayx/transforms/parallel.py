@@ -42,6 +42,7 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.core.axis_env import AxisFrame, bind_axis, _AXES, _frame, _names  # noqa: F401
 from arrayx.core.primitives import Primitive, current_trace
+from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct, aval_of, is_weak
 
 __all__ = ["pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "device_count",
@@ -116,7 +117,7 @@ def _jax_collective(lax_name, unmapped):
 for _p, _unmapped, _lax in ((psum_p, _psum_unmapped, "psum"), (pmax_p, _extremum_unmapped, "pmax"),
                             (pmin_p, _extremum_unmapped, "pmin"), (all_gather_p, _all_gather_unmapped, "all_gather")):
     _p.impls["*"] = _unmapped
-    _p.impls["jax"] = _jax_collective(_lax, _unmapped)
+    register_impls(_p.name, jax=_jax_collective(_lax, _unmapped))
 
 
 # -- rules -----------------------------------------------------------------------------------------------

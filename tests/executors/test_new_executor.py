@@ -75,3 +75,44 @@ def test_unsupported_entries_raise_naming_the_function_and_the_executor(tiny):
     assert ex.unsupported() == ["sort"]
     with pytest.raises(NotImplementedError, match="sort is not supported by the 'tiny' executor"):
         ax.sort(ax.asarray([3.0, 1.0], device="tiny"))
+
+
+def _on_numpy(fn, *arrays):
+    return np.asarray(fn(*[ax.asarray(np.asarray(a), device="numpy") for a in arrays]))
+
+
+def test_the_tiny_executor_runs_lax_nn_random_and_the_transforms(tiny):
+    # a third party's executor gets lax, nn and random through their generic implementations (written
+    # in arrayx operations), and grad/vmap/jit of them; every value is compared with the numpy executor's
+    rng = np.random.default_rng(0)
+    img, ker = rng.standard_normal((2, 3, 7, 6)), rng.standard_normal((4, 3, 3, 2))
+    x, w = ax.asarray(img, device="tiny"), ax.asarray(ker, device="tiny")
+
+    def conv(a, b):
+        return ax.lax.conv_general_dilated(a, b, (2, 1), [(1, 1), (0, 1)], rhs_dilation=(1, 2))
+
+    got = conv(x, w)
+    assert got.executor == "tiny"
+    np.testing.assert_allclose(np.asarray(got), _on_numpy(conv, img, ker), rtol=1e-10, atol=1e-12)
+
+    def pool(a):
+        return ax.lax.reduce_window(a, -ax.inf, ax.maximum, (1, 1, 2, 2), (1, 1, 2, 1), "SAME")
+
+    np.testing.assert_allclose(np.asarray(pool(x)), _on_numpy(pool, img))
+    v = ax.asarray(np.linspace(-2.0, 2.0, 9), device="tiny")
+    for fn in (ax.nn.erf, ax.nn.erfc, ax.nn.gelu):
+        np.testing.assert_allclose(np.asarray(fn(v)), _on_numpy(fn, np.linspace(-2.0, 2.0, 9)), rtol=1e-12)
+    for draw_fn in (ax.random.normal, ax.random.uniform):
+        draw = draw_fn(ax.random.key(0, device="tiny"), (5,))
+        assert draw.executor == "tiny"
+        np.testing.assert_allclose(np.asarray(draw), np.asarray(draw_fn(ax.random.key(0), (5,))), rtol=1e-12)
+    loss = lambda a, b: ax.sum(conv(a, b) ** 2)  # noqa: E731
+    g = ax.grad(loss, argnums=(0, 1))(x, w)
+    want_g = ax.grad(loss, argnums=(0, 1))(ax.asarray(img), ax.asarray(ker))
+    for a, b in zip(g, want_g):
+        assert a.executor == "tiny"
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-9)
+    batched = ax.vmap(lambda a: ax.nn.erf(a) * 2.0)(ax.reshape(v[:8], (2, 4)))
+    np.testing.assert_allclose(np.asarray(batched), _on_numpy(lambda a: ax.nn.erf(a) * 2.0, np.linspace(-2, 2, 9)[:8].reshape(2, 4)), rtol=1e-12)
+    jitted = ax.jit(lambda a, b: pool(conv(a, b)))(x, w)
+    np.testing.assert_allclose(np.asarray(jitted), _on_numpy(lambda a, b: pool(conv(a, b)), img, ker), rtol=1e-10, atol=1e-12)

@@ -209,7 +209,9 @@ class NumbaExecutor(NumpyExecutor):
         """This executor's own impl if the primitive has one, else the NumPy executor's callable
         (``large``: the one for large results, see ``resolve_large``), wrapped so that large arrays
         of native dtypes go to a Numba kernel."""
-        fn = prim.impls.get(self.name)
+        fn = self.table.get(prim.name)
+        if fn is not None and fn is type(self).overrides.get(prim.name):
+            fn = None  # an entry of the NumPy table this one starts from: NumPy's resolve, below
         if fn is None:
             from arrayx.core.executor import get
 
@@ -348,6 +350,18 @@ def _output(shape: tuple, dtype) -> np.ndarray:
     return (_buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty)(shape, dtype)
 
 
+def _run_native(ex, name, dt, kernels, key, make, args, shape, out_dtype, fallback, operands):
+    """The step every elementwise builder ends with: the kernel ``make`` builds (cached in ``kernels``
+    under ``key``) on the flat ``args``, into a fresh (pooled) output of ``shape``; NumPy's
+    ``fallback`` on the original ``operands`` where the kernel cannot be built or run."""
+    from arrayx.executors.numba import kernels as K
+
+    out = _output(shape, out_dtype)
+    if not ex._call(name, dt, kernels, key, make, *args, out.reshape(-1), chunks=K.chunks(out.size)):
+        return fallback(*operands)
+    return out
+
+
 def _build_unary(ex: NumbaExecutor, name: str, fallback):
     from arrayx.executors.numba import kernels as K
 
@@ -365,11 +379,8 @@ def _build_unary(ex: NumbaExecutor, name: str, fallback):
         dt = x.dtype
         if dt not in dtypes or type(x) is not np.ndarray or not x.flags.c_contiguous:
             return fallback(x)
-        out = _output(x.shape, _BOOL if out_kind == "bool" else dt)
-        if not ex._call(name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, x.reshape(-1), out.reshape(-1),
-                        chunks=K.chunks(x.size)):
-            return fallback(x)
-        return out
+        return _run_native(ex, name, dt, kernels, (name, dt, "v"), K.elementwise_kernel, (x.reshape(-1),),
+                           x.shape, _BOOL if out_kind == "bool" else dt, fallback, (x,))
 
     return run
 
@@ -408,11 +419,8 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
             return fallback(x1, x2)
         if dt not in dtypes:
             return fallback(x1, x2)
-        out = _output(shape, _BOOL if out_kind == "bool" else dt)
-        if not ex._call(name, dt, kernels, (name, dt, form), K.elementwise_kernel, *args, out.reshape(-1),
-                        chunks=K.chunks(out.size)):
-            return fallback(x1, x2)
-        return out
+        return _run_native(ex, name, dt, kernels, (name, dt, form), K.elementwise_kernel, args, shape,
+                           _BOOL if out_kind == "bool" else dt, fallback, (x1, x2))
 
     return run
 
@@ -447,11 +455,8 @@ def _build_where(ex: NumbaExecutor, name: str, fallback):
         dt = x1.dtype
         if x2.dtype != dt or dt not in dtypes:
             return fallback(cond, x1, x2)
-        out = _output(shape, dt)
-        if not ex._call(name, dt, kernels, (dt, form), K.where_kernel, cond.reshape(-1), *args, out.reshape(-1),
-                        chunks=K.chunks(out.size)):
-            return fallback(cond, x1, x2)
-        return out
+        return _run_native(ex, name, dt, kernels, (dt, form), K.where_kernel, (cond.reshape(-1), *args), shape, dt,
+                           fallback, (cond, x1, x2))
 
     return run
 
@@ -477,12 +482,9 @@ def _build_clip(ex: NumbaExecutor, name: str, fallback):
             return fallback(x, lo, hi)
         bounds = "both" if lo is not None and hi is not None else "lo" if lo is not None else "hi"
         zero = dt.type(0)  # stands for the missing bound
-        out = _output(x.shape, dt)
-        if not ex._call(name, dt, kernels, (dt, bounds), K.clip_kernel, x.reshape(-1),
-                        zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi), out.reshape(-1),
-                        chunks=K.chunks(x.size)):
-            return fallback(x, lo, hi)
-        return out
+        args = (x.reshape(-1), zero if lo is None else _scalar(lo), zero if hi is None else _scalar(hi))
+        return _run_native(ex, name, dt, kernels, (dt, bounds), K.clip_kernel, args, x.shape, dt, fallback,
+                           (x, lo, hi))
 
     return run
 
