@@ -27,12 +27,14 @@ def with_article(word) -> str:
 
 
 def array_arg(fname: str, x, name: str = "x") -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(
-            f"{fname}: {name} must be an arrayx array, got {type(x).__name__}; "
-            f"convert it with arrayx.asarray(...)"
-        )
-    return x
+    """``x``, an array argument of ``fname``, as an arrayx array: the one place the namespace
+    decides what stands for an array.  The default mode takes a Python scalar (a 0-d array of
+    its default dtype, as JAX's weakly typed scalars: bool, int64, float64, complex128) and a
+    NumPy array or scalar (converted on the current executor); strict mode (``arrayx.strict()``)
+    refuses both, as array-api-strict does.  Callers use the returned value."""
+    if isinstance(x, Array):
+        return x
+    return as_array(fname, x, name)
 
 
 def check_dtype(fname: str, x: Array, category: str, name: str = "x") -> None:
@@ -186,9 +188,66 @@ def as_array(fname: str, x, name: str = "x"):
         return asarray(x)
     raise TypeError(
         f"{fname}: {name} must be an arrayx array, got {type(x).__name__}; convert it with arrayx.asarray(...)"
-        + (" (strict mode refuses Python scalars here, as the standard does)"
-           if isinstance(x, _PY_SCALARS) else "")
+        + (" (strict mode refuses Python scalars here, as the standard does; or leave arrayx.strict())"
+           if isinstance(x, _PY_SCALARS) else
+           " (strict mode refuses NumPy arrays, as array-api-strict does; or leave arrayx.strict())"
+           if isinstance(x, (np.ndarray, np.generic)) else "")
     )
+
+
+def array_args(fname: str, values, names) -> list:
+    """Several array arguments of one function (concat/stack's elements, where's condition and
+    operands, ...) as arrayx arrays.  In the default mode a Python scalar among them is weakly
+    typed, as in JAX: it becomes a 0-d array of the dtype it takes beside the others' common
+    dtype (``stack([float32_array, 2.0])`` is float32), or of its default dtype when all are
+    scalars; NumPy arrays convert with their own dtype.  Strict mode refuses what is not an array."""
+    values = list(values)
+    if all(isinstance(v, Array) for v in values):
+        return values
+    out = [v if isinstance(v, Array) or isinstance(v, _PY_SCALARS) and not is_strict()
+           else array_arg(fname, v, n) for v, n in zip(values, names)]
+    arrays = [v for v in out if isinstance(v, Array)]
+    common = promote_dtypes(fname, [a.dtype for a in arrays]) if arrays else None
+    from arrayx.api.creation import asarray
+
+    device = arrays[0].device if arrays else None
+    for i, v in enumerate(out):
+        if not isinstance(v, Array):
+            dt = _dtypes.scalar_dtype(v) if common is None else _dtypes.scalar_result_dtype(common, v)
+            out[i] = asarray(scalar_operand(fname, v, dt), device=device)
+    return out
+
+
+def promote_dtypes(fname: str, dtypes) -> np.dtype:
+    """The common dtype of several arrays' ``dtypes`` under the mode's table (NumPy 2's in the
+    default mode; the standard's in strict mode, which refuses mixed kinds with a TypeError)."""
+    dtypes = list(dtypes)
+    out = dtypes[0]
+    strict = is_strict()
+    for d in dtypes[1:]:
+        if d == out:
+            continue
+        nxt = (_STANDARD if strict else _PROMOTION).get((out, d))
+        if nxt is None:
+            raise _mixed_refusal(fname, "promotable", out, d, strict)
+        out = nxt
+    return out
+
+
+def float_arg(fname: str, x, category: str = "floating-point", name: str = "x", hint: str = "") -> Array:
+    """``x`` for a function computing in floating point (linalg, fft, the moments): in the default
+    mode a bool or integer array (or a Python scalar) is computed in the default float dtype, as
+    NumPy 2 does there (``inv``, ``fft``, ``mean`` of int8 give float64/complex128); strict mode
+    refuses it, as array-api-strict does, with the fix in the message."""
+    x = array_arg(fname, x, name)
+    if x.dtype in _dtypes.CATEGORIES[category]:
+        return x
+    if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY and not is_strict():
+        return cast(x, _dtypes.DEFAULT_FLOAT)
+    if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY:
+        hint = (f"; cast it with astype({name}, arrayx.float64) (strict mode; the default mode computes "
+                f"integer and bool input in float64)")
+    raise TypeError(f"{fname}: {name} must have {with_article(category)} dtype, got {x.dtype}{hint}")
 
 
 # a Python scalar of each dtype kind, for the promotion of a weakly typed (traced scalar) operand

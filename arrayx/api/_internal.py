@@ -86,7 +86,7 @@ iota_p.lowerings["*"] = lambda ex, params: (lambda: _iota_on(ex, **params))
 
 def broadcast_in_dim(x: Array, shape, broadcast_dimensions) -> Array:
     """``x`` broadcast to ``shape``, its axis i placed at result axis ``broadcast_dimensions[i]``."""
-    array_arg("broadcast_in_dim", x)
+    x = array_arg("broadcast_in_dim", x)
     shape = shape_arg("broadcast_in_dim", shape)
     dims = tuple(int_arg("broadcast_in_dim", d, "broadcast_dimensions") for d in broadcast_dimensions)
     if len(dims) != x.ndim:
@@ -103,7 +103,7 @@ def broadcast_in_dim(x: Array, shape, broadcast_dimensions) -> Array:
 
 def convert_element_type(x: Array, dtype, weak_type: bool = False) -> Array:
     """``x`` cast to ``dtype`` (NumPy's casting), marked weak when it stands for a Python scalar."""
-    array_arg("convert_element_type", x)
+    x = array_arg("convert_element_type", x)
     dt = _dtypes.as_dtype(dtype, "convert_element_type")
     return convert_element_type_p.bind(x, dtype=dt, weak_type=bool(weak_type))
 

@@ -49,7 +49,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     Starts are clamped so that the window lies inside the operand (never an error, as in JAX).
     """
     fname = "dynamic_slice"
-    array_arg(fname, operand, "operand")
+    operand = array_arg(fname, operand, "operand")
     sizes = tuple(operator.index(n) for n in slice_sizes)
     if len(sizes) != operand.ndim or any(not 0 <= n <= d for n, d in zip(sizes, operand.shape)):
         raise ValueError(f"{fname}: slice_sizes {sizes} must give one size per dimension of the operand "
@@ -60,7 +60,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
 
 def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *, allow_negative_indices=True):
     """``dynamic_slice`` along one axis (``jax.lax.dynamic_slice_in_dim``)."""
-    array_arg("dynamic_slice_in_dim", operand, "operand")
+    operand = array_arg("dynamic_slice_in_dim", operand, "operand")
     axis = normalize_axis("dynamic_slice_in_dim", axis, operand.ndim)
     starts = [0] * operand.ndim
     starts[axis] = start_index
@@ -81,8 +81,8 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     """A copy of ``operand`` with the window at ``start_indices`` replaced by ``update``
     (``jax.lax.dynamic_update_slice``); starts are clamped so that the update fits."""
     fname = "dynamic_update_slice"
-    array_arg(fname, operand, "operand")
-    array_arg(fname, update, "update")
+    operand = array_arg(fname, operand, "operand")
+    update = array_arg(fname, update, "update")
     if update.dtype != operand.dtype:
         raise TypeError(f"{fname}: update has dtype {update.dtype} but operand {operand.dtype}; cast the update "
                         f"with astype(update, operand.dtype)")
@@ -95,7 +95,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *, allow_negative_indices=True):
     """``dynamic_update_slice`` along one axis (``jax.lax.dynamic_update_slice_in_dim``)."""
-    array_arg("dynamic_update_slice_in_dim", operand, "operand")
+    operand = array_arg("dynamic_update_slice_in_dim", operand, "operand")
     axis = normalize_axis("dynamic_update_slice_in_dim", axis, operand.ndim)
     starts = [0] * operand.ndim
     starts[axis] = start_index
@@ -139,7 +139,7 @@ def top_k(operand, k: int, *, axis: int = -1):
     from arrayx import api as ax
 
     fname = "top_k"
-    array_arg(fname, operand, "operand")
+    operand = array_arg(fname, operand, "operand")
     if operand.ndim == 0:
         raise ValueError(f"{fname}: operand must have at least one dimension, got a 0-d array")
     axis = normalize_axis(fname, axis, operand.ndim)
@@ -156,8 +156,8 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
     from arrayx import api as ax
 
     fname = "sort_key_val"
-    array_arg(fname, keys, "keys")
-    array_arg(fname, values, "values")
+    keys = array_arg(fname, keys, "keys")
+    values = array_arg(fname, values, "values")
     if tuple(keys.shape) != tuple(values.shape):
         raise ValueError(f"{fname}: keys and values need the same shape, got {keys.shape} and {values.shape}")
     axis = normalize_axis(fname, dimension, keys.ndim)

@@ -381,7 +381,7 @@ triu_p = Primitive("triu")
 
 def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
     """An array shaped like x, filled with ``fill_value``."""
-    array_arg("full_like", x)
+    x = array_arg("full_like", x)
     if isinstance(fill_value, Array):  # a traced scalar: make_graph/jit of full_like(x, s)
         return _full_like_traced(x, fill_value, dtype, device)
     fill_value, dt = _fill_dtype("full_like", fill_value, x.dtype if dtype is None else dtype)
@@ -406,13 +406,13 @@ def _full_like_traced(x, fill_value, dtype, device):
 
 def zeros_like(x, /, *, dtype=None, device=None) -> Array:
     """Zeros shaped like x."""
-    array_arg("zeros_like", x)
+    x = array_arg("zeros_like", x)
     return full_like(x, False if (dtype or x.dtype) == _dtypes.bool else 0, dtype=dtype, device=device)
 
 
 def ones_like(x, /, *, dtype=None, device=None) -> Array:
     """Ones shaped like x."""
-    array_arg("ones_like", x)
+    x = array_arg("ones_like", x)
     return full_like(x, True if (dtype or x.dtype) == _dtypes.bool else 1, dtype=dtype, device=device)
 
 
@@ -423,7 +423,7 @@ def empty_like(x, /, *, dtype=None, device=None) -> Array:
 
 def tril(x, /, *, k: int = 0) -> Array:
     """Lower triangle of the last two dimensions (entries above diagonal k zeroed)."""
-    array_arg("tril", x)
+    x = array_arg("tril", x)
     if x.ndim < 2:
         raise ValueError(f"tril: x must have at least 2 dimensions, got shape {x.shape}")
     return tril_p.bind(x, k=int_arg("tril", k, "k"))
@@ -431,7 +431,7 @@ def tril(x, /, *, k: int = 0) -> Array:
 
 def triu(x, /, *, k: int = 0) -> Array:
     """Upper triangle of the last two dimensions (entries below diagonal k zeroed)."""
-    array_arg("triu", x)
+    x = array_arg("triu", x)
     if x.ndim < 2:
         raise ValueError(f"triu: x must have at least 2 dimensions, got shape {x.shape}")
     return triu_p.bind(x, k=int_arg("triu", k, "k"))
@@ -443,8 +443,8 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> tuple[Array, ...]:
 
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = tuple(array_arg("meshgrid", a, f"arrays[{i}]") for i, a in enumerate(arrays))
     for i, a in enumerate(arrays):
-        array_arg("meshgrid", a, f"arrays[{i}]")
         if a.ndim != 1:
             raise ValueError(f"meshgrid: every array must be 1-D, arrays[{i}] has shape {a.shape}")
     if len({a.dtype for a in arrays}) > 1:

@@ -171,9 +171,9 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
         if len(scalars) == 1 or builtins.all(type(s) is type(scalars[0]) for s in scalars):
             return _dtypes.scalar_dtype(scalars[0])
         raise ValueError("result_type: needs at least one array or dtype to promote Python scalars against")
-    out = dtypes[0]
-    for d in dtypes[1:]:
-        out = _dtypes.PROMOTION[out, d]
+    from arrayx.api._checks import promote_dtypes
+
+    out = promote_dtypes("result_type", dtypes)  # strict mode: the standard's pairs only
     for s in scalars:
         out = _dtypes.scalar_result_dtype(out, s)
     return out

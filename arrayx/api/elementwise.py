@@ -29,14 +29,39 @@ def _unary(fname: str, prim: Primitive, x, category: str):
             # the default mode computes bool/integer input to a floating-point function in a
             # float dtype (NumPy 2's, see _dtypes.INEXACT_OF); strict mode refuses it, as the standard
             return prim.bind(cast(x, _dtypes.inexact_of(x.dtype, fname)))
+        if x.dtype == _dtypes.bool and fname in _BOOL_AS_NUMPY and not is_strict():
+            return _BOOL_AS_NUMPY[fname](x)
         raise TypeError(
             f"{fname}: x must have {with_article(category)} dtype, got {x.dtype}"
             + (_STRICT_HINT if is_strict() and x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY else "")
+            + ("; NumPy and JAX refuse it too: cast it first, e.g. astype(x, arrayx.int8)"
+               if x.dtype == _dtypes.bool and fname in ("sign", "negative") else "")
+            + (" (strict mode; the default mode gives NumPy 2's result, or leave arrayx.strict())"
+               if is_strict() and x.dtype == _dtypes.bool and fname in _BOOL_AS_NUMPY else "")
         )
     return prim.bind(x)
 
 
 _STRICT_HINT = " (strict mode; cast it with astype(x, float64), or leave arrayx.strict())"
+
+
+def _bool_copy(x):
+    from arrayx.api.data_types import astype
+
+    return astype(x, x.dtype, copy=True)
+
+
+def _bool_round(x):
+    from arrayx.api.data_types import astype
+
+    return astype(x, _dtypes.INEXACT_OF[_dtypes.bool])
+
+
+# the default mode's answer for bool input to the numeric functions NumPy 2 computes on bools:
+# abs/floor/ceil/trunc keep the bools (NumPy and JAX), round gives NumPy's float (float32 for its
+# float16).  ``sign`` of bool stays refused (NumPy and JAX refuse it too); strict mode refuses all.
+_BOOL_AS_NUMPY = {"abs": _bool_copy, "floor": _bool_copy, "ceil": _bool_copy, "trunc": _bool_copy,
+                  "round": _bool_round}
 
 
 def _binary(fname: str, prim: Primitive, x1, x2, category: str):

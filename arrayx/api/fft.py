@@ -18,7 +18,7 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, cast, int_arg, normalize_axis
+from arrayx.api._checks import array_arg, cast, float_arg, int_arg, normalize_axis
 from arrayx.core.primitives import Primitive
 
 __all__ = [
@@ -48,9 +48,11 @@ ifftshift_p = Primitive("ifftshift", impl_name="fft.ifftshift")
 
 def _input(fname: str, x, kind: str) -> Array:
     """``x`` checked for ``kind`` ('complex': any floating dtype, real ones cast; 'real': real floating)."""
-    array_arg(fname, x)
+    x = array_arg(fname, x)
     if x.ndim == 0:
         raise ValueError(f"{fname}: x must have at least one dimension, got a 0-d array")
+    if x.dtype.kind in "biu":  # the default mode computes it in float64 (NumPy 2); strict mode refuses it
+        x = float_arg(fname, x, "real floating" if kind == "real" else "floating-point")
     dt = x.dtype
     if kind == "real":
         if dt not in _CAT["real floating"]:
@@ -239,7 +241,7 @@ def rfftfreq(n, /, *, d: float = 1.0, dtype=None, device=None) -> Array:
 
 
 def _shift(fname, prim, x, axes):
-    array_arg(fname, x)
+    x = array_arg(fname, x)
     axes = tuple(range(x.ndim)) if axes is None else _axes_arg(fname, axes, x.ndim)
     if not axes:  # shifting no axis (every axis of a 0-d array) is the identity: a new array, as always
         from arrayx.api.data_types import astype

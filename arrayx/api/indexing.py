@@ -913,8 +913,8 @@ def take(x, indices, /, *, axis: int | None = None) -> Array:
     Negative indices count from the end; an index outside [-n, n) raises IndexError (a
     symbolic one under staging is clamped, as in JAX).
     """
-    array_arg("take", x)
-    array_arg("take", indices, "indices")
+    x = array_arg("take", x)
+    indices = array_arg("take", indices, "indices")
     if indices.dtype.kind not in "iu":
         raise TypeError(f"take: indices must have an integer dtype, got {indices.dtype}")
     if indices.ndim != 1:
@@ -933,8 +933,8 @@ def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
     """Values of x at ``indices`` along ``axis``; elsewhere x and indices broadcast together.
 
     Out-of-range indices raise IndexError (symbolic ones under staging are clamped)."""
-    array_arg("take_along_axis", x)
-    array_arg("take_along_axis", indices, "indices")
+    x = array_arg("take_along_axis", x)
+    indices = array_arg("take_along_axis", indices, "indices")
     if indices.dtype.kind not in "iu":
         raise TypeError(f"take_along_axis: indices must have an integer dtype, got {indices.dtype}")
     if indices.ndim != x.ndim:

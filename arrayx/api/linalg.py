@@ -28,7 +28,10 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, int_arg, normalize_axes, with_article
+from arrayx.api._checks import (
+    array_arg, array_args, broadcast_shapes_for, cast, float_arg, int_arg, normalize_axes, promote_dtypes, with_article,
+)
+from arrayx.api._modes import is_strict
 from arrayx.api import elementwise as _ew
 from arrayx.core.primitives import _TRACE, Primitive, run_eager2
 
@@ -77,15 +80,16 @@ class SVDResult(NamedTuple):
 
 
 def _typed_arg(fname: str, x, category: str, name: str = "x") -> Array:
-    array_arg(fname, x, name)
+    if category in _dtypes.FLOAT_ONLY:  # bool/integer input: float64 in the default mode (NumPy 2), refused in strict
+        return float_arg(fname, x, category, name, "; convert with astype(x, float64) first")
+    x = array_arg(fname, x, name)
     if x.dtype not in _CAT[category]:
-        hint = "; convert with astype(x, float64) first" if category == "floating-point" else ""
-        raise TypeError(f"{fname}: {name} must have {with_article(category)} dtype, got {x.dtype}{hint}")
+        raise TypeError(f"{fname}: {name} must have {with_article(category)} dtype, got {x.dtype}")
     return x
 
 
 def _matrix_arg(fname: str, x, category: str, *, square: bool = False, name: str = "x") -> Array:
-    _typed_arg(fname, x, category, name)
+    x = _typed_arg(fname, x, category, name)
     if x.ndim < 2:
         raise ValueError(
             f"{fname}: {name} must be a matrix or a stack of matrices (at least 2-D), got shape {x.shape}"
@@ -96,11 +100,12 @@ def _matrix_arg(fname: str, x, category: str, *, square: bool = False, name: str
 
 
 def _promote_pair(fname: str, x1, x2, category: str) -> tuple:
-    """Two arrays of ``category`` promoted to their common dtype."""
-    _typed_arg(fname, x1, category, "x1")
-    _typed_arg(fname, x2, category, "x2")
+    """Two arrays of ``category`` promoted to their common dtype (a Python scalar is weak beside an array)."""
+    x1, x2 = array_args(fname, (x1, x2), ("x1", "x2"))
+    x1 = _typed_arg(fname, x1, category, "x1")
+    x2 = _typed_arg(fname, x2, category, "x2")
     if x1.dtype != x2.dtype:
-        dt = _PROMOTION[x1.dtype, x2.dtype]
+        dt = promote_dtypes(fname, (x1.dtype, x2.dtype))
         return cast(x1, dt), cast(x2, dt)
     return x1, x2
 
@@ -170,7 +175,7 @@ def matmul(x1, x2, /) -> Array:
 
 def matrix_transpose(x, /) -> Array:
     """Transpose of the last two dimensions of ``x`` (``x.mT``)."""
-    array_arg("matrix_transpose", x)
+    x = array_arg("matrix_transpose", x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got shape {x.shape}")
     return matrix_transpose_p.bind(x)
@@ -368,8 +373,10 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
 
 def matrix_power(x, n, /) -> Array:
     """``x`` to the integer power ``n`` (the identity for 0, powers of ``inv(x)`` for n < 0)."""
-    x = _matrix_arg("matrix_power", x, "floating-point", square=True)
     n = int_arg("matrix_power", n, "n")
+    # the default mode keeps an integer matrix's dtype for n >= 0, as NumPy 2 and JAX do
+    keep_int = not is_strict() and n >= 0 and getattr(x, "dtype", None) in _CAT["integral"]
+    x = _matrix_arg("matrix_power", x, "integral" if keep_int else "floating-point", square=True)
     if n == 0:
         from arrayx.api.creation import ones_like, tril, triu
 
@@ -416,8 +423,7 @@ def matrix_rank(x, /, *, rtol=None) -> Array:
 
 def outer(x1, x2, /) -> Array:
     """Outer product of two vectors: ``out[i, j] = x1[i] * x2[j]``."""
-    _typed_arg("outer", x1, "numeric", "x1")
-    _typed_arg("outer", x2, "numeric", "x2")
+    x1, x2 = _promote_pair("outer", x1, x2, "numeric")
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer: x1 and x2 must be 1-D, got shapes {x1.shape} and {x2.shape}")
     return _ew.multiply(x1[:, None], x2[None, :])
@@ -503,7 +509,7 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     """Vector norms over ``axis`` (None: all): p-norms for any real ``ord``, plus 0 and +-inf."""
-    _typed_arg("vector_norm", x, "floating-point")
+    x = _typed_arg("vector_norm", x, "floating-point")
     if isinstance(ord, builtins.bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"vector_norm: ord must be an int or a float (inf allowed), got {ord!r}")
     if ord != ord:

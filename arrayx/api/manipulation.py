@@ -17,7 +17,9 @@ import numpy as np
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes
+from arrayx.api._checks import (
+    array_arg, array_args, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes, promote_dtypes,
+)
 from arrayx.core import executor as _exec
 from arrayx.core.primitives import _TRACE, Primitive, run_eager
 
@@ -90,16 +92,12 @@ def _arrays_arg(fname: str, arrays) -> list:
         )
     if not arrays:
         raise ValueError(f"{fname}: needs at least one array")
-    for i, a in enumerate(arrays):
-        array_arg(fname, a, f"arrays[{i}]")
-    return list(arrays)
+    # a Python scalar among them is weak (default mode, as JAX): stack([float32_array, 2.0]) is float32
+    return array_args(fname, arrays, [f"arrays[{i}]" for i in range(len(arrays))])
 
 
-def _promote_all(arrays: list) -> list:
-    dt = arrays[0].dtype
-    for a in arrays[1:]:
-        if a.dtype != dt:
-            dt = _dtypes.PROMOTION[dt, a.dtype]
+def _promote_all(arrays: list, fname: str) -> list:
+    dt = promote_dtypes(fname, [a.dtype for a in arrays])  # strict mode: the standard's pairs only
     return [cast(a, dt) for a in arrays]
 
 
@@ -141,8 +139,8 @@ def broadcast_shapes(*shapes) -> tuple:
 
 def broadcast_arrays(*arrays: Array) -> tuple:
     """The arrays broadcast against each other (a tuple, possibly of views)."""
-    for i, a in enumerate(arrays):
-        array_arg("broadcast_arrays", a, f"arrays[{i}]")
+    # each converted on its own (a Python scalar gets its default dtype), as NumPy and JAX do
+    arrays = tuple(array_arg("broadcast_arrays", a, f"arrays[{i}]") for i, a in enumerate(arrays))
     if not arrays:
         return ()
     broadcast_shapes_for("broadcast_arrays", *(a.shape for a in arrays))
@@ -151,7 +149,7 @@ def broadcast_arrays(*arrays: Array) -> tuple:
 
 def broadcast_to(x, /, shape) -> Array:
     """x broadcast to ``shape`` (x's dimensions must be 1 or equal to the trailing ones of shape)."""
-    array_arg("broadcast_to", x)
+    x = array_arg("broadcast_to", x)
     shape = _shape_tuple("broadcast_to", shape)
     if shape == x.shape:
         return x
@@ -187,7 +185,7 @@ stack_p.impls["*"] = _stack_any
 
 def concat(arrays, /, *, axis: int | None = 0) -> Array:
     """Join arrays along an existing axis (``axis=None`` flattens them first); dtypes are promoted."""
-    arrays = _promote_all(_arrays_arg("concat", arrays))
+    arrays = _promote_all(_arrays_arg("concat", arrays), "concat")
     if axis is None:
         arrays = [reshape(a, (-1,)) for a in arrays]
         axis = 0
@@ -210,7 +208,7 @@ def concat(arrays, /, *, axis: int | None = 0) -> Array:
 
 def stack(arrays, /, *, axis: int = 0) -> Array:
     """Join arrays of one shape along a new axis; dtypes are promoted."""
-    arrays = _promote_all(_arrays_arg("stack", arrays))
+    arrays = _promote_all(_arrays_arg("stack", arrays), "stack")
     first = arrays[0].shape
     for i, a in enumerate(arrays[1:], 1):
         if a.shape != first:
@@ -221,7 +219,7 @@ def stack(arrays, /, *, axis: int = 0) -> Array:
 
 def unstack(x, /, *, axis: int = 0) -> tuple:
     """The slices of x along ``axis``, as a tuple of arrays."""
-    array_arg("unstack", x)
+    x = array_arg("unstack", x)
     if x.ndim == 0:
         raise ValueError("unstack: x must have at least one dimension, got a 0-d array")
     axis = normalize_axis("unstack", axis, x.ndim)
@@ -237,7 +235,7 @@ reshape_p = Primitive("reshape")
 
 def expand_dims(x, /, axis) -> Array:
     """x with singleton dimensions inserted at ``axis`` (an int or a tuple of output positions)."""
-    array_arg("expand_dims", x)
+    x = array_arg("expand_dims", x)
     raw = _int_tuple("expand_dims", axis, "axis")
     out_ndim = x.ndim + len(raw)
     axes = tuple(sorted(normalize_axis("expand_dims", a, out_ndim) for a in raw))
@@ -248,7 +246,7 @@ def expand_dims(x, /, axis) -> Array:
 
 def squeeze(x, /, axis) -> Array:
     """x without the singleton dimensions ``axis``."""
-    array_arg("squeeze", x)
+    x = array_arg("squeeze", x)
     axes = normalize_axes("squeeze", axis, x.ndim)
     shape = x.shape
     for a in axes:
@@ -276,7 +274,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
                 if shape == buf.shape:
                     return x
                 return run_eager(reshape_p, x._ex, (buf,), {"shape": shape, "copy": None})
-    array_arg("reshape", x)
+    x = array_arg("reshape", x)
     shape = _shape_tuple("reshape", shape)
     if copy is not None and copy is not True and copy is not False:
         raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
@@ -316,7 +314,7 @@ roll_p = Primitive("roll")
 
 def flip(x, /, *, axis=None) -> Array:
     """x with the order of elements reversed along ``axis`` (all axes when None)."""
-    array_arg("flip", x)
+    x = array_arg("flip", x)
     if axis is None:
         axes = tuple(range(x.ndim))
     else:
@@ -331,7 +329,7 @@ def moveaxis(x, source, destination, /) -> Array:
     match it): an out-of-range axis ``numpy.exceptions.AxisError`` (a ValueError and an IndexError),
     "source: axis 3 is out of bounds for array of dimension 2".
     """
-    array_arg("moveaxis", x)
+    x = array_arg("moveaxis", x)
     src = _moveaxis_axes(source, x.ndim, "source")
     dst = _moveaxis_axes(destination, x.ndim, "destination")
     if len(src) != len(dst):
@@ -355,7 +353,7 @@ def _moveaxis_axes(axes, ndim: int, name: str) -> tuple:
 
 def permute_dims(x, /, axes) -> Array:
     """x with its axes reordered: output axis i is input axis ``axes[i]``."""
-    array_arg("permute_dims", x)
+    x = array_arg("permute_dims", x)
     perm = _ordered_axes("permute_dims", axes, x.ndim, "axes")
     if len(perm) != x.ndim:
         raise ValueError(
@@ -366,7 +364,7 @@ def permute_dims(x, /, axes) -> Array:
 
 def roll(x, /, shift, *, axis=None) -> Array:
     """x with elements shifted by ``shift`` along ``axis`` (the flattened array when None)."""
-    array_arg("roll", x)
+    x = array_arg("roll", x)
     if axis is None:
         if isinstance(shift, (tuple, list)):
             raise TypeError("roll: shift must be an int when axis is None; pass axis=(...) for per-axis shifts")
@@ -399,7 +397,7 @@ tile_p.impls["*"] = _tile_any
 
 def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
     """Each element of x repeated ``repeats`` times (an int, or a 1-D integer array of counts)."""
-    array_arg("repeat", x)
+    x = array_arg("repeat", x)
     if axis is None:
         x = reshape(x, (-1,))
         axis = 0
@@ -429,7 +427,7 @@ def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
 
 def tile(x, repetitions, /) -> Array:
     """x repeated ``repetitions[i]`` times along each axis i (shorter side padded with 1s in front)."""
-    array_arg("tile", x)
+    x = array_arg("tile", x)
     if not isinstance(repetitions, (tuple, list)):
         raise TypeError(f"tile: repetitions must be a tuple of ints, got {type(repetitions).__name__}")
     reps = _int_tuple("tile", repetitions, "repetitions")

@@ -11,7 +11,8 @@ from __future__ import annotations
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import (
-    array_arg, broadcast_shapes_for, cast, normalize_axes, normalize_axis, promote_binary, scalar_operand,
+    array_arg, broadcast_shapes_for, cast, normalize_axes, normalize_axis, promote_binary, promote_dtypes,
+    scalar_operand,
 )
 from arrayx.core.primitives import Primitive, _TRACE
 
@@ -28,7 +29,7 @@ where_p = Primitive("where")
 
 
 def _arg_reduce(fname: str, prim: Primitive, x, axis, keepdims) -> Array:
-    array_arg(fname, x)
+    x = array_arg(fname, x)
     if x.dtype not in _CAT["real-valued"]:
         raise TypeError(f"{fname}: x must have a real-valued dtype, got {x.dtype}; compare abs(x) or real(x)")
     if axis is None:
@@ -53,14 +54,14 @@ def argmin(x, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
 
 def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
     """Number of non-zero elements along ``axis`` (all axes when None), as the default index dtype."""
-    array_arg("count_nonzero", x)
+    x = array_arg("count_nonzero", x)
     axes = normalize_axes("count_nonzero", axis, x.ndim)
     return count_nonzero_p.bind(x, axis=axes, keepdims=bool(keepdims))
 
 
 def nonzero(x, /) -> tuple:
     """Indices of the non-zero elements, one index array per dimension (row-major order)."""
-    array_arg("nonzero", x)
+    x = array_arg("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero: x must have at least one dimension; use reshape(x, (1,)) for a 0-d array")
     return tuple(nonzero_p.bind(x))
@@ -68,7 +69,7 @@ def nonzero(x, /) -> tuple:
 
 def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
     """Indices where the values ``x2`` would be inserted into the ascending 1-D ``x1``."""
-    array_arg("searchsorted", x1, "x1")
+    x1 = array_arg("searchsorted", x1, "x1")
     if x1.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
     if side not in ("left", "right"):
@@ -76,7 +77,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
     if x1.dtype not in _CAT["real-valued"]:
         raise TypeError(f"searchsorted: x1 must have a real-valued dtype, got {x1.dtype}")
     if sorter is not None:
-        array_arg("searchsorted", sorter, "sorter")
+        sorter = array_arg("searchsorted", sorter, "sorter")
         if sorter.dtype.kind not in "iu" or sorter.shape != x1.shape:
             raise ValueError(
                 f"searchsorted: sorter must be an integer array shaped like x1 {x1.shape}, "
@@ -85,11 +86,13 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
         from arrayx.api.indexing import take
 
         x1 = take(x1, sorter)
+    if not isinstance(x2, (Array, bool, int, float)):
+        x2 = array_arg("searchsorted", x2, "x2")  # a NumPy array in the default mode
     if isinstance(x2, Array):
         if x2.dtype not in _CAT["real-valued"]:
             raise TypeError(f"searchsorted: x2 must have a real-valued dtype, got {x2.dtype}")
         if x2.dtype != x1.dtype:
-            dt = _dtypes.PROMOTION[x1.dtype, x2.dtype]
+            dt = promote_dtypes("searchsorted", (x1.dtype, x2.dtype))
             x1, x2 = cast(x1, dt), cast(x2, dt)
     elif isinstance(x2, (bool, int, float)):
         dt = _dtypes.scalar_result_dtype(x1.dtype, x2)
@@ -103,7 +106,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
 
 def where(condition, x1, x2, /) -> Array:
     """Elements of ``x1`` where ``condition`` is True, else of ``x2`` (scalars allowed for x1/x2)."""
-    array_arg("where", condition, "condition")
+    condition = array_arg("where", condition, "condition")
     if condition.dtype != _dtypes.bool:
         raise TypeError(
             f"where: condition must have a bool dtype, got {condition.dtype}; use e.g. x != 0 "

@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, cast, scalar_operand
+from arrayx.api._checks import array_arg, cast, promote_dtypes, scalar_operand
+from arrayx.api._modes import is_strict
 from arrayx.core.primitives import Primitive
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
@@ -44,9 +45,13 @@ unique_values_p = Primitive("unique_values")
 def isin(x1, x2, /, *, invert: bool = False) -> Array:
     """For each element of x1, whether it equals some element of x2 (``invert`` negates)."""
     scalars = (bool, int, float, complex)
+    if not isinstance(x1, scalars) or isinstance(x2, scalars) and not is_strict():
+        x1 = array_arg("isin", x1, "x1")  # NumPy arrays, and two scalars, in the default mode
+    if not isinstance(x2, scalars):
+        x2 = array_arg("isin", x2, "x2")
     if isinstance(x1, Array) and isinstance(x2, Array):
         if x1.dtype != x2.dtype:
-            dt = _dtypes.PROMOTION[x1.dtype, x2.dtype]
+            dt = promote_dtypes("isin", (x1.dtype, x2.dtype))
             x1, x2 = cast(x1, dt), cast(x2, dt)
     elif isinstance(x1, Array) and isinstance(x2, scalars):
         dt = _dtypes.scalar_result_dtype(x1.dtype, x2)
@@ -64,23 +69,23 @@ def isin(x1, x2, /, *, invert: bool = False) -> Array:
 
 def unique_all(x, /) -> UniqueAllResult:
     """Unique values of x, the first index of each, the inverse indices and the counts."""
-    array_arg("unique_all", x)
+    x = array_arg("unique_all", x)
     return UniqueAllResult(*unique_all_p.bind(x))
 
 
 def unique_counts(x, /) -> UniqueCountsResult:
     """Unique values of x and how often each occurs."""
-    array_arg("unique_counts", x)
+    x = array_arg("unique_counts", x)
     return UniqueCountsResult(*unique_counts_p.bind(x))
 
 
 def unique_inverse(x, /) -> UniqueInverseResult:
     """Unique values of x and the indices (shaped like x) that rebuild x from them."""
-    array_arg("unique_inverse", x)
+    x = array_arg("unique_inverse", x)
     return UniqueInverseResult(*unique_inverse_p.bind(x))
 
 
 def unique_values(x, /) -> Array:
     """Unique values of x, sorted, as a 1-D array."""
-    array_arg("unique_values", x)
+    x = array_arg("unique_values", x)
     return unique_values_p.bind(x)

@@ -17,15 +17,15 @@ argsort_p = Primitive("argsort")
 sort_p = Primitive("sort")
 
 
-def _sort_args(fname: str, x, axis, descending, stable) -> dict:
-    array_arg(fname, x)
+def _sort_args(fname: str, x, axis, descending, stable) -> tuple:
+    x = array_arg(fname, x)
     if x.dtype not in _dtypes.CATEGORIES["real-valued"]:
         raise TypeError(
             f"{fname}: x must have a real-valued dtype, got {x.dtype}; sort real(x) or abs(x) instead"
         )
     if x.ndim == 0:
         raise ValueError(f"{fname}: x must have at least one dimension, got a 0-d array")
-    return {
+    return x, {
         "axis": normalize_axis(fname, axis, x.ndim),
         "descending": bool(descending),
         "stable": bool(stable),
@@ -34,9 +34,11 @@ def _sort_args(fname: str, x, axis, descending, stable) -> dict:
 
 def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """Indices that sort x along ``axis``."""
-    return argsort_p.bind(x, **_sort_args("argsort", x, axis, descending, stable))
+    x, params = _sort_args("argsort", x, axis, descending, stable)
+    return argsort_p.bind(x, **params)
 
 
 def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """x sorted along ``axis``."""
-    return sort_p.bind(x, **_sort_args("sort", x, axis, descending, stable))
+    x, params = _sort_args("sort", x, axis, descending, stable)
+    return sort_p.bind(x, **params)

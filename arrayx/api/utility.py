@@ -10,7 +10,8 @@ import builtins
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._checks import array_arg, int_arg, normalize_axes, normalize_axis
+from arrayx.api._checks import array_arg, array_args, int_arg, normalize_axes, normalize_axis
+from arrayx.api._modes import is_strict
 from arrayx.core.primitives import Primitive
 
 __all__ = ["all", "any", "diff"]
@@ -22,19 +23,19 @@ diff_p = Primitive("diff")
 
 def all(x, /, *, axis=None, keepdims: bool = False) -> Array:  # noqa: A001
     """Whether every element along ``axis`` is truthy (True for an empty reduction)."""
-    array_arg("all", x)
+    x = array_arg("all", x)
     return all_p.bind(x, axis=normalize_axes("all", axis, x.ndim), keepdims=bool(keepdims))
 
 
 def any(x, /, *, axis=None, keepdims: bool = False) -> Array:  # noqa: A001
     """Whether some element along ``axis`` is truthy (False for an empty reduction)."""
-    array_arg("any", x)
+    x = array_arg("any", x)
     return any_p.bind(x, axis=normalize_axes("any", axis, x.ndim), keepdims=bool(keepdims))
 
 
 def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Array:
     """The n-th discrete difference ``out[i] = x[i+1] - x[i]`` along ``axis``."""
-    array_arg("diff", x)
+    x = array_arg("diff", x)
     if x.dtype not in _dtypes.CATEGORIES["numeric"] and x.dtype != _dtypes.bool:
         raise TypeError(f"diff: x must have a numeric dtype, got {x.dtype}")
     if x.ndim == 0:
@@ -44,13 +45,15 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Arra
     if n < 0:
         raise ValueError(f"diff: n must be non-negative, got {n}")
     if prepend is not None or append is not None:
-        from arrayx.api.manipulation import concat
+        from arrayx.api.manipulation import broadcast_to, concat
 
+        names = [n for n, v in (("prepend", prepend), ("x", x), ("append", append)) if v is not None]
+        # a Python scalar is weak beside x (default mode); a 0-d value spans x along axis, as in NumPy
+        values = array_args("diff", [v for v in (prepend, x, append) if v is not None], names)
         parts = []
-        for name, extra in (("prepend", prepend), ("x", x), ("append", append)):
-            if extra is None:
-                continue
-            array_arg("diff", extra, name)
+        for name, extra in zip(names, values):
+            if extra.ndim == 0 and name != "x" and not is_strict():
+                extra = broadcast_to(extra, x.shape[:axis] + (1,) + x.shape[axis + 1:])
             if extra.ndim != x.ndim or builtins.any(
                 j != axis and d != e for j, (d, e) in enumerate(zip(extra.shape, x.shape))
             ):

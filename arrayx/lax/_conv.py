@@ -412,8 +412,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     from arrayx import api as ax
 
     fname = "conv_general_dilated"
-    array_arg(fname, lhs, "lhs")
-    array_arg(fname, rhs, "rhs")
+    lhs = array_arg(fname, lhs, "lhs")
+    rhs = array_arg(fname, rhs, "rhs")
     if lhs.ndim != rhs.ndim or lhs.ndim < 3:
         raise ValueError(f"{fname}: lhs and rhs need the same number (>= 3) of dimensions, got shapes "
                          f"{lhs.shape} and {rhs.shape}")

@@ -119,8 +119,8 @@ def test_n_dimensional(executor, fname, s, axes, norm):
 def test_argument_errors(executor):
     c = xp.asarray(rand((4, 4), np.complex128))
     r = xp.asarray(rand((4, 4)))
-    with pytest.raises(TypeError, match="fft: x must have a floating-point dtype .* got int64; convert"):
-        xp.fft.fft(xp.asarray([1, 2, 3]))
+    with xp.strict(), pytest.raises(TypeError, match="fft: x must have a floating-point dtype, got int64; cast it"):
+        xp.fft.fft(xp.asarray([1, 2, 3]))  # the default mode computes it in complex128 (tests/api/test_scalars_and_ints.py)
     with pytest.raises(TypeError, match="rfft: x must have a real floating-point dtype, got complex128"):
         xp.fft.rfft(c)
     with pytest.raises(TypeError, match="ihfft: x must have a real floating-point dtype"):
@@ -141,7 +141,7 @@ def test_argument_errors(executor):
         xp.fft.fftn(c, s=(2,), axes=(0, 1))
     with pytest.raises(ValueError, match="irfft: n must be a positive number of points, got 0"):
         xp.fft.irfft(xp.asarray(rand((4, 1), np.complex128)))  # default n = 2*(1-1)
-    with pytest.raises(TypeError, match="arrayx array"):
+    with xp.strict(), pytest.raises(TypeError, match="arrayx array"):
         xp.fft.fft(np.ones(4))
     with pytest.raises(ValueError, match="at least one axis"):
         xp.fft.rfftn(r, axes=())
