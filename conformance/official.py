@@ -9,7 +9,9 @@ data-apis/array-api at its ``array-api`` folder at the commit the submodule pins
 
 Known failures live in ``conformance/known_failures/<executor>.txt``: one test id per line,
 optionally followed by ``# reason``.  They are passed to the suite as xfails, so the run fails
-only on new failures.  The summary goes to ``conformance/results/official-<executor>.json``.
+only on new failures.  The summary goes to ``conformance/results/official-<executor>.json``, or
+``official-<executor>-strict.json`` for a run in strict mode (``ARRAYX_STRICT=1``: the same known
+failures apply); ``official_modes.json`` gathers the counts of every executor in both modes.
 """
 from __future__ import annotations
 
@@ -94,9 +96,12 @@ def main(argv=None) -> int:
         "xpassed": sorted(outcomes.get("xpassed", [])),
         "duration_s": round(data.get("duration", 0.0), 1),
     }
-    out = HERE / "results" / f"official-{args.executor}.json"
+    mode = "strict" if _strict_run() else "default"
+    summary["mode"] = mode
+    out = HERE / "results" / f"official-{args.executor}{'-strict' if mode == 'strict' else ''}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(summary, indent=2) + "\n")
+    record_mode(args.executor, mode, summary, len(known))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("new_failures", "xpassed")}, indent=2))
     if args.update_known_failures:
         write_known_failures(args.executor, {t: known.get(t, "") for t in failed})
@@ -107,6 +112,33 @@ def main(argv=None) -> int:
         for t in summary["new_failures"]:
             print("  ", t)
     return 1 if summary["new_failures"] else proc.returncode if proc.returncode not in (1,) else 0
+
+
+def _strict_run() -> bool:
+    """Whether this run's arrayx starts in strict mode (``ARRAYX_STRICT``, parsed as arrayx parses it)."""
+    from arrayx import _config
+
+    return bool(_config.get("ARRAYX_STRICT"))
+
+
+MODES_FILE = HERE / "results" / "official_modes.json"
+
+
+def record_mode(executor: str, mode: str, summary: dict, n_known: int) -> None:
+    """Fold one run's counts into ``official_modes.json``: executor -> mode -> passed / known / new."""
+    data = json.loads(MODES_FILE.read_text()) if MODES_FILE.exists() else {}
+    data.setdefault("runs", {}).setdefault(executor, {})[mode] = {
+        "passed": summary["passed"],
+        "known_failures": summary["failed_or_xfailed"] - len(summary["new_failures"]),
+        "known_failures_listed": n_known,
+        "new_failures": len(summary["new_failures"]),
+        "xpassed": len(summary["xpassed"]),
+        "skipped": summary["counts"].get("skipped", 0),
+        "max_examples": summary["max_examples"],
+        "command": summary["command"],
+    }
+    data["runs"] = {e: dict(sorted(m.items())) for e, m in sorted(data["runs"].items())}
+    MODES_FILE.write_text(json.dumps(data, indent=2) + "\n")
 
 
 def _without_paths(argv: list[str]) -> list[str]:

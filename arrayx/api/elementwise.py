@@ -36,7 +36,7 @@ def _unary(fname: str, prim: Primitive, x, category: str):
             + (_STRICT_HINT if is_strict() and x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY else "")
             + ("; NumPy and JAX refuse it too: cast it first, e.g. astype(x, arrayx.int8)"
                if x.dtype == _dtypes.bool and fname in ("sign", "negative") else "")
-            + (" (strict mode; the default mode gives NumPy 2's result, or leave arrayx.strict())"
+            + ("; cast it with astype(x, arrayx.int8) (strict mode; the default mode gives NumPy 2's result)"
                if is_strict() and x.dtype == _dtypes.bool and fname in _BOOL_AS_NUMPY else "")
         )
     return prim.bind(x)

@@ -413,6 +413,9 @@ def _singular_cutoff(fname: str, x: Array, s: Array, rtol) -> Array:
 
 def matrix_rank(x, /, *, rtol=None) -> Array:
     """Ranks: the number of singular values above ``rtol`` times the largest (default max(M, N)*eps)."""
+    x = array_arg("matrix_rank", x)
+    if x.dtype.kind in "biu":  # both modes: array-api-strict takes integer and bool input here too
+        x = cast(x, _dtypes.DEFAULT_FLOAT)
     x = _matrix_arg("matrix_rank", x, "floating-point")
     s = svdvals(x)
     above = _ew.greater(s, _singular_cutoff("matrix_rank", x, s, rtol))
