@@ -1,11 +1,13 @@
 """The two modes of the namespace: default (NumPy 2 / JAX habits) and strict (the standard only).
 
 Where the standard leaves a case undefined, the default mode accepts what NumPy 2 and JAX both
-accept: Python scalars where arrays are expected (as 0-d arrays of the default dtype, weak beside
-an array), NumPy arrays as operands, integer and bool input to the floating-point functions
-(computed in NumPy 2's float dtype for them, float32 where NumPy picks float16; ``divide``, ``mean``,
-``std`` and ``var`` in float64), and operands of different kinds (bool, integer, float) promoted by
-NumPy 2's table (``_dtypes.PROMOTION``; strict mode uses ``_dtypes.STANDARD_PROMOTION``).
+accept: Python scalars where arrays are expected, in every function (as 0-d arrays of the default
+dtype, weak beside an array as in JAX; ``_checks.array_arg``/``array_args`` decide it), NumPy arrays
+as operands, integer and bool input to the floating-point functions (computed in NumPy 2's float
+dtype for them, float32 where NumPy picks float16; ``divide``, ``mean``, ``std``, ``var`` and the
+linalg and fft functions in float64, as NumPy), bool input to abs/floor/ceil/trunc/round (NumPy 2's
+results), and operands of different kinds (bool, integer, float) promoted by NumPy 2's table
+(``_dtypes.PROMOTION``; strict mode uses ``_dtypes.STANDARD_PROMOTION``, ``_checks.promote_dtypes``).
 Strict mode refuses those exactly where array-api-strict does, so that library authors can test
 that their code is portable.  ``with arrayx.strict():`` turns it on for the block (this thread or
 asyncio task only, nestable; ``strict(False)`` turns it off inside); ``ARRAYX_STRICT=1`` makes it

@@ -69,8 +69,10 @@ astype_p.impls["*"] = _astype_any
 
 def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
     """x converted to ``dtype`` (a copy unless ``copy=False`` and the dtype already matches)."""
-    if not isinstance(x, Array):
-        raise TypeError(f"astype: x must be an arrayx array, got {type(x).__name__}")
+    if not isinstance(x, Array):  # a Python scalar or NumPy array in the default mode, as jax.numpy
+        from arrayx.api._checks import array_arg
+
+        x = array_arg("astype", x)
     dtype = _dtypes.as_dtype(dtype, "astype")
     if device is not None:
         x = x.to_device(device)

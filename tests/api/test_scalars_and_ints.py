@@ -20,12 +20,8 @@ import pytest
 import arrayx as xp
 from arrayx.api import _dtypes
 from arrayx.api.elementwise import BINARY, UNARY
-from tests.conftest import to_numpy, tolerance
-
-
-def A(values, dtype):  # noqa: N802 - reads as a constructor in the table
-    """An array argument: built in each namespace with its own asarray."""
-    return ("array", values, dtype)
+from tests.api.test_modes import A, _assert_result  # an array argument; dtype, shape and values as the reference's
+from tests.conftest import to_numpy
 
 
 F32 = A([0.5, 2.0, 3.0], "float32")
@@ -75,6 +71,7 @@ CASES = [
     ("tensordot(2.0,float32,0)", "tensordot", (2.0, F32), {"axes": 0}, "jax", None),  # weak: float32
     ("fftshift(3.0)", "fft.fftshift", (3.0,), {}, "jax", None),  # NumPy fails on a 0-d input
     ("sort(numpy array)", "sort", (np.asarray([3, 1, 2]),), {}, "jax", None),
+    ("astype(3,float32)", "astype", (3, ("dtype", "float32")), {}, "jax", None),  # NumPy's np.astype refuses a scalar
     ("lax.dynamic_slice(3.0)", "lax.dynamic_slice", (3.0, (), ()), {}, lambda: np.asarray(3.0), None),
     # -- integer and bool input to the floating-point functions --------------------------------
     ("inv(int8)", "linalg.inv", (M_I8,), {}, "numpy", None),  # JAX: float32
@@ -129,6 +126,8 @@ def _resolve(ns, path):
 def _build(ns, arg):
     if isinstance(arg, tuple) and arg and arg[0] == "array":
         return ns.asarray(arg[1], dtype=getattr(ns, arg[2]))
+    if isinstance(arg, tuple) and arg[:1] == ("dtype",):
+        return getattr(ns, arg[1])
     if isinstance(arg, list):
         return [_build(ns, a) for a in arg]
     return arg
@@ -153,13 +152,6 @@ def _expected(case) -> np.ndarray:
     jnp = pytest.importorskip("jax.numpy")
     with jax.enable_x64(True):
         return np.asarray(_call(jnp, case))
-
-
-def _assert_result(got, want):
-    g = to_numpy(got)
-    assert g.dtype == want.dtype, f"dtype {g.dtype} != the reference's {want.dtype}"
-    assert g.shape == want.shape
-    np.testing.assert_allclose(g, want, equal_nan=True, **tolerance(want.dtype))
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
