@@ -30,3 +30,16 @@ def test_official_command_line_names_the_suite_not_its_folder():
     assert _without_paths(["--suite", "/x/array-api-tests", "--executor", "jax"]) == \
         ["--suite", "<array-api-tests checkout>", "--executor", "jax"]
     assert _without_paths(["--suite=/x/y", "-n", "2"]) == ["--suite=<array-api-tests checkout>", "-n", "2"]
+
+
+def test_official_runs_cover_every_executor_in_both_modes():
+    """``official_modes.json`` (written by ``python -m conformance.official``): each executor in the default
+    and strict (ARRAYX_STRICT=1) modes, no failure outside known_failures/, counts as in official-<ex>[-strict].json."""
+    runs = json.loads((REPO / "conformance" / "results" / "official_modes.json").read_text())["runs"]
+    for ex in ("numpy", "numba", "jax", "dask"):
+        for mode, suffix in (("default", ""), ("strict", "-strict")):
+            run = runs[ex][mode]
+            stored = json.loads((REPO / "conformance" / "results" / f"official-{ex}{suffix}.json").read_text())
+            assert run["new_failures"] == 0 == len(stored["new_failures"]), (ex, mode)
+            assert run["passed"] == stored["passed"] > 0 and stored["mode"] == mode, (ex, mode)
+            assert ("ARRAYX_STRICT=1" in run["command"]) == (mode == "strict"), run["command"]
