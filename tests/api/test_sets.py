@@ -66,11 +66,17 @@ def test_isin(executor, invert):
     assert_same(xp.isin(xp.asarray([1.0, 2.5]), xp.asarray([1, 2])), np.array([True, False]))
 
 
+def _strict(fn):
+    """``fn()`` in strict mode: the default mode converts NumPy arrays and Python scalars (tests/api/test_scalars_and_ints.py)."""
+    with xp.strict():
+        return fn()
+
+
 @pytest.mark.parametrize("call, exc, match", [
     (lambda: xp.unique_values([1, 2]), TypeError, "unique_values: x must be an arrayx array"),
-    (lambda: xp.unique_all(np.array([1, 2])), TypeError, "unique_all: x must be an arrayx array"),
-    (lambda: xp.isin(1, 2), TypeError, "isin: x1 and x2 must be arrayx arrays"),
-    (lambda: xp.isin(xp.asarray([1]), [1]), TypeError, "isin: x1 and x2"),
+    (lambda: _strict(lambda: xp.unique_all(np.array([1, 2]))), TypeError, "unique_all: x must be an arrayx array"),
+    (lambda: _strict(lambda: xp.isin(1, 2)), TypeError, "isin: x1 and x2 must be arrayx arrays"),
+    (lambda: xp.isin(xp.asarray([1]), [1]), TypeError, "isin: x2 must be an arrayx array, got list"),
     (lambda: xp.isin(xp.asarray([1], dtype=xp.int8), 1000), OverflowError, "isin: the Python integer 1000"),
 ])
 def test_errors(call, exc, match):
