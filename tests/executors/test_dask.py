@@ -370,3 +370,18 @@ def test_a_bad_scheduler_address_fails_fast_naming_the_variable():
     msg = out.stdout
     assert "ARRAYX_DASK_SCHEDULER='tcp://127.0.0.1:1'" in msg and "within 1 s" in msg, out.stderr
     assert "Install Dask" not in msg and "unset it" in msg
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: xp.zeros(s), lambda s: xp.ones(s), lambda s: xp.empty(s), lambda s: xp.full(s, 2.0),
+    lambda s: xp.asarray(np.zeros(s)), lambda s: xp.random.normal(xp.random.key(0), s),
+    lambda s: xp.linalg.solve(xp.zeros(s[:-2] + (3, 3)), xp.zeros(s[:-2] + (3, 1))),
+], ids=["zeros", "ones", "empty", "full", "asarray", "random.normal", "linalg.solve"])
+def test_arrays_without_elements_of_any_shape_are_made(make):
+    # Dask's automatic chunking divided by zero for such shapes (found by the official suite's test_solve)
+    shape = (0, 20, 1, 1, 1, 1)
+    out = make(shape)
+    with xp.use_executor("numpy"):
+        expected = make(shape)
+    assert out.shape == expected.shape and out.dtype == expected.dtype
+    assert np.asarray(out).shape == expected.shape

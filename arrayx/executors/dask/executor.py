@@ -168,6 +168,23 @@ def get_chunks():
     return _chunks
 
 
+def _from_host(value):
+    """A Dask array of a host value, one chunk (the results of operations on empty operands)."""
+    host = np.asarray(value)
+    return da.from_array(host, chunks=host.shape or (), name=False)
+
+
+def _chunks_for(shape):
+    """The chunks for a new array of ``shape``: the set chunks, or one chunk when it has no elements.
+
+    Dask's automatic chunking divides by a zero extent for some shapes with a 0 in them
+    (``zeros((0, 20, 1, 1, 1, 1))`` raises ZeroDivisionError); an array without elements needs
+    no more than one chunk anyway.
+    """
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    return dims if 0 in dims else _chunks
+
+
 def set_unknown_shapes(policy: str) -> None:
     """``"lazy"``: report data-dependent dimensions as None; ``"compute"``: compute them when a shape is read."""
     global _shape_policy
@@ -257,23 +274,23 @@ class _Namespace(types.ModuleType):
             out = obj if dtype is None else obj.astype(dtype)
             return out.copy() if copy and out is obj else out
         host = np.array(obj, dtype=dtype, copy=True) if copy else np.asarray(obj, dtype=dtype)
-        return da.from_array(host, chunks=_chunks, name=False)
+        return da.from_array(host, chunks=_chunks_for(host.shape), name=False)
 
     @staticmethod
     def zeros(shape, *, dtype=None, device=None):
-        return da.zeros(shape, dtype=dtype, chunks=_chunks)
+        return da.zeros(shape, dtype=dtype, chunks=_chunks_for(shape))
 
     @staticmethod
     def ones(shape, *, dtype=None, device=None):
-        return da.ones(shape, dtype=dtype, chunks=_chunks)
+        return da.ones(shape, dtype=dtype, chunks=_chunks_for(shape))
 
     @staticmethod
     def empty(shape, *, dtype=None, device=None):
-        return da.zeros(shape, dtype=dtype, chunks=_chunks)  # Dask's empty is lazily garbage; zeros are cheap
+        return da.zeros(shape, dtype=dtype, chunks=_chunks_for(shape))  # Dask's empty is lazily garbage; zeros are cheap
 
     @staticmethod
     def full(shape, fill_value, *, dtype=None, device=None):
-        return da.full(shape, fill_value, dtype=dtype, chunks=_chunks)
+        return da.full(shape, fill_value, dtype=dtype, chunks=_chunks_for(shape))
 
     @staticmethod
     def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
@@ -361,7 +378,7 @@ def _index(buf, k: tuple):
         return out.reshape(out.shape[:axis] + idx.shape + out.shape[axis + 1:])
     # several index arrays mixed with slices (left implementation-defined by the standard): on the host
     host = _compute(buf)[tuple(_host_index(e) for e in k)]
-    return da.from_array(host, chunks=_chunks, name=False)
+    return da.from_array(host, chunks=_chunks_for(host.shape), name=False)
 
 
 def _is_mask(e) -> bool:
@@ -419,7 +436,7 @@ def _scatter(buf, u, *index_bufs, axes, kind, mode, unique_indices=False):
         host[key] = hv
     else:
         _NUMPY_UPDATE[kind].at(host, key, hv)
-    return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks, name=False)
+    return da.from_array(host, chunks=buf.chunks if all(c == c for c in buf.shape) else _chunks_for(host.shape), name=False)
 
 
 def _slice(buf, *, key):
@@ -678,8 +695,8 @@ def _empty_on_host(prim, native):
                 for i, b in enumerate(bufs)]
         out = numpy_impl(*host, **params)
         if prim.multiple_results:
-            return tuple(da.from_array(np.asarray(o), name=False) for o in out)
-        return da.from_array(np.asarray(out), name=False)
+            return tuple(_from_host(o) for o in out)
+        return _from_host(out)
 
     impl.__name__ = f"{prim.name}_empty_on_host"
     return impl
@@ -818,14 +835,16 @@ class DaskExecutor(Executor):
         )
 
     def coerce(self, out):
-        return da.from_array(np.asarray(out), chunks=_chunks, name=False)
+        out = np.asarray(out)
+        return da.from_array(out, chunks=_chunks_for(out.shape), name=False)
 
     def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
         return _xp.asarray(obj, dtype=dtype, copy=copy)
 
     def from_dlpack(self, obj, copy=None):
         host = np.from_dlpack(obj, copy=copy)
-        return da.from_array(np.array(host, copy=True) if copy is None else host, chunks=_chunks, name=False)
+        return da.from_array(np.array(host, copy=True) if copy is None else host, chunks=_chunks_for(host.shape),
+                             name=False)
 
     def to_host(self, buf) -> np.ndarray:
         return _compute(buf)
@@ -842,7 +861,8 @@ class DaskExecutor(Executor):
         return np.asarray(buf.compute(scheduler="threads"))
 
     def from_foreign(self, buf, source: Executor):
-        return da.from_array(np.array(source.to_host(buf), copy=True), chunks=_chunks, name=False)
+        host = np.array(source.to_host(buf), copy=True)
+        return da.from_array(host, chunks=_chunks_for(host.shape), name=False)
 
 
 _CPU = Device("dask", "cpu")
