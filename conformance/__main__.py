@@ -32,12 +32,14 @@ import subprocess
 import sys
 import time
 
+from conformance import profile
+
 HERE = pathlib.Path(__file__).parent
 DEFAULT_OUTPUT = HERE / "results"  # the committed deep run
 QUICK_OUTPUT = DEFAULT_OUTPUT / "quick"  # --quick runs (git ignores it), so they never replace the deep report
 SCHEMA_VERSION = 1
-QUICK_EXAMPLES = 1
-DEFAULT_EXAMPLES = 10
+QUICK_EXAMPLES = profile.PROFILES["ci"].transform_examples  # the test profiles (conformance.profile)
+DEFAULT_EXAMPLES = profile.PROFILES["deep"].transform_examples
 #: statuses that fail the run (the exit status and CI)
 FAILING = ("DIFFERS", "ERROR", "GAP!")
 

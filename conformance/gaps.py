@@ -1,9 +1,9 @@
 """Known gaps: functions an executor legitimately cannot run (it raises NotImplementedError).
 
-One dict per executor: standard function name (as in ``cases.py``: ``"sin"``,
-``"linalg.eigh"``, ``"array.at"``), or one case id (``"repeat[array]"``) when only that
-use is missing, -> the reason, in words a user can act on.  The
-parity test fails on a NotImplementedError whose function is not listed here, and on
+One dict per executor: standard function name (as in the table: ``"sin"``,
+``"linalg.eigh"``, ``"array.at"``), or one hand-picked example's id (``"repeat[array]"``) when only
+that use is missing, -> the reason, in words a user can act on.  The eager sweep
+(``test_differential.py``) fails on a NotImplementedError whose function is not listed here, and on
 a listed function that no longer raises (so this table never goes stale).
 """
 from __future__ import annotations

@@ -39,6 +39,7 @@ from hypothesis.errors import Unsatisfiable
 from hypothesis import strategies as st
 
 import arrayx
+from conformance import compare as _compare
 from conformance import deviations as _deviations
 from conformance import gaps as _gaps
 from conformance.differential import functions as F
@@ -53,8 +54,8 @@ OK, DEVIATION, OPEN, DIFFERS, ERROR, GAP, UNLISTED_GAP, NA = (
 #: worst first wins when a cell's examples disagree in several ways
 SEVERITY = {NA: 0, OK: 1, DEVIATION: 2, GAP: 3, OPEN: 4, UNLISTED_GAP: 5, DIFFERS: 6, ERROR: 7}
 KEEP_FAILURES = 3
-#: comparison classes from strictest to loosest: grad sums products, so it takes at least "reduction"
-_TOLERANCE_ORDER = ("exact", "unique", "elementwise", "reduction", "fft", "linalg")
+#: comparison classes from strictest to loosest (the one rule's): grad sums products, so it takes at least "reduction"
+_TOLERANCE_ORDER = _compare.ORDER
 
 
 class NotApplicable(Exception):

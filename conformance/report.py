@@ -1,4 +1,5 @@
-"""The parity matrix: every case of ``cases.py`` on every executor, compared with the NumPy executor.
+"""The parity matrix: every hand-picked example of the table (``differential/table/examples.py``) on
+every executor, compared with the NumPy executor by the one comparator (``conformance.compare``).
 
     python -m conformance.report [--executors numpy,jax] [--json PATH] [--only NAME,...] [-v]
     python -m conformance.report --differential [PATH]   # the differential suite's last deep profile
@@ -12,7 +13,8 @@ prints one row per standard function and one column per executor, each cell one 
 
 and writes the matrix with every non-ok case's detail to ``conformance/results/parity.json``.
 Both views end with the known-deviations table (``conformance/deviations.py``).
-``check`` and ``compare`` are what ``test_parity.py`` runs, so the table and the test agree.
+``check`` is what the eager sweep (``test_differential.py``) runs for the examples, so the table and
+the test agree.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ import numpy as np
 import arrayx
 from arrayx.core import executor as _base
 from conformance import gaps as _gaps
-from conformance.cases import CASES, Case, by_function
+from conformance import compare as _compare
+from conformance.differential.table.examples import CASES, Case, by_function
 
 HERE = pathlib.Path(__file__).parent
 DEFAULT_JSON = HERE / "results" / "parity.json"
@@ -40,15 +43,7 @@ REFERENCE = "numpy"
 OK, DIFFERS, GAP, ERROR = "ok", "DIFFERS", "GAP", "ERROR"
 _SEVERITY = {OK: 0, GAP: 1, DIFFERS: 2, ERROR: 3}
 
-#: (rtol, atol) by result dtype kind and precision; a case's own rtol/atol wins
-TOLERANCES = {
-    "float32": (2e-5, 1e-6), "complex64": (2e-5, 1e-6),
-    "float64": (1e-10, 1e-12), "complex128": (1e-10, 1e-12),
-}
-
-
-class Mismatch(AssertionError):
-    """A result differs from the reference (the message says where and how)."""
+Mismatch = _compare.Mismatch
 
 
 @dataclass
@@ -85,9 +80,12 @@ def own_kernels(executor: str):
 
 
 def run(case: Case, executor: str):
-    """``case.fn(arrayx, *inputs)`` with the inputs and any created arrays on ``executor``."""
+    """``case.fn(arrayx, *inputs)`` with the inputs and any created arrays on ``executor`` (Numba's own
+    kernels, Dask chunks of 2 elements: ``differential.runner.small_pieces``)."""
+    from conformance.differential.runner import small_pieces
+
     host = case.inputs()
-    with arrayx.use_executor(executor), own_kernels(executor):
+    with arrayx.use_executor(executor), small_pieces(executor):
         arrays = [arrayx.asarray(h, device=executor) for h in host]
         return case.fn(arrayx, *arrays)
 
@@ -97,6 +95,9 @@ def materialise(result, executor: str, path: str = "result"):
     if isinstance(result, arrayx.Array):
         if result.executor != executor:
             raise Mismatch(f"{path}: the result lives on the {result.executor!r} executor, expected {executor!r}")
+        if type(result._buf) is not result._ex.array_type:
+            raise Mismatch(f"{path}: the result's buffer is a {type(result._buf).__name__}, not the {executor!r} "
+                           f"executor's {result._ex.array_type.__name__}")
         return ("array", np.asarray(result))
     if isinstance(result, tuple) and hasattr(result, "_fields"):  # named tuples: the field names are API
         return ("named", tuple(result._fields),
@@ -121,68 +122,10 @@ def reference(case: Case):
 # -- comparing --------------------------------------------------------------------------------
 
 
-def tolerance(case: Case, dtype: np.dtype) -> tuple[float, float]:
-    if dtype.kind in "biu":
-        return 0.0, 0.0
-    rtol, atol = TOLERANCES.get(dtype.name, (1e-10, 1e-12))
-    return (rtol if case.rtol is None else case.rtol, atol if case.atol is None else case.atol)
-
-
 def compare(case: Case, got, want, path: str = "result") -> None:
-    """Raise Mismatch unless ``got`` equals ``want`` (both materialised) for this case."""
-    if got[0] != want[0]:
-        raise Mismatch(f"{path}: got a {got[0]}, expected a {want[0]}")
-    kind = want[0]
-    if kind == "array":
-        _compare_arrays(case, got[1], want[1], path)
-    elif kind == "named":
-        if got[1] != want[1]:
-            raise Mismatch(f"{path}: fields {got[1]} != {want[1]}")
-        for f, g, w in zip(want[1], got[2], want[2]):
-            compare(case, g, w, f"{path}.{f}")
-    elif kind in ("tuple", "list"):
-        if len(got[1]) != len(want[1]):
-            raise Mismatch(f"{path}: {len(got[1])} items, expected {len(want[1])}")
-        for i, (g, w) in enumerate(zip(got[1], want[1])):
-            compare(case, g, w, f"{path}[{i}]")
-    elif kind == "dict":
-        gk, wk = [k for k, _ in got[1]], [k for k, _ in want[1]]
-        if gk != wk:
-            raise Mismatch(f"{path}: keys {gk} != {wk}")
-        for (k, g), (_, w) in zip(got[1], want[1]):
-            compare(case, g, w, f"{path}[{k!r}]")
-    else:
-        g, w = got[1], want[1]
-        if type(g) is not type(w):
-            raise Mismatch(f"{path}: {g!r} ({type(g).__name__}) != {w!r} ({type(w).__name__})")
-        if isinstance(w, float) and not isinstance(w, bool):
-            rtol, atol = tolerance(case, np.dtype("float64"))
-            if not (g == w or (g != g and w != w) or abs(g - w) <= atol + rtol * abs(w)):
-                raise Mismatch(f"{path}: {g!r} != {w!r}")
-        elif g != w:
-            raise Mismatch(f"{path}: {g!r} != {w!r}")
-
-
-def _compare_arrays(case: Case, g: np.ndarray, w: np.ndarray, path: str) -> None:
-    if g.dtype != w.dtype:
-        raise Mismatch(f"{path}: dtype {g.dtype} != {w.dtype}")
-    if g.shape != w.shape:
-        raise Mismatch(f"{path}: shape {g.shape} != {w.shape}")
-    if case.compare == "meta":
-        return
-    rtol, atol = tolerance(case, w.dtype)
-    if rtol == 0 and atol == 0:
-        same = np.array_equal(g, w, equal_nan=w.dtype.kind in "fc")
-    else:
-        same = bool(np.all(np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True)))
-    if not same:
-        bad = ~np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=True) if (rtol or atol) else g != w
-        idx = tuple(int(i[0]) for i in np.nonzero(bad)) if bad.ndim else ()
-        n = int(np.count_nonzero(bad))
-        raise Mismatch(
-            f"{path}: {n} of {w.size} values differ (rtol={rtol}, atol={atol}); first at {idx}: "
-            f"{g[idx] if idx or g.ndim == 0 else g!r} != {w[idx] if idx or w.ndim == 0 else w!r}"
-        )
+    """Raise Mismatch unless ``got`` equals ``want`` (both materialised): the one comparator with the
+    case's tolerance class, scaled by the largest magnitude among its inputs and ``want``."""
+    _compare.compare(got, want, case.tolerance, _compare.scale_of(case.inputs(), want), path)
 
 
 # -- one case on one executor --------------------------------------------------------------------

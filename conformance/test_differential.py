@@ -1,13 +1,15 @@
-"""The quick profile of the differential suite (CI): a few drawn calls of every function per executor.
+"""The eager sweep of the table: every function on every executor agrees with the NumPy executor.
 
-Each call runs on the executor and on NumPy (``differential.runner.outcome``); a disagreement
-that ``deviations.py`` does not cover fails, with hypothesis's shrunk example.  The deep profile
-is ``python -m conformance.differential --max-examples 200``.  ``ARRAYX_DIFFERENTIAL_EXAMPLES``
-changes the number of examples per function and executor here (default ``QUICK_EXAMPLES``).
+Per function and executor: its hand-picked examples (``differential/table/examples.py``, run as
+``python -m conformance.report`` runs them) and a few drawn calls (the ci profile).  Each call runs
+on the executor and on NumPy; a disagreement that ``deviations.py`` does not cover fails, with
+hypothesis's shrunk example.  NotImplementedError is a gap: allowed only when ``gaps.py`` lists the
+function for that executor, and a listed gap that works fails too.  The deep profile
+is ``python -m conformance.differential --max-examples 200``.  The examples per function and
+executor are the test profile's (``conformance.profile``: ``ARRAYX_TEST_PROFILE=ci|deep``).
 """
 from __future__ import annotations
 
-import os
 import zlib
 
 import numpy as np
@@ -15,25 +17,48 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 import arrayx
-from conformance import deviations, spec
+from conformance import deviations, gaps, profile, report, spec
 from conformance.differential import functions as F
 from conformance.differential import runner
 from conformance.differential.strategies import CATEGORIES, DTYPES, Input
+from conformance.differential.table import examples as E
 
-QUICK_EXAMPLES = int(os.environ.get("ARRAYX_DIFFERENTIAL_EXAMPLES", "3"))
+QUICK_EXAMPLES = profile.current().examples
 
-#: disagreement classes this suite found that their owners are fixing now (issue 17), by
+#: disagreement classes this suite found that their owners are fixing now, by
 #: (executor, table name): not deviations (they can be fixed), so they are expected failures
 #: until then; a fixed one shows as XPASS and its line goes
 OPEN: dict[tuple[str, str], str] = {}
 
 
-@pytest.mark.parametrize("fn", F.TABLE, ids=[f.name for f in F.TABLE])
-def test_agrees_with_numpy(fn: F.Fn, executor: str, request) -> None:
-    if executor == runner.REFERENCE:
-        pytest.skip("the reference itself")
-    if (executor, fn.name) in OPEN:
-        request.applymarker(pytest.mark.xfail(reason=OPEN[executor, fn.name], strict=False))
+_EXAMPLES = E.by_function()
+#: one eager item per table entry, and per function that has hand-picked examples only (array.at, operator chains)
+NAMES = [f.name for f in F.TABLE] + [name for name in _EXAMPLES if name not in F.BY_NAME]
+
+
+def _check_examples(name: str, executor: str) -> list[str]:
+    """The hand-picked examples of ``name`` on ``executor``: what went wrong, one line each."""
+    bad = []
+    for case in _EXAMPLES.get(name, []):
+        outcome = report.check(case, executor)
+        if outcome.status == report.GAP:
+            if gaps.reason(executor, case.func, case.id) is None:
+                bad.append(f"{case.id}: the {executor!r} executor raised NotImplementedError ({outcome.detail}); "
+                           f"implement it, or list {case.func!r} under {executor!r} in conformance/gaps.py with the reason")
+        elif outcome.status != report.OK:
+            bad.append(f"{case.id} on {executor!r}: {outcome.status}: {outcome.detail}")
+    return bad
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_agrees_with_numpy(name: str, executor: str, request) -> None:
+    if (executor, name) in OPEN:
+        request.applymarker(pytest.mark.xfail(reason=OPEN[executor, name], strict=False))
+    bad = _check_examples(name, executor)
+    assert not bad, "\n".join(bad)
+    if executor == runner.REFERENCE or name not in F.BY_NAME:
+        return  # the reference runs its examples only (they must not fail there either)
+    fn = F.BY_NAME[name]
 
     @seed(zlib.crc32(fn.name.encode()))  # repeatable in CI, and distinct per function
     @settings(max_examples=QUICK_EXAMPLES, database=None, deadline=None, suppress_health_check=list(HealthCheck))
@@ -120,7 +145,7 @@ def _inputs(tree):
 @given(F.examples(F.BY_NAME["array.__getitem__"]))
 def test_basic_index_keys_fit_their_array(example) -> None:
     """A drawn key selects from x (an integer for a size-0 axis, or one meant for the axis after a
-    None, broke the setitem strategy in a deep run); NumPy's own indexing is the judge."""
+    None, would break the setitem strategy); NumPy's own indexing is the judge."""
     (x, key), _ = example
     np.empty(x.values.shape)[key]
 
@@ -132,6 +157,70 @@ def test_layouts_build_the_values_as_views(executor: str, layout: str) -> None:
     x = build(arrayx, Input(values, layout), executor)
     assert x.executor == executor
     np.testing.assert_array_equal(np.asarray(x), values)
+
+
+# -- the hand-picked examples and the gap table -------------------------------------------------------
+
+_LISTED = [(ex, func) for ex, table in gaps.GAPS.items() for func in table]
+
+
+@pytest.mark.parametrize("executor_name,func", _LISTED, ids=[f"{e}:{f}" for e, f in _LISTED] or None)
+def test_listed_gaps_are_real(executor_name: str, func: str) -> None:
+    """A function listed as a gap still raises NotImplementedError on that executor in some example."""
+    from arrayx.core import executor as _base
+
+    if executor_name not in _base.registered() or not _base.get(executor_name).available():
+        pytest.skip(f"executor {executor_name!r} is not available here")
+    covered = report.cases_for_gap(func)
+    assert covered, f"gaps.py lists {func!r}, which is neither a function nor an example id of the table (a typo?)"
+    outcomes = [report.check(c, executor_name).status for c in covered]
+    assert report.GAP in outcomes, f"{func!r} works on {executor_name!r} now ({outcomes}); remove it from conformance/gaps.py"
+
+
+def test_gap_table_names_known_executors_and_functions() -> None:
+    known = set(spec.all_functions()) | {c.func for c in E.CASES} | {c.id for c in E.CASES}
+    for ex, table in gaps.GAPS.items():
+        for func, why in table.items():
+            assert func in known, f"gaps.py: {ex}: {func!r} is not a function of the standard"
+            assert why and why.strip(), f"gaps.py: {ex}: {func!r} needs a reason"
+
+
+def test_every_standard_function_has_a_hand_picked_example() -> None:
+    missing = sorted(set(spec.all_functions()) - {c.func for c in E.CASES})
+    assert not missing, f"no example in conformance/differential/table/examples.py for: {missing}"
+
+
+def test_every_example_names_a_real_function() -> None:
+    names = set(spec.all_functions())
+    for c in E.CASES:
+        if c.func.startswith("array."):
+            member = c.func.split(".", 1)[1]
+            assert member == "operators" or hasattr(arrayx.Array, member), c.id
+        else:
+            assert c.func in names, f"{c.id}: {c.func!r} is not in the 2025.12 standard"
+            assert callable(E.lookup(arrayx, c.func)), c.id
+        assert c.tolerance in runner.TOLERANCES, c.id
+
+
+def test_example_inputs_are_deterministic_and_in_range() -> None:
+    for c in E.CASES:
+        a, b = c.inputs(), c.inputs()
+        for x, y, arg in zip(a, b, c.args):
+            assert x.dtype == np.dtype(arg.dtype) and x.shape == tuple(arg.shape), c.id
+            np.testing.assert_array_equal(x, y)
+            if arg.values == "positive":
+                assert np.all(np.real(x) > 0), c.id
+            if arg.values == "spd":
+                assert np.all(np.linalg.eigvalsh(x) > 0), c.id
+            if arg.values.startswith("index:"):
+                assert np.all((0 <= x) & (x < int(arg.values.split(":")[1]))), c.id
+
+
+def test_results_must_live_on_the_executor_in_its_own_buffers() -> None:
+    x = arrayx.asarray([1.0], device="numpy")
+    with pytest.raises(report.Mismatch, match="numpy"):
+        report.materialise(x, "someother")
+    assert report.materialise(x, "numpy")[0] == "array"
 
 
 # -- the comparison can fail ---------------------------------------------------------------------------

@@ -289,6 +289,7 @@ def _dom(browser: str, page: pathlib.Path, fragment: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow  # a headless browser
 @pytest.mark.skipif(_browser() is None, reason="no headless browser (chromium) here: apt-get install chromium")
 def test_the_html_page_filters_and_opens_failing_cells_in_a_browser(report, tmp_path):
     data, _, _ = report

@@ -4,20 +4,18 @@ Every row of the matrix (the differential table and the PRNG rows) runs under ``
 and ``grad`` on every available executor, each compared with the same transform on the NumPy
 executor (``matrix.run_row``; the PRNG rows of ``matrix.QUICK_RANDOM``); eager calls are ``test_differential.py``'s and, for the PRNG,
 ``tests/test_random.py``'s.  A cell that is DIFFERS, ERROR or an unlisted gap fails,
-with its first failing input and both results.  ``ARRAYX_CONFORMANCE_EXAMPLES`` changes the
-number of examples per row and transform (default 1).
+with its first failing input and both results.  The examples per row and
+transform are the test profile's (``conformance.profile``: ``ARRAYX_TEST_PROFILE=ci|deep``).
 """
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from arrayx.core import executor as _base
 from conformance import __main__ as cli
-from conformance import matrix
+from conformance import matrix, profile
 
-EXAMPLES = int(os.environ.get("ARRAYX_CONFORMANCE_EXAMPLES", "1"))
+EXAMPLES = profile.current().transform_examples
 TRANSFORMS = ("jit", "vmap", "grad")
 
 #: (row, transform, executor) -> what is wrong and who is fixing it: expected failures until fixed

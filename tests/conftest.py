@@ -13,10 +13,17 @@ import pytest
 import arrayx
 from arrayx.core import executor as _base
 from arrayx.transforms import staging as _staging
+from conformance import compare as _compare
 
 _staging.CHECK_GRAPHS = True  # every graph the tests stage is type-checked (transforms/graph.typecheck)
 
 ALL_EXECUTORS = _base.registered()
+
+
+def pytest_configure(config) -> None:
+    from tests import tiers
+
+    tiers.register(config)  # the slow tier and the executor markers (tests/tiers.py)
 
 
 @pytest.fixture(params=ALL_EXECUTORS)
@@ -38,27 +45,16 @@ def to_numpy(x) -> np.ndarray:
 
 
 def tolerance(dtype) -> dict:
-    """Comparison tolerances for a result dtype (exact for integers and bools)."""
-    dtype = np.dtype(dtype)
-    if dtype.kind in "biu":
-        return {"rtol": 0, "atol": 0}
-    if dtype in (np.float32, np.complex64):
-        return {"rtol": 2e-5, "atol": 1e-6}
-    return {"rtol": 1e-12, "atol": 1e-13}
+    """``rtol``/``atol`` keywords of the one tolerance rule (``conformance.compare``, class "composite")
+    for a result dtype (exact for integers and bools)."""
+    rtol, atol = _compare.bounds(dtype, "composite")
+    return {"rtol": rtol, "atol": atol}
 
 
 def assert_same(actual, expected) -> None:
-    """``actual`` (arrayx) equals ``expected`` (arrayx or NumPy): dtype, shape and values."""
-    if isinstance(expected, (tuple, list)):
-        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_same(a, e)
-        return
-    a = np.asarray(actual)
-    e = np.asarray(expected)
-    assert a.dtype == e.dtype, f"dtype {a.dtype} != {e.dtype}"
-    assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
-    np.testing.assert_allclose(a, e, equal_nan=True, **tolerance(e.dtype))
+    """``actual`` (arrayx) equals ``expected`` (arrayx or NumPy): dtype, shape and values, by the one
+    comparator (``conformance.compare.assert_same``)."""
+    _compare.assert_same(actual, expected)
 
 
 def on_numpy(fn, *args, **kwargs):

@@ -48,6 +48,7 @@ def test_time_workload_runs_every_label_in_every_round():
     assert all(n >= 1 + 1 + 3 for n in calls.values())  # warm-up, calibration, one timing per round
 
 
+@pytest.mark.slow  # the benchmark runner, in a subprocess
 def test_quick_run_writes_json_plots_and_summary(tmp_path):
     out = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "pytree", "--rounds", "1",
                           "--output", str(tmp_path), "--tag", "test"], capture_output=True, text=True, timeout=600)

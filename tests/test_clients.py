@@ -57,6 +57,7 @@ def outcomes(executor: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # the client calls rerun in a subprocess per executor
 def test_client_calls_match_numpy(executor):
     """Every call gives the NumPy executor's result; the listed failures still fail, as listed.
 

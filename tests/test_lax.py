@@ -137,7 +137,7 @@ def _xla_ops(fn, *args) -> list:
 
 def test_conv_on_jax_compiles_to_what_jax_compiles():
     """The jax executor's jit(grad(conv)) is one XLA convolution per cotangent, with no layout
-    transposes or copies beyond those of jax.jit(jax.grad) itself (issue 16's speed goal)."""
+    transposes or copies beyond those of jax.jit(jax.grad) itself (the speed goal)."""
     from arrayx.core.executor import get
 
     rng = np.random.default_rng(9)

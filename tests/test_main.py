@@ -41,6 +41,7 @@ def test_the_jobs_compute_what_they_claim():
     assert losses.shape == (1024 // main_job.BATCH,) and losses[0] == pytest.approx(np.log(2), rel=1e-6)
 
 
+@pytest.mark.slow  # the main job, in a subprocess
 def test_python_m_arrayx_prints_agreement_and_writes_json(tmp_path):
     out = subprocess.run([sys.executable, "-m", "arrayx", "--size", "1024", "--steps", "3"],
                          capture_output=True, text=True, timeout=600)

@@ -578,6 +578,7 @@ def test_grad_through_libm_log():
     np.testing.assert_array_equal(np.asarray(g), [2.0, 0.25])
 
 
+@pytest.mark.slow  # the random battery rerun in a subprocess
 def test_draws_do_not_change_with_numpys_avx512_paths_off():
     # The bit-exact draws again in a fresh process where NumPy's AVX-512 loops are off (set before
     # NumPy is imported): on an AVX-512 CPU NumPy's other log runs there; no draw may change.

@@ -9,7 +9,8 @@ quantities compared for results that are unique only up to sign or phase (VIEWS)
 
 The entries and their argument strategies live in ``table/``, one module per spec category
 (``table/_core.py`` holds ``Fn``, the keyword domains and the shared strategies); importing
-this module assembles the table in the order below.
+this module assembles the table in the order below.  The table's hand-picked examples are
+``table/examples.py`` and its derivative examples ``table/derivatives.py``.
 """
 from __future__ import annotations
 

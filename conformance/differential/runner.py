@@ -7,7 +7,7 @@ returns None when they agree, else a ``Disagreement``.  Agreement is: the same e
 class when NumPy raises; otherwise the same structure, dtypes and shapes, integers and bools
 exactly, NaN positions (of the real and imaginary parts) exactly, infinities exactly, zeros
 with the same sign for elementwise functions, subnormals not flushed, and the other values
-within the entry's tolerance class (TOLERANCES, in units of the dtype's epsilon).
+within the entry's tolerance class: the one comparator, ``conformance.compare``.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import numpy as np
 
 import arrayx
 from arrayx.core import executor as _base
+from conformance import compare as _compare
 from conformance import gaps as _gaps
 from conformance.differential import functions as F
 from conformance.differential.strategies import Input, build
@@ -29,17 +30,8 @@ REFERENCE = "numpy"
 #: Dask chunk size inside the suite: every axis longer than 2 spans several chunks
 DASK_CHUNKS = 2
 
-#: tolerance class -> (rtol, atol) in units of the result dtype's epsilon; atol is scaled by
-#: the largest finite magnitude among the inputs and the reference result (see ``_scale``)
-TOLERANCES = {
-    "exact": (0, 0),
-    "unique": (0, 0),             # exact, but which zero stands for +0 and -0 is the implementation's
-    "meta": None,                 # dtype and shape only (empty, empty_like)
-    "elementwise": (8, 4),
-    "reduction": (64, 64),
-    "fft": (64, 64),
-    "linalg": (2048, 2048),
-}
+#: tolerance class -> (rtol, atol) in units of the result dtype's epsilon: the one rule (``conformance.compare``)
+TOLERANCES = _compare.TOLERANCES
 
 
 @contextlib.contextmanager
@@ -130,20 +122,12 @@ def _invoke(fn: F.Fn, args: list, kw: dict):
 # -- comparing ----------------------------------------------------------------------------------------
 
 
-class Mismatch(AssertionError):
-    pass
+Mismatch = _compare.Mismatch
 
 
 def _finite_scale(args, want) -> float:
     """The largest finite magnitude among the array inputs and the reference result (at least 1)."""
-    scale = 1.0
-    for v in list(_leaves(args)) + list(_leaves(want)):
-        if isinstance(v, np.ndarray) and v.dtype.kind in "fciu" and v.size:
-            a = np.abs(v.astype(np.complex128 if v.dtype.kind == "c" else np.float64))
-            a = a[np.isfinite(a)]
-            if a.size:
-                scale = max(scale, float(a.max()))
-    return scale
+    return _compare.scale_of(args, want)
 
 
 def _leaves(tree):
@@ -157,76 +141,12 @@ def _leaves(tree):
 
 
 def compare(fn: F.Fn, got, want, scale: float, path: str = "result") -> None:
-    if got[0] != want[0]:
-        raise Mismatch(f"{path}: got a {got[0]}, expected a {want[0]}")
-    kind = want[0]
-    if kind == "array":
-        return _compare_arrays(fn, got[1], want[1], scale, path)
-    if kind == "named":
-        if got[1] != want[1]:
-            raise Mismatch(f"{path}: fields {got[1]} != {want[1]}")
-        got, want = ("tuple", got[2]), ("tuple", want[2])
-    if kind in ("named", "tuple", "list", "dict"):
-        if len(got[1]) != len(want[1]):
-            raise Mismatch(f"{path}: {len(got[1])} items, expected {len(want[1])}")
-        for i, (g, w) in enumerate(zip(got[1], want[1])):
-            if kind == "dict":
-                if g[0] != w[0]:
-                    raise Mismatch(f"{path}: key {g[0]!r} != {w[0]!r}")
-                g, w = g[1], w[1]
-            compare(fn, g, w, scale, f"{path}[{i}]")
-        return
-    g, w = got[1], want[1]
-    if type(g) is not type(w) or not (g == w or (g != g and w != w)):
-        raise Mismatch(f"{path}: {g!r} ({type(g).__name__}) != {w!r} ({type(w).__name__})")
+    """``conformance.compare.compare`` with the entry's tolerance class."""
+    _compare.compare(got, want, fn.tolerance, scale, path)
 
 
 def _parts(a: np.ndarray):
     return (a.real, a.imag) if a.dtype.kind == "c" else (a,)
-
-
-def _compare_arrays(fn: F.Fn, g: np.ndarray, w: np.ndarray, scale: float, path: str) -> None:
-    if g.dtype != w.dtype:
-        raise Mismatch(f"{path}: dtype {g.dtype} != {w.dtype}")
-    if g.shape != w.shape:
-        raise Mismatch(f"{path}: shape {g.shape} != {w.shape}")
-    tol = TOLERANCES[fn.tolerance]
-    if tol is None:
-        return
-    if w.dtype.kind not in "fc":
-        if not np.array_equal(g, w):
-            raise Mismatch(f"{path}: {_where_differs(g != w, g, w)}")
-        return
-    eps = float(np.finfo(w.dtype).eps)
-    tiny = float(np.finfo(w.dtype).smallest_normal)
-    rtol, atol = tol[0] * eps, tol[1] * eps * scale
-    for gp, wp in zip(_parts(g), _parts(w)):
-        checks = (
-            ("NaN where the reference has none or a number where it has NaN", np.isnan(gp) != np.isnan(wp)),
-            ("an infinity differs", (np.isinf(gp) | np.isinf(wp)) & (gp != wp) & ~np.isnan(wp)),
-            ("a subnormal flushed to zero", (gp == 0) & (wp != 0) & (np.abs(wp) < tiny)),
-        )
-        for what, bad in checks:
-            if bad.any():
-                raise Mismatch(f"{path}: {what}: {_where_differs(bad, g, w)}")
-        if fn.tolerance in ("exact", "elementwise"):
-            zeros = (gp == 0) & (wp == 0) & (np.signbit(gp) != np.signbit(wp))
-            if zeros.any():
-                raise Mismatch(f"{path}: the sign of a zero differs: {_where_differs(zeros, g, w)}")
-        finite = np.isfinite(gp) & np.isfinite(wp)
-        with np.errstate(over="ignore", invalid="ignore"):
-            err = np.abs(gp.astype(np.float64) - wp.astype(np.float64))
-            bound = atol + rtol * np.abs(wp.astype(np.float64))
-        bad = finite & (err > bound) if rtol or atol else finite & (gp != wp)
-        if bad.any():
-            raise Mismatch(f"{path}: values differ beyond rtol={rtol:.3g}, atol={atol:.3g}: {_where_differs(bad, g, w)}")
-
-
-def _where_differs(bad: np.ndarray, g: np.ndarray, w: np.ndarray) -> str:
-    if bad.ndim == 0:
-        return f"{g!r} != {w!r}"
-    idx = tuple(int(i[0]) for i in np.nonzero(bad))
-    return f"{int(np.count_nonzero(bad))} of {w.size} differ, first at {idx}: {g[idx]!r} != {w[idx]!r}"
 
 
 # -- one example on one executor --------------------------------------------------------------------

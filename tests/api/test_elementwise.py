@@ -1,5 +1,7 @@
-"""Elementwise functions: every function on every executor against the NumPy executor,
-dtype promotion (arrays and Python scalars) and argument errors."""
+"""Elementwise functions: the NumPy executor against NumPy itself and every executor against the NumPy
+executor over representative dtypes (a seeded sample of the function x dtype product in the ci
+profile, all of it in the deep one: ``conformance.profile``), dtype promotion (arrays and Python
+scalars) and argument errors."""
 from __future__ import annotations
 
 import math
@@ -9,6 +11,7 @@ import pytest
 
 import arrayx as xp
 from arrayx.api import elementwise as ew
+from conformance import profile
 from tests.conftest import assert_matches_numpy, assert_same
 
 RNG = np.random.default_rng(0)
@@ -62,7 +65,7 @@ def binary_cases():
             yield name, dt
 
 
-@pytest.mark.parametrize("name,dtype", list(unary_cases()))
+@pytest.mark.parametrize("name,dtype", profile.sample("elementwise unary", unary_cases(), 40))
 def test_unary_matches_numpy(executor, name, dtype):
     low, high = DOMAIN.get(name, (-3.0, 3.0))
     x = xp.asarray(sample(dtype, low=low, high=high))
@@ -76,7 +79,7 @@ def test_unary_matches_numpy(executor, name, dtype):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-@pytest.mark.parametrize("name,dtype", list(binary_cases()))
+@pytest.mark.parametrize("name,dtype", profile.sample("elementwise binary", binary_cases(), 30))
 def test_binary_matches_numpy(executor, name, dtype):
     low, high = (0.5, 3.0) if name in ("pow", "floor_divide", "remainder") else (-3.0, 3.0)
     x1 = xp.asarray(sample(dtype, low=low, high=high))

@@ -164,7 +164,7 @@ def test_at_mode_errors():
         x.at[xp.asarray([0])].add(1.0, mode="wrap")
 
 
-# -- modes for integer (and slice) keys, .at[...].apply (issue 26) -----------------------------------
+# -- modes for integer (and slice) keys, .at[...].apply ---------------------------------------------
 
 INT_KEYS = {  # keys of A (2, 3, 4) with Python integers out of range, and one in range
     "int high": 11,

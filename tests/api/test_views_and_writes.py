@@ -1,6 +1,6 @@
 """Writes on executors whose buffers are not written in place (JAX, Dask) and under transforms
 behave as NumPy's: writes from several threads all land, and a write through a basic-index view
-reaches its base and every other live view of it (issue 31, item 1).  Every scenario runs on each
+reaches its base and every other live view of it.  Every scenario runs on each
 executor and is compared with the numpy executor (whose views share memory)."""
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_same
-from tests.executors import PARITY, PARITY_IDS, run_parity
 
 EX = base.get("cupy")
 needs_gpu = pytest.mark.skipif(not EX.available(), reason=f"executor 'cupy' unavailable: {EX.unavailable_reason}")
@@ -55,12 +54,6 @@ def test_import_does_not_import_cupy():
 
 
 # -- with a GPU ---------------------------------------------------------------------------------
-
-@needs_gpu
-@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
-def test_matches_numpy(case):
-    run_parity(case, "cupy")
-
 
 @needs_gpu
 def test_buffers_devices_and_updates():

@@ -148,7 +148,7 @@ def _patterns() -> dict:
         "random-bits": (lambda k: xr.bits(k, (300,), dtype=xp.uint32), [key], None),
         "random-uniform": (lambda k: xr.uniform(k, (300,), dtype=xp.float32, minval=-2.0, maxval=3.0), [key], None),
         "random-normal": (lambda k: xr.normal(k, (300,), dtype=xp.float64), [key], None),
-        # a view of a region's output between two regions (issue 25: no lowering writes into it)
+        # a view of a region's output between two regions (no lowering writes into it)
         "view-between-regions": (lambda x: (lambda a: (a.T, a[::2], xp.reshape(a, (-1,)), a + 1.0))(x * 2.0 - 0.5),
                                  [x64], 2),
     }

@@ -12,7 +12,6 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_same
-from tests.executors import PARITY, PARITY_IDS, run_parity
 
 EX = base.get("dask")
 pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'dask' unavailable: {EX.unavailable_reason}")
@@ -54,18 +53,6 @@ class ComputeCounter:
 
     def __exit__(self, *exc):
         self._cb.__exit__(*exc)
-
-
-@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
-def test_matches_numpy(case):
-    run_parity(case, "dask")
-
-
-@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
-def test_matches_numpy_with_many_chunks(case):
-    """The same table with every axis split into chunks of 2 (Dask's multi-chunk code paths)."""
-    xd.set_chunks(2)
-    run_parity(case, "dask")
 
 
 def test_buffers_are_lazy_dask_arrays():
@@ -294,7 +281,7 @@ def test_data_dependent_sizes_are_computed_when_read_and_not_before():
 
 @pytest.mark.parametrize("policy", ["compute", "lazy"])
 def test_masked_arrays_under_grad_len_and_reshape(policy):
-    """Issue 10 point 6: they work (compute), or fail with one error naming resolve_shapes (lazy)."""
+    """They work (compute), or fail with one error naming resolve_shapes (lazy)."""
     xd.set_unknown_shapes(policy)
     x = xp.asarray([1.0, -2.0, 3.0])
     r = xp.reshape(x[x > 0], (1, -1))  # reshape resolves the sizes it needs under either policy

@@ -1,4 +1,4 @@
-"""What reads of lazy Dask arrays compute (issue 25 item 7, issue 31 item 3).
+"""What reads of lazy Dask arrays compute.
 
 - a random draw is one task per chunk (the NumPy executor's sampler on the chunk's counters),
   bit for bit the NumPy executor's draw whatever the chunks; a slice of a draw, and what a

@@ -1,4 +1,4 @@
-"""Faults a process meets in ordinary use, each in a fresh subprocess with a bounded time (issue 25).
+"""Faults a process meets in ordinary use, each in a fresh subprocess with a bounded time.
 
 - fork after each kind of Numba op (eager elementwise, eager reduction, a fused jit region), with
   ``os.fork`` and a ``multiprocessing`` fork pool: the child runs the same op and exits cleanly

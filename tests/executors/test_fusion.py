@@ -593,7 +593,7 @@ def _between_regions(view, uses_view_later: bool):
 @pytest.mark.parametrize("later", [False, True], ids=["returned", "used_later"])
 @pytest.mark.parametrize("name", VIEWS)
 def test_jit_never_overwrites_a_live_view(executor, name, later):
-    """A fused region's output never goes into a buffer a live view points into (issue 25, item 1):
+    """A fused region's output never goes into a buffer a live view points into:
     jitted equals eager bit for bit, with every view-producing primitive between two regions."""
     fn = _between_regions(_views()[name], later)
     x = xp.asarray(normal(64, 128))

@@ -11,7 +11,6 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_same
-from tests.executors import PARITY, PARITY_IDS, run_parity, spec_function_names
 
 EX = base.get("jax")
 pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unavailable: {EX.unavailable_reason}")
@@ -21,18 +20,6 @@ pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unav
 def on_jax():
     with xp.use_executor("jax"):
         yield
-
-
-def test_parity_table_covers_the_standard():
-    covered = {c[0] for c in PARITY}
-    names = spec_function_names()
-    assert len(names) > 150 and "linalg.solve" in names and "fft.rfft" in names, names
-    assert [n for n in names if n not in covered] == []
-
-
-@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
-def test_matches_numpy(case):
-    run_parity(case, "jax")
 
 
 def test_buffers_are_jax_arrays_and_namespace_is_jax_numpy():

@@ -22,7 +22,6 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_same, on_numpy, tolerance
-from tests.executors import PARITY, PARITY_IDS, run_parity
 
 EX = base.get("numba")
 pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'numba' unavailable: {EX.unavailable_reason}")
@@ -509,15 +508,3 @@ def test_stale_kernel_directories_of_other_versions_are_pruned(tmp_path):
     assert current.is_dir() and current.parent == root
     assert not stale.exists()  # unused for longer than STALE_AFTER_DAYS: removed
     assert recent.exists()  # possibly in use by another installation: kept
-
-
-# -- every function of the standard ----------------------------------------------------------
-
-@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
-def test_matches_numpy(case):
-    run_parity(case, "numba")
-
-
-@pytest.mark.parametrize("case", PARITY, ids=PARITY_IDS)
-def test_matches_numpy_with_native_kernels(native, case):
-    run_parity(case, "numba")

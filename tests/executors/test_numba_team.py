@@ -255,8 +255,8 @@ def test_a_bad_vector_width_is_a_clear_error():
 @pytest.mark.parametrize("where", ["compile", "team"])
 def test_an_interrupted_first_call_leaves_the_region_parallel(monkeypatch, where):
     """A KeyboardInterrupt during a region's first call (while its kernel compiles, or its team
-    starts) used to leave the region running on the caller alone for the rest of the process
-    (issue 25, item 8): the next call sets it up again, team included."""
+    starts) does not leave the region running on the caller alone for the rest of the process:
+    the next call sets it up again, team included."""
     if _numba_fused_run._threads() < 2:
         pytest.skip("one thread: no team")
     host = np.linspace(-3, 3, 100_003)

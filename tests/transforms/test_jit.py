@@ -8,15 +8,21 @@ import pytest
 
 import arrayx as ax
 from arrayx.core.primitives import ConcretizationError, DataDependentShapeError
+from conformance import profile
 from tests.conftest import assert_same
-from tests.transforms._functions import CASES, make_inputs
+from conformance.differential.table.derivatives import CASES, make_inputs
 
 
 def _close(a, b, rtol=1e-12, atol=1e-13):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+#: the derivative examples (compositions) under jit: a seeded sample in the ci profile, all in the deep one;
+#: every table function under jit on every executor is conformance/test_transforms_quick.py's
+JIT_CASES = profile.sample("jit compositions", CASES, 40)
+
+
+@pytest.mark.parametrize("case", JIT_CASES, ids=[c.name for c in JIT_CASES])
 def test_jit_equals_the_function_for_every_case(case, executor):
     if executor in case.executors:
         pytest.skip(f"{case.name} is not supported by {executor}")
@@ -29,7 +35,7 @@ def test_jit_equals_the_function_for_every_case(case, executor):
         want = f(*xs)
     except (NotImplementedError, TypeError) as e:
         pytest.skip(f"{executor} cannot run {case.name}: {e}")
-    if case.name == "getitem_mask":  # a data-dependent shape: staging refuses it on every executor (issue 11)
+    if case.name == "getitem_mask":  # a data-dependent shape: staging refuses it on every executor
         with pytest.raises(DataDependentShapeError, match=r"^boolean_mask: the size of its result depends .*where\("):
             ax.jit(f)(*xs)
         return

@@ -1,5 +1,5 @@
-"""Code written for JAX runs unchanged (issue 26, JAX habits) and jit's cache is bounded (issue 25,
-item 6): Python scalars and NumPy arrays as jit arguments, the cache of the function, lower/compile,
+"""Code written for JAX runs unchanged (JAX habits) and jit's cache is bounded:
+Python scalars and NumPy arrays as jit arguments, the cache of the function, lower/compile,
 block_until_ready, debug.breakpoint, set_executor(None), lax.top_k/collectives, pmap without a name,
 make_graph's refusal of iterators; compared with jax.numpy on every executor."""
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """vmap: batched results equal stacking the function over the batch members.
 
-Every function of the autodiff table (``_functions.CASES``) is mapped on every executor
-with several in_axes/out_axes and compared with a loop over the batch; then the API
+The table's derivative examples (``conformance/differential/table/derivatives.py``: a seeded sample in
+the ci profile) are mapped on every executor with several in_axes/out_axes and compared with a loop
+over the batch; then the API
 (pytree prefixes, None, negative axes, kwargs, axis_size, errors), nested vmap and the
 compositions with grad (per-example gradients, compared with jax.vmap(jax.grad)).
 """
@@ -13,9 +14,13 @@ import pytest
 import arrayx as ax
 from arrayx import pytree
 from arrayx.transforms.rules import coverage
-from tests.transforms._functions import CASES, make_inputs
+from conformance import profile
+from conformance.differential.table.derivatives import CASES, make_inputs
 
 B = 3
+#: the derivative examples (compositions) under vmap: a seeded sample in the ci profile, all in the deep one;
+#: every table function under vmap on every executor is conformance/test_transforms_quick.py's
+VMAP_CASES = profile.sample("vmap compositions", CASES, 40)
 
 
 def _members(case):
@@ -50,7 +55,7 @@ def _skip_unsupported(case, executor):
         pytest.skip(f"{case.name} is not available on {executor}")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", VMAP_CASES, ids=[c.name for c in VMAP_CASES])
 def test_vmap_every_function_axis0(case, executor):
     _skip_unsupported(case, executor)
     members = _members(case)
@@ -62,7 +67,7 @@ def test_vmap_every_function_axis0(case, executor):
     _assert_tree_close(call(), want)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", VMAP_CASES, ids=[c.name for c in VMAP_CASES])
 def test_vmap_every_function_last_axis_and_unmapped(case, executor):
     """First operand mapped along its last axis (in_axes=-1), the others not mapped; out_axes=-1."""
     _skip_unsupported(case, executor)

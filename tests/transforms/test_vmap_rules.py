@@ -253,3 +253,39 @@ def test_matrix_times_batched_vectors_is_one_batch_major_product(executor, axis)
     graph = ax.make_graph(ax.vmap(lambda m, w: m @ w, in_axes=(None, axis)))(ax.asarray(a), ax.asarray(vs))
     names = [e.prim.name for e in graph.equations]
     assert names.count("matmul") == 1 and "moveaxis" not in names[names.index("matmul"):], names
+
+
+# -- linalg.solve with one vector per member; clip with unbatched (read-only) bounds -------------------
+
+from tests.conftest import assert_same, on_numpy  # noqa: E402
+
+
+@pytest.mark.parametrize("a_shape, b_shape, a_axis", [
+    ((2, 2, 1, 3, 3), (2, 3), 0),     # a stack of matrices per member, one vector per member
+    ((2, 4, 3, 3), (2, 3), 0),
+    ((2, 3, 3), (2, 3), 0),
+    ((4, 3, 3), (2, 3), None),        # an unbatched stack, batched vectors
+    ((3, 3), (2, 3), None),           # one matrix: the vectors become its right-hand sides
+    ((2, 2, 1, 3, 3), (2, 2, 1, 3, 2), 0),  # matrices on the right: batch dims broadcast per member
+])
+def test_vmap_of_solve_with_one_vector_per_member(executor, a_shape, b_shape, a_axis):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(a_shape) + 4 * np.eye(3)
+    b = rng.standard_normal(b_shape).astype(np.complex64)  # mixed dtypes, as drawn
+    got = ax.vmap(ax.linalg.solve, in_axes=(a_axis, 0))(ax.asarray(a), ax.asarray(b))
+    want = np.stack([np.asarray(on_numpy(ax.linalg.solve, ax.asarray(a if a_axis is None else a[i]), ax.asarray(b[i])))
+                     for i in range(2)])
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-12)
+
+
+def test_clip_with_read_only_integer_bounds(executor):
+    # vmap broadcasts an unbatched bound into a read-only view; array-api-compat's clip wrote into it
+    x = ax.asarray(np.arange(12, dtype=np.uint64).reshape(2, 6))
+    lo = ax.asarray(np.asarray([3, 1, 4, 1, 5, 9], dtype=np.uint64))
+    got = ax.vmap(lambda v, m: ax.clip(v, min=m, max=7), in_axes=(0, None))(x, lo)
+    assert_same(got, on_numpy(lambda v, m: ax.clip(v, min=ax.broadcast_to(m, v.shape), max=7), x, lo))
+    np.testing.assert_array_equal(np.asarray(got), np.clip(np.arange(12).reshape(2, 6), [3, 1, 4, 1, 5, 9], 7))
+    empty = ax.vmap(lambda v, m: ax.clip(v, min=m, max=87))(ax.asarray(np.zeros((2, 2, 0, 0), np.uint64)),
+                                                           ax.asarray(np.zeros((2, 0), np.uint64)))
+    assert tuple(empty.shape) == (2, 2, 0, 0) and empty.dtype == ax.uint64

@@ -1,4 +1,11 @@
-"""The table of differentiable functions the autodiff tests sweep.
+"""The table's derivative examples: compositions of the differentiable functions, each with inputs
+where its derivative exists, and their reference derivatives.
+
+The drawn rows of the table (the category modules) compare every transform on every executor with
+the same transform on the NumPy executor (``conformance.matrix``); that cannot see a derivative rule
+that is wrong everywhere.  These examples pin the derivatives themselves: finite differences
+(``check_grads``, order 2, forward and reverse mode) and ``jax.grad`` of the same function written
+with ``jax.numpy`` (``tests/transforms/test_ad_functions.py``).
 
 Each entry is written once against a namespace ``m`` (``arrayx`` or ``jax.numpy``, which
 both follow the array API standard), with the inputs it needs:
@@ -6,9 +13,7 @@ both follow the array API standard), with the inputs it needs:
     Case(name, fn, args)   fn(m, *arrays) -> array or tuple of arrays;
                            args: one ArgSpec per array input
 
-The tests scalarize the output with fixed random weights (so every output element
-matters), then compare gradients with finite differences, with ``jax.grad`` and across
-executors.
+The tests scalarize the output with fixed random weights (so every output element matters).
 """
 from __future__ import annotations
 

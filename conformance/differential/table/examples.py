@@ -1,18 +1,23 @@
-"""The parity case table: every function of the standard, with inputs, run on every executor.
+"""The table's hand-picked examples: calls of every function of the standard with inputs chosen by hand.
 
-A ``Case`` names the standard function it exercises (``"sin"``, ``"linalg.qr"``,
-``"fft.rfft"``, or ``"array.__getitem__"`` for the array object), a callable
-``fn(xp, *arrays)`` written against the standard, and one ``Arg`` per array input.
-Inputs are drawn deterministically (a NumPy Generator seeded from the case id) in the
-value range the function needs: ``"positive"`` for log/sqrt, ``"spd"`` for cholesky,
-``"wellcond"`` for inv/solve, ...  The parity test (``test_parity.py``) and the report
-(``python -m conformance.report``) run each case on an executor and on the NumPy executor
-and compare dtype, shape and values (see ``report.compare``).
+The drawn rows of the table (the category modules) sample each function's whole domain, special
+values included; these examples pin the uses a drawn call rarely reaches: values in the range a
+function needs (``"positive"`` for log/sqrt, ``"spd"`` for cholesky, ``"wellcond"`` for inv/solve),
+keyword combinations (``diff(n=2)``, ``fft(n=5, axis=0, norm="ortho")``), decompositions compared
+through their unique quantities, operator chains and dtype promotion across operands.
+
+A ``Case`` names the standard function it exercises (``"sin"``, ``"linalg.qr"``, ``"fft.rfft"``, or
+``"array.__getitem__"`` for the array object), a callable ``fn(xp, *arrays)`` written against the
+standard, and one ``Arg`` per array input, drawn deterministically (a NumPy Generator seeded from
+the case id).  The eager sweep (``conformance/test_differential.py``) runs a function's examples
+with its drawn calls, on every executor against the NumPy executor, through the one comparator
+(``conformance.compare``) with the case's tolerance class; ``python -m conformance.report`` prints
+them as a function x executor matrix.
 
 Decompositions whose factors are unique only up to sign or phase (eigh, svd, qr) are
 compared through quantities that are unique: eigenvalues, reconstructions, Q^H Q.
 A case whose output is not determined by the standard at all (``empty``) compares only
-dtype and shape (``compare="meta"``).
+dtype and shape (``tolerance="meta"``).
 """
 from __future__ import annotations
 
@@ -39,9 +44,7 @@ class Case:
     fn: Callable                # fn(xp, *arrays) -> result (arrays, tuples of arrays, scalars, dtypes)
     args: tuple = ()            # one Arg per array input
     label: str = ""             # tells the cases of one function apart
-    compare: str = "values"     # "values", or "meta" (dtype and shape only)
-    rtol: float | None = None   # None: by result dtype (report.TOLERANCES)
-    atol: float | None = None
+    tolerance: str = "composite"  # the comparison class (conformance.compare.TOLERANCES); "meta": dtype and shape
 
     @property
     def id(self) -> str:
@@ -196,8 +199,8 @@ case("asarray", lambda xp: xp.asarray([1.5, 2.5], dtype=xp.float32), label="floa
 case("asarray", lambda xp: xp.asarray(True), label="scalar-bool")
 case("asarray", lambda xp: xp.asarray([1 + 2j, 3j]), label="complex")
 case("asarray", lambda xp, x: xp.asarray(x, dtype=xp.float64, copy=True), Arg((3,), "int32"), label="array-copy")
-case("empty", lambda xp: xp.empty((2, 3), dtype=xp.float32), compare="meta")
-case("empty_like", lambda xp, x: xp.empty_like(x), Arg((2, 3), "int16"), compare="meta")
+case("empty", lambda xp: xp.empty((2, 3), dtype=xp.float32), tolerance="meta")
+case("empty_like", lambda xp, x: xp.empty_like(x), Arg((2, 3), "int16"), tolerance="meta")
 case("eye", lambda xp: xp.eye(3), label="square")
 case("eye", lambda xp: xp.eye(3, 5, k=1, dtype=xp.int32), label="k1")
 case("eye", lambda xp: xp.eye(4, 2, k=-2), label="k-2")
@@ -481,14 +484,9 @@ case("__array_namespace_info__",
                  type(xp.__array_namespace_info__().devices()).__name__))
 
 # -- linalg extension (looser tolerances: LAPACK implementations differ) ---------------------------------------
-L32 = {"rtol": 2e-4, "atol": 2e-4}
-L64 = {"rtol": 1e-9, "atol": 1e-10}
-
-
 def lin(func, fn, *args, label="", **kw):
     dt = args[0].dtype if args else "float64"
-    tol = L32 if dt in ("float32", "complex64") else L64
-    case(func, fn, *args, label=label or dt, **{**tol, **kw})
+    case(func, fn, *args, label=label or dt, **{"tolerance": "linalg", **kw})
 
 
 def _mT(xp, a):
@@ -569,14 +567,9 @@ lin("linalg.vector_norm", lambda xp, a: xp.linalg.vector_norm(a, axis=(0, 2), ke
     label="complex-axes")
 
 # -- fft extension ---------------------------------------------------------------------------------------------------------
-FFT32 = {"rtol": 1e-4, "atol": 1e-5}
-FFT64 = {"rtol": 1e-10, "atol": 1e-12}
-
-
 def fft_case(func, fn, *args, label="", **kw):
     dt = args[0].dtype if args else "float64"
-    tol = FFT32 if dt in ("float32", "complex64") else FFT64
-    case(func, fn, *args, label=label or dt, **{**tol, **kw})
+    case(func, fn, *args, label=label or dt, **{"tolerance": "fft", **kw})
 
 
 for dt in ("complex64", "complex128", "float64"):
@@ -653,6 +646,14 @@ case("array.operators", lambda xp, a, b: (a + b, a - b, a * b, a / b, -a, abs(a)
 case("array.operators", lambda xp, a, b: (a // b, a % b, a & b, a | b, a ^ b, ~a, a << 1, a >> 1, 3 - a),
      Arg((3, 4), "int32"), Arg((3, 4), "int32", "nonzero"), label="int")
 case("array.mT", lambda xp, a: (a.mT, a[0].T), Arg((2, 3, 4)))
+# chains of operators: complex arithmetic, promotion across three dtypes, Python scalars on both
+# sides, integers past 2**53 and float64 differences far below float32's resolution
+case("array.operators", lambda xp, a: xp.exp(a) * a - xp.sqrt(a) / (a + 1), Arg((3, 4), "complex128"), label="complex-chain")
+case("array.operators", lambda xp, a, b, c: a + b * c, Arg((3, 4), "int8"), Arg((3, 4), "uint8"), Arg((3, 4), "float32"),
+     label="mixed-promotion")
+case("array.operators", lambda xp, a: (2 * a - 1.5) ** 2 // 3 % 2, Arg((3, 4), "float32"), label="scalar-operands")
+case("array.operators", lambda xp, a: a * 1_000_000_007 + (2**62), Arg((3, 4), "int64"), label="int64-precision")
+case("array.operators", lambda xp, a: (a + 1e-12) - a, Arg((3, 4)), label="float64-precision")
 
 
 def functions_covered() -> set[str]:

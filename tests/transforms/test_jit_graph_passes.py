@@ -1,5 +1,7 @@
-"""jit graphs: dead-code elimination (effects kept) and control flow under jit(grad): cond runs only
-the taken branch, scan is not unrolled (a forward scan and a transposed reverse scan)."""
+"""The passes jit runs over a staged graph: dead-code elimination (effects kept), repeated equations
+computed once, literals that differ only in the sign of zero kept apart; control flow under
+jit(grad): cond runs only the taken branch, scan is not unrolled (a forward scan and a transposed
+reverse scan); the JAX executor lowers to the HLO jax.jit gives."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,7 @@
-"""Inputs on which the Dask executor disagreed with NumPy (issue 17's dask classes, and what a
-sweep of its own implementations found), checked on every executor against the NumPy executor.
+"""Inputs at the edges of Dask's chunking agree with NumPy: contractions and matmul over several
+chunks, size-0 inputs and index arrays, strided linalg input, bool diff, arg-reductions over all
+axes, summarised reprs, out-of-range slices and None in setitem keys; checked on every executor
+against the NumPy executor.
 
 Dask arrays are split into chunks of 2 (and 1) elements per axis here, so the multi-chunk paths
 (a contracted axis over several chunks, reductions over block trees) are the ones exercised; the
@@ -117,7 +119,7 @@ def test_size_zero_index_arrays_and_setitem(executor):
     with pytest.raises(IndexError):
         set_none_0(xp.zeros((0, 3)))
 
-    def set_empty_region(a, v):  # found by the differential's deep run: Dask refused the size-0 value
+    def set_empty_region(a, v):  # a size-0 value written into a size-0 region
         a = xp.asarray(a, copy=True)
         a[0:0, :] = v
         return a
@@ -220,7 +222,7 @@ def test_slices_with_bounds_out_of_range(executor, key):
     assert_same(assert_matches_numpy(set_region, x), want)
 
 
-# -- a None in a setitem key (issue 17: `x[None, :, ...] = 100` on dask) ----------------------
+# -- a None in a setitem key (`x[None, :, ...] = 100`) ---------------------------------------------
 
 @pytest.mark.parametrize("key,value", [
     ((None, 1), 7),
