@@ -15,7 +15,7 @@ edit of ``rules/<category>.py``, for example::
     defabstract(foo_p, lambda x, y: ShapeDtypeStruct(x.shape, x.dtype))     # staging
 
 Rules are arrayx code (so they can be differentiated again); the tests in
-``tests/transforms/_functions.py`` take one line per new function.
+table (``conformance/differential/table/derivatives.py``) takes one line per new function.
 """
 from __future__ import annotations
 
