@@ -244,3 +244,43 @@ def test_none_in_a_setitem_key(executor, key, value):
     want = host.copy()
     want[key] = value
     assert_same(assert_matches_numpy(set_key, xp.asarray(host), v), want)
+
+
+# -- gathering with one n-D index array (issue 31: SciPy's bootstrap, `sample[..., i]` with i of
+# shape (9999, 100), made a chunk per row on Dask: 30,000 tasks that every later read ran again) --
+
+@pytest.mark.parametrize("shape,key", [
+    ((7,), lambda i: (i,)),
+    ((7,), lambda i: (Ellipsis, i)),
+    ((3, 7), lambda i: (Ellipsis, i)),
+    ((3, 7), lambda i: (slice(None), i)),
+    ((7, 3), lambda i: (i, slice(1, None))),
+    ((3, 7), lambda i: (slice(None, None, -1), None, i)),
+    ((2, 7, 3), lambda i: (slice(None), i, None, slice(None, 2))),
+], ids=["1d", "ellipsis", "2d-last", "2d-slice", "2d-first", "reversed-none", "3d-middle"])
+@pytest.mark.parametrize("lazy_index", [False, True], ids=["host-index", "computed-index"])
+def test_gather_with_one_nd_index_array(executor, shape, key, lazy_index):
+    host = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) / 3
+    axis_len = 7
+    idx = np.random.default_rng(0).integers(-axis_len, axis_len, (40, 5))
+    i = xp.asarray(idx)
+    if lazy_index:
+        i = i + xp.asarray(0)  # an index that is the result of an operation (lazy on Dask)
+    got = assert_matches_numpy(lambda a, j: a[key(j)], xp.asarray(host), i)
+    assert_same(got, host[key(idx)])
+
+
+def test_a_gather_with_an_nd_index_is_a_few_chunks(small_chunks):
+    """The result of a 2-D index into a 1-D array is chunked like the index, not a chunk per row."""
+    if not _DASK.available():
+        pytest.skip("dask unavailable")
+    from arrayx.executors import dask as xd
+
+    xd.set_chunks("auto")
+    with xp.use_executor("dask"):
+        sample = xp.arange(100, dtype=xp.float64)
+        i = xp.asarray(np.random.default_rng(1).integers(0, 100, (9999, 100)))
+        out = sample[..., i]
+        assert out._buf.npartitions <= 4
+        want = np.arange(100.0)[np.asarray(i)]
+        assert_same(xp.mean(out, axis=-1), np.mean(want, axis=-1))

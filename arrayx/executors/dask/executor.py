@@ -362,6 +362,10 @@ def _index(buf, k: tuple):
         _resolve(buf)
     if not arrays or (len(arrays) == 1 and arrays[0].ndim == 1):
         return buf[k]
+    if len(arrays) == 1 and all(e is None or e is Ellipsis or isinstance(e, slice) or e is arrays[0] for e in k):
+        out = _take_blockwise(buf, k, next(i for i, e in enumerate(k) if e is arrays[0]))
+        if out is not None:
+            return out
     if all(_is_int_index(e) or isinstance(e, (int, np.integer)) for e in k) and len(k) == buf.ndim:
         # the standard's integer-array indexing (every axis): vectorised gather
         idx = np.broadcast_arrays(*(np.asarray(_host_index(e)) for e in k))
@@ -379,6 +383,45 @@ def _index(buf, k: tuple):
     # several index arrays mixed with slices (left implementation-defined by the standard): on the host
     host = _compute(buf)[tuple(_host_index(e) for e in k)]
     return da.from_array(host, chunks=_chunks_for(host.shape), name=False)
+
+
+_TAKE_CHUNK_BYTES = 128 << 20
+
+
+def _take_blockwise(buf, k: tuple, pos: int):
+    """``buf[k]`` where ``k[pos]`` is the one n-D integer array and the rest are slices, ``None``
+    and ``...``: one ``numpy.take`` per chunk of the index, with the gathered axis of ``buf`` in one
+    chunk.  Dask's own gather of a flattened n-D index splits the result into a chunk per row
+    (SciPy's bootstrap, ``sample[..., i]`` with ``i`` of shape (9999, 100): 30,000 tasks that every
+    later read orders and runs again).  ``None`` when the gathered axis is too large for one chunk."""
+    idx = _resolve(k[pos]) if isinstance(k[pos], da.Array) else k[pos]
+    pre = buf[tuple(slice(None) if i == pos else e for i, e in enumerate(k))]
+    ax = _dims_before(k, pos, buf.ndim)
+    other = 1
+    for i, c in enumerate(pre.chunks):
+        if i != ax:
+            other *= max(c, default=1)
+    row_bytes = other * pre.dtype.itemsize  # result bytes per index element in one chunk
+    if row_bytes * pre.shape[ax] > _TAKE_CHUNK_BYTES:
+        return None
+    pre = pre.rechunk({ax: -1})
+    per_first = row_bytes * int(np.prod(idx.shape[1:]))
+    rows = max(1, _TAKE_CHUNK_BYTES // max(per_first, 1))
+    wanted = (rows,) + tuple(idx.shape[1:])
+    if isinstance(idx, da.Array):
+        index = idx.rechunk(wanted)
+    else:
+        index = da.from_array(np.asarray(idx), chunks=wanted, name=False)
+    n, m = pre.ndim, index.ndim
+    pre_ind = tuple(range(n))
+    idx_ind = tuple(range(n, n + m))
+    out_ind = pre_ind[:ax] + idx_ind + pre_ind[ax + 1:]
+    return da.blockwise(_take_block, out_ind, pre, pre_ind, index, idx_ind, axis=ax, dtype=pre.dtype,
+                        concatenate=True, meta=np.empty((0,) * len(out_ind), dtype=pre.dtype))
+
+
+def _take_block(block, index, axis):
+    return np.take(block, index, axis=axis)
 
 
 def _is_mask(e) -> bool:
