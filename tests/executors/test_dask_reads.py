@@ -180,6 +180,36 @@ def test_a_loop_reading_a_value_each_step_computes_one_step_each_time(dask_chunk
     assert np.array_equal(np.asarray(x), np.asarray(ref))
 
 
+def _masked_update_loop(steps):
+    """SciPy's ``_cdf_cvm_inf``: add to the entries still in play, read the mask's ``any``."""
+    tot = xp.zeros(6, dtype=xp.float64)
+    x = xp.asarray(np.linspace(1.0, 6.0, 6))
+    cond = xp.ones(6, dtype=xp.bool)
+    sizes = []
+    k = 0
+    while bool(xp.any(cond)) and k < steps:
+        z = xp.exp(-x[cond] * (k + 1) / 4)
+        sel = tot[cond]  # a size that depends on the values: reading it computes the sizes
+        sel += z
+        tot[cond] = sel
+        cond = xp.where(cond, x * k < 30.0, cond)
+        sizes.append(len(tot._buf.dask.layers) if hasattr(tot._buf, "dask") else 0)
+        k += 1
+    return tot, sizes
+
+
+def test_a_loop_masking_an_array_it_updates_keeps_its_graph_small(dask_chunks):
+    """Computing the chunk sizes of ``tot[cond]`` keeps ``tot`` like a read does (issue 31: the
+    history was computed again at each step to learn a size, then carried into the next ``tot``)."""
+    dask_chunks(2)
+    tot, sizes = _masked_update_loop(40)
+    assert len(sizes) == 31
+    assert sizes[-10:] == [sizes[-1]] * 10 and max(sizes) < 20, sizes  # does not grow with the steps (was 2, 3, ..., 198)
+    with xp.use_executor("numpy"):
+        ref, _ = _masked_update_loop(40)
+    assert_same(tot, np.asarray(ref))
+
+
 def test_reading_a_value_twice_computes_it_once(dask_chunks, monkeypatch):
     from arrayx.executors.dask import keep as _dask_keep, random as _dask_random
 

@@ -203,13 +203,11 @@ def resolve_shapes(x):
 
 def _resolve(buf):
     if any(d != d for d in buf.shape):
-        import dask
+        from arrayx.executors import _dask_keep
 
-        if _scheduler is None:
-            buf.compute_chunk_sizes()
-        else:  # compute_chunk_sizes takes no scheduler argument: set it for the call
-            with dask.config.set(scheduler=getattr(_scheduler, "get", _scheduler)):
-                buf.compute_chunk_sizes()
+        # what computing the sizes goes through is kept, as for a read (a loop masking an
+        # array it updates would otherwise compute the array's whole history at every step)
+        buf._chunks = _dask_keep.chunk_sizes(buf, _compute_kwargs())
         if any(0 in c and len(c) > 1 for c in buf.chunks):
             _adopt(buf, _without_empty_chunks(buf))
     return buf

@@ -23,7 +23,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["note", "compute", "set_keep", "get_keep", "kept_bytes"]
+__all__ = ["note", "compute", "chunk_sizes", "set_keep", "get_keep", "kept_bytes"]
 
 _MiB = 1 << 20
 _max_bytes = 256 * _MiB
@@ -120,7 +120,71 @@ def compute(buf, compute_kwargs: dict) -> np.ndarray:
         results = (*results, host.copy())  # what the caller gets is its own (it may write into it)
     for a, values in zip(keep, results[1:]):
         _keep(a, np.asarray(values))
+    _rebase_live([a.name for a in keep])
     return host
+
+
+def chunk_sizes(buf, compute_kwargs: dict) -> tuple:
+    """The chunk sizes of ``buf`` (of unknown shape: after a mask, ``unique``), computed, keeping
+    what the computation goes through that is worth keeping, as a read does.  Without that, a loop
+    that masks an array it updates (SciPy's ``_cdf_cvm_inf``: ``tot = at(tot)[cond].add(z)``)
+    computes the whole history of the array at each step to learn a size."""
+    import dask
+
+    shapes = buf.map_blocks(_block_shape, dtype=np.int64, new_axis=buf.ndim,
+                            chunks=tuple(len(c) * (1,) for c in buf.chunks) + ((buf.ndim,),))
+    local = _max_bytes != 0 and not hasattr(compute_kwargs.get("scheduler"), "scatter")
+    keep = _needed_whole(buf) if local else []
+    results = dask.compute(shapes, *keep, **compute_kwargs)
+    for a, values in zip(keep, results[1:]):
+        _keep(a, np.asarray(values))
+    _rebase_live([a.name for a in keep])
+    s = np.asarray(results[0])
+    n = buf.ndim
+    return tuple(tuple(int(v) for v in s[(0,) * i + (slice(None),) + (0,) * (n - 1 - i) + (i,)])
+                 for i in range(n))
+
+
+def _rebase_live(names: list) -> None:
+    """Alive arrays built before ``names`` were kept still carry their graphs: point them at the
+    kept values (a mask of an array, built before a read kept the array and used after it, would
+    otherwise bring the array's whole history into every later result)."""
+    if not names:
+        return
+    with _lock:
+        kept = {n: _KEPT[n][0]() for n in names if n in _KEPT}
+    kept = {n: a for n, a in kept.items() if a is not None}
+    if not kept:
+        return
+    for a in list(_LIVE.values()):
+        layers = getattr(a.dask, "layers", None)
+        if a.name not in kept and layers is not None and any(n in layers for n in kept):
+            _rebase(a, kept)
+
+
+def _rebase(a, kept: dict) -> None:
+    """Replace, in ``a``'s graph, the layers of the kept arrays by their computed chunks, and drop
+    the layers only they needed."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    graph = a.dask
+    layers = dict(graph.layers)
+    deps = dict(graph.dependencies)
+    for n, k in kept.items():
+        if n in layers and n in k.dask.layers:
+            layers[n] = k.dask.layers[n]
+            deps[n] = set()
+    reach, todo = set(), [a.name]
+    while todo:
+        n = todo.pop()
+        if n not in reach and n in layers:
+            reach.add(n)
+            todo.extend(deps.get(n, ()))
+    a.dask = HighLevelGraph({n: layers[n] for n in reach}, {n: set(deps.get(n, ())) & reach for n in reach})
+
+
+def _block_shape(block) -> np.ndarray:
+    return np.asarray(block.shape, dtype=np.int64)[(None,) * block.ndim]
 
 
 def _keep(a, values: np.ndarray) -> None:
