@@ -306,3 +306,20 @@ def test_repeat_of_an_array_masked_by_a_concat_mask(dask_chunks, chunks, n):
         return xp.repeat(ranks, counts)
 
     assert_same(fn(), on_numpy(fn))
+
+
+# -- reductions whose reduced axes fit in a chunk do not depend on the chunks ------------------------
+
+@pytest.mark.parametrize("name", ["sum", "mean", "var", "std", "prod"])
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2)], ids=str)
+def test_small_reductions_are_the_numpy_executors_bit_for_bit_whatever_the_chunks(dask_chunks, name, axis):
+    """SciPy's bootstrap compares a statistic of resamples made in one batch and in ten exactly
+    (issue 31): the reduced axes are put in one chunk when that chunk fits Dask's chunk size."""
+    host = np.random.default_rng(5).random((6, 7, 33)) + 0.5
+    fn = getattr(xp, name)
+    with xp.use_executor("numpy"):
+        want = np.asarray(fn(xp.asarray(host), axis=axis))
+    for chunks in (1, 4, 5, "auto"):
+        dask_chunks(chunks)
+        got = np.asarray(fn(xp.asarray(host), axis=axis))
+        assert got.dtype == want.dtype and np.array_equal(got, want), (chunks, np.max(np.abs(got - want)))

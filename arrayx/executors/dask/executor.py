@@ -48,9 +48,11 @@ What reads keep
     for bit); a slice of a draw, and what ``repr`` shows of a large one, draws only its values.
     ``repr`` of any large lazy array computes only the chunks its shown edges lie in.
 
-Known deviation: sums depend on the chunks in the last bit
-    ``sum``, ``mean`` (and ``var``, ``std``, ``vecdot``, ``matmul`` over a contracted axis) add
-    each chunk's values, then the chunks' results in Dask's tree, so the same data in other
+Known deviation: large sums depend on the chunks in the last bit
+    ``sum``, ``prod``, ``mean``, ``var`` and ``std`` whose reduced axes fit in one chunk of Dask's
+    ``array.chunk-size`` (the whole array, where it fits) are computed on that chunk: NumPy's
+    result, whatever the chunks.  Larger ones (and ``vecdot``, ``matmul`` over a contracted axis)
+    add each chunk's values, then the chunks' results in Dask's tree, so the same data in other
     chunks can give a result that differs in the last bit (NumPy's own pairwise sum differs the
     same way from a sequential one).  Making them chunking-independent needs either a first pass
     for the magnitude of the values (every chunk held in memory until the second pass: no more
@@ -708,6 +710,37 @@ def _stand_in(buf):
     return np.zeros(shape, buf.dtype)
 
 
+def _reduced_axes_whole(x, axis):
+    """``x`` with the axes a reduction reduces over in one chunk, where such a chunk stays within
+    Dask's ``array.chunk-size``: the reduction is then NumPy's on each block, whatever the chunks
+    were (SciPy's bootstrap compares a statistic of resamples made in one batch and in ten: the
+    tree of partial sums differed in the last bit).  Larger reductions stream as before."""
+    axes = tuple(range(x.ndim)) if axis is None else tuple(a % x.ndim for a in axis)
+    if not axes or all(len(x.chunks[a]) == 1 for a in axes) or any(d != d for d in x.shape):
+        return x
+    import dask
+
+    limit = dask.utils.parse_bytes(dask.config.get("array.chunk-size"))
+    nbytes = x.dtype.itemsize
+    for i, c in enumerate(x.chunks):
+        nbytes *= x.shape[i] if i in axes else max(c, default=1)
+    if nbytes > limit:
+        return x
+    if x.nbytes <= limit:  # all of it in one chunk: NumPy's reduction of the whole, bit for bit
+        return x.rechunk(-1)
+    return x.rechunk({a: -1 for a in axes})
+
+
+def _whole_axes(name, native=None):
+    """The reduction ``name`` over axes held in one chunk where they fit (``_reduced_axes_whole``)."""
+    def impl(x, *, axis, **params):
+        fn = native or getattr(_compat, name)
+        return fn(_reduced_axes_whole(x, axis), axis=axis, **params)
+
+    impl.__name__ = name
+    return impl
+
+
 def _prod(x, *, axis, dtype, keepdims):
     """NumPy's product of one complex element z is (1+0j) * z (inf+0j gives inf+nanj); Dask's chunk
     and combine steps each multiply by 1+0j (nan+nanj), so a product over one element is that product."""
@@ -773,7 +806,11 @@ class DaskExecutor(Executor):
         "slice_update": _slice_update,
         "take_along_axis": _take_along_axis,
         "searchsorted": _searchsorted,
-        "prod": _prod,
+        "prod": _whole_axes("prod", _prod),
+        "sum": _whole_axes("sum"),
+        "mean": _whole_axes("mean"),
+        "var": _whole_axes("var"),
+        "std": _whole_axes("std"),
         "reshape": _reshape,
         "repeat": _repeat,
         "diff": _diff,
