@@ -323,3 +323,21 @@ def test_small_reductions_are_the_numpy_executors_bit_for_bit_whatever_the_chunk
         dask_chunks(chunks)
         got = np.asarray(fn(xp.asarray(host), axis=axis))
         assert got.dtype == want.dtype and np.array_equal(got, want), (chunks, np.max(np.abs(got - want)))
+
+
+def test_bounds_of_a_host_made_index_are_read_without_a_compute(dask_chunks):
+    """A gather checks its indices' bounds; for indices made from host data (SciPy's resamples,
+    ``asarray(rng.integers(...))``) the bounds come from that data, not from a Dask compute."""
+    dask_chunks(4)
+    x = xp.asarray(np.arange(10.0)) * 2.0
+    idx = np.array([[3, -1, 0], [9, 2, 2]])
+    i = xp.asarray(idx)
+    with TaskCounter() as c:
+        g = x[i]
+    assert c.tasks == 0
+    assert_same(g, np.arange(10.0)[idx] * 2.0)
+    i[0, 0] = 10  # a write makes a new buffer: its bounds are computed again, and refused
+    with pytest.raises(IndexError):
+        x[i]
+    with pytest.raises(IndexError):
+        x[xp.asarray(np.array([0, -11]))]

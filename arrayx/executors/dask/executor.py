@@ -274,7 +274,9 @@ class _Namespace(types.ModuleType):
             out = obj if dtype is None else obj.astype(dtype)
             return out.copy() if copy and out is obj else out
         host = np.array(obj, dtype=dtype, copy=True) if copy else np.asarray(obj, dtype=dtype)
-        return da.from_array(host, chunks=_chunks_for(host.shape), name=False)
+        out = da.from_array(host, chunks=_chunks_for(host.shape), name=False)
+        out._arrayx_host = host  # index_range reads bounds of host-made indices without a compute
+        return out
 
     @staticmethod
     def zeros(shape, *, dtype=None, device=None):
@@ -926,6 +928,14 @@ class DaskExecutor(Executor):
 
     def to_host(self, buf) -> np.ndarray:
         return _compute(buf)
+
+    def index_range(self, buf) -> tuple[int, int]:
+        """An index array made from host data (``asarray(numpy_indices)``, SciPy's resamples) has its
+        bounds read from that data: a Dask compute per gather cost ~17 ms (bootstrap: 200 of them)."""
+        host = buf.__dict__.get("_arrayx_host") if buf.__class__ is da.Array else None
+        if host is not None and host.size and host.shape == buf.shape:
+            return int(host.min()), int(host.max())
+        return super().index_range(buf)
 
     def summary_to_host(self, buf, edge: int) -> np.ndarray:
         """The entries a summarised print of ``buf`` shows (``Array.__repr__``'s hook)."""
