@@ -97,9 +97,15 @@ CLASSES: list[tuple[str, str, str]] = [
      "dask: boolean-mask indexing of a unique_values result (data-dependent chunk sizes) fails "
      "at compute (issue 31 item 3)"),
     ("device-propagation", r"assert Device\('\w+:\w+(?::\d+)?'\) == Device|arrays live on different executors",
-     "SciPy's device tests (once devices() is a list): arrays SciPy creates without device= land "
-     "on the default executor while the inputs live on another (numba:cpu), so results come back "
-     "on the wrong device or an op mixes executors (issue 31 item 2, second part)"),
+     "suite (SciPy's generic path): every one of these tests reaches a scipy.special function "
+     "(entr, betainc, stdtr, chdtrc, ndtr...). For a namespace SciPy does not know (not CuPy, JAX, "
+     "torch: scipy_namespace_for() gives None, and arrayx has no xp.special) SciPy's last resort "
+     "(scipy/special/_support_alternative_backends.py, _wrapper_for: "
+     "xp.asarray(f(*[np.asarray(a) for a in args]))) creates the result without device=, so it "
+     "lands on the default device; the result then mixes with the inputs' executor (TypeError) or "
+     "is returned on the default device (assert). SciPy skips these tests for array-api-strict's "
+     "device1 for the same reason ('special functions don't work with device1'). Would pass only "
+     "if arrayx offered an xp.special namespace (SciPy's hook for the planned extension)"),
     ("np-where-dispatch", r"where: condition must have a bool dtype|where: at least one argument must be",
      "with NumPy functions dispatched to arrayx (__array_function__), np.where(int_mask, ...) and "
      "np.where(c, 1, 0) reach arrayx.where, which refuses a non-bool condition and two Python "
@@ -113,6 +119,11 @@ CLASSES: list[tuple[str, str, str]] = [
     ("dask-repeat-chunks", r"TestSpearmanRho::test_special_cases|assert len\(chunks\[axis\]\) == 1",
      "dask: repeat(x, counts) where x was masked with a mask built by concat fails inside "
      "dask.array.repeat (SciPy rankdata -> spearmanrho; issue 31 item 3)"),
+    ("dask-per-op-overhead", r"(?:TestPower|TestPermutationTest)::test_batch.*Timeout \(>",
+     "dask: the test calls the statistic 1000 times with batch=1 (each call a handful of lazy "
+     "ops plus reads); Dask builds a graph per op (~5 ms) and computes per read (~15 ms): "
+     "past the 120 s limit on a loaded 2-core machine (~40 s unloaded). Inherent to a lazy "
+     "graph per op; jit the statistic to avoid it"),
     ("timeout", r"Timeout \(>[\d.]+s\) from pytest-timeout",
      "one test ran past the per-test limit (dask: SciPy's loops call bool() each step and each "
      "call recomputes the whole graph; issue 31 item 3)"),
