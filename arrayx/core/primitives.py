@@ -258,7 +258,10 @@ def eval_eager(prim: Primitive, args: tuple, params: dict):
             if ex is None:
                 ex = a._ex
             elif a._ex is not ex and a._ex != ex:  # identity first; a copy (unpickled) compares by name
-                raise _mixed_executors(prim.name, ex, a._ex)
+                moved = _scalars_moved(args)
+                if moved is None:
+                    raise _mixed_executors(prim.name, ex, a._ex)
+                return eval_eager(prim, moved, params)
             append(a._buf)
         elif isinstance(a, Array):
             raise _escaped_tracer(prim.name, a)
@@ -273,6 +276,41 @@ def eval_eager(prim: Primitive, args: tuple, params: dict):
         if len(bufs) == 1:
             return run_eager1(prim, ex, bufs[0])
     return run_eager(prim, ex, bufs, params)
+
+
+def _scalars_moved(args: tuple):
+    """``args`` with its 0-d arrays of the default executor, where that is a host one (NumPy, Numba:
+    NumPy buffers), moved to the one executor every other array operand lives on; None when that does
+    not settle the executors (the caller raises its error naming both).
+
+    Like PyTorch's 0-d CPU tensors, which combine with tensors on any device: such an array is what
+    ``asarray(scalar)`` without ``device=`` makes, so a client that creates one beside arrays it was
+    given on another executor (SciPy: ``xp.asarray(popmean)``, ``xp.asarray(n == 2)`` next to inputs
+    on ``numba:cpu``) gets its result on the inputs' executor.  Arrays of one element or more, 0-d
+    arrays of other executors and 0-d results on a non-default executor are never moved.
+    """
+    import numpy as np
+
+    from arrayx.executors.base import get_executor  # beside the core, loaded lazily
+
+    default = get_executor()
+
+    def movable(a):
+        return a._buf.__class__ is np.ndarray and a._buf.ndim == 0 and (a._ex is default or a._ex == default)
+
+    targets = {a._ex.name: a._ex for a in args if a.__class__ is Array and not movable(a)}
+    if len(targets) != 1:
+        return None
+    (target,) = targets.values()
+    out = []
+    for a in args:
+        if a.__class__ is Array and a._ex is not target and a._ex != target:
+            new = _object_new(Array)
+            new._buf = target.from_foreign(a._buf, a._ex)
+            new._ex = target
+            a = new
+        out.append(a)
+    return tuple(out)
 
 
 def _executor_of_params(prim: Primitive, params: dict):
