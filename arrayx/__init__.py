@@ -35,7 +35,7 @@ from arrayx import sharding  # noqa: E402,F401  (Mesh, NamedSharding, P, ...)
 from arrayx.sharding import device_put, devices, shard_map  # noqa: E402,F401
 
 # submodules loaded on first access (they register primitives and rules when imported)
-_LAZY_SUBMODULES = ("nn", "lax")
+_LAZY_SUBMODULES = ("nn", "lax", "special")
 
 
 def __getattr__(name: str):

@@ -55,9 +55,16 @@ def test_api_version() -> None:
     assert xp.__array_api_version__ == "2025.12" == SPEC["version"]
 
 
-def test_no_special_attribute() -> None:
-    # SciPy routes to ``xp.special`` when a namespace has one; arrayx must not pretend to.
-    assert not hasattr(xp, "special")
+def test_special_is_scipys_ufuncs_only() -> None:
+    # SciPy routes to ``xp.special`` when a namespace has one: arrayx.special serves exactly
+    # scipy.special's ufuncs (run through __array_ufunc__, results on the operands' device), and
+    # nothing SciPy composes itself or that is not a ufunc (issue 31 item 2)
+    sc = pytest.importorskip("scipy.special")
+    import numpy as np
+
+    assert getattr(xp.special, "entr") is getattr(sc.entr, "__wrapped__", sc.entr)
+    assert isinstance(xp.special.ndtr, np.ufunc)
+    assert not hasattr(xp.special, "xlogy") and not hasattr(xp.special, "softmax")
 
 
 # -- signatures ----------------------------------------------------------------------------

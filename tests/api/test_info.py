@@ -102,3 +102,51 @@ def test_namespace_attribute():
     x = xp.asarray([1.0])
     ns = x.__array_namespace__()
     assert ns.__array_namespace_info__().default_dtypes()["indexing"] == xp.int64
+
+
+# -- arrays on a non-default device with what a client creates without device= (issue 31 item 2:
+# SciPy's device tests, xp.asarray(popmean) and scipy.special results beside inputs on numba:cpu) --
+
+def _other_host_executor(default: str) -> str | None:
+    for name in ("numba", "numpy"):
+        if name != default and base.get(name).available():
+            return name
+    return None
+
+
+def test_a_0d_default_array_joins_arrays_on_another_executor(executor):
+    other = _other_host_executor(executor) if executor in ("numpy", "numba") else "numpy"
+    if other is None or not base.get(other).available():
+        pytest.skip("needs a second executor")
+    x = xp.asarray([1.0, 2.0, 4.0], device=other)
+    scalar = xp.asarray(0.5)  # no device=: the default executor's
+    if executor not in ("numpy", "numba"):  # only host 0-d arrays of the default executor are moved
+        with pytest.raises(TypeError, match="different executors"):
+            x - scalar
+        return
+    for got in (x - scalar, scalar - x, xp.where(xp.asarray(True), x, scalar), xp.mean(x) - scalar):
+        assert got.device == x.device
+    with xp.use_executor("numpy"):
+        want = xp.asarray([1.0, 2.0, 4.0]) - 0.5
+    import numpy as np
+
+    assert np.array_equal(np.asarray(x - scalar), np.asarray(want))
+    one = xp.asarray([0.5])  # one element, not 0-d: never moved
+    with pytest.raises(TypeError, match="different executors"):
+        x - one
+    with pytest.raises(TypeError, match="different executors"):  # a 0-d array of a non-default executor stays
+        xp.asarray(1.0, device=other) + xp.asarray([1.0], device=executor)
+
+
+def test_special_serves_scipys_ufuncs_on_the_operands_device(executor):
+    sc = pytest.importorskip("scipy.special")
+    import numpy as np
+
+    host = np.linspace(0.1, 0.9, 5)
+    x = xp.asarray(host, device=executor)
+    got = xp.special.entr(x)
+    assert got.device == x.device
+    assert np.allclose(np.asarray(got), sc.entr(host))
+    assert np.allclose(np.asarray(xp.special.betainc(2.0, 3.0, x)), sc.betainc(2.0, 3.0, host))
+    for name in ("rel_entr", "xlogy", "no_such_function", "factorial"):  # composed by SciPy, absent, not a ufunc
+        assert not hasattr(xp.special, name)
