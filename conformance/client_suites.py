@@ -101,9 +101,10 @@ CLASSES: list[tuple[str, str, str]] = [
      "creating arrays without device=: its scipy.special last resort (xp.asarray(f(np.asarray(x))), "
      "served now by arrayx.special: results on the operands' device) and 0-d arrays such as "
      "xp.asarray(popmean) (a 0-d host array of the default executor now joins the other operands' "
-     "executor, like PyTorch's 0-d CPU tensors). What remains is on dask as the default: there "
-     "the 0-d array is lazy, and moving it would compute it, so it is refused with the error "
-     "naming both executors (not ours to guess: SciPy skips these tests for strict's device1)"),
+     "executor, like PyTorch's 0-d CPU tensors). What remains is with jax or dask as the default "
+     "executor: there the 0-d array is a device buffer (jax) or lazy (dask), and moving it would "
+     "copy it off the device or compute it, so it is refused with the error naming both executors "
+     "(SciPy skips these tests for array-api-strict's device1 for the same reasons)"),
     ("np-where-dispatch", r"where: condition must have a bool dtype|where: at least one argument must be",
      "with NumPy functions dispatched to arrayx (__array_function__), np.where(int_mask, ...) and "
      "np.where(c, 1, 0) reach arrayx.where, which refuses a non-bool condition and two Python "
