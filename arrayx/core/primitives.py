@@ -291,7 +291,7 @@ def _scalars_moved(args: tuple):
     """
     import numpy as np
 
-    from arrayx.executors.base import get_executor  # beside the core, loaded lazily
+    from arrayx.core.executor import get_executor  # beside the primitives, loaded lazily
 
     default = get_executor()
 

@@ -205,7 +205,7 @@ def resolve_shapes(x):
 
 def _resolve(buf):
     if any(d != d for d in buf.shape):
-        from arrayx.executors import _dask_keep
+        from arrayx.executors.dask import keep as _dask_keep
 
         # what computing the sizes goes through is kept, as for a read (a loop masking an
         # array it updates would otherwise compute the array's whole history at every step)
