@@ -123,6 +123,11 @@ CLASSES: list[tuple[str, str, str]] = [
      "ops plus reads); Dask builds a graph per op (~5 ms) and computes per read (~15 ms): "
      "past the 120 s limit on a loaded 2-core machine (~40 s unloaded). Inherent to a lazy "
      "graph per op; jit the statistic to avoid it"),
+    ("jax-compile-time", r"Timeout \(>[\d.]+s\) from pytest-timeout\. \[at jax/",
+     "jax: the test runs many small ops on arrays of many shapes (freqz_sos_design: a dozen filter "
+     "designs); the eager jax executor compiles each op for each new shape (XLA), past the 120 s "
+     "limit on a loaded 2-core machine (the stack ends in jax/_src/compiler.py). Compile speed is "
+     "the jax executor's own work item, not this suite's"),
     ("timeout", r"Timeout \(>[\d.]+s\) from pytest-timeout",
      "one test ran past the per-test limit (dask: SciPy's loops call bool() each step and each "
      "call recomputes the whole graph; issue 31 item 3)"),
