@@ -14,7 +14,7 @@ edit of ``rules/<category>.py``, for example::
     deflinear(baz_p, lambda ct, x, *, axis: (baz_transpose(ct, axis),))      # linear
     defabstract(foo_p, lambda x, y: ShapeDtypeStruct(x.shape, x.dtype))     # staging
 
-Rules are arrayx code (so they can be differentiated again); the tests in
+Rules are arrayx code (so they can be differentiated again); the one function
 table (``conformance/differential/table/derivatives.py``) takes one line per new function.
 """
 from __future__ import annotations
