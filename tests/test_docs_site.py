@@ -18,6 +18,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXECUTORS = ("numpy", "numba", "jax", "dask", "cupy")
 
+# builds the whole site and opens it in a browser: the slow tier (.ci/run builds the site itself)
+pytestmark = pytest.mark.slow
+
 
 def _browser() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
