@@ -154,9 +154,6 @@ def test_erf_family_edges_and_jit_vmap(executor):
         ax.nn.erf(ax.asarray([1j]))
 
 
-def test_no_special_attribute():
-    assert not hasattr(ax, "special")  # SciPy's array-API dispatch would route scipy.special to it
-
 
 def test_rules_cover_the_new_primitives():
     from arrayx.transforms.rules import coverage
