@@ -287,16 +287,25 @@ def _scalars_moved(args: tuple):
     ``asarray(scalar)`` without ``device=`` makes, so a client that creates one beside arrays it was
     given on another executor (SciPy: ``xp.asarray(popmean)``, ``xp.asarray(n == 2)`` next to inputs
     on ``numba:cpu``) gets its result on the inputs' executor.  Arrays of one element or more, 0-d
-    arrays of other executors and 0-d results on a non-default executor are never moved.
+    arrays of other executors and 0-d results on a non-default executor are never moved.  A lazy
+    buffer whose host value its executor kept when it was made from host data (attribute
+    ``_arrayx_host``: Dask's ``asarray(0.5)``) counts as a host one: moving it computes nothing.
     """
     import numpy as np
 
-    from arrayx.core.executor import get_executor  # beside the primitives, loaded lazily
+    from arrayx.core.executor import get, get_executor  # beside the primitives, loaded lazily
 
     default = get_executor()
 
+    def host_of(a):
+        buf = a._buf
+        if buf.__class__ is np.ndarray:
+            return buf if buf.ndim == 0 else None
+        host = getattr(buf, "_arrayx_host", None)
+        return host if host.__class__ is np.ndarray and host.ndim == 0 and buf.ndim == 0 else None
+
     def movable(a):
-        return a._buf.__class__ is np.ndarray and a._buf.ndim == 0 and (a._ex is default or a._ex == default)
+        return (a._ex is default or a._ex == default) and host_of(a) is not None
 
     targets = {a._ex.name: a._ex for a in args if a.__class__ is Array and not movable(a)}
     if len(targets) != 1:
@@ -306,7 +315,9 @@ def _scalars_moved(args: tuple):
     for a in args:
         if a.__class__ is Array and a._ex is not target and a._ex != target:
             new = _object_new(Array)
-            new._buf = target.from_foreign(a._buf, a._ex)
+            host = a._buf if a._buf.__class__ is np.ndarray else None
+            new._buf = (target.from_foreign(host, a._ex) if host is not None
+                        else target.from_foreign(host_of(a), get("numpy")))
             new._ex = target
             a = new
         out.append(a)
