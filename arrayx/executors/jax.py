@@ -52,7 +52,7 @@ complex arrays run on the host (JAX turns ``0+nanj`` into ``nan+0j``).
 (XLA:CPU loses NaNs in reductions of some lengths), ``any``/``all`` of complex look at
 both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
 ``cholesky`` mark failing matrices NaN as LAPACK decides (executors/common/linalg.py).
-Still JAX's own: subnormals flush to zero on CPU (README, the known deviation;
+Still JAX's own: subnormals flush to zero on CPU (docs/executors.rst, the known deviation;
 benchmarks/bench_jax_subnormals.py). Out-of-range indices are checked above the
 executors, the same on each.
 """

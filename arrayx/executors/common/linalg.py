@@ -1,6 +1,6 @@
 """One failure behaviour for linalg on singular / non-positive-definite input, on every executor.
 
-The rule (README, "Rules"): ``inv`` and ``solve`` of a singular matrix and ``cholesky`` of a
+The rule (docs/semantics.rst, linear algebra failures): ``inv`` and ``solve`` of a singular matrix and ``cholesky`` of a
 matrix that is not positive definite never raise on values; the results of the matrices that
 fail are NaN (all of that matrix's entries), the others are computed as usual.  A lazy or staged
 executor cannot raise anyway (the values are unknown when the call is made), and JAX returns
