@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import weakref
 
+from arrayx.core import primitives as _core  # at import: a callback at interpreter exit cannot import
+
 _RECORDS: dict = {}  # id(buffer) -> (weak reference to the buffer, sharding)
 
 
@@ -55,6 +57,4 @@ def active() -> bool:
 
 
 def _set_hook(fn) -> None:
-    from arrayx.core import primitives as core
-
-    core.eager_hook = fn
+    _core.eager_hook = fn

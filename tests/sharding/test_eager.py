@@ -83,3 +83,27 @@ def test_records_die_with_their_buffers_and_the_hook_goes_with_the_last(vex):
     assert not keys & set(_records._RECORDS)
     if not _records._RECORDS:  # no other test's sharded array still alive
         assert core.eager_hook is None
+
+
+def test_a_process_with_sharded_arrays_exits_without_errors_from_their_callbacks():
+    # the callback that forgets a sharded buffer ran at interpreter exit and imported a module:
+    # "ImportError: sys.meta_path is None" on stderr
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    code = (
+        "import arrayx as xp\n"
+        "from arrayx.sharding import NamedSharding, P\n"
+        "mesh = xp.sharding.make_mesh((2,), ('x',))\n"
+        "a = xp.device_put(xp.ones((8, 4)), NamedSharding(mesh, P('x')))\n"
+        "s = xp.shard_map(lambda b: xp.lax.psum(xp.sum(b), 'x'), mesh=mesh, in_specs=P('x'), out_specs=P())(a)\n"
+        "print(float(s))\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = {**os.environ, "ARRAYX_VIRTUAL_DEVICES": "2", "ARRAYX_EXECUTOR": "numpy",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "32.0", out.stderr
+    assert "Exception ignored" not in out.stderr and "Error" not in out.stderr, out.stderr
