@@ -2,7 +2,9 @@
 
 Each function checks its dtype category, promotes (and under a transform
 broadcasts) its operands, then binds the primitive of the same name.  The
-primitives and their categories are data: ``UNARY`` and ``BINARY`` below.
+primitives and their categories are data: ``UNARY``, ``BINARY`` and ``BOUNDED`` below
+are the only place a function's dtype category is stated; the functions are two
+lines, ``_unary(sin_p, x)``, which find the category by the primitive.
 Rules for transforms live in ``arrayx/transforms/rules/elementwise.py``.
 """
 from __future__ import annotations
@@ -13,16 +15,18 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
 from arrayx.api._modes import is_strict
-from arrayx.core.primitives import _TRACE, ConcretizationError, Primitive, run_eager1, run_eager2
+from arrayx.core.primitives import _TRACE, ConcretizationError, Primitive, primitives, run_eager1, run_eager2
 
 _CAT = _dtypes.CATEGORIES
 
 
-def _unary(fname: str, prim: Primitive, x, category: str):
+def _unary(prim: Primitive, x):
     # Eager fast path (no transform active, a concrete array of an allowed dtype): the
     # executor's function on the buffer.  Everything else goes through bind.
-    if x.__class__ is Array and x._buf.dtype in _CAT[category] and _TRACE.get() is None:
+    if x.__class__ is Array and x._buf.dtype in _ACCEPTED[prim] and _TRACE.get() is None:
         return run_eager1(prim, x._ex, x._buf)
+    fname = prim.name
+    category = UNARY[fname]
     x = as_array(fname, x)
     if x.dtype not in _CAT[category]:
         if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY and not is_strict():
@@ -64,7 +68,7 @@ _BOOL_AS_NUMPY = {"abs": _bool_copy, "floor": _bool_copy, "ceil": _bool_copy, "t
                   "round": _bool_round}
 
 
-def _binary(fname: str, prim: Primitive, x1, x2, category: str):
+def _binary(prim: Primitive, x1, x2):
     if _TRACE.get() is None and x1.__class__ is Array:
         b1 = x1._buf
         dt = b1.dtype
@@ -74,18 +78,19 @@ def _binary(fname: str, prim: Primitive, x1, x2, category: str):
             # the function and the shapes (ops have no side effects, so trying first is safe)
             b2 = x2._buf
             ex = x1._ex
-            if x2._ex is ex and dt == b2.dtype and dt in _CAT[category]:
+            if x2._ex is ex and dt == b2.dtype and dt in _ACCEPTED[prim]:
                 try:
                     return run_eager2(prim, ex, b1, b2)
                 except (ValueError, TypeError):
                     pass
-        elif (x2.__class__ is float or x2.__class__ is int) and dt.kind in "fc" and dt in _CAT[category]:
+        elif (x2.__class__ is float or x2.__class__ is int) and dt.kind in "fc" and dt in _ACCEPTED[prim]:
             # array (op) Python scalar on a floating array: the scalar takes the array's dtype
             return run_eager2(prim, x1._ex, b1, dt.type(x2))
-    return prim.bind(*promote_binary(fname, x1, x2, category))
+    return prim.bind(*promote_binary(prim.name, x1, x2, BINARY[prim.name]))
 
 
-# name -> dtype category the function accepts
+# name -> dtype category the function accepts (in the default mode ``divide`` and the
+# "floating-point" functions also take bool/integer input, computed in a float dtype: _dtypes.FLOAT_ONLY)
 UNARY: dict[str, str] = {
     "abs": "numeric",
     "acos": "floating-point",
@@ -135,6 +140,7 @@ BINARY: dict[str, str] = {
     "bitwise_right_shift": "integral",
     "bitwise_xor": "integer or boolean",
     "copysign": "real floating",
+    "divide": "floating-point",
     "equal": "all",
     "floor_divide": "real numeric",
     "greater": "real-valued",
@@ -154,6 +160,10 @@ BINARY: dict[str, str] = {
     "pow": "numeric",
     "remainder": "real numeric",
     "subtract": "numeric",
+}
+#: functions of x and optional bounds (``clip(x, min, max)``), which check their own arguments
+BOUNDED: dict[str, str] = {
+    "clip": "real numeric",
 }
 
 abs_p = Primitive("abs")
@@ -202,6 +212,7 @@ bitwise_or_p = Primitive("bitwise_or")
 bitwise_right_shift_p = Primitive("bitwise_right_shift")
 bitwise_xor_p = Primitive("bitwise_xor")
 copysign_p = Primitive("copysign")
+divide_p = Primitive("divide")
 equal_p = Primitive("equal")
 floor_divide_p = Primitive("floor_divide")
 greater_p = Primitive("greater")
@@ -221,213 +232,228 @@ not_equal_p = Primitive("not_equal")
 pow_p = Primitive("pow")
 remainder_p = Primitive("remainder")
 subtract_p = Primitive("subtract")
+clip_p = Primitive("clip")
+
+
+def _accepted_by_primitive() -> dict:
+    """Primitive -> the dtypes its eager fast path takes as they are, from ``UNARY``/``BINARY``:
+    built once, so a call costs one dict lookup (as ``CATEGORIES[category]`` did)."""
+    return {primitives[name]: _CAT[category] for table in (UNARY, BINARY) for name, category in table.items()}
+
+
+_ACCEPTED = _accepted_by_primitive()
 
 
 def abs(x, /):
     """Absolute value ``|x|``; real-valued for complex input."""
-    return _unary("abs", abs_p, x, "numeric")
+    return _unary(abs_p, x)
 
 def acos(x, /):
     """Inverse cosine."""
-    return _unary("acos", acos_p, x, "floating-point")
+    return _unary(acos_p, x)
 
 def acosh(x, /):
     """Inverse hyperbolic cosine."""
-    return _unary("acosh", acosh_p, x, "floating-point")
+    return _unary(acosh_p, x)
 
 def add(x1, x2, /):
     """x1 + x2."""
-    return _binary("add", add_p, x1, x2, "numeric")
+    return _binary(add_p, x1, x2)
 
 def asin(x, /):
     """Inverse sine."""
-    return _unary("asin", asin_p, x, "floating-point")
+    return _unary(asin_p, x)
 
 def asinh(x, /):
     """Inverse hyperbolic sine."""
-    return _unary("asinh", asinh_p, x, "floating-point")
+    return _unary(asinh_p, x)
 
 def atan(x, /):
     """Inverse tangent."""
-    return _unary("atan", atan_p, x, "floating-point")
+    return _unary(atan_p, x)
 
 def atan2(x1, x2, /):
     """Quadrant-aware inverse tangent of x1/x2."""
-    return _binary("atan2", atan2_p, x1, x2, "real floating")
+    return _binary(atan2_p, x1, x2)
 
 def atanh(x, /):
     """Inverse hyperbolic tangent."""
-    return _unary("atanh", atanh_p, x, "floating-point")
+    return _unary(atanh_p, x)
 
 def bitwise_and(x1, x2, /):
     """Bitwise AND."""
-    return _binary("bitwise_and", bitwise_and_p, x1, x2, "integer or boolean")
+    return _binary(bitwise_and_p, x1, x2)
 
 def bitwise_invert(x, /):
     """Bitwise NOT (logical NOT for bool)."""
-    return _unary("bitwise_invert", bitwise_invert_p, x, "integer or boolean")
+    return _unary(bitwise_invert_p, x)
 
 def bitwise_left_shift(x1, x2, /):
     """x1 shifted left by x2 bits."""
-    return _binary("bitwise_left_shift", bitwise_left_shift_p, x1, x2, "integral")
+    return _binary(bitwise_left_shift_p, x1, x2)
 
 def bitwise_or(x1, x2, /):
     """Bitwise OR."""
-    return _binary("bitwise_or", bitwise_or_p, x1, x2, "integer or boolean")
+    return _binary(bitwise_or_p, x1, x2)
 
 def bitwise_right_shift(x1, x2, /):
     """x1 shifted right by x2 bits."""
-    return _binary("bitwise_right_shift", bitwise_right_shift_p, x1, x2, "integral")
+    return _binary(bitwise_right_shift_p, x1, x2)
 
 def bitwise_xor(x1, x2, /):
     """Bitwise XOR."""
-    return _binary("bitwise_xor", bitwise_xor_p, x1, x2, "integer or boolean")
+    return _binary(bitwise_xor_p, x1, x2)
 
 def ceil(x, /):
     """Smallest integer-valued number not less than x."""
-    return _unary("ceil", ceil_p, x, "real numeric")
+    return _unary(ceil_p, x)
 
 def conj(x, /):
     """Complex conjugate (identity for real dtypes)."""
-    return _unary("conj", conj_p, x, "numeric")
+    return _unary(conj_p, x)
 
 def copysign(x1, x2, /):
     """Magnitude of x1 with the sign of x2."""
-    return _binary("copysign", copysign_p, x1, x2, "real floating")
+    return _binary(copysign_p, x1, x2)
 
 def cos(x, /):
     """Cosine."""
-    return _unary("cos", cos_p, x, "floating-point")
+    return _unary(cos_p, x)
 
 def cosh(x, /):
     """Hyperbolic cosine."""
-    return _unary("cosh", cosh_p, x, "floating-point")
+    return _unary(cosh_p, x)
+
+def divide(x1, x2, /):
+    """x1 / x2.  In the default mode bool and integer operands are divided as the default float
+    dtype (as NumPy 2 does); strict mode takes floating-point operands only, as the standard."""
+    return _binary(divide_p, x1, x2)
 
 def equal(x1, x2, /):
     """x1 == x2."""
-    return _binary("equal", equal_p, x1, x2, "all")
+    return _binary(equal_p, x1, x2)
 
 def exp(x, /):
     """e raised to x."""
-    return _unary("exp", exp_p, x, "floating-point")
+    return _unary(exp_p, x)
 
 def expm1(x, /):
     """exp(x) - 1, accurate for small x."""
-    return _unary("expm1", expm1_p, x, "floating-point")
+    return _unary(expm1_p, x)
 
 def floor(x, /):
     """Largest integer-valued number not greater than x."""
-    return _unary("floor", floor_p, x, "real numeric")
+    return _unary(floor_p, x)
 
 def floor_divide(x1, x2, /):
     """Floor of x1 / x2."""
-    return _binary("floor_divide", floor_divide_p, x1, x2, "real numeric")
+    return _binary(floor_divide_p, x1, x2)
 
 def greater(x1, x2, /):
     """x1 > x2."""
-    return _binary("greater", greater_p, x1, x2, "real-valued")
+    return _binary(greater_p, x1, x2)
 
 def greater_equal(x1, x2, /):
     """x1 >= x2."""
-    return _binary("greater_equal", greater_equal_p, x1, x2, "real-valued")
+    return _binary(greater_equal_p, x1, x2)
 
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without undue overflow."""
-    return _binary("hypot", hypot_p, x1, x2, "real floating")
+    return _binary(hypot_p, x1, x2)
 
 def imag(x, /):
     """Imaginary part (zeros for real dtypes)."""
-    return _unary("imag", imag_p, x, "numeric")
+    return _unary(imag_p, x)
 
 def isfinite(x, /):
     """True where x is finite."""
-    return _unary("isfinite", isfinite_p, x, "numeric")
+    return _unary(isfinite_p, x)
 
 def isinf(x, /):
     """True where x is infinite."""
-    return _unary("isinf", isinf_p, x, "numeric")
+    return _unary(isinf_p, x)
 
 def isnan(x, /):
     """True where x is NaN."""
-    return _unary("isnan", isnan_p, x, "numeric")
+    return _unary(isnan_p, x)
 
 def less(x1, x2, /):
     """x1 < x2."""
-    return _binary("less", less_p, x1, x2, "real-valued")
+    return _binary(less_p, x1, x2)
 
 def less_equal(x1, x2, /):
     """x1 <= x2."""
-    return _binary("less_equal", less_equal_p, x1, x2, "real-valued")
+    return _binary(less_equal_p, x1, x2)
 
 def log(x, /):
     """Natural logarithm."""
-    return _unary("log", log_p, x, "floating-point")
+    return _unary(log_p, x)
 
 def log10(x, /):
     """Base-10 logarithm."""
-    return _unary("log10", log10_p, x, "floating-point")
+    return _unary(log10_p, x)
 
 def log1p(x, /):
     """log(1 + x), accurate for small x."""
-    return _unary("log1p", log1p_p, x, "floating-point")
+    return _unary(log1p_p, x)
 
 def log2(x, /):
     """Base-2 logarithm."""
-    return _unary("log2", log2_p, x, "floating-point")
+    return _unary(log2_p, x)
 
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)), computed stably."""
-    return _binary("logaddexp", logaddexp_p, x1, x2, "real floating")
+    return _binary(logaddexp_p, x1, x2)
 
 def logical_and(x1, x2, /):
     """Logical AND."""
-    return _binary("logical_and", logical_and_p, x1, x2, "bool")
+    return _binary(logical_and_p, x1, x2)
 
 def logical_not(x, /):
     """Logical NOT."""
-    return _unary("logical_not", logical_not_p, x, "bool")
+    return _unary(logical_not_p, x)
 
 def logical_or(x1, x2, /):
     """Logical OR."""
-    return _binary("logical_or", logical_or_p, x1, x2, "bool")
+    return _binary(logical_or_p, x1, x2)
 
 def logical_xor(x1, x2, /):
     """Logical XOR."""
-    return _binary("logical_xor", logical_xor_p, x1, x2, "bool")
+    return _binary(logical_xor_p, x1, x2)
 
 def maximum(x1, x2, /):
     """Elementwise maximum (NaN propagates)."""
-    return _binary("maximum", maximum_p, x1, x2, "real numeric")
+    return _binary(maximum_p, x1, x2)
 
 def minimum(x1, x2, /):
     """Elementwise minimum (NaN propagates)."""
-    return _binary("minimum", minimum_p, x1, x2, "real numeric")
+    return _binary(minimum_p, x1, x2)
 
 def multiply(x1, x2, /):
     """x1 * x2."""
-    return _binary("multiply", multiply_p, x1, x2, "numeric")
+    return _binary(multiply_p, x1, x2)
 
 def negative(x, /):
     """-x."""
-    return _unary("negative", negative_p, x, "numeric")
+    return _unary(negative_p, x)
 
 def nextafter(x1, x2, /):
     """Next representable value after x1 towards x2."""
-    return _binary("nextafter", nextafter_p, x1, x2, "real floating")
+    return _binary(nextafter_p, x1, x2)
 
 def not_equal(x1, x2, /):
     """x1 != x2."""
-    return _binary("not_equal", not_equal_p, x1, x2, "all")
+    return _binary(not_equal_p, x1, x2)
 
 def positive(x, /):
     """+x."""
-    return _unary("positive", positive_p, x, "numeric")
+    return _unary(positive_p, x)
 
 def pow(x1, x2, /):
     """x1 raised to x2.  Integers to negative integer powers raise ValueError (see ``_integer_pow``)."""
     if _is_integer(x1) and _is_integer(x2):
         return _integer_pow(x1, x2)
-    return _binary("pow", pow_p, x1, x2, "numeric")
+    return _binary(pow_p, x1, x2)
 
 
 def _is_integer(x) -> bool:
@@ -442,7 +468,7 @@ def _integer_pow(x1, x2):
     on Dask computes only the exponent).  Staged (values unknown) the result is the truncation
     toward zero of the real power: 0 for |x1| > 1 (and for 0, as integer division by 0 gives 0),
     x1 ** x2 for |x1| == 1."""
-    a1, a2 = promote_binary("pow", x1, x2, "numeric")
+    a1, a2 = promote_binary("pow", x1, x2, BINARY["pow"])
     if a1.dtype.kind != "i":  # unsigned after promotion: no negative exponent exists
         return pow_p.bind(a1, a2)
     from arrayx.api.utility import any as any_
@@ -468,7 +494,7 @@ def _truncated_negative_pow(a1, a2):
     if not isinstance(a1, Array):
         a1 = full_like(a2, a1)
     negative = a2 < 0
-    base = pow_p.bind(*promote_binary("pow", a1, where(negative, zeros_like(a2), a2), "numeric"))
+    base = pow_p.bind(*promote_binary("pow", a1, where(negative, zeros_like(a2), a2), BINARY["pow"]))
     one = ones_like(base)
     unit = where((a2 & 1) == 0, one, -one)  # (-1) ** x2
     truncated = where(a1 == 1, one, where(a1 == -1, unit, zeros_like(base)))
@@ -476,85 +502,74 @@ def _truncated_negative_pow(a1, a2):
 
 def real(x, /):
     """Real part (x itself for real dtypes)."""
-    return _unary("real", real_p, x, "numeric")
+    return _unary(real_p, x)
 
 def reciprocal(x, /):
     """1 / x."""
-    return _unary("reciprocal", reciprocal_p, x, "floating-point")
+    return _unary(reciprocal_p, x)
 
 def remainder(x1, x2, /):
     """Remainder of floor division, with the sign of x2."""
-    return _binary("remainder", remainder_p, x1, x2, "real numeric")
+    return _binary(remainder_p, x1, x2)
 
 def round(x, /):
     """Round half to even."""
-    return _unary("round", round_p, x, "numeric")
+    return _unary(round_p, x)
 
 def sign(x, /):
     """Sign of x (``x / |x|`` for complex)."""
-    return _unary("sign", sign_p, x, "numeric")
+    return _unary(sign_p, x)
 
 def signbit(x, /):
     """True where the sign bit of x is set."""
-    return _unary("signbit", signbit_p, x, "real floating")
+    return _unary(signbit_p, x)
 
 def sin(x, /):
     """Sine."""
-    return _unary("sin", sin_p, x, "floating-point")
+    return _unary(sin_p, x)
 
 def sinh(x, /):
     """Hyperbolic sine."""
-    return _unary("sinh", sinh_p, x, "floating-point")
+    return _unary(sinh_p, x)
 
 def sqrt(x, /):
     """Principal square root."""
-    return _unary("sqrt", sqrt_p, x, "floating-point")
+    return _unary(sqrt_p, x)
 
 def square(x, /):
     """x * x."""
-    return _unary("square", square_p, x, "numeric")
+    return _unary(square_p, x)
 
 def subtract(x1, x2, /):
     """x1 - x2."""
-    return _binary("subtract", subtract_p, x1, x2, "numeric")
+    return _binary(subtract_p, x1, x2)
 
 def tan(x, /):
     """Tangent."""
-    return _unary("tan", tan_p, x, "floating-point")
+    return _unary(tan_p, x)
 
 def tanh(x, /):
     """Hyperbolic tangent."""
-    return _unary("tanh", tanh_p, x, "floating-point")
+    return _unary(tanh_p, x)
 
 def trunc(x, /):
     """Round towards zero."""
-    return _unary("trunc", trunc_p, x, "real numeric")
-
-
-divide_p = Primitive("divide")
-
-
-def divide(x1, x2, /):
-    """x1 / x2.  In the default mode bool and integer operands are divided as the default float
-    dtype (as NumPy 2 does); strict mode takes floating-point operands only, as the standard."""
-    return divide_p.bind(*promote_binary("divide", x1, x2, "floating-point"))
-
-
-clip_p = Primitive("clip")
+    return _unary(trunc_p, x)
 
 
 def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
     """Clamp x to [min, max]; min/max are arrays or Python scalars; the result has x's dtype."""
     x = as_array("clip", x)
-    if x.dtype not in _CAT["real numeric"]:
-        raise TypeError(f"clip: x must have a real numeric dtype, got {x.dtype}")
+    accepted = _CAT[BOUNDED["clip"]]
+    if x.dtype not in accepted:
+        raise TypeError(f"clip: x must have {with_article(BOUNDED['clip'])} dtype, got {x.dtype}")
     bounds = []
     for name, b in (("min", min), ("max", max)):
         if b is None:
             bounds.append(None)
         elif isinstance(b, Array):
-            if b.dtype not in _CAT["real numeric"]:
-                raise TypeError(f"clip: {name} must have a real numeric dtype, got {b.dtype}")
+            if b.dtype not in accepted:
+                raise TypeError(f"clip: {name} must have {with_article(BOUNDED['clip'])} dtype, got {b.dtype}")
             bounds.append(cast(b, x.dtype))
         elif isinstance(b, (bool, int, float)):
             if x.dtype.kind in "iu" and isinstance(b, float):

@@ -4,6 +4,7 @@ profile, all of it in the deep one: ``conformance.profile``), dtype promotion (a
 scalars) and argument errors."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -61,6 +62,8 @@ def unary_cases():
 
 def binary_cases():
     for name, cat in ew.BINARY.items():
+        if name == "divide":  # its own test (integer operands too): test_divide_and_clip
+            continue
         for dt in REPRESENTATIVE[cat]:
             yield name, dt
 
@@ -241,3 +244,49 @@ def test_tanh_complex_infinite_real_part():
     got = np.asarray(xp.tanh(xp.asarray(z, device="numpy")))
     assert _parts(got) == [(1.0, 1.0, 0.0, 1.0), (1.0, 1.0, 0.0, -1.0), (-1.0, -1.0, 0.0, 1.0)]
     assert complex(xp.tanh(xp.asarray(complex(math.inf, 3.0), device="numpy"))) == 1.0
+
+
+# -- the dtype-category table is the one place a function's category is stated ------------------------
+
+TABLE = {**ew.UNARY, **ew.BINARY, **ew.BOUNDED}
+ARITY = {**{n: ["x"] for n in ew.UNARY}, **{n: ["x1", "x2"] for n in ew.BINARY}, "clip": ["x", "min", "max"]}
+
+
+def test_the_table_the_functions_and_the_primitives_coincide():
+    from arrayx.core.primitives import Primitive
+
+    public = {n for n, v in vars(ew).items()
+              if inspect.isfunction(v) and v.__module__ == ew.__name__ and not n.startswith("_")}
+    prims = {v.name for v in vars(ew).values() if isinstance(v, Primitive)}
+    assert public == set(TABLE), (public ^ set(TABLE))
+    assert prims == set(TABLE), (prims ^ set(TABLE))
+    assert not set(ew.UNARY) & set(ew.BINARY) and not (set(ew.UNARY) | set(ew.BINARY)) & set(ew.BOUNDED)
+    for name in TABLE:
+        fn = getattr(ew, name)
+        assert getattr(xp, name) is fn, name
+        assert getattr(ew, f"{name}_p").name == name
+        assert list(inspect.signature(fn).parameters) == ARITY[name], name
+        assert fn.__doc__, name
+    for category in TABLE.values():
+        assert category in xp.api._dtypes.CATEGORIES
+
+
+def test_a_category_changed_in_the_table_changes_the_accepted_dtypes(monkeypatch):
+    x = xp.asarray([0.5, 2.0])
+    assert_same(xp.exp(x), np.exp([0.5, 2.0]))
+    assert_same(x + x, np.array([1.0, 4.0]))
+    monkeypatch.setitem(ew.UNARY, "exp", "complex floating")
+    monkeypatch.setitem(ew.BINARY, "add", "integral")
+    monkeypatch.setitem(ew.BOUNDED, "clip", "signed integer")
+    monkeypatch.setattr(ew, "_ACCEPTED", ew._accepted_by_primitive())  # the eager fast path's lookup, rebuilt
+    with pytest.raises(TypeError, match="exp: x must have a complex floating dtype, got float64"):
+        xp.exp(x)
+    with pytest.raises(TypeError, match="add: .*integral"):
+        xp.add(x, x)
+    with pytest.raises(TypeError, match="add: .*integral"):
+        x + 1.0
+    with pytest.raises(TypeError, match="clip: x must have a signed integer dtype, got float64"):
+        xp.clip(x, 0.0, 1.0)
+    assert_same(xp.exp(xp.asarray([1j])), np.exp([1j]))  # now accepted
+    assert_same(xp.add(xp.asarray([1, 2]), xp.asarray([3, 4])), np.array([4, 6]))
+    assert_same(xp.sin(x), np.sin([0.5, 2.0]))  # the other entries unchanged

@@ -69,7 +69,7 @@ def _elementwise_abstract(name):
     return rule
 
 
-for _name in list(ew.UNARY) + list(ew.BINARY) + ["divide", "clip"]:
+for _name in [*ew.UNARY, *ew.BINARY, *ew.BOUNDED]:
     defabstract(getattr(ew, f"{_name}_p"), _elementwise_abstract(_name))
 
 
@@ -332,4 +332,4 @@ defjvp(ew.clip_p, _clip_x, _clip_lo, _clip_hi)
 
 from arrayx.transforms.rules._batch import defvectorized  # noqa: E402
 
-defvectorized(*(getattr(ew, f"{_name}_p") for _name in list(ew.UNARY) + list(ew.BINARY) + ["divide", "clip"]))
+defvectorized(*(getattr(ew, f"{_name}_p") for _name in [*ew.UNARY, *ew.BINARY, *ew.BOUNDED]))
