@@ -4,7 +4,7 @@ Run:  python benchmarks/bench_writes.py [executor ...]     (default: numpy jax)
 
 Thread CPU time (``time.thread_time``), best of 7 repeats; prints one line per executor.  The
 figure to compare is the same op before and after a change (views of JAX/Dask arrays are linked to
-their base, functional writes hold a lock: see arrayx/api/indexing.py, "views").
+their base, functional writes hold a lock: see arrayx/api/_views.py).
 """
 from __future__ import annotations
 

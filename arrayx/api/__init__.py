@@ -16,7 +16,10 @@ Import cycles: the categories call each other (``manipulation`` uses ``creation`
 and every one returns :class:`Array`, whose methods in ``_array`` route back through them (imported
 at the end of ``_array``).  The categories are one layer (the standard) split by the spec's
 chapters; each module imports the others' names at module level only where no cycle results and
-inside the function otherwise.
+inside the function otherwise.  ``indexing`` is split in three: ``indexing`` (the primitives,
+``x[key]``, take), ``_views`` (views of arrays not written in place, which ``getitem`` makes and
+whose writes go through ``_index_updates``) and ``_index_updates`` (``x[key] = v``, ``x.at[]``,
+built on both); ``indexing`` imports ``_views`` at its end, ``_views`` ``_index_updates`` at its end.
 """
 from __future__ import annotations
 

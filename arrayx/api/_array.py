@@ -108,7 +108,7 @@ class _ArrayMethods:
     @property
     def mT(self) -> "Array":
         # a view, as NumPy's: on JAX/Dask (and under transforms) writes through it reach self
-        return _indexing.whole_view(self, _linalg.matrix_transpose, _linalg.matrix_transpose)
+        return _views.whole_view(self, _linalg.matrix_transpose, _linalg.matrix_transpose)
 
     @property
     def T(self) -> "Array":
@@ -116,7 +116,7 @@ class _ArrayMethods:
             raise ValueError(
                 f"Array.T: only defined for 2-D arrays (got {self.ndim}-D); use x.mT or permute_dims"
             )
-        return _indexing.whole_view(self, _transpose, _transpose)  # a view, as mT
+        return _views.whole_view(self, _transpose, _transpose)  # a view, as mT
 
     @property
     def at(self) -> "_AtIndexer":
@@ -267,7 +267,7 @@ class _ArrayMethods:
         return _indexing.getitem(self, key)
 
     def __setitem__(self, key, value, /) -> None:
-        _indexing.setitem(self, key, value)
+        _index_updates.setitem(self, key, value)
 
     # -- arithmetic --------------------------------------------------------------
     def __pos__(self):
@@ -433,11 +433,11 @@ class _ArrayMethods:
                 else:  # nothing else sees this buffer (no view either): rebinding is writing
                     self._become(result)
             else:  # a read-only view (broadcast_to, ...): rebind; one made by getitem carries it to its base
-                _indexing.functional_write(self, lambda: result)
+                _views.functional_write(self, lambda: result)
             return self
         # immutable buffers, under a transform: rebind, atomically for self and its views and bases
-        # (which see the result, as NumPy's views do: see indexing's "views")
-        _indexing.functional_write(self, lambda: self._inplace_result(fn, other, op))
+        # (which see the result, as NumPy's views do: see arrayx/api/_views.py)
+        _views.functional_write(self, lambda: self._inplace_result(fn, other, op))
         return self
 
     def _inplace_result(self, fn, other, op: str) -> "Array":
@@ -621,7 +621,7 @@ class _AtRef:
               unique_indices: bool = False) -> Array:
         """x with ``fn`` (a unary arrayx function) applied at ``key``; repeated indices apply it
         repeatedly (JAX's ``x.at[key].apply``)."""
-        return _indexing.at_apply(self._x, self._key, fn, mode, unique_indices=unique_indices)
+        return _index_updates.at_apply(self._x, self._key, fn, mode, unique_indices=unique_indices)
 
     def set(self, values, *, mode: str | None = None, indices_are_sorted: bool = False,
             unique_indices: bool = False) -> Array:
@@ -656,7 +656,7 @@ class _AtRef:
         return self._update("max", values, mode, indices_are_sorted, unique_indices)
 
     def _update(self, op, values, mode, indices_are_sorted, unique_indices) -> Array:
-        return _indexing.at_update(self._x, self._key, values, op, mode,
+        return _index_updates.at_update(self._x, self._key, values, op, mode,
                                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
 
@@ -664,6 +664,8 @@ class _AtRef:
 from arrayx.api import creation as _creation  # noqa: E402
 from arrayx.api import elementwise as _ew  # noqa: E402
 from arrayx.api import indexing as _indexing  # noqa: E402
+from arrayx.api import _index_updates  # noqa: E402
+from arrayx.api import _views  # noqa: E402
 from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
 from arrayx.api import _numpy_dispatch  # noqa: E402

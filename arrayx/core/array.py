@@ -41,7 +41,7 @@ class Array:
     ``_buf`` holds its trace's state, so in-place code (``x[i] = v``, ``x += y``) is
     functionalised by rebinding the wrapper, even when a concrete array receives a traced value.
     Two more slots, unset on almost every array, give views of buffers that cannot be written
-    in place (JAX, Dask, tracers) NumPy's semantics (``arrayx/api/indexing.py``, "views"):
+    in place (JAX, Dask, tracers) NumPy's semantics (``arrayx/api/_views.py``):
     ``_view_of`` is ``(base, key)`` for an array made by ``base[key]`` with a basic key, and
     ``_views`` a list of weak references to the live views made of this array.
     """

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import arrayx as xp
-from arrayx.api.indexing import at_update
+from arrayx.api._index_updates import at_update
 from tests.conftest import assert_matches_numpy, assert_same
 
 A = np.arange(24, dtype=np.float64).reshape(2, 3, 4)

@@ -16,6 +16,7 @@ import numpy as np
 
 from arrayx import api as ax
 from arrayx.api import indexing as ix
+from arrayx.api._index_updates import _unique_known
 from arrayx.executors.common.indexing import index_dims_at
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (
@@ -185,7 +186,7 @@ def _scatter_jvp(primals, tangents, *, axes, kind, mode, unique_indices):
     if kind == "multiply":
         t = None if tx is None else _scatter(tx, u, idx, "multiply", axes, mode, unique_indices)
         if tu is not None:
-            if not (unique_indices or ix._unique_known(idx)):
+            if not (unique_indices or _unique_known(idx)):
                 raise NotImplementedError(
                     "at[...].multiply: the derivative with respect to the values needs indices that do "
                     "not repeat; pass unique_indices=True when they are unique (as in JAX)"

@@ -30,7 +30,7 @@ from arrayx import api as ax
 from arrayx import linalg as linalg_ext  # the linalg extension (arrayx.linalg), not arrayx.api.linalg
 from arrayx.api import _dtypes
 from arrayx.api._checks import broadcast_shapes_for
-from arrayx.api.indexing import at_update
+from arrayx.api._index_updates import at_update
 from arrayx.api import linalg as la
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import (

@@ -9,7 +9,7 @@ import math
 
 from arrayx import api as ax
 from arrayx.api._checks import broadcast_shapes_for
-from arrayx.api.indexing import at_update
+from arrayx.api._index_updates import at_update
 from arrayx.api import manipulation as mp
 from arrayx.core.tracers import ShapeDtypeStruct, Tracer
 from arrayx.transforms.rules._define import defabstract, deflinear, is_undefined, unbroadcast, zeros_for
