@@ -92,3 +92,31 @@ def test_dlpack_exchange_with_numpy_and_jax():
         assert j.executor == "jax"
         assert_same(j, np.arange(4.0))
         assert_same(xp.asarray(j, device="cupy"), np.arange(4.0))
+
+
+def test_scatter_accumulators_with_numpy_standing_in_for_cupy(monkeypatch):
+    # runs without a GPU: the CuPy executor's scatter (executors/common/indexing.scatter_on_copy with
+    # CuPy's kernels for add/min/max and the host's ufunc.at for multiply), cupy and cupyx stood in
+    # by NumPy, against the NumPy executor's scatter
+    import types
+
+    from arrayx.executors.common.indexing import NUMPY_LIKE
+    from arrayx.executors.cupy import executor as cupy_executor
+
+    monkeypatch.setattr(cupy_executor, "cupy", types.SimpleNamespace(
+        ndarray=np.ndarray, asnumpy=np.array, asarray=np.asarray))
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scatter_add, cupyx.scatter_min, cupyx.scatter_max = np.add.at, np.minimum.at, np.maximum.at
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+    x = np.array([[1.0, -2.0], [3.0, 4.0], [5.0, 6.0]])
+    kept = x.copy()
+    cases = [(None, np.array([0, 0, 2]), np.array([[10.0, -1.0], [0.5, 7.0], [2.0, 3.0]])),
+             ("drop", np.array([0, 5, 2, -9]), np.array([[10.0, -1.0], [0.5, 7.0], [2.0, 3.0], [8.0, 8.0]]))]
+    for mode, idx, u in cases:
+        for kind in ("set", "add", "multiply", "min", "max"):
+            got = cupy_executor._scatter(x, u, idx, axes=(0,), kind=kind, mode=mode)
+            want = NUMPY_LIKE["scatter"](x, u, idx, axes=(0,), kind=kind, mode=mode)
+            np.testing.assert_array_equal(got, want, err_msg=f"{kind}, mode {mode}")
+            assert not np.array_equal(got, x), kind
+    np.testing.assert_array_equal(x, kept)  # on a copy
+    assert cupy_executor.CupyExecutor.overrides["scatter"] is cupy_executor._scatter

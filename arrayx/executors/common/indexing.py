@@ -84,7 +84,6 @@ def dynamic_window(x, starts, sizes) -> tuple:
 
 # -- implementations for buffers with NumPy's indexing and copy (numpy, numba, cupy) --------------
 
-_UFUNCS = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
 def _slice(x, *, key):
@@ -101,16 +100,37 @@ def _gather(x, *index_bufs, axes):
     return x[gather_key(index_bufs, axes)]
 
 
-def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
-    if mode == "drop":
-        index_bufs, u = drop_out_of_range(x.shape, u, index_bufs, axes)
-    out = x.copy()
-    key = gather_key(index_bufs, axes)
-    if kind == "set":
-        out[key] = u
-    else:
-        _UFUNCS[kind].at(out, key, u)  # unbuffered: repeated indices accumulate
-    return out
+def scatter_on_copy(accumulate: dict):
+    """The scatter primitive for buffers with NumPy's indexing and copy: on a copy of x, kind "set"
+    by assignment, the others (add, multiply, min, max) by ``accumulate[kind](out, key, u)``, which
+    updates ``out`` at ``key`` with repeated indices accumulating and returns the result (``out``
+    or a new buffer).  Each executor's table gives its accumulators (CuPy: its scatter kernels)."""
+
+    def scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
+        if mode == "drop":
+            index_bufs, u = drop_out_of_range(x.shape, u, index_bufs, axes)
+        out = x.copy()
+        key = gather_key(index_bufs, axes)
+        if kind == "set":
+            out[key] = u
+            return out
+        return accumulate[kind](out, key, u)
+
+    scatter.__name__ = scatter.__qualname__ = "scatter"
+    return scatter
+
+
+def _ufunc_at(ufunc):
+    def at(out, key, u):
+        ufunc.at(out, key, u)  # unbuffered: repeated indices accumulate
+        return out
+
+    at.__name__ = f"{ufunc.__name__}_at"
+    return at
+
+
+_scatter = scatter_on_copy({"add": _ufunc_at(np.add), "multiply": _ufunc_at(np.multiply),
+                            "min": _ufunc_at(np.minimum), "max": _ufunc_at(np.maximum)})
 
 
 def _dynamic_slice(x, *starts, sizes):

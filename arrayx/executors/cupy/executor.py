@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from arrayx.core import config as _config
-from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, drop_out_of_range, gather_key
+from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, scatter_on_copy
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor, get
 
@@ -35,29 +35,31 @@ _KDL_CPU, _KDL_CUDA = 1, 2
 cupy = None  # the cupy module, set by CupyExecutor._load (CuPy is imported only when the executor is used)
 
 
-def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
-    """scatter on a copy: CuPy's scatter kernels for add/min/max, NumPy's ufunc.at on the host
-    for multiply (CuPy has no scatter kernel for it)."""
-    if mode == "drop":
-        index_bufs, u = drop_out_of_range(x.shape, u, index_bufs, axes)
-    out = x.copy()
-    key = gather_key(index_bufs, axes)
-    if kind == "set":
-        out[key] = u
-        return out
-    import cupyx
+def _cupyx_scatter(name: str):
+    """CuPy's scatter kernel ``cupyx.<name>`` (add, min, max) as an accumulator of ``scatter_on_copy``."""
+    def at(out, key, u):
+        import cupyx
 
-    if kind == "add":
-        cupyx.scatter_add(out, key, u)
-    elif kind in ("min", "max"):
-        (cupyx.scatter_min if kind == "min" else cupyx.scatter_max)(out, key, u)
-    else:
-        host = cupy.asnumpy(out)
-        hk = tuple(cupy.asnumpy(e) if isinstance(e, cupy.ndarray) else e for e in key)
-        hv = cupy.asnumpy(u) if isinstance(u, cupy.ndarray) else u
-        np.multiply.at(host, hk, hv)
-        out = cupy.asarray(host)
-    return out
+        getattr(cupyx, name)(out, key, u)
+        return out
+
+    at.__name__ = name
+    return at
+
+
+def _multiply_on_host(out, key, u):
+    """scatter's multiply: NumPy's ufunc.at on a host copy (CuPy has no scatter kernel for it)."""
+    host = cupy.asnumpy(out)
+    hk = tuple(cupy.asnumpy(e) if isinstance(e, cupy.ndarray) else e for e in key)
+    hv = cupy.asnumpy(u) if isinstance(u, cupy.ndarray) else u
+    np.multiply.at(host, hk, hv)
+    return cupy.asarray(host)
+
+
+#: scatter on a copy (executors/common/indexing.py): CuPy's scatter kernels for add/min/max, NumPy's
+#: ufunc.at on the host for multiply
+_scatter = scatter_on_copy({"add": _cupyx_scatter("scatter_add"), "min": _cupyx_scatter("scatter_min"),
+                            "max": _cupyx_scatter("scatter_max"), "multiply": _multiply_on_host})
 
 
 def _linalg_nan_where_failed(name):
