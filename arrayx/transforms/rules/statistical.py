@@ -66,12 +66,18 @@ defabstract(st.cumulative_prod_p, _cumulative_abstract)
 # -- sum, mean: linear ---------------------------------------------------------------------------
 
 
-def _sum_jvp(primals, tangents, *, axis, dtype, keepdims):
-    (x,), (t,) = primals, tangents
-    out = st.sum_p.bind(x, axis=axis, dtype=dtype, keepdims=keepdims)
-    if dtype.kind not in "fc":
-        return out, None
-    return out, st.sum_p.bind(t, axis=axis, dtype=dtype, keepdims=keepdims)
+def _linear_jvp(prim):
+    """The jvp of ``prim``, linear in its one operand, with a ``dtype`` param: the primitive of the
+    tangent, or no tangent where the result dtype is integral (sum, cumulative_sum)."""
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        if params["dtype"].kind not in "fc":
+            return out, None
+        return out, prim.bind(t, **params)
+
+    jvp.__name__ = f"{prim.name}_jvp"
+    return jvp
 
 
 def _sum_transpose(ct, x, *, axis, dtype, keepdims):
@@ -81,7 +87,7 @@ def _sum_transpose(ct, x, *, axis, dtype, keepdims):
     return (ct,)
 
 
-st.sum_p.jvp = _sum_jvp
+st.sum_p.jvp = _linear_jvp(st.sum_p)
 st.sum_p.transpose = _sum_transpose
 
 
@@ -100,14 +106,6 @@ def _reverse_cumsum(a, axis):
     return ax.flip(ax.cumulative_sum(ax.flip(a, axis=axis), axis=axis, dtype=a.dtype), axis=axis)
 
 
-def _cumsum_jvp(primals, tangents, *, axis, dtype, include_initial):
-    (x,), (t,) = primals, tangents
-    out = st.cumulative_sum_p.bind(x, axis=axis, dtype=dtype, include_initial=include_initial)
-    if dtype.kind not in "fc":
-        return out, None
-    return out, st.cumulative_sum_p.bind(t, axis=axis, dtype=dtype, include_initial=include_initial)
-
-
 def _cumsum_transpose(ct, x, *, axis, dtype, include_initial):
     if include_initial:  # out[0] = 0 does not depend on x
         key = (slice(None),) * axis + (slice(1, None),)
@@ -118,7 +116,7 @@ def _cumsum_transpose(ct, x, *, axis, dtype, include_initial):
     return (ct,)
 
 
-st.cumulative_sum_p.jvp = _cumsum_jvp
+st.cumulative_sum_p.jvp = _linear_jvp(st.cumulative_sum_p)
 st.cumulative_sum_p.transpose = _cumsum_transpose
 
 
