@@ -20,6 +20,7 @@ and fft) the checks find, with ``inspect``:
 """
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import inspect
@@ -189,6 +190,27 @@ def test_each_primitive_has_its_rules_in_the_rules_module_of_its_category(rule_s
             misplaced += [f"{qualified}: its {slot} rule is registered in {_rel(f)}, not {want}"
                           for f in files if _rel(f) != want]
     assert misplaced == [], "\n".join(misplaced)
+
+
+def _primitives_created_in(path: pathlib.Path) -> list[str]:
+    """The names of the primitives ``path`` creates (``Primitive("name", ...)`` calls)."""
+    return [node.args[0].value for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Primitive"
+            and node.args and isinstance(node.args[0], ast.Constant)]
+
+
+def test_every_primitive_of_the_namespace_has_its_rules_in_the_rules_module_of_its_file(rule_sites):
+    # the internal primitives too (gather, scatter, slice of api/indexing.py; api/_internal.py's in
+    # rules/internal.py): a module of arrayx/api and the rules module of the same name
+    misplaced, seen = [], 0
+    for path in sorted((ROOT / "api").glob("*.py")):
+        want = f"transforms/rules/{path.stem.lstrip('_')}.py"
+        for name in _primitives_created_in(path):
+            seen += 1
+            for slot, files in rule_sites.get(name, {}).items():
+                misplaced += [f"{name} (api/{path.name}): its {slot} rule is registered in {_rel(f)}, not {want}"
+                              for f in files if _rel(f) != want]
+    assert seen > 150 and misplaced == [], "\n".join(misplaced)
 
 
 def test_generic_implementations_sit_with_the_function():
