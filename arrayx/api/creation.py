@@ -234,6 +234,8 @@ def _fill_dtype(fname, fill_value, dtype):
         else:
             raise TypeError(f"{fname}: fill_value must be a Python scalar, got {type(fill_value).__name__}")
     dt = _dtypes.scalar_dtype(fill_value) if dtype is None else _dtypes.as_dtype(dtype, fname)
+    if isinstance(fill_value, float) and dt.kind in "biu":
+        fill_value = _float_fill_as_numpy(fname, fill_value, dt)
     if dt.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, bool):
         info = np.iinfo(dt)
         if not info.min <= fill_value <= info.max:
@@ -243,6 +245,18 @@ def _fill_dtype(fname, fill_value, dtype):
     if dt.kind == "f" and isinstance(fill_value, complex):
         raise TypeError(f"{fname}: cannot fill {with_article(dt)} array with the complex {fill_value!r}")
     return fill_value, dt
+
+
+def _float_fill_as_numpy(fname, fill_value: float, dt):
+    """A float fill of a bool or integer array, which the standard leaves unspecified: NumPy 2's,
+    JAX's and array-api-strict's cast in both modes (truncation toward zero; nonzero is True).  A
+    value they would turn into an arbitrary integer (NaN, infinities) is refused instead."""
+    if dt.kind == "b":
+        return bool(fill_value)
+    if not math.isfinite(fill_value):
+        raise ValueError(f"{fname}: cannot fill {with_article(dt)} array with {fill_value!r}; "
+                         "it has no integer value")
+    return int(fill_value)  # then range-checked like an int fill
 
 
 def full(shape, fill_value, *, dtype=None, device=None) -> Array:
@@ -385,8 +399,6 @@ def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
     if isinstance(fill_value, Array):  # a traced scalar: make_graph/jit of full_like(x, s)
         return _full_like_traced(x, fill_value, dtype, device)
     fill_value, dt = _fill_dtype("full_like", fill_value, x.dtype if dtype is None else dtype)
-    if x.dtype.kind in "biu" and dtype is None and isinstance(fill_value, float):
-        raise TypeError(f"full_like: cannot fill {with_article(x.dtype)} array with the float {fill_value!r}; pass dtype")
     out = full_like_p.bind(x, fill_value=fill_value, dtype=dt)
     return out if device is None else out.to_device(device)
 
@@ -398,8 +410,8 @@ def _full_like_traced(x, fill_value, dtype, device):
     if fill_value.ndim != 0:
         raise ValueError(f"full_like: fill_value must be a scalar, got an array of shape {fill_value.shape}")
     dt = x.dtype if dtype is None else _dtypes.as_dtype(dtype, "full_like")
-    if dtype is None and x.dtype.kind in "biu" and fill_value.dtype.kind in "fc":
-        raise TypeError(f"full_like: cannot fill {with_article(x.dtype)} array with a float value; pass dtype")
+    if dtype is None and x.dtype.kind in "biuf" and fill_value.dtype.kind == "c":
+        raise TypeError(f"full_like: cannot fill {with_article(x.dtype)} array with a complex value; pass dtype")
     out = broadcast_to(astype(fill_value, dt), tuple(x.shape))
     return out if device is None else out.to_device(device)
 

@@ -106,6 +106,13 @@ CASES = [
     ("where(bool,float32,2.0)", "where", (B, F32, 2.0), {}, "jax", None),
     ("inv(float32)", "linalg.inv", (A([[2.0, 1.0], [1.0, 3.0]], "float32"),), {}, "jax", None),
     ("concat([float32,float64])", "concat", ([F32, F64],), {}, "jax", None),
+    # -- a float fill of an integer or bool array (unspecified): truncation, as NumPy/JAX/strict -
+    ("full_like(2,1.5)", "full_like", (2, 1.5), {}, "jax", None),
+    ("full_like(int64,2.9)", "full_like", (I64, 2.9), {}, "jax", None),
+    ("full_like(int8,-2.5)", "full_like", (I8V, -2.5), {}, "jax", None),
+    ("full_like(bool,0.5)", "full_like", (B, 0.5), {}, "jax", None),
+    ("full((2,),-2.7,int64)", "full", ((2,), -2.7), {"dtype": ("dtype", "int64")}, "jax", None),
+    ("full((2,),0.25,bool)", "full", ((2,), 0.25), {"dtype": ("dtype", "bool")}, "jax", None),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -135,7 +142,7 @@ def _build(ns, arg):
 
 def _call(ns, case):
     _, path, args, kwargs, _, pick = case
-    out = _resolve(ns, path)(*[_build(ns, a) for a in args], **kwargs)
+    out = _resolve(ns, path)(*[_build(ns, a) for a in args], **{k: _build(ns, v) for k, v in kwargs.items()})
     return out if pick is None else out[pick]
 
 
