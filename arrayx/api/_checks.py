@@ -11,7 +11,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._modes import is_strict
-from arrayx.core.primitives import _TRACE
+from arrayx.core.primitives import _TRACE, ConcretizationError, _TracerExecutor
 from arrayx.core.tracers import is_weak
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -302,16 +302,33 @@ def broadcast_shapes_for(fname: str, *shapes) -> tuple:
     return tuple(out)
 
 
+def traced_value_error(fname: str, name: str, value):
+    """The error for a value a transform traces (jit, vmap, grad) where a Python int is needed (a
+    shape, a size, an axis), pointing at static arguments; None for any other value."""
+    if not isinstance(getattr(value, "_ex", None), _TracerExecutor):
+        return None
+    return ConcretizationError(
+        f"{fname}: {name} must be known when the function is traced, got a traced value ({value!r}); shapes "
+        "are fixed when a function is traced: pass it as a Python int and mark the argument static, "
+        "jit(f, static_argnums=...), or compute the shape outside the transformed function")
+
+
 def shape_arg(fname: str, shape) -> tuple:
     """A ``shape`` argument (an int or a sequence of non-negative ints) as a tuple of ints."""
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)):
+        err = traced_value_error(fname, "shape", shape)
+        if err is not None:
+            raise err
         raise TypeError(f"{fname}: shape must be an int or a tuple of ints, got {type(shape).__name__}")
     out = []
     for d in shape:
         if isinstance(d, bool):
             raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}")
+        err = traced_value_error(fname, "shape", d)
+        if err is not None:
+            raise err
         try:
             d = operator.index(d)
         except TypeError:
@@ -365,6 +382,9 @@ def int_arg(fname: str, value, name: str) -> int:
     """An integer argument (an int or anything with ``__index__``, not a bool) as an int."""
     if isinstance(value, bool):
         raise TypeError(f"{fname}: {name} must be an int, got a bool")
+    err = traced_value_error(fname, name, value)
+    if err is not None:
+        raise err
     try:
         return operator.index(value)
     except TypeError:

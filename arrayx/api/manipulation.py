@@ -19,6 +19,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import (
     array_arg, array_args, broadcast_shapes_for, cast, check_size, normalize_axis, normalize_axes, promote_dtypes,
+    traced_value_error,
 )
 from arrayx.core import executor as _exec
 from arrayx.core.primitives import _TRACE, Primitive, run_eager
@@ -68,6 +69,9 @@ def _int_tuple(fname: str, value, name: str) -> tuple:
     for v in items:
         if isinstance(v, bool):
             raise TypeError(f"{fname}: {name} must contain ints, got the bool {v!r}")
+        err = traced_value_error(fname, name, v)
+        if err is not None:
+            raise err
         try:
             out.append(operator.index(v))
         except TypeError:
@@ -102,6 +106,9 @@ def _promote_all(arrays: list, fname: str) -> list:
 
 
 def _shape_tuple(fname: str, shape, name: str = "shape") -> tuple:
+    err = traced_value_error(fname, name, shape)
+    if err is not None:
+        raise err
     if isinstance(shape, Array):
         raise TypeError(f"{fname}: {name} must be a tuple of ints, got an array; pass tuple(int(d) for d in ...)")
     return _int_tuple(fname, shape, name)

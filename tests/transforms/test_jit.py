@@ -209,6 +209,27 @@ def test_python_control_flow_on_a_staged_value_names_the_alternatives():
         assert float(ax.jit(f)(ax.asarray(-2.0))) == 2.0
 
 
+SHAPE_FROM_ARGUMENT = [
+    ("zeros(n)", lambda n: ax.zeros(n), "zeros: shape"),
+    ("zeros((n,2))", lambda n: ax.zeros((n, 2)), "zeros: shape"),
+    ("reshape", lambda n: ax.reshape(ax.ones(4), (n, -1)), "reshape: shape"),
+    ("broadcast_to", lambda n: ax.broadcast_to(ax.ones(1), (n,)), "broadcast_to: shape"),
+    ("sum axis", lambda n: ax.sum(ax.ones((2, 2)), axis=n), "sum: axis"),
+]
+
+
+@pytest.mark.parametrize("case", SHAPE_FROM_ARGUMENT, ids=[c[0] for c in SHAPE_FROM_ARGUMENT])
+def test_traced_shape_points_at_static_argnums(executor, case):
+    """A Python int argument is traced by jit, so using it as a shape fails: the error names the
+    function and the argument and points at static_argnums (JAX's advice); marked static it works."""
+    _, f, where = case
+    with pytest.raises(ConcretizationError, match=rf"^{where} must be known when the function is traced.*static_argnums"):
+        ax.jit(f)(1)
+    with pytest.raises(ConcretizationError, match=rf"^{where} must be known"):
+        ax.vmap(f)(ax.asarray([1, 1]))
+    assert_same(ax.jit(f, static_argnums=0)(1), f(1))
+
+
 def test_disable_jit_is_scoped():
     calls = []
     f = ax.jit(lambda x: calls.append(1) or x + 1)
