@@ -1,0 +1,64 @@
+"""tests/tiers.py: the executor markers it adds and the slow tier it leaves out, checked on a small
+generated test folder run by pytest in this process (pytester)."""
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+_CONFTEST = """
+from tests import tiers
+
+def pytest_configure(config):
+    for name in ("slow", "numpy", "numba", "jax", "dask", "cupy"):
+        config.addinivalue_line("markers", name + ": tier")
+    tiers.register(config)
+"""
+
+_PARAMETRISED = """
+import pytest
+
+@pytest.mark.parametrize("executor", ["numpy", "numba", "jax", "dask"])
+def test_on(executor):
+    pass
+
+def test_plain():
+    pass
+
+@pytest.mark.slow
+def test_slow():
+    pass
+"""
+
+
+@pytest.fixture
+def folder(pytester, monkeypatch):
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    monkeypatch.delenv("ARRAYX_TEST_PROFILE", raising=False)
+    pytester.makeconftest(_CONFTEST)
+    pytester.makepyfile(test_mixed=_PARAMETRISED)
+    sub = pytester.mkpydir("tests") / "executors"
+    sub.mkdir()
+    (sub / "test_dask_things.py").write_text("def test_by_file():\n    pass\n")
+    return pytester
+
+
+def _passed(result) -> int:
+    return result.parseoutcomes().get("passed", 0)
+
+
+def test_default_run_leaves_the_slow_tier_out(folder):
+    result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 6 and outcomes.get("deselected") == 1, outcomes
+
+
+def test_slow_marker_runs_only_the_slow_tier(folder):
+    assert _passed(folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", "slow")) == 1
+
+
+@pytest.mark.parametrize("marker, count", [("dask", 2), ("not dask", 5)])
+def test_executor_markers_come_from_the_parameter_and_the_file_name(folder, marker, count):
+    # dask: test_on[dask] by its parameter, test_by_file by tests/executors/test_dask_*.py
+    result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", marker)
+    assert _passed(result) == count, result.outlines[-3:]
