@@ -16,10 +16,9 @@ from typing import Sequence
 from arrayx import api as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.executors.numba import libm as _libm
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.core.primitives import Primitive, current_trace
-from arrayx.core.executor import added_impls, register_impls
+from arrayx.core.executor import get as _executor
 from arrayx.transforms.rules._define import defabstract, defjvp, defjvp_coef
 from arrayx.transforms.rules._batch import defvectorized
 
@@ -211,27 +210,8 @@ def libm_log(x: Array) -> Array:
     return libm_log_p.bind(x)
 
 
-def _jax_log(x):
-    import jax.numpy as jnp  # XLA:CPU's float64 log is the C library's (tests/test_random.py checks it)
-
-    return jnp.log(x)
-
-
-def _cupy_log(x):
-    import cupy  # the GPU's own log: not the C library's (tests compare with a tolerance)
-
-    return cupy.log(x)
-
-
-register_impls(libm_log_p.name, **{
-    "numpy": _libm.log,
-    "numba": _libm.log,
-    "dask": lambda x: x.map_blocks(_libm.log, dtype=x.dtype),
-    "jax": _jax_log,
-    "cupy": _cupy_log,
-})
 defabstract(libm_log_p, lambda x: ShapeDtypeStruct(tuple(x.shape), x.dtype))
-libm_log_p.composition = xp.log  # elsewhere: the executor's own log (within an ulp of the C library's)
+libm_log_p.composition = xp.log  # where no table has it: the executor's own log (within an ulp of the C library's)
 defjvp_coef(libm_log_p, lambda y, x: 1.0 / x)
 defvectorized(libm_log_p)
 
@@ -419,51 +399,6 @@ _ERFINV64 = (
 # as for jax.random, eagerly and under jit; on the other executors it is the emulation, in
 # arrayx operations (so it is staged, batched and differentiated as they are).
 
-def _jax_impl(fn: str):
-    def impl(*bufs):
-        import jax  # jitted on its own too: eagerly with ARRAYX_JAX_JIT_OPS=0, a * b + c is an fma only in XLA
-
-        return _JAX_JITTED.setdefault(fn, jax.jit(getattr(_JaxOps, fn)))(*bufs)
-
-    impl.__name__ = f"xla_{fn}"
-    return impl
-
-
-_JAX_JITTED: dict = {}
-
-
-class _JaxOps:
-    """XLA's operations as jax.random's samplers call them."""
-
-    @staticmethod
-    def fma(a, b, c):
-        return a * b + c  # one fma: XLA contracts a product with no other use into the addition
-
-    @staticmethod
-    def log1p(x):
-        import jax
-
-        return jax.lax.log1p(x)
-
-    @staticmethod
-    def log(x):
-        import jax
-
-        return jax.lax.log(x)
-
-    @staticmethod
-    def erf(x):
-        import jax  # the barrier: XLA would evaluate erf of constant bounds itself, rounding otherwise
-
-        return jax.lax.erf(jax.lax.optimization_barrier(x))
-
-    @staticmethod
-    def erf_inv(x):
-        import jax
-
-        return jax.lax.erf_inv(x)
-
-
 def _same_avals(name: str):
     def rule(*xs):
         first = xs[0]
@@ -481,8 +416,7 @@ XLA_OPS: dict = {}  # name -> (primitive, emulation): the table _xla_op reads
 
 
 def _xla_primitive(name: str, emulation) -> Primitive:
-    prim = Primitive(f"xla_{name}")
-    register_impls(prim.name, jax=_jax_impl(name))
+    prim = Primitive(f"xla_{name}")  # only the jax executor's table has it (executors/jax/random.py)
     defabstract(prim, _same_avals(prim.name))
     defvectorized(prim)
     XLA_OPS[name] = (prim, emulation)
@@ -490,7 +424,8 @@ def _xla_primitive(name: str, emulation) -> Primitive:
 
 
 def _has_own(prim: Primitive, x: Array) -> bool:
-    return prim.name in added_impls(x.device.executor)
+    """Whether ``x``'s executor has ``prim`` in its table (XLA's own operation: the jax executor)."""
+    return _executor(x.device.executor).table.get(prim.name) is not None
 
 
 def _xla_op(name: str, x: Array) -> Array:

@@ -21,6 +21,7 @@ import numpy as np
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import GENERIC
 
 __all__ = ["print", "callback", "breakpoint", "visualize_array_sharding"]
 
@@ -41,7 +42,7 @@ def _impl(*bufs, fn):
     return ()
 
 
-debug_callback_p.impls["*"] = _impl
+GENERIC[debug_callback_p.name] = _impl
 
 
 def _lowering(ex, params):

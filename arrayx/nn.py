@@ -6,9 +6,10 @@ overflows (``sigmoid(-800)`` is 0 without a warning, ``logsumexp`` of ±1e4 is f
 derivatives are finite wherever the function is smooth.
 
 ``erf``, ``erfc`` and ``erfinv`` are primitives (the standard has no error function): each
-executor calls its own special-function library (SciPy on NumPy/Numba buffers, blockwise on Dask,
-``jax.scipy.special``, ``cupyx.scipy.special``); without SciPy, NumPy buffers use the C library's
-``erf``/``erfc`` element by element (slow, exact) and Newton steps on it for ``erfinv``.
+executor's table calls its own special-function library (``arrayx/executors/<name>/nn.py``: SciPy on
+NumPy/Numba buffers, blockwise on Dask, ``jax.scipy.special``, ``cupyx.scipy.special``); without
+SciPy, NumPy buffers use the C library's ``erf``/``erfc`` element by element (slow, exact) and
+Newton steps on it for ``erfinv``.  Any other executor runs their compositions below.
 
 (This module is ``arrayx.nn``; there is deliberately no ``arrayx.special``: SciPy's array-API
 dispatch would route its own ``special`` functions to an attribute of that name.)
@@ -22,7 +23,6 @@ import numpy as np
 from arrayx import api as ax
 from arrayx.api._checks import array_arg, normalize_axes
 from arrayx.core.primitives import Primitive
-from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 from arrayx.transforms.custom import stop_gradient
 
@@ -51,58 +51,7 @@ _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 _SQRT_PI = math.sqrt(math.pi)
 
 
-def _erfinv_newton(y: np.ndarray) -> np.ndarray:
-    """erfinv on the host without SciPy: a log-based first guess, then Newton steps on libm's erf."""
-    y = np.asarray(y)
-    with np.errstate(all="ignore"):
-        w = -np.log((1.0 - y) * (1.0 + y))
-        x = np.sign(y) * np.sqrt(np.sqrt((4.33 + w / 2) ** 2 - w / 0.147) - (4.33 + w / 2))
-        erf = np.frompyfunc(math.erf, 1, 1)
-        for _ in range(4):
-            x = x - (erf(x).astype(y.dtype) - y) / (_TWO_OVER_SQRT_PI * np.exp(-x * x))
-        x = np.where(y == 1, np.inf, np.where(y == -1, -np.inf, x))
-        return np.where(np.abs(y) > 1, np.nan, x).astype(y.dtype)
-
-
-def _host_special(name: str):
-    """``name`` for NumPy buffers: SciPy's ufunc where SciPy is installed, else the fallbacks above."""
-    try:
-        from scipy import special
-    except ImportError:
-        if name == "erfinv":
-            return _erfinv_newton
-        fn = np.frompyfunc(getattr(math, name), 1, 1)
-        return lambda x: np.asarray(fn(x), dtype=x.dtype)
-    return getattr(special, name)
-
-
-def _jax_special(name: str):
-    def impl(x):
-        import jax.scipy.special as jss
-
-        return getattr(jss, name)(x)
-
-    return impl
-
-
-def _cupy_special(name: str):
-    def impl(x):
-        import cupyx.scipy.special as cps
-
-        return getattr(cps, name)(x)
-
-    return impl
-
-
-def _dask_special(name: str):
-    host = _host_special(name)
-    return lambda x: x.map_blocks(host, dtype=x.dtype)
-
-
 for _prim in (erf_p, erfc_p, erfinv_p):
-    _host = _host_special(_prim.name)
-    register_impls(_prim.name, numpy=_host, numba=_host, dask=_dask_special(_prim.name), jax=_jax_special(_prim.name),
-                       cupy=_cupy_special(_prim.name))
     _prim.abstract_eval = lambda x: ShapeDtypeStruct._trusted(tuple(x.shape), x.dtype, is_weak(x))
 
 

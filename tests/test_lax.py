@@ -105,6 +105,7 @@ def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     """The host im2col in blocks smaller than the batch (its budget lowered): one output row of one
     image per block, or two images per block with a partial last block; values and gradients vs JAX
     (the kernel's gradient, by output position, then sums blocks of one or more features)."""
+    from arrayx.executors.numpy import lax as numpy_lax
     from arrayx.lax import _conv
 
     lshape, rshape, kw = BLOCKED_CONVS[case]
@@ -116,9 +117,9 @@ def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     spatial, window = _conv._take(want.shape, dn.out_spec)[2:], _conv._take(rshape, dn.rhs_spec)[2:]
     row_bytes = _conv._take(lshape, dn.lhs_spec)[1] * int(np.prod(window)) * 8
     budget = 1 if blocks == "one_row" else 2 * int(np.prod(spatial)) * row_bytes
-    plan = _conv.column_blocks(3, spatial, row_bytes, budget)
+    plan = numpy_lax.column_blocks(3, spatial, row_bytes, budget)
     assert plan == ((1, 1) if blocks == "one_row" else (2, spatial[0]))
-    monkeypatch.setattr(_conv, "_COLUMN_BYTES", budget)
+    monkeypatch.setattr(numpy_lax, "COLUMN_BYTES", budget)
     got = conv(ax.lax.conv_general_dilated)(ax.asarray(x), ax.asarray(w))
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-11, atol=1e-12)
     loss = lambda f, s: lambda a, b: s(conv(f)(a, b) ** 2)  # noqa: E731

@@ -557,7 +557,7 @@ def test_xlas_float64_log_is_the_c_librarys_log():
 
 
 def test_libm_log_routes_give_the_same_bits():
-    from arrayx.executors.numba import libm as _libm
+    from arrayx.executors import libm as _libm
 
     if _libm.route() != "numba":
         pytest.skip("Numba is not installed: only the math.log route exists here")

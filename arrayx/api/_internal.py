@@ -21,6 +21,7 @@ from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, check_size, int_arg, shape_arg
 from arrayx.core import executor as _exec
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import GENERIC
 
 __all__ = ["broadcast_in_dim", "convert_element_type", "select", "iota",
            "broadcast_in_dim_p", "convert_element_type_p", "select_p", "iota_p"]
@@ -77,10 +78,10 @@ def _namespace_of(buf):
     return buffer_namespace(buf)
 
 
-broadcast_in_dim_p.impls["*"] = _broadcast_in_dim_any
-convert_element_type_p.impls["*"] = _convert_any
-select_p.impls["*"] = _select_any
-iota_p.impls["*"] = _iota_impl
+GENERIC[broadcast_in_dim_p.name] = _broadcast_in_dim_any
+GENERIC[convert_element_type_p.name] = _convert_any
+GENERIC[select_p.name] = _select_any
+GENERIC[iota_p.name] = _iota_impl
 iota_p.lowerings["*"] = lambda ex, params: (lambda: _iota_on(ex, **params))
 
 

@@ -17,6 +17,7 @@ from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, check_size, int_arg, shape_arg, with_article
 from arrayx.core import executor as _exec
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import GENERIC
 
 __all__ = [
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -195,7 +196,7 @@ def _build(ex, prim, params: dict):
 
 
 def _define_nullary(prim):
-    prim.impls["*"] = lambda _p=prim, **params: _build(_exec.get(params["device"].executor), _p, params)
+    GENERIC[prim.name] = lambda _p=prim, **params: _build(_exec.get(params["device"].executor), _p, params)
     prim.lowerings["*"] = lambda ex, params, _p=prim: (lambda: _build(ex, _p, params))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.core.primitives import Primitive
+from arrayx.core.executor import GENERIC
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]
 
@@ -64,7 +65,7 @@ def _cast_or_indefinite(xp, buf, dtype):
     return xp.where(fits, out, xp.full_like(out, info.min))
 
 
-astype_p.impls["*"] = _astype_any
+GENERIC[astype_p.name] = _astype_any
 
 
 def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:

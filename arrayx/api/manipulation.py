@@ -23,6 +23,7 @@ from arrayx.api._checks import (
 )
 from arrayx.core import executor as _exec
 from arrayx.core.primitives import _TRACE, Primitive, run_eager
+from arrayx.core.executor import GENERIC
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip",
@@ -38,7 +39,7 @@ _NAMESPACE_OF_TYPE: dict = {}
 def buffer_namespace(buf):
     """The standard namespace (``executor.xp``) of the executor whose buffers have ``type(buf)``.
 
-    Generic impls (``prim.impls["*"]``) receive bare buffers; this finds the
+    Generic impls (``arrayx.core.executor.GENERIC``) receive bare buffers; this finds the
     namespace to call once per buffer type.
     """
     t = type(buf)
@@ -186,8 +187,8 @@ def _stack_any(*bufs, axis):
     return buffer_namespace(bufs[0]).stack(bufs, axis=axis)
 
 
-concat_p.impls["*"] = _concat_any
-stack_p.impls["*"] = _stack_any
+GENERIC[concat_p.name] = _concat_any
+GENERIC[stack_p.name] = _stack_any
 
 
 def concat(arrays, /, *, axis: int | None = 0) -> Array:
@@ -399,7 +400,7 @@ def _tile_any(buf, *, repetitions):
     return buffer_namespace(buf).tile(buf, repetitions)
 
 
-tile_p.impls["*"] = _tile_any
+GENERIC[tile_p.name] = _tile_any
 
 
 def repeat(x, repeats, /, *, axis: int | None = None) -> Array:

@@ -11,7 +11,7 @@ import contextlib
 from contextvars import ContextVar
 from typing import Callable, NamedTuple
 
-__all__ = ["AxisFrame", "bind_axis", "axis_frames"]
+__all__ = ["AxisFrame", "bind_axis", "axis_frames", "JAX_MAPPED"]
 
 
 class AxisFrame(NamedTuple):
@@ -22,6 +22,10 @@ class AxisFrame(NamedTuple):
 
 
 _AXES: ContextVar = ContextVar("arrayx_axis_env", default=())
+
+#: the axis names that a ``jax.pmap`` (or a jax ``shard_map``) being traced maps over: a collective
+#: over one of them is JAX's own (``executors/jax/parallel.py``), over any other its unmapped value
+JAX_MAPPED: ContextVar = ContextVar("arrayx_jax_pmap_axes", default=frozenset())
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import numpy as np
 from arrayx.core import config as _config
 
 __all__ = [
-    "Device", "Executor", "register_executor", "register_impls", "get", "executors", "registered",
+    "Device", "Executor", "GENERIC", "register_executor", "get", "executors", "registered",
     "set_executor", "get_executor", "use_executor", "resolve_device"
 ]
 
@@ -76,13 +76,21 @@ class Executor:
 
     One table per executor, ``self.table``: primitive name -> implementation over this
     executor's buffers, or None for "not supported by this executor" (NotImplementedError naming
-    both).  It starts as the class's ``overrides`` (the entries whose implementation differs from
-    ``getattr(xp, prim.impl_name)``) and the layers above add their own entries with
-    :func:`register_impls` (``lax``'s convolution, ``nn``'s special functions, random's log,
-    the collectives), one convention for all.  Lookup order: the table, the primitive's generic
-    ``impls["*"]`` (written over any standard namespace's buffers), the namespace, then the
-    primitive's ``composition`` (written in arrayx operations, so any executor, a third party's
-    too, runs it).
+    both).  It is the class's ``overrides``: the entries whose implementation differs from
+    ``getattr(xp, prim.impl_name)``, written in the executor's own package, one module per
+    category beside the class (``executors/<name>/lax.py``, ``nn.py``, ``random.py``,
+    ``parallel.py``, ``sharding.py``: the entries for ``lax``'s convolution, ``nn``'s special
+    functions, random's XLA operations, the collectives ...), each merged into ``overrides``.
+
+    How ``resolve`` finds the implementation of a primitive, the one way for every primitive:
+
+    1. this executor's table (None there: NotImplementedError);
+    2. :data:`GENERIC`, the one table shared by all executors (implementations written over any
+       standard namespace's buffers: ``astype``, ``concat``, the creation functions ...);
+    3. this executor's namespace, ``getattr(xp, prim.impl_name)``;
+    4. the primitive's ``composition`` (written in arrayx operations, so any executor, a third
+       party's too, runs it: ``lax.conv``, ``nn.erf`` ...);
+    5. else NotImplementedError naming the function and the executor.
     """
 
     name: str = "?"
@@ -106,7 +114,7 @@ class Executor:
     pool_min_bytes: int = 0
 
     def __init__(self) -> None:
-        #: this executor's table (see the class docstring): its overrides, then what register_impls adds
+        #: this executor's table (see the class docstring), a copy of the class's overrides
         self.table: dict = dict(type(self).overrides)
         self.impls: dict = {}  # Primitive -> resolved callable (cache for eager bind)
         self.large_impls: dict = self.impls  # the same for results from pool_min_bytes (no pool: one table)
@@ -184,13 +192,13 @@ class Executor:
     # -- running primitives -------------------------------------------------
     def resolve(self, prim) -> Callable:
         """The callable that runs ``prim`` on this executor's buffers (cached)."""
-        # most specific first: this executor's table, the primitive's generic impl, the executor's
-        # namespace, the primitive's composition
+        # most specific first (the class docstring): this executor's table, the generic table, the
+        # executor's namespace, the primitive's composition
         fn = self.table.get(prim.name)
         if fn is None and prim.name in self.table:
             raise NotImplementedError(f"{prim.name} is not supported by the {self.name!r} executor")
         if fn is None:
-            fn = prim.impls.get("*")
+            fn = GENERIC.get(prim.name)
         if fn is None:
             fn = self.xp
             for part in prim.impl_name.split("."):
@@ -327,33 +335,14 @@ def _load_lock(name: str) -> threading.RLock:
 
 _registry: dict[str, Executor] = {}
 _entry_points_loaded = False
-#: executor name -> {primitive name: implementation}: the entries register_impls added, kept for
-#: executors registered later (a third party's gets them when it registers)
-_added: dict[str, dict] = {}
-
-
-def register_impls(prim_name: str, **by_executor: Callable | None) -> None:
-    """Add ``prim_name``'s implementation to each named executor's table: ``register_impls("conv",
-    numpy=conv_numpy, jax=conv_jax)``.  The layers above the executors (lax, nn, random, the
-    collectives) register their per-executor implementations this way."""
-    for name, fn in by_executor.items():
-        _added.setdefault(name, {})[prim_name] = fn
-        ex = _registry.get(name)
-        if ex is not None:
-            ex.table[prim_name] = fn
-            _forget(ex, prim_name)
-
-
-def added_impls(executor_name: str) -> dict:
-    """The entries :func:`register_impls` added to ``executor_name``'s table (for reports)."""
-    return dict(_added.get(executor_name, {}))
-
-
-def _forget(ex: Executor, prim_name: str) -> None:
-    """Drop ``ex``'s cached callables of ``prim_name`` (its table entry changed)."""
-    for cache in (ex.impls, ex.large_impls):
-        for prim in [p for p in cache if p.name == prim_name]:
-            del cache[prim]
+#: primitive name -> its generic implementation, the one table every executor shares (step 2 of
+#: ``Executor.resolve``): written over any standard namespace's buffers (the namespace found from
+#: the buffers themselves, ``api.manipulation.buffer_namespace``), so a third party's executor runs
+#: it too.  The module that defines the primitive adds its entry beside the definition
+#: (``GENERIC[astype_p.name] = _astype_any``).  A primitive that is better written in arrayx
+#: operations has a ``composition`` instead; per-executor implementations are entries of that
+#: executor's own table.
+GENERIC: dict[str, Callable] = {}
 
 
 def register_executor(executor: Executor, *, replace: bool = False) -> Executor:
@@ -363,7 +352,6 @@ def register_executor(executor: Executor, *, replace: bool = False) -> Executor:
     if executor.name in _registry and not replace:
         raise ValueError(f"register_executor: an executor named {executor.name!r} is already registered")
     _registry[executor.name] = executor
-    executor.table.update(_added.get(executor.name, {}))
     return executor
 
 

@@ -184,16 +184,17 @@ class Primitive:
     - ``jvp(primals, tangents, **params) -> (out, out_tangent)``
     - ``transpose(cotangent, *args, **params)`` for linear primitives
     - ``batch(args, dims, **params) -> (out, out_dim)``
-    - ``impls["*"]``: a generic implementation over any standard namespace's buffers (before the
-      executor's namespace); per-executor implementations are entries of that executor's table
-      (``arrayx.core.executor.register_impls``), not of the primitive;
     - ``composition``: the primitive written in arrayx operations, which an executor without an
       implementation (a third party's) runs; ``lowerings[executor_name]`` the jit lowering.
+
+    Implementations are not kept here: per-executor ones are entries of that executor's table
+    (``arrayx/executors/<name>/``), generic ones (over any standard namespace's buffers) entries of
+    ``arrayx.core.executor.GENERIC``; ``Executor.resolve`` says the order.
     """
 
     __slots__ = (
         "name", "impl_name", "multiple_results", "abstract_eval", "jvp",
-        "transpose", "batch", "impls", "lowerings", "data_dependent", "composition", "__weakref__",
+        "transpose", "batch", "lowerings", "data_dependent", "composition", "__weakref__",
     )
 
     #: call-like primitives (:class:`CallPrimitive`) go to ``Trace.process_call``
@@ -207,7 +208,6 @@ class Primitive:
         self.jvp: Callable | None = None
         self.transpose: Callable | None = None
         self.batch: Callable | None = None
-        self.impls: dict[str, Callable] = {}
         self.lowerings: dict[str, Callable] = {}
         #: None, or (for ops whose result size depends on operand values: masks, nonzero,
         #: unique_*) the alternative to name when such an op is staged on traced values

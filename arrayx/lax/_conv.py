@@ -6,15 +6,9 @@ primitive sees one layout only: lhs ``(N, C, *spatial)``, rhs ``(O, C / groups, 
 result ``(N, O, *out)``.  Its params are ``strides``, ``padding`` (a (low, high) pair per
 spatial axis, negative crops), ``lhs_dilation``, ``rhs_dilation`` and ``groups``.
 
-Each executor lowers it natively:
-
-- jax: ``jax.lax.conv_general_dilated`` (XLA's convolution);
-- numpy / numba / cupy: im2col in cache-sized blocks (a block of images copied channels-last
-  into a zero-padded frame, its windows, a strided view, copied into a (position, window x
-  feature) matrix of at most ~16 MB) times the kernel matrix in one BLAS GEMM per block that
-  writes the block's rows of a channels-last result, returned as an (N, O, *spatial) view;
-  written for any array module with ``as_strided`` (``_conv_columns``);
-- dask: the same per block of images (``blockwise``; the image axis keeps its chunks).
+Each executor's table has its own implementation (``arrayx/executors/<name>/lax.py``): XLA's
+convolution on jax; blocked im2col + BLAS on numpy / numba / cupy (per block of images on dask).
+Any other executor runs ``conv_p.composition``, the convolution in arrayx operations (shift and add).
 
 The rules are convolutions again (the primitive is bilinear): the lhs cotangent is the
 cotangent convolved with the flipped kernel (lhs dilation = the strides), the rhs cotangent
@@ -29,33 +23,12 @@ import numpy as np
 
 from arrayx.api._checks import array_arg
 from arrayx.core.primitives import Primitive
-from arrayx.core.executor import register_impls
 from arrayx.core.tracers import ShapeDtypeStruct
+from arrayx.executors.common.windows import conv_shape
 
 __all__ = ["conv_general_dilated", "conv", "conv_p", "ConvDimensionNumbers", "conv_dimension_numbers"]
 
 conv_p = Primitive("conv")
-
-# im2col block on the host: at 32x64x56x56, 3x3 (load 8) the column copy took 0.08 s with 16 MB
-# blocks and 0.30 s with 64 MB (out of cache); 4 MB blocks doubled the GEMM time (BLAS thread syncs)
-_COLUMN_BYTES = 16 << 20
-_COLUMN_BYTES_GPU = 256 << 20  # a GPU wants few, large GEMMs
-
-
-def _out_size(n, k, s, lo, hi, ld, rd) -> int:
-    dilated = (n - 1) * ld + 1 if n else 0
-    window = (k - 1) * rd + 1
-    span = dilated + lo + hi - window
-    return max(span // s + 1, 0) if span >= 0 else 0
-
-
-def conv_shape(lhs_shape, rhs_shape, strides, padding, lhs_dilation, rhs_dilation) -> tuple:
-    spatial = tuple(
-        _out_size(n, k, s, lo, hi, ld, rd)
-        for n, k, s, (lo, hi), ld, rd in zip(lhs_shape[2:], rhs_shape[2:], strides, padding, lhs_dilation,
-                                             rhs_dilation)
-    )
-    return (lhs_shape[0], rhs_shape[0]) + spatial
 
 
 def _take(shape, spec) -> tuple:
@@ -84,187 +57,6 @@ def _conv_abstract(lhs, rhs, **params):
 
 
 conv_p.abstract_eval = _conv_abstract
-
-
-# -- host implementation: blocked im2col + BLAS ----------------------------------------------------
-
-
-def _dilate(m, x, factors):
-    if all(f == 1 for f in factors):
-        return x
-    shape = x.shape[:2] + tuple((n - 1) * f + 1 if n else 0 for n, f in zip(x.shape[2:], factors))
-    out = m.zeros(shape, dtype=x.dtype)
-    out[(slice(None), slice(None)) + tuple(slice(None, None, f) for f in factors)] = x
-    return out
-
-
-def _pad(m, x, padding):
-    crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), n - max(-hi, 0))) for n, (lo, hi) in zip(x.shape[2:], padding))
-    x = x[(slice(None), slice(None)) + crop]  # negative padding removes elements
-    widths = ((0, 0), (0, 0)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in padding)
-    if any(w != (0, 0) for w in widths):
-        x = m.pad(x, widths)
-    return x
-
-
-def _conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups, column_bytes):
-    out_shape = conv_shape(lhs.shape, rhs.shape, strides, padding, lhs_dilation, rhs_dilation)
-    dtype = np.result_type(lhs.dtype, rhs.dtype)
-    if math.prod(out_shape) == 0 or math.prod(rhs.shape[1:]) == 0:
-        return m.zeros(out_shape, dtype=dtype)
-    lhs, kernel = m.asarray(lhs, dtype=dtype), m.asarray(rhs, dtype=dtype)
-    if math.prod(out_shape[2:]) <= math.prod(rhs.shape[2:]):
-        x = m.ascontiguousarray(_pad(m, _dilate(m, lhs, lhs_dilation), padding))
-        return _by_output_position(m, x, kernel, out_shape, strides, rhs_dilation, groups, column_bytes)
-    return _by_columns(m, as_strided, lhs, kernel, out_shape, strides, padding, lhs_dilation, rhs_dilation, groups,
-                       column_bytes)
-
-
-def _interior(sizes, padding, lhs_dilation):
-    """Where the input's elements land in the dilated, padded frame: per spatial axis the source slice
-    (elements cropped by negative padding dropped) and the destination slice (None: nothing lands)."""
-    src, dest = [], []
-    for n, (lo, hi), ld in zip(sizes, padding, lhs_dilation):
-        frame = (n - 1) * ld + 1 + lo + hi if n else lo + hi
-        first = max(0, -(lo // ld)) if lo < 0 else 0  # -(lo // ld) is ceil(-lo / ld)
-        last = min(n - 1, (frame - 1 - lo) // ld)
-        if last < first:
-            return None
-        src.append(slice(first, last + 1))
-        dest.append(slice(first * ld + lo, (last * ld + lo) + 1, ld))
-    return tuple(src), tuple(dest)
-
-
-def column_blocks(n, spatial, row_bytes, column_bytes) -> tuple:
-    """(images, leading output rows) per im2col block: whole images while one fits the budget, else
-    rows of one image (at least one each)."""
-    per_image = math.prod(spatial) * row_bytes
-    if per_image <= column_bytes:
-        return min(n, column_bytes // per_image), spatial[0]
-    return 1, min(spatial[0], max(1, column_bytes // (math.prod(spatial[1:]) * row_bytes)))
-
-
-def _by_columns(m, as_strided, lhs, rhs, out_shape, strides, padding, lhs_dilation, rhs_dilation, groups,
-                column_bytes):
-    """im2col in cache-sized blocks: a block of images (or of output rows of one image) copied
-    channels-last into a zero frame (the padding and dilation), its windows gathered into a matrix
-    (group, position, window x feature) and multiplied by the kernel matrices (group, window x
-    feature, output feature) in one batched GEMM, whose product is the block's rows of a
-    channels-last result (no transpose on the way out)."""
-    n, c = lhs.shape[:2]
-    o = rhs.shape[0]
-    window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
-    d = len(window)
-    cg, og = c // groups, o // groups
-    depth = cg * math.prod(window)
-    images, lead = column_blocks(n, spatial, depth * groups * lhs.dtype.itemsize, column_bytes)
-    frame_shape = tuple((size - 1) * ld + 1 + lo + hi if size else lo + hi
-                        for size, (lo, hi), ld in zip(lhs.shape[2:], padding, lhs_dilation))
-    frame = m.zeros((images,) + frame_shape + (c,), dtype=lhs.dtype)  # zero where padding and dilation are
-    place = _interior(lhs.shape[2:], padding, lhs_dilation)
-    fs = frame.strides
-    windows = as_strided(  # (image, *position, *window tap, group, feature): no copy yet
-        frame, (images,) + spatial + window + (groups, cg),
-        (fs[0],) + tuple(fs[1 + i] * s for i, s in enumerate(strides))
-        + tuple(fs[1 + i] * r for i, r in enumerate(rhs_dilation)) + (fs[-1] * cg, fs[-1]))
-    kernels = m.reshape(rhs, (groups, og, cg) + window).transpose((0,) + tuple(range(3, 3 + d)) + (2, 1))
-    kernels = m.reshape(kernels, (groups, depth, og))  # (group, window x feature, output feature)
-    positions, row_positions = math.prod(spatial), math.prod(spatial[1:])
-    out = m.empty((n * positions, groups, og), dtype=lhs.dtype)  # channels-last: each GEMM writes its rows
-    for start in range(0, n, images):
-        stop = min(n, start + images)
-        if place is not None:
-            src, dest = place
-            frame[(slice(0, stop - start),) + dest] = m.moveaxis(lhs[(slice(start, stop), slice(None)) + src], 1, -1)
-        for r0 in range(0, spatial[0], lead):
-            r1 = min(spatial[0], r0 + lead)
-            rows = slice(start * positions + r0 * row_positions, (stop - 1) * positions + r1 * row_positions)
-            columns = m.reshape(m.moveaxis(windows[:stop - start, r0:r1], -2, 0), (groups, -1, depth))  # im2col
-            if groups == 1:
-                m.matmul(columns[0], kernels[0], out=out[rows, 0])
-            else:
-                out[rows] = m.matmul(columns, kernels).transpose(1, 0, 2)
-    # the result is a view in the canonical (N, O, *spatial) order; the next conv reads channels-last
-    return m.moveaxis(m.reshape(out, (n,) + spatial + (o,)), -1, 1)
-
-
-def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups, column_bytes):
-    """Few output positions and a large window (the kernel gradient): every position's input patch (a
-    plain strided slice) stacked into one matrix (position x image, feature x window), times the
-    kernel matrix, in blocks of features whose products are summed (one GEMM per block of each group:
-    a 64 x 64 output per position would leave BLAS idle; blocks keep the patches in cache)."""
-    n, c = x.shape[:2]
-    o = rhs.shape[0]
-    window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
-    cg, og = c // groups, o // groups
-    positions = list(np.ndindex(*spatial))
-    features = max(1, min(cg, column_bytes // (len(positions) * n * math.prod(window) * x.dtype.itemsize)))
-    out = m.empty((len(positions) * n, o), dtype=x.dtype)
-    for g in range(groups):
-        total = out[:, g * og:(g + 1) * og]
-        for f0 in range(0, cg, features):
-            f1 = min(cg, f0 + features)
-            patches = m.empty((len(positions), n, f1 - f0) + window, dtype=x.dtype)
-            for j, pos in enumerate(positions):
-                key = tuple(slice(p * s, p * s + (k - 1) * r + 1, r)
-                            for p, s, k, r in zip(pos, strides, window, rhs_dilation))
-                patches[j] = x[(slice(None), slice(g * cg + f0, g * cg + f1)) + key]
-            kernel = m.reshape(rhs[g * og:(g + 1) * og, f0:f1], (og, (f1 - f0) * math.prod(window)))
-            part = m.matmul(m.reshape(patches, (len(positions) * n, -1)), kernel.T)
-            if f0 == 0:
-                total[...] = part
-            else:
-                total += part
-    return m.moveaxis(m.reshape(out, spatial + (n, o)), tuple(range(len(spatial))),
-                      tuple(range(2, 2 + len(spatial))))
-
-
-def _in_layout(canonical_impl):
-    """An implementation for the canonical layout, applied in any layout (transposed views in and out)."""
-    def impl(lhs, rhs, *, dimension_numbers, **params):
-        lhs_spec, rhs_spec, out_spec = dimension_numbers
-        out = canonical_impl(lhs.transpose(lhs_spec), rhs.transpose(rhs_spec), **params)
-        return out.transpose(tuple(np.argsort(out_spec)))
-
-    impl.__name__ = canonical_impl.__name__
-    return impl
-
-
-def _conv_numpy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
-    return _conv_columns(np, np.lib.stride_tricks.as_strided, lhs, rhs, strides, padding, lhs_dilation,
-                         rhs_dilation, groups, _COLUMN_BYTES)
-
-
-def _conv_cupy(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
-    import cupy
-
-    return _conv_columns(cupy, cupy.lib.stride_tricks.as_strided, lhs, rhs, strides, padding, lhs_dilation,
-                         rhs_dilation, groups, _COLUMN_BYTES_GPU)
-
-
-def _conv_jax(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups, dimension_numbers):
-    import jax
-
-    dn = jax.lax.ConvDimensionNumbers(*dimension_numbers)  # XLA takes any layout: no transposes
-    return jax.lax.conv_general_dilated(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation,
-                                        dimension_numbers=dn, feature_group_count=groups)
-
-
-def _conv_dask(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
-    import dask.array as da
-
-    d = lhs.ndim - 2
-    lhs = lhs.rechunk({i: -1 for i in range(1, lhs.ndim)})  # one task per block of images
-    rhs = rhs.rechunk(-1)
-    out_shape = conv_shape(lhs.shape, rhs.shape, strides, padding, lhs_dilation, rhs_dilation)
-    params = dict(strides=strides, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
-                  groups=groups)
-    a_in, k_in, a_out = [f"s{i}" for i in range(d)], [f"k{i}" for i in range(d)], [f"y{i}" for i in range(d)]
-    return da.blockwise(
-        lambda x, w: _conv_numpy(x, w, **params), ["n", "o"] + a_out, lhs, ["n", "c"] + a_in, rhs,
-        ["o", "i"] + k_in, new_axes={y: size for y, size in zip(a_out, out_shape[2:])}, concatenate=True,
-        dtype=np.result_type(lhs.dtype, rhs.dtype), meta=np.empty((0,) * (d + 2), dtype=lhs.dtype),
-    )
 
 
 # -- the convolution in arrayx operations (any executor without its own: a third party's) ------------
@@ -317,10 +109,6 @@ def _conv_composed(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, gr
 
 
 conv_p.composition = _conv_composed
-
-
-register_impls(conv_p.name, numpy=_in_layout(_conv_numpy), numba=_in_layout(_conv_numpy), cupy=_in_layout(_conv_cupy),
-                    jax=_conv_jax, dask=_in_layout(_conv_dask))
 
 
 # -- the public function ------------------------------------------------------------------------------

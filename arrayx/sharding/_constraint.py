@@ -1,7 +1,8 @@
 """``with_sharding_constraint``: inside ``jit``, the value is to be laid out as ``sharding`` says.
 
 A primitive with no effect on values: on jax it lowers to ``jax.lax.with_sharding_constraint`` (XLA
-reshards there); on dask it rechunks to the sharding's blocks; on numpy/numba it marks the value for
+reshards there); on dask it rechunks to the sharding's blocks (those executors' tables:
+``executors/jax/sharding.py``, ``executors/dask/sharding.py``); on numpy/numba it marks the value for
 the shardings ``jit`` gives its results (``_propagate``).  Outside ``jit`` it is ``device_put``.
 Linear: the cotangent is constrained the same way (as JAX does); under ``vmap`` the batch dimension
 is left whole.
@@ -13,38 +14,17 @@ from arrayx.sharding._mesh import PartitionSpec
 from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceSharding, check_divisible
 from arrayx.core.array import Array
 from arrayx.core.primitives import Primitive
-from arrayx.core.executor import register_impls
+from arrayx.core.executor import GENERIC
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 
 sharding_constraint_p = Primitive("sharding_constraint")
 sharding_constraint_p.abstract_eval = lambda x, *, sharding: ShapeDtypeStruct._trusted(
     tuple(x.shape), x.dtype, is_weak(x))
-sharding_constraint_p.impls["*"] = lambda x, *, sharding: x
-
-
-def _jax_impl(x, *, sharding):
-    import jax
-
-    from arrayx.sharding._jax import jax_sharding
-
-    if isinstance(sharding, NamedSharding) and sharding.mesh.executor != "jax":
-        return x  # a mesh of another executor's devices says nothing about where XLA puts this value
-    return jax.lax.with_sharding_constraint(x, jax_sharding(sharding))
-
-
-def _dask_impl(x, *, sharding):
-    from arrayx.sharding._dask import chunks_of
-
-    if isinstance(sharding, NamedSharding):
-        return x.rechunk(chunks_of(sharding, tuple(x.shape)))
-    return x
-
-
-register_impls(sharding_constraint_p.name, jax=_jax_impl, dask=_dask_impl)
+GENERIC[sharding_constraint_p.name] = lambda x, *, sharding: x  # jax's and dask's: executors/<name>/sharding.py
 
 
 def _lowering(ex, params):
-    impl = ex.table.get(sharding_constraint_p.name) or sharding_constraint_p.impls["*"]
+    impl = ex.table.get(sharding_constraint_p.name) or GENERIC[sharding_constraint_p.name]
     return lambda x: impl(x, **params)
 
 

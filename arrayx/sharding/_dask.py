@@ -7,7 +7,8 @@ import weakref
 
 import numpy as np
 
-from arrayx.sharding._shardings import NamedSharding, split_count
+from arrayx.executors.dask.sharding import chunks_of  # noqa: F401 (the chunking the dask executor constrains to)
+from arrayx.sharding._shardings import NamedSharding
 
 # dask key of a placed block -> the Future that holds it, for ``placement``.  Weak: a placed block's
 # Future lives in the graph of every dask array made from it (``from_delayed``), so the cluster
@@ -15,12 +16,6 @@ from arrayx.sharding._shardings import NamedSharding, split_count
 _PLACED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def chunks_of(sharding: NamedSharding, shape) -> tuple:
-    out = []
-    for d, n in enumerate(shape):
-        k = split_count(sharding.spec, sharding.mesh, d)
-        out.append((n // k,) * k)
-    return tuple(out)
 
 
 def worker_of(dev, workers=None):

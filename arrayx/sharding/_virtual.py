@@ -334,7 +334,7 @@ def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs, check):
 
     from arrayx.sharding._jax import jax_mesh, jax_spec
     from arrayx.core.primitives import _wrap
-    from arrayx.transforms.parallel import _JAX_MAPPED
+    from arrayx.core.axis_env import JAX_MAPPED as _JAX_MAPPED
 
     if mesh.executor != "jax":
         raise ValueError(f"{fname}: the arguments live on 'jax' but {mesh!r} is over {mesh.executor!r} devices")

@@ -31,6 +31,7 @@ from arrayx.transforms.rules._define import zeros_for
 from arrayx.transforms.rules._batch import size_of
 from arrayx.transforms.batching import batch_fun, front
 from arrayx.api.statistical import sum as _sum
+from arrayx.core.executor import GENERIC
 
 __all__ = ["stop_gradient", "custom_jvp", "custom_vjp"]
 
@@ -38,7 +39,7 @@ __all__ = ["stop_gradient", "custom_jvp", "custom_vjp"]
 # -- stop_gradient ----------------------------------------------------------------------------------
 
 stop_gradient_p = Primitive("stop_gradient")
-stop_gradient_p.impls["*"] = lambda buf: buf
+GENERIC[stop_gradient_p.name] = lambda buf: buf
 stop_gradient_p.abstract_eval = lambda x: ShapeDtypeStruct(x.shape, x.dtype)
 
 

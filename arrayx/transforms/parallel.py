@@ -42,7 +42,8 @@ from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.core.axis_env import AxisFrame, bind_axis, _AXES, _frame, _names  # noqa: F401
 from arrayx.core.primitives import Primitive, current_trace
-from arrayx.core.executor import register_impls
+from arrayx.core.axis_env import JAX_MAPPED as _JAX_MAPPED  # noqa: F401 (set by the jax pmap below and shard_map)
+from arrayx.core.executor import GENERIC
 from arrayx.core.tracers import ShapeDtypeStruct, aval_of, is_weak
 
 __all__ = ["pmap", "psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "device_count",
@@ -97,27 +98,11 @@ def _all_gather_unmapped(x, *, axis_name, axis_size, axis, tiled):
     return xp.concat([x] * axis_size, axis=axis) if tiled else xp.stack([x] * axis_size, axis=axis)
 
 
-# names that the jax.pmap being traced maps over (its collectives lower to jax.lax's)
-_JAX_MAPPED: ContextVar = ContextVar("arrayx_jax_pmap_axes", default=frozenset())
-
-
-def _jax_collective(lax_name, unmapped):
-    def impl(x, **params):
-        if params["axis_name"] not in _JAX_MAPPED.get():
-            return unmapped(x, **params)
-        import jax
-
-        if lax_name == "all_gather":
-            return jax.lax.all_gather(x, params["axis_name"], axis=params["axis"], tiled=params["tiled"])
-        return getattr(jax.lax, lax_name)(x, params["axis_name"])
-
-    return impl
-
-
-for _p, _unmapped, _lax in ((psum_p, _psum_unmapped, "psum"), (pmax_p, _extremum_unmapped, "pmax"),
-                            (pmin_p, _extremum_unmapped, "pmin"), (all_gather_p, _all_gather_unmapped, "all_gather")):
-    _p.impls["*"] = _unmapped
-    register_impls(_p.name, jax=_jax_collective(_lax, _unmapped))
+# the collectives' generic implementations (a concrete value is the same on every member); the jax
+# executor's table has jax.lax's own for the axes of a jax.pmap (executors/jax/parallel.py)
+for _p, _unmapped in ((psum_p, _psum_unmapped), (pmax_p, _extremum_unmapped), (pmin_p, _extremum_unmapped),
+                      (all_gather_p, _all_gather_unmapped)):
+    GENERIC[_p.name] = _unmapped
 
 
 # -- rules -----------------------------------------------------------------------------------------------

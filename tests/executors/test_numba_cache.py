@@ -31,7 +31,7 @@ import numpy as np
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     import arrayx as xp
-    import arrayx.executors.numba.libm as _libm, arrayx.executors.numba.kernels as K
+    import arrayx.executors.libm as _libm, arrayx.executors.numba.kernels as K
     ex = xp.executors.get("numba")
     ex.thresholds.update(transcendental=1)
     x = np.linspace(0.5, 2.0, 1000)

@@ -29,6 +29,7 @@ from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, scatter_on_copy
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor, get
+from arrayx.executors.cupy import lax as _lax, nn as _nn, random as _random
 
 _KDL_CPU, _KDL_CUDA = 1, 2
 
@@ -76,6 +77,10 @@ class CupyExecutor(Executor):
         **_INDEXING,
         "scatter": _scatter,
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
+        # lax, nn and random's primitives (this package's modules)
+        **_lax.TABLE,
+        **_nn.TABLE,
+        **_random.TABLE,
     }
 
     def __init__(self) -> None:

@@ -91,6 +91,7 @@ from arrayx.executors.common.indexing import (
     resolved_basic_key,
 )
 from arrayx.core.executor import Device, Executor
+from arrayx.executors.dask import lax as _lax, nn as _nn, random as _random, sharding as _sharding
 
 __all__ = [
     "connect", "disconnect", "set_scheduler", "get_scheduler", "set_chunks", "get_chunks",
@@ -826,6 +827,11 @@ class DaskExecutor(Executor):
         **_LINALG,
         **_FFT,
         **_UNIQUE,
+        # lax, nn, random and the sharding constraint (this package's modules)
+        **_lax.TABLE,
+        **_nn.TABLE,
+        **_random.TABLE,
+        **_sharding.TABLE,
     }
 
     def _load(self):

@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["draw", "sliced_draw"]
+__all__ = ["draw", "sliced_draw", "TABLE"]
 
 #: elements per sampler call inside a task (the NumPy executor's eager slice: stays in cache)
 SLICE = 1 << 16
@@ -152,3 +152,17 @@ def sliced_draw(buf, key: tuple):
             squeeze.append(i)
     out = draw(tuple(dims), recipe.values, recipe.operands, axes=tuple(new_axes), dtype=recipe.dtype)
     return out.squeeze(axis=tuple(squeeze)) if squeeze else out
+
+
+# -- the table's entry: arrayx.random's primitive libm_log (arrayx/_random_math.py) -----------------
+
+
+def libm_log(x):
+    """The C library's float64 log per block (``executors/libm.py``), as on the NumPy executor."""
+    from arrayx.executors import libm as _libm
+
+    return x.map_blocks(_libm.log, dtype=x.dtype)
+
+
+#: primitive name -> Dask's implementation (merged into ``DaskExecutor.overrides``)
+TABLE = {"libm_log": libm_log}

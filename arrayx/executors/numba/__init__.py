@@ -4,7 +4,7 @@
   ufuncs, ``where``, ``clip`` and reductions to generated kernels) and its eager builders;
 - ``kernels``: the kernel expressions as data, their generated source and the on-disk cache
   (``cache``: private, verified files); ``math``/``math_defs``: inline transcendentals
-  (``arrayx.executors.numba.libm`` holds their constants); ``layer``: importing Numba with its
+  (``arrayx.executors.libm``, the C library's log for host buffers, is shared with the NumPy executor); ``layer``: importing Numba with its
   threading layer set; ``team``: the threads that run kernel chunks; ``vectors``: the vector width;
 - ``fusion/``: jit's fused kernels (``lowering``: one ``@njit`` kernel per region of the graph,
   ``run``: calling them, ``contract``: fused multiply-add recognition, ``fold``/``pointers``:

@@ -319,7 +319,7 @@ def _sources_digest() -> str:
 
     h = hashlib.sha256()
     here = pathlib.Path(__file__).parent
-    for name in ("kernels.py", "math.py", "math_defs.py", "libm.py", "cache.py", "fusion/fold.py",
+    for name in ("kernels.py", "math.py", "math_defs.py", "../libm.py", "cache.py", "fusion/fold.py",
                  "fusion/pointers.py", "team.py",
                  "vectors.py"):
         h.update((here / name).read_bytes())
@@ -651,11 +651,11 @@ def sqdev_kernel(dtype: np.dtype, acc: np.dtype, parallel: bool = True):
     return _cached(("sqdev", dtype, acc, parallel), make)
 
 
-# The C library's log through a symbol LLVM does not know (see numba.libm): never vectorised or replaced.
+# The C library's log through a symbol LLVM does not know (see executors/libm.py): never vectorised or replaced.
 _LIBM_LOG = '''
 from numba import types
 
-from arrayx.executors.numba import libm as _libm
+from arrayx.executors import libm as _libm
 
 _libm.register_log_symbol()
 c_log = types.ExternalFunction(_libm.LOG_SYMBOL, types.float64(types.float64))

@@ -66,6 +66,7 @@ from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
 from arrayx.core.keys import exact_key
+from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
 
 _INDEX = np.dtype("int64")
 
@@ -528,6 +529,12 @@ class JaxExecutor(Executor):
         **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p}.get(name)) for name in _COMPLEX_SPECIAL},
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
+        # lax, nn, random, the collectives and the sharding constraint (this package's modules)
+        **_lax.TABLE,
+        **_nn.TABLE,
+        **_random.TABLE,
+        **_parallel.TABLE,
+        **_sharding.TABLE,
     }
 
     def __init__(self) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 from arrayx.executors.common import buffer_pool as _buffer_pool, linalg as _linalg
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
 from arrayx.core.executor import Device, Executor
+from arrayx.executors.numpy import lax as _lax, nn as _nn, random as _random
 
 
 def _expm1(x):
@@ -156,6 +157,10 @@ class NumpyExecutor(Executor):
         # eig/eigvals results are complex whatever the spectrum (staging relies on the dtype)
         "eig": _eig,
         "eigvals": _eigvals,
+        # lax, nn and random's primitives (this package's lax.py, nn.py, random.py)
+        **_lax.TABLE,
+        **_nn.TABLE,
+        **_random.TABLE,
     }
 
     #: large results of ufuncs and matmul are written into reused buffers (executors/common/buffer_pool.py)

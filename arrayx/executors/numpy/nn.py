@@ -1,0 +1,42 @@
+"""The NumPy executor's entries for ``arrayx.nn``'s primitives ``erf``, ``erfc`` and ``erfinv``: SciPy's
+ufuncs where SciPy is installed; without SciPy the C library's ``erf``/``erfc`` element by element
+(slow, exact) and Newton steps on it for ``erfinv``.  The Dask executor runs these per block; the
+Numba executor's table starts as this one's.  The primitives and their rules: ``arrayx/nn.py``."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["TABLE", "host_special"]
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erfinv_newton(y: np.ndarray) -> np.ndarray:
+    """erfinv on the host without SciPy: a log-based first guess, then Newton steps on libm's erf."""
+    y = np.asarray(y)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - y) * (1.0 + y))
+        x = np.sign(y) * np.sqrt(np.sqrt((4.33 + w / 2) ** 2 - w / 0.147) - (4.33 + w / 2))
+        erf = np.frompyfunc(math.erf, 1, 1)
+        for _ in range(4):
+            x = x - (erf(x).astype(y.dtype) - y) / (_TWO_OVER_SQRT_PI * np.exp(-x * x))
+        x = np.where(y == 1, np.inf, np.where(y == -1, -np.inf, x))
+        return np.where(np.abs(y) > 1, np.nan, x).astype(y.dtype)
+
+
+def host_special(name: str):
+    """``name`` for NumPy buffers: SciPy's ufunc where SciPy is installed, else the fallbacks above."""
+    try:
+        from scipy import special
+    except ImportError:
+        if name == "erfinv":
+            return _erfinv_newton
+        fn = np.frompyfunc(getattr(math, name), 1, 1)
+        return lambda x: np.asarray(fn(x), dtype=x.dtype)
+    return getattr(special, name)
+
+
+#: primitive name -> NumPy's implementation (merged into ``NumpyExecutor.overrides``)
+TABLE = {name: host_special(name) for name in ("erf", "erfc", "erfinv")}
