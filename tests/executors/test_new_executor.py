@@ -116,3 +116,45 @@ def test_the_tiny_executor_runs_lax_nn_random_and_the_transforms(tiny):
     np.testing.assert_allclose(np.asarray(batched), _on_numpy(lambda a: ax.nn.erf(a) * 2.0, np.linspace(-2, 2, 9)[:8].reshape(2, 4)), rtol=1e-12)
     jitted = ax.jit(lambda a, b: pool(conv(a, b)))(x, w)
     np.testing.assert_allclose(np.asarray(jitted), _on_numpy(lambda a, b: pool(conv(a, b)), img, ker), rtol=1e-10, atol=1e-12)
+
+
+def _min_pool(a, init):
+    return ax.lax.reduce_window(a, init, ax.minimum, (1, 1, 2, 3), (1, 1, 2, 2), "SAME")
+
+
+@pytest.mark.parametrize("case", ["pool_2x2", "overlapping_padded", "dilated_cropped", "integer_min"])
+def test_the_tiny_executor_runs_the_gradient_of_a_max_pool(tiny, case):
+    # reduce_window max's derivative is window_select / window_scatter (each the other's transpose):
+    # on an executor without entries for them they run as their compositions in arrayx operations;
+    # values, gradients (ties included: the first winner in window order takes it), a second
+    # derivative and jit are compared with the numpy executor's
+    rng = np.random.default_rng(3)
+    img = np.round(rng.standard_normal((2, 3, 7, 6)), 1)  # rounded: windows with tied maxima
+    img[0, 0, :2, :2] = 1.5
+    pools = {
+        "pool_2x2": lambda a: ax.lax.max_pool(a, (2, 2)),
+        "overlapping_padded": lambda a: ax.lax.reduce_window(a, -ax.inf, ax.maximum, (1, 1, 3, 2), (1, 1, 2, 1),
+                                                             [(0, 0), (0, 0), (1, 1), (0, 1)]),
+        "dilated_cropped": lambda a: ax.lax.reduce_window(a, -ax.inf, ax.maximum, (1, 2, 2, 2), (1, 1, 1, 2),
+                                                          [(0, 0), (0, 0), (-1, 1), (1, -2)],
+                                                          window_dilation=(1, 1, 2, 1)),
+        "integer_min": lambda a: ax.astype(_min_pool(ax.astype(a * 10, ax.int32), 2**31 - 1), ax.float64)
+        * _min_pool(a, ax.inf),
+    }
+    pool = pools[case]
+    x = ax.asarray(img, device="tiny")
+    loss = lambda a: ax.sum(pool(a) ** 2 * ax.cos(ax.sum(pool(a))))  # noqa: E731
+    got, want = pool(x), _on_numpy(pool, img)
+    assert got.executor == "tiny"
+    np.testing.assert_array_equal(np.asarray(got), want)
+    g = ax.grad(loss)(x)
+    assert g.executor == "tiny"
+    np.testing.assert_allclose(np.asarray(g), _on_numpy(ax.grad(loss), img), rtol=1e-12, atol=1e-12)
+    tangent = rng.standard_normal(img.shape)
+    hvp = lambda a, t: ax.jvp(ax.grad(loss), (a,), (t,))[1]  # noqa: E731  (window_select of window_scatter)
+    np.testing.assert_allclose(np.asarray(hvp(x, ax.asarray(tangent, device="tiny"))), _on_numpy(hvp, img, tangent),
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(ax.jit(ax.grad(loss))(x)), _on_numpy(ax.grad(loss), img),
+                               rtol=1e-12, atol=1e-12)
+    batched = ax.vmap(ax.grad(loss))(ax.stack([x, -x]))
+    np.testing.assert_allclose(np.asarray(batched)[1], _on_numpy(ax.grad(loss), -img), rtol=1e-12, atol=1e-12)

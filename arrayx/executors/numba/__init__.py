@@ -1,7 +1,9 @@
 """The Numba executor: NumPy's buffers, with Numba kernels for large elementwise ops and reductions.
 
 - ``executor``: :class:`NumbaExecutor` (a NumPy executor whose table sends large, native-dtype
-  ufuncs, ``where``, ``clip`` and reductions to generated kernels) and its eager builders;
+  ufuncs, ``where``, ``clip`` and reductions to generated kernels) and its eager builders; its
+  table starts as the NumPy executor's, the same entries (``lax``, ``nn`` and ``random``'s
+  included: ``executors/numpy/lax.py`` ... are Numba's too);
 - ``kernels``: the kernel expressions as data, their generated source and the on-disk cache
   (``cache``: private, verified files); ``math``/``math_defs``: inline transcendentals
   (``arrayx.executors.libm``, the C library's log for host buffers, is shared with the NumPy executor); ``layer``: importing Numba with its

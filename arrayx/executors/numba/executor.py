@@ -111,6 +111,11 @@ NATIVE: dict[str, tuple[str, frozenset]] = {}
 class NumbaExecutor(NumpyExecutor):
     name = "numba"
     install_hint = "Install Numba with `pip install numba`."
+    #: the table starts as the NumPy executor's, the same entries (its lax, nn and random ones too:
+    #: ``executors/numpy/``): ``resolve`` hands an entry it finds there to the NumPy executor's
+    #: ``resolve`` (its buffer pool for large results) and sends large native-dtype operations to
+    #: Numba kernels (``_BUILDERS``).  An entry of Numba's own goes in a copy: ``{**NumpyExecutor.overrides, ...}``.
+    overrides: dict = NumpyExecutor.overrides
 
     def __init__(self) -> None:
         super().__init__()
