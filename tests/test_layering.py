@@ -216,3 +216,64 @@ def test_array_is_documented_where_help_lands():
     for test in finder.find(Array, "Array", globs={}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries > 0
+
+
+BUILTIN_EXECUTORS = ("numpy", "numba", "jax", "dask", "cupy")
+
+
+def _owner_and_file(name: str, prim: str, fn):
+    """(the executor whose code ``fn`` is, its source file), or None for a library's own function
+    (``np.matmul``, a SciPy ufunc) that arrayx does not write.  The numba table starts as the numpy
+    executor's: an entry it shares with it is NumPy's."""
+    from arrayx.core import executor as base
+
+    owner = "numpy" if name == "numba" and fn is base.get("numpy").table.get(prim) else name
+    fn = inspect.unwrap(getattr(fn, "func", fn))  # functools.partial, decorators
+    if not inspect.isfunction(fn):
+        return None
+    path = pathlib.Path(inspect.getsourcefile(fn)).resolve()
+    return (owner, path) if path.is_relative_to(PKG.resolve()) else None
+
+
+def test_every_executor_entry_is_written_in_that_executors_package():
+    # "lax.conv on dask" is in arrayx/executors/dask/: every Python function in an executor's table
+    # lies under arrayx/executors/<that executor>/, or in executors/common/ (pieces several share)
+    from arrayx.core import executor as base
+
+    problems, checked = [], 0
+    for name in BUILTIN_EXECUTORS:
+        for prim, fn in base.get(name).table.items():
+            found = None if fn is None else _owner_and_file(name, prim, fn)
+            if found is None:
+                continue
+            owner, path = found
+            homes = (PKG / "executors" / owner, PKG / "executors" / "common")
+            checked += 1
+            if not any(path.is_relative_to(home.resolve()) for home in homes):
+                problems.append(f"{name}: {prim} is {fn!r} from {path.relative_to(PKG.parent)}")
+    assert problems == [], "\n".join(problems)
+    assert checked > 200
+    for name in ("numpy", "jax", "dask", "cupy"):  # the categories that moved into the executors
+        table = base.get(name).table
+        for prim in ("conv", "reduce_window", "window_select", "window_scatter", "erf", "erfinv", "libm_log"):
+            owner, path = _owner_and_file(name, prim, table[prim]) or (name, None)
+            assert path is None or path.parent == PKG / "executors" / name, (name, prim, path)
+    jax_table = base.get("jax").table
+    for prim in ("psum", "all_gather", "xla_fma", "sharding_constraint"):
+        assert pathlib.Path(inspect.getsourcefile(jax_table[prim])).parent == PKG / "executors" / "jax"
+
+
+def test_the_numba_table_starts_as_numpys_and_generic_implementations_live_in_one_table():
+    from arrayx.core import executor as base
+    from arrayx.core.primitives import Primitive
+
+    numpy_table, numba_table = base.get("numpy").table, base.get("numba").table
+    assert all(numba_table[k] is fn for k, fn in numpy_table.items())  # the same entries ...
+    assert numba_table["conv"] is numpy_table["conv"] and numba_table["libm_log"] is numpy_table["libm_log"]
+    assert "impls" not in Primitive.__slots__  # ... and no implementations kept on primitives
+    for name in ("astype", "concat", "psum", "stop_gradient", "sharding_constraint", "full"):
+        assert name in base.GENERIC, name
+    # every GENERIC entry is written beside its primitive, above the executors
+    for name, fn in base.GENERIC.items():
+        path = pathlib.Path(inspect.getsourcefile(fn)).resolve()
+        assert not path.is_relative_to((PKG / "executors").resolve()), (name, path)
