@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from arrayx import api as ax
 from arrayx.api._checks import array_arg, normalize_axes
 from arrayx.core.primitives import Primitive

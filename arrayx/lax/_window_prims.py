@@ -19,14 +19,11 @@ runs the primitives' compositions below, written in arrayx operations.
 """
 from __future__ import annotations
 
-import itertools
 import math
-
-import numpy as np
 
 from arrayx.core.primitives import Primitive
 from arrayx.core.tracers import ShapeDtypeStruct
-from arrayx.executors.common.windows import axis_out, crop, identity, offset_key, window_out_shape
+from arrayx.executors.common.windows import axis_out, crop, identity, window_out_shape, winners
 
 __all__ = ["reduce_window_p", "window_select_p", "window_scatter_p", "identity", "window_out_shape"]
 
@@ -90,19 +87,8 @@ def _reduce_composed(x, *, kind, window, strides, padding, window_dilation):
 
 
 def _winners_composed(x, out, *, kind, window, strides, padding, window_dilation):
-    """For each window offset, the key of its strided slice and where it holds the window's winner
-    (the first offset, in row-major window order, that attains the window's max/min)."""
-    xp = _padded_composed(x, padding, identity(kind, x.dtype))
-    taken = None
-    for offset in itertools.product(*(range(k) for k in window)):
-        key = offset_key(offset, window_dilation, tuple(out.shape), strides)
-        hit = xp[key] == out
-        if taken is None:
-            taken = hit
-        else:
-            hit = hit & ~taken
-            taken = taken | hit
-        yield key, hit
+    """``winners`` (executors/common/windows.py) of ``x`` padded with the reduction's identity."""
+    return winners(_padded_composed(x, padding, identity(kind, x.dtype)), out, window, strides, window_dilation)
 
 
 def _placed(value, key, shape):

@@ -33,7 +33,6 @@ import contextlib
 import functools
 import math
 import uuid
-from contextvars import ContextVar
 from typing import Callable, NamedTuple
 
 import numpy as np

@@ -1,14 +1,15 @@
 """The arithmetic of windowed operations (convolution, window reductions), shared by the ``lax``
 primitives' shape rules and compositions and by every executor's implementation of them: output
 sizes, the padding value of a max/min window reduction, the slice that negative padding keeps.
-Plain integers and tuples: no array module."""
+Plain integers and tuples, and the winners' masks, which need only an array's operators."""
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
-__all__ = ["conv_shape", "window_out_shape", "axis_out", "identity", "crop", "offset_key"]
+__all__ = ["conv_shape", "window_out_shape", "axis_out", "identity", "crop", "offset_key", "winners"]
 
 
 def _out_size(n, k, s, lo, hi, ld, rd) -> int:
@@ -64,3 +65,20 @@ def offset_key(offset, window_dilation, out_shape, strides) -> tuple:
     """Every window's element at ``offset`` (a window position): one strided slice per axis."""
     return tuple(slice(o * d, o * d + (n - 1) * s + 1, s) if n else slice(0, 0)
                  for o, d, n, s in zip(offset, window_dilation, out_shape, strides))
+
+
+def winners(padded, out, window, strides, window_dilation):
+    """For each window offset, the key of its strided slice and where it holds the window's winner:
+    the first offset (in row-major window order) whose element of ``padded`` (the operand with its
+    padding) equals ``out`` (the window's max/min).  Written with ``==``, ``&``, ``~``, ``|`` and
+    slicing only, so for any array type: host buffers, arrayx arrays."""
+    taken = None
+    for offset in itertools.product(*(range(k) for k in window)):
+        key = offset_key(offset, window_dilation, tuple(out.shape), strides)
+        hit = padded[key] == out
+        if taken is None:
+            taken = hit
+        else:
+            hit = hit & ~taken
+            taken = taken | hit
+        yield key, hit

@@ -20,12 +20,11 @@ The primitives, their rules and their compositions (what a third party's executo
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
-from arrayx.executors.common.windows import axis_out, conv_shape, crop, identity, offset_key
+from arrayx.executors.common.windows import axis_out, conv_shape, crop, identity, winners
 
 __all__ = ["TABLE", "conv_columns", "in_layout", "column_blocks", "reduce_host", "select_host", "scatter_host",
            "add_at_inplace", "COLUMN_BYTES"]
@@ -221,19 +220,8 @@ def reduce_host(m, x, *, kind, window, strides, padding, window_dilation):
 
 
 def _winners(m, x, out, *, kind, window, strides, padding, window_dilation):
-    """For each window offset, the key of its strided slice and where it holds the window's winner
-    (the first offset that attains the window's max/min)."""
-    xp = _padded(m, x, padding, identity(kind, x.dtype))
-    taken = None
-    for offset in itertools.product(*(range(k) for k in window)):
-        key = offset_key(offset, window_dilation, out.shape, strides)
-        hit = xp[key] == out
-        if taken is None:
-            taken = hit
-        else:
-            hit = hit & ~taken
-            taken = taken | hit
-        yield key, hit
+    """``winners`` (executors/common/windows.py) of ``x`` padded with the reduction's identity."""
+    return winners(_padded(m, x, padding, identity(kind, x.dtype)), out, window, strides, window_dilation)
 
 
 def select_host(m, reduce, x, t, **params):
