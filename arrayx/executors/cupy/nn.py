@@ -5,23 +5,15 @@ from __future__ import annotations
 __all__ = ["TABLE"]
 
 
-def erf(x):
-    import cupyx.scipy.special as cps
+def _special(name: str):
+    def impl(x):
+        import cupyx.scipy.special as cps
 
-    return cps.erf(x)
+        return getattr(cps, name)(x)
 
-
-def erfc(x):
-    import cupyx.scipy.special as cps
-
-    return cps.erfc(x)
+    impl.__name__ = name
+    return impl
 
 
-def erfinv(x):
-    import cupyx.scipy.special as cps
-
-    return cps.erfinv(x)
-
-
-#: primitive name -> CuPy's implementation (merged into ``CupyExecutor.overrides``)
-TABLE = {"erf": erf, "erfc": erfc, "erfinv": erfinv}
+#: primitive name -> the implementation (merged into ``CupyExecutor.overrides``)
+TABLE = {name: _special(name) for name in ("erf", "erfc", "erfinv")}

@@ -5,23 +5,15 @@ from __future__ import annotations
 __all__ = ["TABLE"]
 
 
-def erf(x):
-    import jax.scipy.special as jss
+def _special(name: str):
+    def impl(x):
+        import jax.scipy.special as jss
 
-    return jss.erf(x)
+        return getattr(jss, name)(x)
 
-
-def erfc(x):
-    import jax.scipy.special as jss
-
-    return jss.erfc(x)
+    impl.__name__ = name
+    return impl
 
 
-def erfinv(x):
-    import jax.scipy.special as jss
-
-    return jss.erfinv(x)
-
-
-#: primitive name -> JAX's implementation (merged into ``JaxExecutor.overrides``)
-TABLE = {"erf": erf, "erfc": erfc, "erfinv": erfinv}
+#: primitive name -> the implementation (merged into ``JaxExecutor.overrides``)
+TABLE = {name: _special(name) for name in ("erf", "erfc", "erfinv")}

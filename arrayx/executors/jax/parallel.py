@@ -11,37 +11,19 @@ from arrayx.core.executor import GENERIC
 __all__ = ["TABLE"]
 
 
-def psum(x, **params):
-    if params["axis_name"] not in JAX_MAPPED.get():
-        return GENERIC["psum"](x, **params)
-    import jax
+def _collective(name: str):
+    def impl(x, **params):
+        if params["axis_name"] not in JAX_MAPPED.get():
+            return GENERIC[name](x, **params)
+        import jax
 
-    return jax.lax.psum(x, params["axis_name"])
+        if name == "all_gather":
+            return jax.lax.all_gather(x, params["axis_name"], axis=params["axis"], tiled=params["tiled"])
+        return getattr(jax.lax, name)(x, params["axis_name"])
 
-
-def pmax(x, **params):
-    if params["axis_name"] not in JAX_MAPPED.get():
-        return GENERIC["pmax"](x, **params)
-    import jax
-
-    return jax.lax.pmax(x, params["axis_name"])
-
-
-def pmin(x, **params):
-    if params["axis_name"] not in JAX_MAPPED.get():
-        return GENERIC["pmin"](x, **params)
-    import jax
-
-    return jax.lax.pmin(x, params["axis_name"])
-
-
-def all_gather(x, **params):
-    if params["axis_name"] not in JAX_MAPPED.get():
-        return GENERIC["all_gather"](x, **params)
-    import jax
-
-    return jax.lax.all_gather(x, params["axis_name"], axis=params["axis"], tiled=params["tiled"])
+    impl.__name__ = name
+    return impl
 
 
 #: primitive name -> JAX's implementation (merged into ``JaxExecutor.overrides``)
-TABLE = {"psum": psum, "pmax": pmax, "pmin": pmin, "all_gather": all_gather}
+TABLE = {name: _collective(name) for name in ("psum", "pmax", "pmin", "all_gather")}
