@@ -5,12 +5,12 @@ For a standard function served by a primitive of the same name (``sin``, ``linal
 
 ``native``     the executor's namespace function (``jax.numpy.sin``), or a kernel it lists in
                ``executor_info()["native"]`` (Numba's)
-``adapted``    an entry of the executor's ``overrides`` table or the primitive's own impl for it:
-               arrayx code on the executor's own library, named by its qualified name
+``adapted``    an entry of the executor's ``overrides`` table (``executors/<name>/``): arrayx code
+               on the executor's own library, named by its qualified name
 ``other``      computed elsewhere: an executor that lists native kernels runs the rest through the
                executor it extends (Numba -> NumPy), and an override whose name says it runs NumPy
                or the host (``_numpy_blockwise``, ``_numpy_reference``) is named as such
-``generic``    the primitive's executor-independent impl (``impls["*"]``)
+``generic``    the primitive's executor-independent impl (``arrayx.core.executor.GENERIC``)
 ``unsupported`` the table says None, or the namespace has no such function: NotImplementedError
 ``composite``  no primitive of that name: written in other arrayx operations (or an executor method
                such as ``asarray``), so it runs wherever those run
@@ -68,9 +68,6 @@ def path(ex, func: str) -> tuple[str, str]:
     prim = primitive_of(func)
     if prim is None:
         return COMPOSITE, "written in other arrayx operations"
-    own = _base.added_impls(ex.name).get(prim.name)  # entries lax, nn, random ... added to its table
-    if own is not None:
-        return ADAPTED, _name_of(own)
     native_kernels = ex.executor_info().get("native")
     if isinstance(native_kernels, dict):  # an executor with its own kernel list runs the rest elsewhere
         parent = _parent_executor(ex)
@@ -90,8 +87,8 @@ def path(ex, func: str) -> tuple[str, str]:
         if any(w in getattr(fn, "__qualname__", "").lower() for w in _ELSEWHERE_WORDS):
             return OTHER, name
         return ADAPTED, name
-    if prim.impls.get("*") is not None:
-        return GENERIC, _name_of(prim.impls["*"])
+    if _base.GENERIC.get(prim.name) is not None:
+        return GENERIC, _name_of(_base.GENERIC[prim.name])
     target = ex.xp
     for part in prim.impl_name.split("."):
         target = getattr(target, part, None)

@@ -89,20 +89,19 @@ def _breaking(executor: str, name: str, impl):
         def __enter__(self):
             prim = primitives[name]
             ex = _base.get(executor)
-            self.prim, self.saved = prim, _base.added_impls(executor).get(name)
-            _base.register_impls(name, **{executor: impl})
+            self.prim, self.had, self.saved = prim, name in ex.table, ex.table.get(name)
+            ex.table[name] = impl
             ex.impls.pop(prim, None)
+            ex.large_impls.pop(prim, None)
 
         def __exit__(self, *exc):
             ex = _base.get(executor)
-            if self.saved is None:
-                ex.table.pop(name, None)
-                if name in type(ex).overrides:
-                    ex.table[name] = type(ex).overrides[name]
-                _base._added.get(executor, {}).pop(name, None)
+            if self.had:
+                ex.table[name] = self.saved
             else:
-                _base.register_impls(name, **{executor: self.saved})
+                ex.table.pop(name, None)
             ex.impls.pop(self.prim, None)
+            ex.large_impls.pop(self.prim, None)
     return Patch()
 
 
