@@ -10,8 +10,8 @@ and fft) the checks find, with ``inspect``:
 - every file registering one of the primitive's transform rules (``jvp``, ``transpose``, ``batch``,
   ``abstract_eval``; recorded as they are assigned, in a fresh interpreter):
   ``arrayx/transforms/rules/<category>.py``;
-- its generic implementations (``impls["*"]``, ``lowerings["*"]``, ``composition``), which any
-  executor runs: the category's API or rules file;
+- its generic implementations (its ``arrayx.core.executor.GENERIC`` entry, ``lowerings["*"]``,
+  ``composition``), which any executor runs: the category's API or rules file;
 - each executor's implementation (its table entry; a library's own function counts as the
   executor class that lists it in ``overrides``) and jit lowering:
   ``arrayx/executors/<executor>.py`` or ``arrayx/executors/<executor>/``, the file of an executor it
@@ -221,7 +221,7 @@ def test_generic_implementations_sit_with_the_function():
             continue
         category = _category(fn)
         allowed = {f"api/{category}.py", f"transforms/rules/{category}.py"}
-        generic = {"impls['*']": prim.impls.get("*"), "lowerings['*']": prim.lowerings.get("*"),
+        generic = {"GENERIC": _executors.GENERIC.get(prim.name), "lowerings['*']": prim.lowerings.get("*"),
                    "composition": prim.composition}
         for what, impl in generic.items():
             if impl is not None and (where := _source_of(impl)) not in allowed:
@@ -253,7 +253,7 @@ def _executor_code_file(ex, prim_name: str, fn) -> str:
     for cls in type(ex).__mro__:
         if prim_name in vars(cls).get("overrides", {}):
             return _rel(inspect.getsourcefile(cls))
-    return "(added by register_impls, outside any executor class)"
+    return "(added to the table outside any executor class)"
 
 
 def _executor_files(ex, category: str) -> tuple[set, tuple]:
