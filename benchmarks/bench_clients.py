@@ -13,6 +13,11 @@ shared, loaded 2-core machine these results come from the large size is kept mod
 ms - so that the whole run stays short).  Labels:
 
 - ``numpy``: plain NumPy arrays, scikit-learn's ``array_api_dispatch`` off (the reference);
+- ``numpy[dispatch]``: the same NumPy arrays with ``array_api_dispatch`` on: the client's own array-API
+  code path (array-api-compat's NumPy namespace), without arrayx.  It separates what the client's
+  array-API code costs from what arrayx adds: ``arrayx[numpy]`` vs ``numpy[dispatch]`` is arrayx's own
+  overhead.  (SciPy and array-api-extra read ``SCIPY_ARRAY_API=1``, set for the whole process, so
+  on their workloads the two NumPy labels run the same code);
 - ``arrayx[E]``: arrayx arrays of executor E (numpy, numba, jax, dask), ``array_api_dispatch`` on;
 - ``arrayx[E,lazy]``: the same inside ``arrayx.lazy()`` (operations recorded, run fused when the
   client reads a value; numba and jax);
@@ -176,6 +181,11 @@ def _label_fns(name: str, n: int, labels) -> tuple[dict, dict]:
                     with scope():  # arrayx.lazy(): the call's operations recorded, run fused when read
                         out = call(d)
                     return block(out)
+        elif label == "numpy[dispatch]":
+            def fn():
+                with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return call(data)
         elif label == "array-api-strict":
             import array_api_strict as xs
 
@@ -186,7 +196,8 @@ def _label_fns(name: str, n: int, labels) -> tuple[dict, dict]:
                     warnings.simplefilter("ignore")
                     return call(d)
         else:
-            raise ValueError(f"bench_clients: unknown label {label!r}; labels: numpy, arrayx[E], array-api-strict")
+            raise ValueError(f"bench_clients: unknown label {label!r}; labels: numpy, numpy[dispatch], arrayx[E], "
+                             "array-api-strict")
         try:
             why = _check(fn(), want, up_to_sign)
         except Exception as e:  # noqa: BLE001 - the client or the library refuses: say so, do not time it
@@ -203,7 +214,7 @@ def default_labels() -> list:
     from arrayx.core import executor as base
 
     have = set(base.registered())
-    out = ["numpy"] + [f"arrayx[{e}]" for e in EXECUTORS if e in have]
+    out = ["numpy", "numpy[dispatch]"] + [f"arrayx[{e}]" for e in EXECUTORS if e in have]
     out += [f"arrayx[{e},lazy]" for e in LAZY_EXECUTORS if e in have]
     return out + (["array-api-strict"] if installed("array_api_strict") else [])
 
@@ -282,9 +293,14 @@ def main(argv=None) -> int:
                                    "cpu_s": cpu, "cpu_ratios": {k: cpu["numpy"] / t for k, t in cpu.items()
                                                                 if k != "numpy" and t > 0},
                                    "runner_ratios": ratios(times), "not_timed": refused}
+        base = times.get("numpy[dispatch]")
+        if base is not None:  # arrayx's own cost: against the client's array-API path on NumPy arrays
+            bench["workloads"][key]["ratios_vs_dispatch"] = {k: base / t for k, t in times.items()
+                                                             if k.startswith("arrayx")}
         print(f"{key:<34} numpy {times['numpy'] * 1e3:8.2f} ms  " + "  ".join(
-            f"{k} {times['numpy'] / t:5.2f}x ({cpu['numpy'] / cpu[k]:4.2f}x cpu)" for k, t in times.items()
-            if k != "numpy"), flush=True)
+            f"{k} {times['numpy'] / t:5.2f}x ({cpu['numpy'] / cpu[k]:4.2f}x cpu"
+            + (f", {base / t:4.2f}x vs dispatch" if base is not None and k.startswith("arrayx") else "") + ")"
+            for k, t in times.items() if k != "numpy"), flush=True)
     bench["headline"] = headline(bench)
     for size in ("small", "large"):
         sub = {"workloads": {k: v for k, v in bench["workloads"].items() if f" {size} " in k}}
@@ -292,6 +308,10 @@ def main(argv=None) -> int:
             bench[f"headline_{size}"] = headline(sub)
             bench[f"headline_{size}_cpu"] = headline({"workloads": {k: {"ratios": v["cpu_ratios"]}
                                                                     for k, v in sub["workloads"].items()}})
+            vs = {k: {"ratios": v["ratios_vs_dispatch"]} for k, v in sub["workloads"].items()
+                  if "ratios_vs_dispatch" in v}
+            if vs:
+                bench[f"headline_{size}_vs_dispatch"] = headline({"workloads": vs})
     stem = "clients_quick" if args.quick else "clients"
     out = pathlib.Path(args.output) if args.output else ROOT / "benchmarks" / "results" / f"{stem}.json"
     png = out.parent / "plots" / f"{out.stem}.png"
@@ -307,6 +327,8 @@ def main(argv=None) -> int:
               "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
               "sklearn": sklearn.__version__, "scipy": scipy.__version__, "rounds": rounds,
               "ratio": "plain NumPy time / label time (above 1: faster than plain NumPy); best of the rounds",
+              "ratio_vs_dispatch": "numpy[dispatch] time / arrayx label time: arrayx's own cost, the client's "
+                                   "array-API path taken out",
               "load average before (1, 5, 15 min)": load_before, "load average after": os.getloadavg(),
               "duration_s": round(time.perf_counter() - t_start, 1), **bench}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -314,7 +336,9 @@ def main(argv=None) -> int:
     print("geometric means (NumPy time / label time; wall, and CPU time):")
     for size in ("small", "large"):
         for pair, v in bench.get(f"headline_{size}", {}).items():
-            print(f"  {size:<6} {pair:<24} {v:.3g}x   cpu {bench[f'headline_{size}_cpu'].get(pair, float('nan')):.3g}x")
+            vs = bench.get(f"headline_{size}_vs_dispatch", {}).get(pair)
+            print(f"  {size:<6} {pair:<24} {v:.3g}x   cpu {bench[f'headline_{size}_cpu'].get(pair, float('nan')):.3g}x"
+                  + (f"   vs numpy[dispatch] {vs:.3g}x" if vs is not None else ""))
     print(f"wrote {out} and {png}")
     return 0
 
