@@ -89,6 +89,33 @@ def _reciprocal(x):
         return _complex_quotient_fix(np.ones_like(x.real), np.zeros_like(x.real), x.real, x.imag, np.asarray(out))
 
 
+_SQUARING = {np.dtype(np.float64): np.float64(2.0), np.dtype(np.float32): np.float32(2.0)}
+
+
+class _Power:
+    """``np.power``, with a real floating array to the scalar power 2 computed as ``np.square``: one
+    multiply per element instead of a call of the C library's ``pow`` (2.5x faster: StandardScaler's
+    ``temp **= 2``).  The results are identical, as ``pow(x, 2)`` is correctly rounded like ``x * x``;
+    NumPy's own ``**`` operator does the same.  Called like the ufunc (``out=`` included, and
+    ``resolve_dtypes``/``nin``/``nout``), so in-place operators and the buffer pool use it as one."""
+
+    nin, nout, signature = 2, 1, None
+    resolve_dtypes = staticmethod(np.power.resolve_dtypes)
+    __name__ = "power"
+
+    def __call__(self, x1, x2, /, out=None):
+        two = _SQUARING.get(getattr(x1, "dtype", None))
+        if two is not None and (x2.__class__ is two.__class__ or (x2.__class__ is np.ndarray and x2.ndim == 0
+                                                                    and x2.dtype == two.dtype)) and x2 == two:
+            # the exponent a scalar (or 0-d array) 2 of x1's dtype
+            return np.square(x1) if out is None else np.square(x1, out=out)
+        return np.power(x1, x2) if out is None else np.power(x1, x2, out=out)
+
+
+_power = _Power()
+_power.real_ufunc = _power  # what ``_into`` (in-place operators) calls with ``out=``: the same
+
+
 def _tensordot(x1, x2, *, axes=2):
     import array_api_compat.numpy as npx
 
@@ -140,6 +167,7 @@ class NumpyExecutor(Executor):
         "divide": _divide,
         "reciprocal": _reciprocal,
         "tensordot": _tensordot,
+        "pow": _power,
         "clip": _clip,
         # NumPy 2's own functions already have the standard's semantics; array-api-compat's
         # Python wrappers around them would only add per-call cost.
@@ -179,7 +207,12 @@ class NumpyExecutor(Executor):
     def resolve_large(self, prim):
         """``resolve(prim)``'s function writing its result into a pooled buffer (ufuncs and matmul;
         other functions as they are): what the eager paths and jit call where a result may be large."""
-        fn = self.large_impls[prim] = _buffer_pool.pooled(self.impls.get(prim) or self.resolve(prim), self.buffer_pool)
+        fn = self.impls.get(prim) or self.resolve(prim)
+        if fn is _power:  # a ufunc in all but class: pooled like np.power
+            fn = _buffer_pool._pooled_binary(_power, self.buffer_pool, self.buffer_pool.min_bytes)
+        else:
+            fn = _buffer_pool.pooled(fn, self.buffer_pool)
+        self.large_impls[prim] = fn
         return fn
 
     def set_buffer_pool(self, on: bool) -> None:
