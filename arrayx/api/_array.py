@@ -465,8 +465,9 @@ _INTO_PRIMS: dict = {}
 
 def _into(self: Array, fn, other) -> bool:
     """``self op= other`` written straight into self's buffer, where that is exactly what the
-    out-of-place path would compute and then copy (or rebind) there: eager, the NumPy executor, its function
-    for the op is a NumPy ufunc, self's buffer a writeable ndarray, ``other`` what ``fn``'s eager
+    out-of-place path would compute and then copy (or rebind) there: eager, the executor's function
+    for the op a NumPy ufunc or saying which one it is on real operands (``real_ufunc``: the NumPy
+    executor's divide, the Numba executor's kernels), self's buffer a writeable ndarray, ``other`` what ``fn``'s eager
     fast path takes as it is (an array of the same executor and dtype, or a Python scalar with a
     floating self, cast to self's dtype), and the result of self's dtype and shape.  NumPy's ufuncs
     handle overlapping operands as if they had been copied first.  False: the caller's general path.
@@ -483,8 +484,6 @@ def _into(self: Array, fn, other) -> bool:
     entry = _INTO_PRIMS.get(fn)
     buf = self._buf
     ex = self._ex
-    if ex.name != "numpy":  # others (numba) pick a kernel by size: their in-place results stay theirs
-        return False
     if entry is None or buf.__class__ is not np.ndarray or not buf.flags.writeable or _core.eager_hook is not None:
         return False
     prim, category = entry

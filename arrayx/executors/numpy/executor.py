@@ -79,6 +79,8 @@ def _divide(x1, x2):
 
 
 _divide.real_ufunc = np.divide  # what _divide is on real operands (in-place operators use it: Array._inplace)
+_expm1.real_ufunc = np.expm1  # (and large results on real operands go to pooled buffers: resolve_large)
+_tanh.real_ufunc = np.tanh
 
 
 def _reciprocal(x):
@@ -87,6 +89,28 @@ def _reciprocal(x):
         return out
     with np.errstate(invalid="ignore", divide="ignore"):
         return _complex_quotient_fix(np.ones_like(x.real), np.zeros_like(x.real), x.real, x.imag, np.asarray(out))
+
+
+_reciprocal.real_ufunc = np.reciprocal
+
+
+def _real_pooled(fn, pooled_ufunc):
+    """``fn`` (an override that is a ufunc on real operands and fixes up complex results) with its
+    real results written by ``pooled_ufunc``, the ufunc into the buffer pool: a large divide no longer
+    pays a fresh mapping's page faults on every call (``x / s`` of 100000 x 64: 9.8 -> 3.3 ms)."""
+    if fn.__code__.co_argcount == 1:
+        def run(x, /):
+            return fn(x) if x.dtype.kind == "c" else pooled_ufunc(x)
+    else:
+        def run(x1, x2, /):
+            if getattr(x1, "dtype", _NO_DTYPE).kind == "c" or getattr(x2, "dtype", _NO_DTYPE).kind == "c":
+                return fn(x1, x2)
+            return pooled_ufunc(x1, x2)
+    run.real_ufunc = fn.real_ufunc
+    return run
+
+
+_NO_DTYPE = np.dtype(np.complex128)  # a Python scalar operand: the override decides
 
 
 _SQUARING = {np.dtype(np.float64): np.float64(2.0), np.dtype(np.float32): np.float32(2.0)}
@@ -210,6 +234,8 @@ class NumpyExecutor(Executor):
         fn = self.impls.get(prim) or self.resolve(prim)
         if fn is _power:  # a ufunc in all but class: pooled like np.power
             fn = _buffer_pool._pooled_binary(_power, self.buffer_pool, self.buffer_pool.min_bytes)
+        elif isinstance(getattr(fn, "real_ufunc", None), np.ufunc) and hasattr(fn, "__code__"):
+            fn = _real_pooled(fn, _buffer_pool.pooled(fn.real_ufunc, self.buffer_pool))
         else:
             fn = _buffer_pool.pooled(fn, self.buffer_pool)
         self.large_impls[prim] = fn
