@@ -380,9 +380,18 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
     donors = _donors(operands, stored, donatable)
     source = (_flat_source(operands, row_body, stored, names, uses_index, donors) if flat
               else _source(operands, names, row_body, stored, reductions, inner == 1, uses_index, donors))
+    # the same region on transposed operands (X.T of a C array: RegionRunner._run_transposed), where the
+    # body does not read the flat index: elementwise, the flat kernel over their memory order; a 2-D
+    # region with its block on axis 1 (rows), the columns kernel over (1, mid, outer)
+    transposed = None
+    if not uses_index:
+        if flat:
+            transposed = source
+        elif ndim == 2 and first == last == 1 and outer > 1:
+            transposed = _source(operands, names, row_body, stored, reductions, False, uses_index, donors)
     return _Plan(source, tuple(operands), stored,
                  tuple((v, name, acc, params) for v, name, acc, _, params, _ in reductions), outer, mid, inner, flat,
-                 donors)
+                 donors, transposed)
 
 
 def _donors(operands, stored, donatable) -> dict:

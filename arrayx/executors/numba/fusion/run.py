@@ -33,6 +33,10 @@ class _Plan(NamedTuple):
     inner: int
     flat: bool  # elementwise, full and scalar operands: a kernel over element ranges (_FLAT)
     donors: dict  # stored output index -> operand index whose buffer the kernel writes it into
+    #: None, or the kernel source that runs the region on the transposes of its full operands (when they
+    #: are all transposed: ``X.T`` of a C array), with outputs written transposed: the flat kernel itself,
+    #: or for a 2-D region reducing (or broadcasting along) axis 1, its columns kernel over (1, mid, outer)
+    transposed: str | None = None
 
 
 CACHE_MAX_KERNELS = _config.get("ARRAYX_NUMBA_FUSED_KERNELS")
@@ -164,17 +168,21 @@ class RegionRunner:
         self.positions = {i: s for i, s in enumerate(slots) if s is not None}  # operand -> buffer position
         self.out_dtypes = [v.aval.dtype for v in plan_.stored]
         self.red_dtypes = [v.aval.dtype for v, *_ in plan_.reductions]
-        outer, mid, inner = plan_.outer, plan_.mid, plan_.inner
+        self.step, self.nsplit, self.cuts, self._team_size = self._work(plan_.outer, plan_.mid, plan_.inner)
+        self.team = None
+        self._transposed = None  # [kernel, team, step, nsplit, cuts, team size]: on its first run
+
+    def _work(self, outer: int, mid: int, inner: int) -> tuple:
+        """(step, nsplit, cuts, threads) of the work items of a run viewed as (outer, mid, inner)."""
         # work items: enough splits of mid for every thread, each at least ~8192 elements
         nsplit = 1 if self.threads == 1 else max(1, min(mid, -(-4 * self.threads // outer), (mid * inner) // 8192 or 1))
-        self.step = -(-mid // nsplit)
-        self.nsplit = -(-mid // self.step)
-        items = size if plan_.flat else outer * self.nsplit  # what the threads share
+        step = -(-mid // nsplit)
+        nsplit = -(-mid // step)
+        items = outer * mid * inner if self.plan.flat else outer * nsplit  # what the threads share
         threads = min(self.threads, items)
         # a chunk boundary every ~1/CHUNKS_PER_THREAD of a thread's share; the team on first run
-        self.cuts = _numba_team.cuts(items, max(1, min(items, threads * CHUNKS_PER_THREAD) if threads > 1 else 1))
-        self.team = None
-        self._team_size = threads
+        cuts = self._team.cuts(items, max(1, min(items, threads * CHUNKS_PER_THREAD) if threads > 1 else 1))
+        return step, nsplit, cuts, threads
 
     @property
     def source(self) -> str:
@@ -186,9 +194,27 @@ class RegionRunner:
         else:  # chunks claimed inside the kernel by the caller and the team's workers (see numba.team)
             self.team.run(self.kernel, len(self.cuts) - 1, (self.cuts, *kargs))
 
+    def _all_transposed(self, bufs) -> bool:
+        """Whether every full operand is a transposed array (F- and not C-contiguous, ``X.T`` of a C
+        array), so the region runs on their transposes without copying any of them into C order."""
+        found = False
+        shape = self.shape
+        for i, op in enumerate(self.plan.operands):
+            if op.value is None and op.layout == "f":
+                b = bufs[self.positions[i]]
+                if b.__class__ is not np.ndarray or b.shape != shape:
+                    return False  # a broadcast operand: in C order, as before
+                flags = b.flags
+                if not flags.f_contiguous:
+                    return False
+                found = found or not flags.c_contiguous
+        return found
+
     def __call__(self, *bufs):
         if self.failed is not None:
             return self.fallback(*bufs)
+        if self.plan.transposed is not None and len(self.shape) > 1 and self._all_transposed(bufs):
+            return self._run_transposed(bufs)
         plan_ = self.plan
         shape = self.shape
         # outputs and copies from the buffer pool (pages already mapped: a fresh 80 MB output costs
@@ -257,6 +283,84 @@ class RegionRunner:
                 counts = np.minimum(step, plan_.mid - starts).astype(np.float64).reshape(1, nsplit, 1)
             for (v, name, _, params), (p, q), dt in zip(plan_.reductions, parts, self.red_dtypes):
                 r = _combine(name, p, q, counts, plan_.mid, params)
+                results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
+        return results
+
+
+    def _run_transposed(self, bufs):
+        """The region on the transposes of its (all transposed) full operands: a flat region's own kernel
+        over their memory order, a 2-D one's columns kernel over (1, mid, outer) (the reduced axis 1 of
+        ``X.T`` is axis 0 of X); stored outputs come back as transposes of C-ordered buffers, as NumPy
+        gives a transposed operand's elementwise results."""
+        plan_ = self.plan
+        tshape = self.shape[::-1]
+        empty = _buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty
+        args = []
+        for i, op in enumerate(plan_.operands):
+            if op.value is not None:
+                args.append(op.value)
+                continue
+            b = bufs[self.positions[i]]
+            if op.layout == "s":
+                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
+            elif op.layout == "k":  # one value per row of the region: (rows, 1), its memory as it is
+                args.append(_contiguous(b, empty).reshape(-1))
+            else:
+                args.append(b.T.reshape(-1))  # a view: b.T is C-contiguous (_all_transposed)
+        outs = []
+        for k, dt in enumerate(self.out_dtypes):
+            donor = self.donors.get(k)
+            if donor is None:
+                outs.append(empty(tshape, dt).T)
+                continue
+            if not bufs[self.positions[donor]].flags.writeable:
+                args[donor] = args[donor].copy()
+            outs.append(args[donor].reshape(tshape).T)
+        if plan_.flat:
+            outer, mid, inner = 1, math.prod(self.shape), 1
+        else:
+            outer, mid, inner = 1, self.shape[1], self.shape[0]
+        t = self._transposed
+        if t is None:
+            t = [None, None, *self._work(outer, mid, inner)]
+        _, _, step, nsplit, cuts, team_size = t
+        kargs = [*args, *(o.T.reshape(-1) for o in outs)]
+        if not plan_.flat:
+            kargs[:0] = [outer, mid, inner, step, nsplit]
+        parts = []
+        for _, name, acc, _ in plan_.reductions:
+            p = np.empty((outer, nsplit, inner), acc)
+            q = np.empty_like(p) if name in ("var", "std") else None
+            parts.append((p, q))
+            kargs += [p] if q is None else [p, q]
+        try:
+            if t[0] is None:
+                kernel = _kernel(plan_.transposed)
+                kernel(self._team.claimed_claims(), cuts, *kargs)  # compiled here, never in a worker
+                t[1] = self._team.team(team_size) if team_size > 1 else None
+                t[0] = kernel
+                self._transposed = t
+            if t[1] is None:
+                t[0](self._team.new_claims(), cuts, *kargs)
+            else:
+                t[1].run(t[0], len(cuts) - 1, (cuts, *kargs))
+        except Exception as e:
+            from numba.core.errors import NumbaError
+
+            if not isinstance(e, NumbaError):
+                raise
+            first = str(e).strip().splitlines()
+            self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
+            self.ex.failed["fused region", "transposed"] = self.failed
+            return self.fallback(*bufs)
+        results = list(outs)
+        if plan_.reductions:
+            counts = None
+            if any(name in ("var", "std") for _, name, _, _ in plan_.reductions):
+                starts = np.arange(nsplit) * step
+                counts = np.minimum(step, mid - starts).astype(np.float64).reshape(1, nsplit, 1)
+            for (v, name, _, params), (p, q), dt in zip(plan_.reductions, parts, self.red_dtypes):
+                r = _combine(name, p, q, counts, mid, params)
                 results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
         return results
 
