@@ -226,3 +226,60 @@ def test_a_long_loop_without_reads_runs_in_pieces_of_one_program(executor, monke
     for _ in range(32):
         want = want * 0.5 + 1.0
     assert_same(y, want)
+
+
+# -- transposed operands (xpx.cov(X.T)): fused without a copy into C order ---------------------------
+
+def _transposed(shape, seed=3):
+    """A NumPy array and its arrayx twin of the current executor, both ``X.T`` of a C-ordered X."""
+    host = np.random.default_rng(seed).normal(size=shape[::-1])
+    return host.T, ax.asarray(host).T
+
+
+def _on_transposed(x):
+    m = ax.mean(x, axis=1, keepdims=True)
+    c = x - m
+    return (ax.sum(c * c, axis=1), ax.var(x, axis=1), ax.std(x - 1.0, axis=1, correction=1.0),
+            ax.max(ax.exp(x * 0.1), axis=1), c * 3.0 + 1.0)
+
+
+@pytest.mark.parametrize("shape", [(64, 5000), (7, 300), (300, 7)])
+def test_lazy_regions_on_transposed_operands(executor, shape):
+    host, x = _transposed(shape)
+    with ax.lazy():
+        got = _on_transposed(x)
+    want = (np.sum((host - host.mean(1, keepdims=True)) ** 2, axis=1), np.var(host, axis=1),
+            np.std(host - 1.0, axis=1, ddof=1), np.max(np.exp(host * 0.1), axis=1),
+            (host - host.mean(1, keepdims=True)) * 3.0 + 1.0)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-11, atol=1e-11)
+    assert_same(got, _on_transposed(x))  # the eager values of this executor
+
+
+def test_numba_fuses_transposed_operands_without_copying_them(monkeypatch):
+    """On numba a region whose full operands are all transposed runs on their memory as it is (before:
+    each was copied into C order first, 96 of xpx.cov's 172 ms at 120000 x 64); its elementwise
+    results come back transposed, as NumPy gives them for a transposed operand."""
+    pytest.importorskip("numba")
+    run = importlib.import_module("arrayx.executors.numba.fusion.run")
+    copied = []
+    contiguous = run._contiguous
+
+    def spy(b, empty):
+        if not (b.__class__ is np.ndarray and b.flags.c_contiguous):
+            copied.append(b.shape)
+        return contiguous(b, empty)
+
+    monkeypatch.setattr(run, "_contiguous", spy)
+    with ax.use_executor("numba"):
+        host, x = _transposed((64, 5000))
+        with ax.lazy():
+            m = ax.mean(x, axis=1)
+            c = x - m[:, None]
+            y = c * 2.0
+            s = ax.sum(y, axis=1)
+    assert copied == []
+    assert np.asarray(y).flags.f_contiguous and not np.asarray(y).flags.c_contiguous
+    want = (host - host.mean(1)[:, None]) * 2.0
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(s), want.sum(1), rtol=1e-9, atol=1e-9)
