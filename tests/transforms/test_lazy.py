@@ -283,3 +283,54 @@ def test_numba_fuses_transposed_operands_without_copying_them(monkeypatch):
     want = (host - host.mean(1)[:, None]) * 2.0
     np.testing.assert_allclose(np.asarray(y), want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.asarray(s), want.sum(1), rtol=1e-9, atol=1e-9)
+
+
+def _distances(a, b):
+    xx = ax.sum(a * a, axis=1)[:, None]
+    yy = ax.sum(b * b, axis=1)[None, :]
+    d = -2.0 * (a @ b.T)
+    d += xx
+    d += yy
+    d = ax.maximum(d, 0.0)
+    return d, ax.sum(d, axis=1), ax.var(d - yy, axis=0)
+
+
+def test_lazy_regions_with_operands_broadcast_both_ways(executor):
+    """scikit-learn's euclidean distances: (n, 1) and (1, m) operands of one (n, m) region."""
+    rng = np.random.default_rng(5)
+    A, B = rng.normal(size=(300, 16)), rng.normal(size=(500, 16))
+    with ax.lazy():
+        got = _distances(ax.asarray(A), ax.asarray(B))
+    d = np.maximum(-2.0 * (A @ B.T) + (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :], 0.0)
+    want = (d, d.sum(1), (d - (B * B).sum(1)[None, :]).var(0))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-9)
+    assert_same(got, _distances(ax.asarray(A), ax.asarray(B)))
+
+
+def test_numba_reads_operands_broadcast_along_the_block_without_copying(monkeypatch):
+    """On numba an operand repeated across the region's block (one value per position in it: (1, m)
+    beside an (n, 1) one) is read where it is; before, it was broadcast into a full copy first."""
+    pytest.importorskip("numba")
+    run = importlib.import_module("arrayx.executors.numba.fusion.run")
+    copied = []
+    contiguous = run._contiguous
+
+    def spy(b, empty):
+        if not (b.__class__ is np.ndarray and b.flags.c_contiguous):
+            copied.append(b.shape)
+        return contiguous(b, empty)
+
+    monkeypatch.setattr(run, "_contiguous", spy)
+    rng = np.random.default_rng(6)
+    C, col, row = rng.normal(size=(3000, 50)), rng.normal(size=(1, 50)), rng.normal(size=(3000, 1))
+    with ax.use_executor("numba"):
+        c, co, ro = ax.asarray(C), ax.asarray(col), ax.asarray(row)
+        with ax.lazy():
+            y = (c + co) * ro
+            s = ax.sum(c * co + ro, axis=0)
+            v = ax.var(c - ro, axis=1)
+    assert copied == []
+    np.testing.assert_allclose(np.asarray(y), (C + col) * row, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(np.asarray(s), (C * col + row).sum(0), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(v), (C - row).var(1), rtol=1e-10, atol=1e-12)

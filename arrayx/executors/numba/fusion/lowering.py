@@ -13,10 +13,12 @@ the same straight-line lowering as the NumPy executor (``_lowering.straight_line
 A region of shape S is viewed as (outer, mid, inner), with ``mid`` the block of axes that its
 reductions reduce (or along which a broadcast operand repeats).  Its operands are, by shape:
 full (S: flat, C-contiguous), kept (S with ones on the block: one value per (outer, inner)),
-or scalar (one element, passed by value: literals are cast to their operands' dtype); any other
-broadcast or a non-contiguous array is copied to full first.  Work items are (outer row, split
-of mid); ``mid`` runs in blocks whose values go to a small buffer folded by ``numba.fusion.fold``
-(float sums accumulate in float64, var/std combine blocks with Chan's update: one pass).
+along (ones off the block: one value per position in mid), or scalar (one element, passed by
+value: literals are cast to their operands' dtype); any other broadcast, or a non-contiguous
+array, is copied to full first (except transposed full operands: ``RegionRunner._run_transposed``).
+Work items are (outer row, split of mid); ``mid`` runs in blocks whose values go to a small
+buffer folded by ``numba.fusion.fold`` (float sums accumulate in float64, var/std combine blocks
+with Chan's update: one pass).
 Every kernel runs chunks of its range that the threads entering it claim (``numba.team``: the
 caller and a team of workers, each entering once per call), and asks for 512-bit vector loops where
 the CPU runs them at full speed (``numba.vectors``).
@@ -234,8 +236,8 @@ _COLUMNS = '''\
 
 class _Operand(NamedTuple):
     var: object  # the Var (or Literal) passed
-    layout: str  # "f" full, "k" kept, "s" scalar
-    broadcast: bool  # a broadcast source (copied to full when its shape is not "k")
+    layout: str  # "f" full, "k" kept, "m" along mid, "s" scalar
+    broadcast: bool  # a broadcast source (copied to full when its shape is neither "k" nor "m")
     value: object  # a Literal's value cast to its operands' dtype (None for a Var)
     expand: tuple | None  # a broadcast source's shape with the region's rank (its buffer is reshaped to it)
 
@@ -288,6 +290,9 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
     sources = [_expanded(e) for e in region.eqns if e.prim.name in _BROADCASTS and e.inputs[0].__class__ is Var]
     first, last = _block_of(region, sources)
     keep_shape = tuple(1 if first <= i <= last else d for i, d in enumerate(shape))
+    # the other way an operand may repeat: one value per position in the block (euclidean distances'
+    # ``D += XX; D += YY``, with XX (n, 1) kept and YY (1, m) along the block): read where it is
+    mid_shape = tuple(d if first <= i <= last else 1 for i, d in enumerate(shape))
 
     def operand(a, expand=None, dtype=None) -> str:
         """The body name of an operand from outside the region (loaded once per element); a
@@ -305,7 +310,7 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
                 layout = "f"
             else:
                 padded = expand or (1,) * (ndim - len(a.aval.shape)) + tuple(a.aval.shape)
-                layout = "k" if padded == keep_shape else "f"
+                layout = "k" if padded == keep_shape else "m" if padded == mid_shape else "f"
             index[key] = len(operands)
             operands.append(_Operand(a, layout, expand is not None, value, expand))
         return f"a{index[key]}"
@@ -376,7 +381,7 @@ def plan(region: Region, uses: dict, graph_outputs: set, donatable=frozenset()) 
     outer = math.prod(shape[:first])
     mid = math.prod(shape[first:last + 1])
     inner = math.prod(shape[last + 1:])
-    flat = not reductions and all(op.layout != "k" for op in operands)
+    flat = not reductions and all(op.layout not in ("k", "m") for op in operands)
     donors = _donors(operands, stored, donatable)
     source = (_flat_source(operands, row_body, stored, names, uses_index, donors) if flat
               else _source(operands, names, row_body, stored, reductions, inner == 1, uses_index, donors))
@@ -490,6 +495,9 @@ def _source(operands, names, body, stored, reductions, rows: bool, uses_index=Fa
         elif op.layout == "k":  # by flat index, no slices (see numba.fusion.pointers)
             row_setup.append(f"a{i} = ptr.load(x{i}, o)")
             col_loads.append(f"a{i} = ptr.load(x{i}, kb + j)")
+        elif op.layout == "m":  # one value per position along mid
+            row_loads.append(f"a{i} = ptr.load(x{i}, lo + r0 + i)")
+            col_row_setup.append(f"a{i} = ptr.load(x{i}, k)")
         else:
             row_loads.append(f"a{i} = ptr.load(x{i}, rb + i)")
             col_loads.append(f"a{i} = ptr.load(x{i}, rb + j)")

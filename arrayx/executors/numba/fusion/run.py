@@ -228,7 +228,7 @@ class RegionRunner:
             b = bufs[self.positions[i]]
             if op.layout == "s":
                 args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
-            elif op.layout == "k":
+            elif op.layout in ("k", "m"):  # one value per (outer, inner) / per position in mid
                 args.append(_contiguous(b, empty).reshape(-1))
             else:
                 if b.shape != shape:
@@ -303,7 +303,7 @@ class RegionRunner:
             b = bufs[self.positions[i]]
             if op.layout == "s":
                 args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
-            elif op.layout == "k":  # one value per row of the region: (rows, 1), its memory as it is
+            elif op.layout in ("k", "m"):  # one value per row / per column of the region, as it is
                 args.append(_contiguous(b, empty).reshape(-1))
             else:
                 args.append(b.T.reshape(-1))  # a view: b.T is C-contiguous (_all_transposed)
