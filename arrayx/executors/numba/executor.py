@@ -10,7 +10,12 @@ functions, ``where``, ``clip`` and the reductions ``sum``/``prod``/``mean``/``va
 - its dtype is one the kernel handles (bool, integers, float32, float64 as the operation
   allows; complex always goes to NumPy), and
 - the operands are C-contiguous and of equal shape, or one is a scalar (anything else, such as
-  general broadcasting, goes to NumPy).
+  general broadcasting, goes to NumPy), and
+- a sum or mean does not add whole rows (over the leading axes of a C array, the trailing ones of
+  ``X.T``): NumPy's one SIMD pass is as fast there (the executor's choice, ``_ROW_ADDS``).
+
+In-place operators (``x -= y``) run NumPy's ufunc into x's own memory: a kernel writing into its
+own operand loses its vector loop.
 
 Everything else, and any kernel Numba fails to compile, runs on NumPy.
 ``executor_info()["native"]`` lists what runs natively; ``explain(name, *buffers)`` says why a
