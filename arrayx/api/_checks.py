@@ -134,14 +134,14 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
             if isinstance(x2, np.generic) or isinstance(x2, np.ndarray) and not strict:  # numpy (op) arrayx
                 return promote_binary(fname, x1, _from_numpy(x2, x1), category)
             raise _operand_error(fname, x2, "x2")
-        dt = _scalar_promotion(fname, category, d1, x2, strict, f"{d1} and Python {type(x2).__name__}")
+        dt = _scalar_promotion(fname, category, d1, x2, strict, True)
         return cast(x1, dt), scalar_operand(fname, x2, dt)
     if isinstance(x2, Array):
         if not isinstance(x1, _PY_SCALARS):
             if isinstance(x1, np.generic) or isinstance(x1, np.ndarray) and not strict:
                 return promote_binary(fname, _from_numpy(x1, x2), x2, category)
             raise _operand_error(fname, x1, "x1")
-        dt = _scalar_promotion(fname, category, x2.dtype, x1, strict, f"Python {type(x1).__name__} and {x2.dtype}")
+        dt = _scalar_promotion(fname, category, x2.dtype, x1, strict, False)
         return scalar_operand(fname, x1, dt), cast(x2, dt)
     if not strict and isinstance(x1, _PY_SCALARS + (np.ndarray, np.generic)) and isinstance(
             x2, _PY_SCALARS + (np.ndarray, np.generic)):
@@ -156,19 +156,24 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
     )
 
 
-def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, operands: str):
-    """Result dtype of an array of dtype ``dt`` with a Python ``scalar`` (TypeError when refused)."""
+def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, array_first: bool):
+    """Result dtype of an array of dtype ``dt`` with a Python ``scalar`` (TypeError when refused).
+    The operands' description is formatted only for an error (``str(dtype)`` costs ~1 us a call)."""
+    def operands():
+        name = type(scalar).__name__
+        return f"{dt} and Python {name}" if array_first else f"Python {name} and {dt}"
+
     if strict:
         why = _dtypes.strict_scalar_refusal(dt, scalar)
         if why is not None:
-            raise TypeError(f"{fname}: {why} in strict mode, got {operands}; cast the array or leave arrayx.strict()")
+            raise TypeError(f"{fname}: {why} in strict mode, got {operands()}; cast the array or leave arrayx.strict()")
         out = _dtypes.scalar_result_dtype(dt, scalar)
         if out not in allowed_of(category) or dt not in allowed_of(category):
-            raise TypeError(f"{fname}: expected {category} dtypes, got {operands}")
+            raise TypeError(f"{fname}: expected {category} dtypes, got {operands()}")
         return out
     out = _float_result(fname, _dtypes.scalar_result_dtype(dt, scalar), category)
     if out not in allowed_of(category):
-        raise TypeError(f"{fname}: expected {category} dtypes, got {operands}")
+        raise TypeError(f"{fname}: expected {category} dtypes, got {operands()}")
     return out
 
 
