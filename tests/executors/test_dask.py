@@ -23,7 +23,7 @@ if EX.available():
 @pytest.fixture(autouse=True)
 def on_dask():
     """Unit tests compute on the synchronous scheduler; settings are restored afterwards."""
-    saved = (xd.get_scheduler(), xd.get_chunks(), xd.executor._shape_policy)
+    saved = (xd.get_scheduler(), xd.get_chunks(), xd.base._shape_policy)
     xd.set_scheduler("sync")
     try:
         with xp.use_executor("dask"):
@@ -266,7 +266,7 @@ def test_import_does_not_import_dask():
 
 def test_data_dependent_sizes_are_computed_when_read_and_not_before():
     """The default policy: lazy until a shape is read, then computed once, in place."""
-    assert xd.executor._shape_policy == "compute"
+    assert xd.base._shape_policy == "compute"
     x = xp.asarray(np.array([3.0, -1.0, 2.0, 5.0, -4.0]))
     with ComputeCounter() as c:
         m = x[x > 0]

@@ -3,7 +3,7 @@
 Dask's own linalg is 2-D only and needs special chunkings (tall-skinny QR, no full_matrices SVD,
 no det/eigh/...), so every matrix function runs NumPy's (array-api-compat's) on blocks that hold
 whole matrices, in parallel over the batch dimensions.  Dask is imported when a function first
-runs, never when arrayx loads (``dask.py`` builds its table from these at import).
+runs, never when arrayx loads (``executor`` builds its table from these at import).
 """
 from __future__ import annotations
 

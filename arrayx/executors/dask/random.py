@@ -100,7 +100,7 @@ def draw(shape: tuple, values, ops: tuple, axes: tuple | None = None, dtype=None
     from dask.core import flatten
     from dask.highlevelgraph import HighLevelGraph
 
-    from arrayx.executors.dask import executor as dx
+    from arrayx.executors.dask.base import _chunks_for
 
     dims = [int(n) for n in shape]
     axes = tuple(range(n) for n in dims) if axes is None else tuple(axes)
@@ -116,7 +116,7 @@ def draw(shape: tuple, values, ops: tuple, axes: tuple | None = None, dtype=None
     dtype = _dtype_of(values, ops) if dtype is None else dtype
     kinds = tuple(kinds)
     out_shape = tuple(len(r) for r in axes)
-    chunks = da.core.normalize_chunks(dx._chunks_for(out_shape), out_shape, dtype=dtype)
+    chunks = da.core.normalize_chunks(_chunks_for(out_shape), out_shape, dtype=dtype)
     name = "arrayx-random-" + tokenize(values, kinds, keys, dims, axes, chunks, dtype)
     splits = []  # per axis: the index range of each chunk
     for r, c in zip(axes, chunks):
