@@ -43,7 +43,10 @@ What reads keep
     and keeps their values in place of their graphs, so a loop that reads a value at each step
     computes one step each time, not its whole history (``dask.keep``: arrays of at most 64 MiB,
     256 MiB in all, oldest given back their graphs first; ``set_keep(max_bytes, max_array_bytes)``
-    changes the bounds, ``set_keep(0)`` turns it off).  Random draws are one task per chunk, the NumPy
+    changes the bounds, ``set_keep(0)`` turns it off).  The results of one operation (``svd``'s
+    U, S, Vt; ``eigh``'s; ``unique_all``'s) are computed together when a read needs one of them, so
+    the operation runs once.  ``reads()`` counts the computes reads started (values and sizes).
+    Random draws are one task per chunk, the NumPy
     executor's sampler on the chunk's counters (``dask.random``: the NumPy executor's values bit
     for bit); a slice of a draw, and what ``repr`` shows of a large one, draws only its values.
     ``repr`` of any large lazy array computes only the chunks its shown edges lie in.
@@ -108,7 +111,7 @@ from arrayx.executors.dask.indexing import (
     _summary_to_host,
     _take_along_axis,
 )
-from arrayx.executors.dask.keep import get_keep, kept_bytes, set_keep
+from arrayx.executors.dask.keep import get_keep, kept_bytes, reads, set_keep
 from arrayx.executors.dask.linalg import CONTRACTIONS as _CONTRACTIONS, FFT as _FFT, LINALG as _LINALG
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
 from arrayx.core.executor import Device, Executor
@@ -116,7 +119,7 @@ from arrayx.executors.dask import lax as _lax, nn as _nn, random as _random, sha
 
 __all__ = [
     "connect", "disconnect", "set_scheduler", "get_scheduler", "set_chunks", "get_chunks",
-    "set_unknown_shapes", "resolve_shapes", "set_keep", "get_keep", "kept_bytes",
+    "set_unknown_shapes", "resolve_shapes", "set_keep", "get_keep", "kept_bytes", "reads",
 ]
 
 _INDEX = np.dtype("int64")

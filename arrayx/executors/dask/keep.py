@@ -23,7 +23,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["note", "compute", "chunk_sizes", "set_keep", "get_keep", "kept_bytes"]
+__all__ = ["note", "compute", "chunk_sizes", "set_keep", "get_keep", "kept_bytes", "reads"]
 
 _MiB = 1 << 20
 _max_bytes = 256 * _MiB
@@ -35,6 +35,16 @@ _LIVE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 _KEPT: "OrderedDict[str, tuple]" = OrderedDict()
 _kept_bytes = 0
 _lock = threading.RLock()  # re-entrant: a kept array's finaliser may run while it is held
+#: the computes reads started: "values" (a value read: bool/float/asarray/...), "sizes" (the chunk
+#: sizes of an array whose shape depends on its values); ``reads()`` returns a copy
+_READS = {"values": 0, "sizes": 0}
+
+
+def reads() -> dict:
+    """How many computes the Dask executor has run for reads since the process started: of values
+    (``bool``, ``float``, ``numpy.asarray``, ... and implicit computes) and of data-dependent sizes.
+    Take the difference around a piece of code to count what it computes."""
+    return dict(_READS)
 
 
 def set_keep(max_bytes: int | None = None, max_array_bytes: int | None = None) -> None:
@@ -62,10 +72,17 @@ def kept_bytes() -> int:
 
 
 def note(out):
-    """Remember an operation's result(s) (weakly): a later read may keep them."""
+    """Remember an operation's result(s) (weakly): a later read may keep them.  The results of one
+    operation (``svd``'s U, S and Vt) are each other's siblings: a read that computes one of them
+    computes the others alive too (one task), instead of running the operation again per result."""
     if out.__class__ is tuple or out.__class__ is list:
         for o in out:
             note(o)
+        names = tuple(o.name for o in out if hasattr(o, "dask") and hasattr(o, "name"))
+        if len(names) > 1:
+            for o in out:
+                if hasattr(o, "dask") and hasattr(o, "name"):
+                    o._arrayx_siblings = names
     elif hasattr(out, "dask") and hasattr(out, "name"):
         _LIVE[out.name] = out
     return out
@@ -103,15 +120,30 @@ def _needed_whole(buf) -> list:
     return out
 
 
+def _with_siblings(arrays: list, buf) -> list:
+    """``arrays`` and the alive, worth-keeping siblings (results of the same operation) of them and
+    of ``buf``: computed in the same pass, they share the operation's tasks."""
+    seen = {a.name for a in arrays} | {buf.name}
+    out = list(arrays)
+    for a in [buf, *arrays]:
+        for n in a.__dict__.get("_arrayx_siblings", ()):
+            s = _LIVE.get(n) if n not in seen else None
+            if s is not None and _worth_keeping(s):
+                seen.add(n)
+                out.append(s)
+    return out
+
+
 def compute(buf, compute_kwargs: dict) -> np.ndarray:
     """``buf``'s values on the host, keeping what the read computes that is worth keeping."""
     import dask
 
+    _READS["values"] += 1
     if _max_bytes == 0 or hasattr(compute_kwargs.get("scheduler"), "scatter"):
         # with a distributed Client the values live on the workers (placed blocks, shardings):
         # keeping them here would pull them into this process, so nothing is kept there
         return np.asarray(buf.compute(**compute_kwargs))
-    keep = _needed_whole(buf)
+    keep = _with_siblings(_needed_whole(buf), buf)
     self_too = _worth_keeping(buf)
     results = dask.compute(buf, *keep, **compute_kwargs)
     host = np.asarray(results[0])
@@ -131,10 +163,11 @@ def chunk_sizes(buf, compute_kwargs: dict) -> tuple:
     computes the whole history of the array at each step to learn a size."""
     import dask
 
+    _READS["sizes"] += 1
     shapes = buf.map_blocks(_block_shape, dtype=np.int64, new_axis=buf.ndim,
                             chunks=tuple(len(c) * (1,) for c in buf.chunks) + ((buf.ndim,),))
     local = _max_bytes != 0 and not hasattr(compute_kwargs.get("scheduler"), "scatter")
-    keep = _needed_whole(buf) if local else []
+    keep = _with_siblings(_needed_whole(buf), buf) if local else []
     results = dask.compute(shapes, *keep, **compute_kwargs)
     for a, values in zip(keep, results[1:]):
         _keep(a, np.asarray(values))
