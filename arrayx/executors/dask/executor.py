@@ -80,6 +80,7 @@ Unknown shapes
 """
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
@@ -112,6 +113,7 @@ from arrayx.executors.dask.indexing import (
     _take_along_axis,
 )
 from arrayx.executors.dask.keep import get_keep, kept_bytes, reads, set_keep
+from arrayx.executors.dask.onechunk import one_chunk
 from arrayx.executors.dask.linalg import CONTRACTIONS as _CONTRACTIONS, FFT as _FFT, LINALG as _LINALG
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
 from arrayx.core.executor import Device, Executor
@@ -394,6 +396,23 @@ def _empty_on_host(prim, native):
     return impl
 
 
+def _distributed() -> bool:
+    """Whether computations go to other processes now (a ``dask.distributed`` Client, the
+    ``processes`` scheduler): the one-chunk tasks (``dask.onechunk``) stay in this process."""
+    s = _base._scheduler
+    if s is not None:
+        return hasattr(s, "scatter") or s == "processes"
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import default_client
+
+    try:
+        default_client()
+    except ValueError:
+        return False
+    return True
+
+
 def _noting(fn):
     """``fn`` whose results a later read may keep computed (``dask.keep``: they are remembered weakly)."""
     from arrayx.executors.dask.keep import note
@@ -493,7 +512,7 @@ class DaskExecutor(Executor):
 
         if prim.name not in _EMPTY_NATIVE and not isinstance(prim, CallPrimitive):
             fn = _empty_on_host(prim, fn)
-        return _noting(fn)
+        return _noting(one_chunk(prim, fn, _distributed))
 
     def memory_limit(self):
         # lazy: chunks are allocated when computed, but the client holds an entry per chunk

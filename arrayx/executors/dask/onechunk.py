@@ -1,0 +1,180 @@
+"""Operations on arrays of one chunk: one task running the NumPy executor's implementation.
+
+A client such as scikit-learn or SciPy calls arrayx op by op on arrays that fit in one chunk
+(Dask's ``array.chunk-size``, 128 MiB by default: every array of the benchmarks' large size).
+Dask's own functions spend 0.1-0.7 ms per call building such an operation (broadcasting and
+chunk arithmetic, ``compute_meta`` running the function on empty stand-ins, tokenising the
+operands, a reduction's chunk / combine / aggregate layers), and the compute runs those layers.
+Here, when every Dask operand of a primitive is one chunk of known shape, the result is one
+task: the NumPy executor's implementation of the primitive on the operands' blocks, with the
+result's shape and dtype from the primitive's abstract evaluation (nothing runs to learn them).
+The values are the NumPy executor's (its reductions, its special-value rules), whatever the
+operation; the task checks that the block it made has the shape and dtype announced.
+
+Not here (Dask's own, chunked implementation): operands of several chunks or unknown shape,
+results larger than one chunk, results whose size depends on values (masks, ``nonzero``,
+``unique_*``), operations with an effect (host callbacks), call-like and control-flow
+primitives (their functions), and computations on a ``dask.distributed`` cluster (``connect``).
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+
+import numpy as np
+
+from arrayx.core.graph import Graph as _GRAPH
+
+__all__ = ["one_chunk"]
+
+#: primitives never run as one task (their Dask implementations matter: draws per chunk ...)
+EXCLUDED = frozenset({"boolean_mask", "nonzero", "unique_values", "unique_counts", "unique_inverse",
+                      "unique_all", "repeat"})
+
+_counter = itertools.count()
+
+
+class ShapeMismatch(RuntimeError):
+    """The NumPy executor's block differs from the abstract evaluation (an arrayx bug)."""
+
+
+def _limit() -> int:
+    import dask
+
+    return dask.utils.parse_bytes(dask.config.get("array.chunk-size"))
+
+
+def one_chunk(prim, native, distributed):
+    """``native`` (Dask's implementation of ``prim``), preceded by the one-task path where it applies.
+
+    ``distributed()`` says whether computations go to a ``dask.distributed`` cluster now."""
+    if (prim.name in EXCLUDED or prim.data_dependent is not None or getattr(prim, "effectful", False)
+            or getattr(prim, "call_like", False) or prim.abstract_eval is None):
+        return native
+    from dask.array import Array as darray
+
+    from arrayx.core import executor as base
+    from arrayx.core.primitives import _wrap
+
+    rule = prim.abstract_eval
+    multiple = prim.multiple_results
+    dask_ex = base.get("dask")
+    elementwise = _elementwise(prim.name)
+    state = {}
+    if prim.name == "slice":  # a slice of a random draw draws only the sliced values (dask.random)
+        from arrayx.executors.dask.random import _RECIPES as draws
+    else:
+        draws = ()
+
+    def impl(*bufs, **params):
+        for p in params.values():
+            if p.__class__ is _GRAPH:  # a primitive of functions (control flow): Dask's path
+                return native(*bufs, **params)
+        deps = []
+        avals = []
+        for b in bufs:
+            if b.__class__ is darray:
+                chunks = b.chunks
+                shape = b.shape
+                if any(len(c) != 1 for c in chunks) or any(d != d for d in shape):
+                    return native(*bufs, **params)
+                deps.append(b)
+                avals.append(_wrap(b, dask_ex))  # as lazy() gives them: concrete arrays
+            elif isinstance(b, np.ndarray):
+                return native(*bufs, **params)
+            else:
+                avals.append(b)
+        if not deps or distributed() or (draws and deps[0].name in draws):
+            return native(*bufs, **params)
+        try:
+            out = rule(*avals, **params)
+        except Exception:  # noqa: BLE001 - a rule that needs values (or refuses): Dask's own path
+            return native(*bufs, **params)
+        outs = tuple(out) if multiple else (out,)
+        if elementwise and not _broadcast_as_ruled(outs[0], deps, elementwise):
+            return native(*bufs, **params)
+        limit = state.get("limit")
+        if limit is None:
+            limit = state["limit"] = _limit()
+        for o in outs:
+            if any(d is None for d in o.shape) or o.dtype.itemsize * _size(o.shape) > limit:
+                return native(*bufs, **params)
+        return _build(prim, bufs, params, deps, outs, multiple)
+
+    impl.__name__ = f"{prim.name}_one_chunk"
+    impl.__wrapped__ = native
+    return impl
+
+
+
+
+def _elementwise(name: str) -> int:
+    """0, or for an elementwise primitive the index of its first value operand (``where``: 1).
+    Their rules assume operands promoted to one dtype and (under transforms) broadcast to one
+    shape, as the namespace binds them; code that binds them otherwise takes Dask's path."""
+    if name == "where":
+        return 2
+    from arrayx.api import elementwise as ew
+
+    return 1 if name in ew.UNARY or name in ew.BINARY or name in ("divide", "clip") else 0
+
+
+def _broadcast_as_ruled(out, deps, elementwise: int) -> bool:
+    values = deps if elementwise == 1 else [d for d in deps[1:]]
+    if len({d.dtype for d in values}) > 1:
+        return False
+    return tuple(out.shape) == np.broadcast_shapes(*(d.shape for d in deps))
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _run(numpy_impl, template, params, outs, name, *blocks):
+    """The task: the NumPy executor's implementation on the blocks, checked against ``outs``."""
+    it = iter(blocks)
+    args = [next(it) if t is None else t[0] for t in template]
+    result = numpy_impl(*args, **params)
+    results = tuple(result) if outs.__class__ is tuple else (result,)
+    checked = []
+    for r, o in zip(results, outs if outs.__class__ is tuple else (outs,)):
+        r = np.asarray(r)
+        if r.shape != o.shape or r.dtype != o.dtype:
+            raise ShapeMismatch(f"{name}: the NumPy executor gives {r.dtype}{list(r.shape)}, the abstract "
+                                f"evaluation {o.dtype}{list(o.shape)} (an arrayx bug; please report it)")
+        checked.append(r)
+    return tuple(checked) if outs.__class__ is tuple else checked[0]
+
+
+def _build(prim, bufs, params, deps, outs, multiple):
+    from dask._task_spec import Task, TaskRef
+    from dask.array import Array
+    from dask.highlevelgraph import HighLevelGraph
+
+    from arrayx.core import executor as base
+
+    numpy_impl = base.get("numpy").resolve(prim)
+    template = tuple(None if b.__class__ is Array else (b,) for b in bufs)
+    refs = [TaskRef((d.name,) + (0,) * d.ndim) for d in deps]
+    uid = f"{prim.name}-onechunk-{next(_counter)}-{id(bufs)}"
+    run = functools.partial(_run, numpy_impl, template, params, outs if multiple else outs[0], prim.name)
+    if not multiple:
+        o = outs[0]
+        key = (uid,) + (0,) * len(o.shape)
+        graph = HighLevelGraph.from_collections(uid, {key: Task(key, run, *refs)}, dependencies=deps)
+        return Array(graph, uid, tuple((d,) for d in o.shape), meta=np.empty((0,) * len(o.shape), o.dtype))
+    whole = (uid,)
+    layer = {whole: Task(whole, run, *refs)}
+    results = []
+    for i, o in enumerate(outs):
+        name = f"{uid}-{i}"
+        key = (name,) + (0,) * len(o.shape)
+        layer_i = dict(layer)
+        layer_i[key] = Task(key, operator.getitem, TaskRef(whole), i)
+        graph = HighLevelGraph.from_collections(name, layer_i, dependencies=deps)
+        results.append(Array(graph, name, tuple((d,) for d in o.shape), meta=np.empty((0,) * len(o.shape), o.dtype)))
+    return tuple(results)
