@@ -145,15 +145,97 @@ def compute(buf, compute_kwargs: dict) -> np.ndarray:
         return np.asarray(buf.compute(**compute_kwargs))
     keep = _with_siblings(_needed_whole(buf), buf)
     self_too = _worth_keeping(buf)
-    results = dask.compute(buf, *keep, **compute_kwargs)
-    host = np.asarray(results[0])
-    if self_too:
-        keep.append(buf)
-        results = (*results, host.copy())  # what the caller gets is its own (it may write into it)
+    results = _direct([buf, *keep], compute_kwargs)
+    if results is not None:  # the blocks themselves: the caller gets a copy (it may write into it)
+        host = np.array(results[0], copy=True)
+        if self_too:
+            keep.append(buf)
+            results = (*results, results[0])
+    else:
+        results = dask.compute(buf, *keep, **compute_kwargs)
+        host = np.asarray(results[0])
+        if self_too:
+            keep.append(buf)
+            results = (*results, host.copy())  # what the caller gets is its own (it may write into it)
     for a, values in zip(keep, results[1:]):
         _keep(a, np.asarray(values))
     _rebase_live([a.name for a in keep])
     return host
+
+
+#: most tasks a read runs in this thread, without Dask's scheduler (``_direct``)
+DIRECT_MAX_TASKS = 2000
+
+
+def _direct(arrays: list, compute_kwargs: dict):
+    """The blocks of ``arrays`` (each one chunk), computed here in topological order, or None where
+    Dask's scheduler should run them: a graph of several chunks in a layer (parallel work), a
+    scheduler chosen other than the local ones, or Dask callbacks watching (diagnostics, tests).
+
+    A client's read of arrays that fit one chunk runs a chain of one-task layers: Dask's
+    ``compute`` spent 2-10 ms per read on its expression, optimisation, ordering and thread
+    hand-offs, more than the tasks of a small array take (scikit-learn's tests read ~10 times
+    per call)."""
+    scheduler = compute_kwargs.get("scheduler")
+    if scheduler not in (None, "sync", "synchronous", "single-threaded", "threads"):
+        return None
+    from dask.callbacks import Callback
+
+    if Callback.active:
+        return None
+    if scheduler is None:
+        import dask
+
+        if dask.config.get("scheduler", None) is not None:
+            return None
+    layers = {}
+    for a in arrays:
+        if a.npartitions != 1:
+            return None
+        layers.update(a.dask.layers)
+    if sum(len(layer) for layer in layers.values()) > DIRECT_MAX_TASKS or any(
+            len(layer) != 1 for layer in layers.values()):
+        return None
+    from dask._task_spec import GraphNode, convert_legacy_graph
+
+    dsk = {}
+    for layer in layers.values():
+        dsk.update(layer)
+    if not all(isinstance(t, GraphNode) for t in dsk.values()):
+        dsk = convert_legacy_graph(dsk)
+    keys = [(a.name,) + (0,) * a.ndim for a in arrays]
+    return _run_graph(dsk, keys)
+
+
+def _run_graph(dsk: dict, keys: list) -> list:
+    """The values of ``keys`` in the task graph ``dsk`` (dask task-spec nodes), computed in this
+    thread, each intermediate freed once its last dependent has run."""
+    order, seen = [], set()
+    stack = [(k, False) for k in reversed(keys)]
+    while stack:
+        k, ready = stack.pop()
+        if ready:
+            order.append(k)
+            continue
+        if k in seen:
+            continue
+        seen.add(k)
+        stack.append((k, True))
+        stack.extend((d, False) for d in dsk[k].dependencies if d not in seen)
+    waiting = {}
+    for k in order:
+        for d in dsk[k].dependencies:
+            waiting[d] = waiting.get(d, 0) + 1
+    wanted = set(keys)
+    cache = {}
+    for k in order:
+        node = dsk[k]
+        cache[k] = node(cache)
+        for d in node.dependencies:
+            waiting[d] -= 1
+            if not waiting[d] and d not in wanted:
+                del cache[d]
+    return [cache[k] for k in keys]
 
 
 def chunk_sizes(buf, compute_kwargs: dict) -> tuple:
@@ -164,10 +246,21 @@ def chunk_sizes(buf, compute_kwargs: dict) -> tuple:
     import dask
 
     _READS["sizes"] += 1
-    shapes = buf.map_blocks(_block_shape, dtype=np.int64, new_axis=buf.ndim,
-                            chunks=tuple(len(c) * (1,) for c in buf.chunks) + ((buf.ndim,),))
     local = _max_bytes != 0 and not hasattr(compute_kwargs.get("scheduler"), "scatter")
     keep = _with_siblings(_needed_whole(buf), buf) if local else []
+    results = _direct([buf, *keep], compute_kwargs)
+    if results is not None:  # one chunk: its values give its size, and are kept as a read's are
+        sizes = tuple((int(d),) for d in np.shape(results[0]))
+        buf._chunks = sizes
+        if local and _worth_keeping(buf):
+            keep.append(buf)
+            results = (*results, results[0])
+        for a, values in zip(keep, results[1:]):
+            _keep(a, np.asarray(values))
+        _rebase_live([a.name for a in keep])
+        return sizes
+    shapes = buf.map_blocks(_block_shape, dtype=np.int64, new_axis=buf.ndim,
+                            chunks=tuple(len(c) * (1,) for c in buf.chunks) + ((buf.ndim,),))
     results = dask.compute(shapes, *keep, **compute_kwargs)
     for a, values in zip(keep, results[1:]):
         _keep(a, np.asarray(values))
@@ -221,8 +314,6 @@ def _block_shape(block) -> np.ndarray:
 
 
 def _keep(a, values: np.ndarray) -> None:
-    import dask.array as da
-
     if values.dtype != a.dtype or values.shape != a.shape:  # unknown chunk sizes, or a meta Dask got wrong
         return
     with _lock:
@@ -231,12 +322,29 @@ def _keep(a, values: np.ndarray) -> None:
         _evict(values.nbytes)
         if values.nbytes > _max_bytes - _kept_bytes:
             return
-        kept = da.from_array(values, chunks=a.chunks, name=a.name, asarray=False, lock=False)
         original = a.dask
-        a.dask = kept.dask
+        a.dask = _graph_of(a, values)
         name = a.name
         _KEPT[name] = (weakref.ref(a, lambda _, name=name: _forget(name)), original, values.nbytes)
         _add(values.nbytes)
+
+
+def _graph_of(a, values: np.ndarray):
+    """A graph of ``a``'s chunks (its name, its chunks) holding views of ``values`` (no copy:
+    ``from_array`` copies the whole array first)."""
+    import itertools
+
+    from dask._task_spec import DataNode
+    from dask.array.core import slices_from_chunks
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = a.name
+    blocks = itertools.product(*(range(len(c)) for c in a.chunks))
+    layer = {}
+    for block, where in zip(blocks, slices_from_chunks(a.chunks)):
+        key = (name,) + block
+        layer[key] = DataNode(key, values[where])
+    return HighLevelGraph.from_collections(name, layer, dependencies=())
 
 
 def _add(n: int) -> None:
