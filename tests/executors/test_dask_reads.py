@@ -7,7 +7,10 @@
   computes one step each time, within the memory bound ``set_keep`` sets;
 - arrays whose chunk sizes were computed (boolean masks, ``unique_values``) work in elementwise
   operations, boolean indexing and ``repeat`` (Dask mishandles their empty chunks);
-- sums and means do not depend on how the data is split into chunks.
+- sums and means do not depend on how the data is split into chunks;
+- the results of one operation (svd's) are computed together; a client-like sequence computes
+  only at its reads; operations on one-chunk arrays are one task each with the NumPy executor's
+  values, and reads of such graphs run without Dask's scheduler.
 
 Each check that names an executor compares it with the NumPy executor.
 """
@@ -389,3 +392,58 @@ def test_a_client_sequence_computes_only_at_its_reads(dask_chunks):
     with xp.use_executor("numpy"):
         want = np.asarray(_standardise(xp.asarray(data)))
     np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+# -- arrays of one chunk: one task per operation, reads without Dask's scheduler -----------------------
+
+
+def _client_steps(x):
+    """A client's mix: elementwise, reductions, a matrix product, slicing, a factorisation."""
+    centred = x - xp.mean(x, axis=0)
+    cov = centred.T @ centred / (x.shape[0] - 1)
+    vals = xp.linalg.eigvalsh(cov)
+    top = xp.argsort(-vals)[:2]
+    return xp.sqrt(xp.abs(vals[top])), xp.max(xp.abs(centred), axis=1)[::7], xp.cumulative_sum(x[:, 0])
+
+
+def test_operations_on_one_chunk_arrays_are_one_task_each_and_the_numpy_executors_values(dask_chunks):
+    data = np.random.default_rng(2).normal(size=(60, 5))
+    x = xp.asarray(data)
+    vals, maxima, csum = _client_steps(x)
+    for out in (vals, maxima, csum):
+        graph = out._buf.dask
+        assert all(len(layer) == 1 for layer in graph.layers.values())  # one task per layer
+        assert any("onechunk" in name for name in graph.layers)
+    with xp.use_executor("numpy"):
+        want = _client_steps(xp.asarray(data))
+    for got, w in zip((vals, maxima, csum), want):
+        assert np.array_equal(np.asarray(got), np.asarray(w))  # the NumPy executor's values, bit for bit
+
+
+def test_operations_on_several_chunks_stay_dasks_and_agree(dask_chunks):
+    dask_chunks(16)
+    data = np.random.default_rng(3).normal(size=(60, 5))
+    vals, maxima, csum = _client_steps(xp.asarray(data))
+    assert not any("onechunk" in name for name in maxima._buf.dask.layers)
+    with xp.use_executor("numpy"):
+        want = _client_steps(xp.asarray(data))
+    for got, w in zip((vals, maxima, csum), want):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(w), rtol=1e-12)
+
+
+def test_reads_of_one_chunk_graphs_skip_dasks_compute_and_give_a_private_copy(dask_chunks, monkeypatch):
+    import dask
+
+    calls = []
+    compute = dask.compute
+    monkeypatch.setattr(dask, "compute", lambda *a, **k: calls.append(1) or compute(*a, **k))
+    data = np.arange(12.0).reshape(3, 4)
+    x = xp.asarray(data) * 2.0
+    host = np.asarray(x)
+    host[0, 0] = -1.0  # the caller's copy: the kept value is unchanged
+    assert float(xp.sum(x)) == float(np.sum(data * 2.0)) and np.asarray(x)[0, 0] == 0.0
+    m = x[x > 5.0]  # a size that depends on the values, computed the same way
+    assert m.shape == (9,) and np.array_equal(np.asarray(m), (data * 2.0)[data * 2.0 > 5.0])
+    assert calls == []
+    dask_chunks(2)  # several chunks: Dask's scheduler runs them
+    assert float(xp.sum(xp.asarray(data) + 1.0)) == float(np.sum(data + 1.0)) and calls

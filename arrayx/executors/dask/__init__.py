@@ -3,6 +3,7 @@
 - ``executor``: :class:`DaskExecutor` and its table; ``base``: the scheduler / chunking / shape
   settings (``arrayx.executors.dask.connect(address)``, ``set_chunks``, ``resolve_shapes`` ...) and
   the read every part goes through; ``indexing``: gathers, masks, scatters, slices, reshapes;
+  ``onechunk``: an operation on one-chunk operands as one task of the NumPy executor's code;
 - ``fusion``: jit's regions as one blockwise task per chunk; ``keep``: the chunks kept after a
   read; ``linalg``: contractions, linalg and fft over chunks; ``random``: draws per chunk and the
   table's ``libm_log``;

@@ -21,7 +21,11 @@ Chunks
     ``set_chunks(chunks)``: ``"auto"`` (default; Dask's ``array.chunk-size``),
     an int (elements per chunk along every axis), a byte size such as
     ``"64MiB"``, or a tuple per axis.  Results of operations keep the chunks
-    Dask gives them.
+    Dask gives them.  An operation whose Dask operands are each one chunk (every array up to
+    Dask's ``array.chunk-size``, 128 MiB by default) is one task running the NumPy executor's
+    implementation (``dask.onechunk``: its values are the NumPy executor's), and a read of such
+    a graph runs its tasks in the calling thread (no scheduler, no optimisation passes);
+    several chunks go through Dask's own functions and scheduler.
 
 Implicit computes (each runs the graph of the array involved)
     ``bool(x)``, ``int(x)``, ``float(x)``, ``complex(x)``, ``x.__index__()``,
