@@ -106,6 +106,14 @@ def _needed_whole(buf) -> list:
     names = [n for n in layers if n != buf.name and n in _LIVE]
     if not names:
         return []
+    if all(len(layer) == 1 for layer in layers.values()):
+        # one task per layer, each an ancestor of buf (its graph holds no other): all needed whole
+        out = []
+        for n in names:
+            a = _LIVE.get(n)
+            if a is not None and a.npartitions == 1 and _worth_keeping(a):
+                out.append(a)
+        return out
     wanted = set(names)
     needed = dict.fromkeys(names, 0)  # chunks of each that the read computes (the culled layers keep the keys' names)
     for layer in graph.cull(set(flatten(buf.__dask_keys__()))).layers.values():

@@ -172,7 +172,7 @@ def _run(numpy_impl, template, params, outs, name, *blocks):
 def _build(prim, bufs, params, deps, outs, multiple):
     from dask._task_spec import Task, TaskRef
     from dask.array import Array
-    from dask.highlevelgraph import HighLevelGraph
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
     from arrayx.core import executor as base
 
@@ -187,13 +187,13 @@ def _build(prim, bufs, params, deps, outs, multiple):
         graph = HighLevelGraph.from_collections(uid, {key: Task(key, run, *refs)}, dependencies=deps)
         return Array(graph, uid, tuple((d,) for d in o.shape), meta=np.empty((0,) * len(o.shape), o.dtype))
     whole = (uid,)
-    layer = {whole: Task(whole, run, *refs)}
+    base_graph = HighLevelGraph.from_collections(uid, {whole: Task(whole, run, *refs)}, dependencies=deps)
     results = []
-    for i, o in enumerate(outs):
+    for i, o in enumerate(outs):  # a layer of one task per result: reads see one task per layer
         name = f"{uid}-{i}"
         key = (name,) + (0,) * len(o.shape)
-        layer_i = dict(layer)
-        layer_i[key] = Task(key, operator.getitem, TaskRef(whole), i)
-        graph = HighLevelGraph.from_collections(name, layer_i, dependencies=deps)
+        graph = HighLevelGraph({**base_graph.layers, name: MaterializedLayer({key: Task(key, operator.getitem,
+                                                                                           TaskRef(whole), i)})},
+                               {**base_graph.dependencies, name: {uid}})
         results.append(Array(graph, name, tuple((d,) for d in o.shape), meta=np.empty((0,) * len(o.shape), o.dtype)))
     return tuple(results)
