@@ -306,6 +306,21 @@ def test_transposes_are_views(executor):
     _same_everywhere(scenario)
 
 
+def test_permute_dims_is_a_view(executor):
+    """``permute_dims`` (``swapaxes``) is a view in NumPy: SciPy's overlap-add (``oaconvolve``)
+    adds into a slice of ``swapaxes(ret)`` and reads ``ret`` (on Dask it read the old values)."""
+    def scenario():
+        ret = xp.asarray(A, copy=True)
+        part = xp.permute_dims(ret, (2, 1, 0))[1:3, ...]
+        part += 100.0
+        back = xp.permute_dims(part, (2, 1, 0))
+        back[0, 0, 0] = -5.0
+        ret[1, 2, 3] = 9.0
+        return [ret, part, back]
+
+    _same_everywhere(scenario)
+
+
 def test_transposes_under_jit(executor):
     def f(a):
         c = a * 1.0
