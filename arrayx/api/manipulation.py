@@ -371,11 +371,11 @@ def permute_dims(x, /, axes) -> Array:
         return permute_dims_p.bind(x, axes=perm)  # NumPy's own view
     # a view, as NumPy's, on JAX/Dask and under transforms: writes through it reach x (SciPy's
     # overlap-add writes through swapaxes(x)[a:b] and reads x)
-    from arrayx.api import indexing as _ix
+    from arrayx.api import _views
 
     inverse = tuple(int(i) for i in np.argsort(perm))
-    return _ix.whole_view(x, lambda v: permute_dims_p.bind(v, axes=perm),
-                          lambda v: permute_dims_p.bind(v, axes=inverse))
+    return _views.whole_view(x, lambda v: permute_dims_p.bind(v, axes=perm),
+                             lambda v: permute_dims_p.bind(v, axes=inverse))
 
 
 def roll(x, /, shift, *, axis=None) -> Array:
