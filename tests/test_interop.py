@@ -94,18 +94,11 @@ def test_scipy_logsumexp(results: dict, executor: str) -> None:
     _close(r["value"], r["numpy"], rtol=1e-12)
 
 
-# Executors whose buffers are immutable: a view never sees ``+=`` on it (README: "Views").
-IMMUTABLE_VIEWS = {"jax", "dask"}
-
-
 def test_scipy_oaconvolve(results: dict, executor: str) -> None:
-    # overlap-add: SciPy adds each block's tail into a view of the next (``ret_overpart += overpart``)
+    # overlap-add: SciPy adds each block's tail into a view of the next (``ret_overpart += overpart``,
+    # the view a slice of ``swapaxes(ret)``): permute_dims is a view on every executor, as NumPy's
     r = _check(results, executor, "oaconvolve")
-    got, want = np.asarray(r["value"]), np.asarray(r["numpy"])
-    if executor in IMMUTABLE_VIEWS:
-        assert not np.array_equal(got, want), f"oaconvolve matches NumPy on {executor!r} now: update IMMUTABLE_VIEWS"
-        pytest.xfail(f"{executor} buffers are immutable: SciPy's += into a view does not reach the result")
-    np.testing.assert_array_equal(got, want)
+    _close(r["value"], r["numpy"], rtol=1e-10)  # JAX's FFT differs from pocketfft in the last bits
 
 
 def test_scipy_moment(results: dict, executor: str) -> None:
