@@ -40,10 +40,10 @@ from arrayx.core.tracers import Tracer
 # the transform (after it, both are as they were, as for any in-place code under a transform).
 #
 # Views of all of the base through a function and its inverse link the same way (``whole_view``):
-# ``x.T`` and ``x.mT``, always views in NumPy.  The manipulation functions (reshape, permute_dims,
-# expand_dims, squeeze, ...) return new arrays on these executors: the standard leaves view-or-copy
-# unspecified, and NumPy's own choice for reshape depends on memory layout, which JAX and Dask
-# arrays do not have.
+# ``x.T``, ``x.mT`` and ``permute_dims`` (SciPy's ``swapaxes``), always views in NumPy.  The other
+# manipulation functions (reshape, expand_dims, squeeze, ...) return new arrays on these executors:
+# the standard leaves view-or-copy unspecified, and NumPy's own choice for reshape depends on memory
+# layout, which JAX and Dask arrays do not have.
 
 _LOCK = threading.RLock()
 
