@@ -220,6 +220,11 @@ def _atan2(x1, x2):
     return jnp.arctan2(x1, x2)
 
 
+def _in_host_memory(buf) -> bool:
+    """Whether every device holding jax array ``buf`` is a CPU (``np.asarray`` of it is then a view)."""
+    return all(d.platform == "cpu" for d in buf.devices())
+
+
 def _on_host(obj) -> bool:
     try:
         return obj.__dlpack_device__()[0] == 1  # kDLCPU
@@ -238,15 +243,22 @@ def _private_copy(jnp, host: np.ndarray):
 
 
 def _unique_on_host(name):
-    """``unique_*`` of complex arrays as the NumPy executor computes them (JAX's turns 0+nanj into nan+0j)."""
+    """``unique_*`` as the NumPy executor computes them, for complex arrays anywhere (JAX's turns
+    0+nanj into nan+0j) and for every array in host memory (CPU): the result's size depends on
+    the values, so eager ``jax.numpy`` waits for them too, and then sorts in a dozen dispatches
+    (20,000 int64: 2.5 ms, NumPy 0.2 ms; scikit-learn's LDA calls it eight times per fit).  The
+    values are the same (the elements themselves, their indices and counts), placed on x's device."""
     def impl(x):
-        if x.dtype.kind != "c":
+        if x.dtype.kind != "c" and not _in_host_memory(x):
             return getattr(jnp, name)(x)
         from arrayx.core.executor import get
 
         numpy_ex = get("numpy")  # eager only (a data-dependent shape): the values are on the host anyway
         out = (numpy_ex.overrides.get(name) or getattr(numpy_ex.xp, name))(np.asarray(x))
-        return type(out)(*(jnp.asarray(np.asarray(o)) for o in out)) if isinstance(out, tuple) else jnp.asarray(out)
+        device = next(iter(x.devices()))
+        if isinstance(out, tuple):
+            return type(out)(*(_jax.device_put(np.asarray(o), device) for o in out))
+        return _jax.device_put(np.asarray(out), device)
 
     impl.__name__ = name
     return impl
