@@ -34,8 +34,9 @@ One compiled call per op
 Memory
     Loading the executor raises glibc's mmap threshold and keeps one malloc arena
     (``executors/common/heap.py``) so that XLA's large result buffers reuse freed heap instead
-    of faulting in fresh pages on every op (a 6x cut in CPU time on 50 MB elementwise results); process-wide, the process keeps freed
-    heap up to 1 GiB.  ``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc alone.
+    of faulting in fresh pages on every op (a 6x cut in CPU time on 50 MB elementwise
+    results); process-wide, the process keeps freed heap up to 1 GiB.
+    ``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc alone.
 
 Deviations of ``jax.numpy`` that this module corrects (``overrides``): index
 results that JAX returns as int32 (``searchsorted``) are int64, the standard's
