@@ -250,7 +250,7 @@ def _unique_on_host(name):
     (20,000 int64: 2.5 ms, NumPy 0.2 ms; scikit-learn's LDA calls it eight times per fit).  The
     values are the same (the elements themselves, their indices and counts), placed on x's device."""
     def impl(x):
-        if x.dtype.kind != "c" and not _in_host_memory(x):
+        if x.dtype.kind != "c" and (isinstance(x, _jax.core.Tracer) or not _in_host_memory(x)):
             return getattr(jnp, name)(x)
         from arrayx.core.executor import get
 
