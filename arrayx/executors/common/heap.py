@@ -6,13 +6,14 @@ system on ``free``, so each large eager result of the jax executor pays one page
 page: ``a + 1.0`` on 100,000 x 64 float64 took 18 ms of CPU time of which 15 ms were page faults
 (3 ms once blocks are reused; NumPy itself 2.6-4.9 ms).  :func:`reuse_large_blocks` raises the
 mmap threshold to 1 GiB and the trim threshold likewise, so blocks up to 1 GiB come from the heap and
-are reused after they are freed.  It also limits malloc to one arena: XLA dispatches work to its own
-threads, and a thread's own arena grows in heaps of at most 64 MiB, so a large block allocated there
-was mapped afresh and unmapped on free whatever the thresholds (scikit-learn's StandardScaler on
-100,000 x 64 float64: 12,500-37,500 page faults, 20-60 ms of CPU, per call; 1 with one arena).  The cost: the process keeps up to that much freed heap mapped
-(its resident size stays near its peak) instead of handing it back at once.  The setting is
-process-wide (NumPy's own large arrays are reused too); ``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc
-as it is.  Elsewhere than glibc (macOS, musl, Windows) it does nothing.
+are reused after they are freed.  It also limits malloc to one arena: XLA dispatches work to its
+own threads, and a thread's own arena grows in heaps of at most 64 MiB, so a large block allocated
+there was mapped afresh and unmapped on free whatever the thresholds (scikit-learn's StandardScaler
+on 100,000 x 64 float64: 12,500-37,500 page faults, 20-60 ms of CPU, per call; 1 with one arena;
+the threads of Numba and Dask in the same process share that arena too).  The cost: the process
+keeps up to 1 GiB of freed heap mapped (its resident size stays near its peak) instead of handing
+it back at once.  The settings are process-wide (NumPy's own large arrays are reused too);
+``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc as it is.  Elsewhere than glibc (macOS, musl, Windows) it does nothing.
 """
 from __future__ import annotations
 
