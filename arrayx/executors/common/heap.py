@@ -13,7 +13,8 @@ on 100,000 x 64 float64: 12,500-37,500 page faults, 20-60 ms of CPU, per call; 1
 the threads of Numba and Dask in the same process share that arena too).  The cost: the process
 keeps up to 1 GiB of freed heap mapped (its resident size stays near its peak) instead of handing
 it back at once.  The settings are process-wide (NumPy's own large arrays are reused too);
-``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc as it is.  Elsewhere than glibc (macOS, musl, Windows) it does nothing.
+``ARRAYX_JAX_REUSE_MEMORY=0`` leaves malloc as it is.  Elsewhere than glibc (macOS, musl, Windows)
+it does nothing.
 """
 from __future__ import annotations
 
