@@ -48,7 +48,8 @@ in XLA's result, are computed on the host as the NumPy executor computes them: X
 the sign of zero (branch cuts) and does not follow C99 Annex G at infinities.
 The host reads and writes subnormals as zeros of their sign, as XLA does, on a
 thread of its own (XLA runs callbacks with flush-to-zero on).  ``unique_*`` of
-complex arrays run on the host (JAX turns ``0+nanj`` into ``nan+0j``).
+complex arrays, and of any array on a CPU device (faster), run on the host as the NumPy
+executor's (JAX turns ``0+nanj`` into ``nan+0j``; docs/executors.rst, host kernels).
 ``max``/``min`` return NaN for a slice with one
 (XLA:CPU loses NaNs in reductions of some lengths), ``any``/``all`` of complex look at
 both parts, ``abs(inf+nanj)`` is inf, sums start from +0, and ``inv``/``solve``/
