@@ -178,7 +178,12 @@ def matrix_transpose(x, /) -> Array:
     x = array_arg("matrix_transpose", x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got shape {x.shape}")
-    return matrix_transpose_p.bind(x)
+    if x._ex.mutable and _TRACE.get() is None:
+        return matrix_transpose_p.bind(x)  # NumPy's own view
+    # a view on JAX/Dask and under transforms, as permute_dims and NumPy's (its own inverse)
+    from arrayx.api import _views
+
+    return _views.whole_view(x, matrix_transpose_p.bind, matrix_transpose_p.bind)
 
 
 def _tensordot_axes(x1: Array, x2: Array, axes) -> tuple:

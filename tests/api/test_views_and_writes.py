@@ -321,6 +321,29 @@ def test_permute_dims_is_a_view(executor):
     _same_everywhere(scenario)
 
 
+def test_matrix_transpose_is_a_view(executor):
+    """``linalg.matrix_transpose`` is a view as ``x.mT`` and NumPy's: writes through it reach x."""
+    def scenario():
+        ret = xp.asarray(A, copy=True)
+        t = xp.linalg.matrix_transpose(ret)
+        t[..., 0, 1] = -7.0
+        t[1] += 10.0
+        ret[0, 0, 0] = 3.0
+        return [ret, t]
+
+    _same_everywhere(scenario)
+
+
+def test_matrix_transpose_view_under_jit(executor):
+    def f(a):
+        c = a * 1.0
+        xp.linalg.matrix_transpose(c)[0] = 0.0
+        return c
+
+    a = xp.asarray(A[1])
+    assert_same(xp.jit(f)(a), on_numpy(f, a))
+
+
 def test_transposes_under_jit(executor):
     def f(a):
         c = a * 1.0
