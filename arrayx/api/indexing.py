@@ -484,3 +484,4 @@ def take_along_axis(x, indices, /, *, axis: int = -1) -> Array:
 # at the end (they build on the names above): the views getitem makes, and through them the writes
 # (see arrayx/api/__init__, "Import cycles")
 from arrayx.api._views import _is_view_key, _view  # noqa: E402
+from arrayx.api import _indexing_generic  # noqa: E402,F401  (the primitives' GENERIC entries)
