@@ -158,3 +158,174 @@ def test_the_tiny_executor_runs_the_gradient_of_a_max_pool(tiny, case):
                                rtol=1e-12, atol=1e-12)
     batched = ax.vmap(ax.grad(loss))(ax.stack([x, -x]))
     np.testing.assert_allclose(np.asarray(batched)[1], _on_numpy(ax.grad(loss), -img), rtol=1e-12, atol=1e-12)
+
+
+# -- indexing: the primitives' generic implementations (arrayx/api/_indexing_generic.py) -----------
+
+
+def _tiny(a):
+    return ax.asarray(np.asarray(a), device="tiny")
+
+
+def _matches_numpy(fn, *arrays):
+    """``fn`` of the arrays on the tiny executor: a tiny array with the numpy executor's values."""
+    got = fn(*[_tiny(a) for a in arrays])
+    assert got.executor == "tiny"
+    want = _on_numpy(fn, *arrays)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+
+
+def _every_way(fn, x, *rest):
+    """``fn(x, *rest)`` eagerly, under jit, its gradient in x (of ``sum(fn ** 2 * ...)``, so that the
+    transposes see uneven cotangents) and vmapped over a stack of two x: each on the tiny executor,
+    compared with the numpy executor."""
+    def loss(a, *r):
+        out = fn(a, *r)
+        return ax.sum(out ** 2 * ax.reshape(ax.linspace(0.5, 2.0, out.size, device=out.device), out.shape))
+
+    batched = ax.vmap(fn, in_axes=(0,) + (None,) * len(rest))
+    _matches_numpy(fn, x, *rest)
+    _matches_numpy(ax.jit(fn), x, *rest)
+    _matches_numpy(ax.grad(loss), x, *rest)
+    _matches_numpy(ax.jit(ax.grad(loss)), x, *rest)
+    _matches_numpy(batched, np.stack([x, 1.0 - 2.0 * x]), *rest)
+
+
+_X = np.round(np.random.default_rng(5).standard_normal((4, 5, 6)), 2)
+
+
+@pytest.mark.parametrize("case", ["trailing", "ellipsis", "reversed", "int_and_new_axis", "negative_steps"])
+def test_the_tiny_executor_runs_basic_slicing(tiny, case):
+    # the slice primitive (standard basic indexing) and its transpose slice_update (a select: no
+    # buffer is written), eagerly, under jit, grad and vmap
+    fn = {
+        "trailing": lambda a: a[..., :4],
+        "ellipsis": lambda a: a[1:, ..., 2],
+        "reversed": lambda a: a[::-1, 1:4],
+        "int_and_new_axis": lambda a: a[None, -1, :, None, 1::2],
+        "negative_steps": lambda a: a[-2::-2, 4:0:-3, -1:-7:-2],
+    }[case]
+    _every_way(fn, _X)
+
+
+@pytest.mark.parametrize("case", ["set_region", "add_strided", "set_int_row", "set_everything"])
+def test_the_tiny_executor_runs_updates_of_basic_regions(tiny, case):
+    fn = {
+        "set_region": lambda a, v: a.at[1:3, ::2].set(v[0, :3]),
+        "add_strided": lambda a, v: a.at[::-2, 1:, -1].add(v[0, 1:, 0]),
+        "set_int_row": lambda a, v: a.at[2, None, :, 3].set(v[0, 0, 0]),
+        "set_everything": lambda a, v: a.at[...].set(v),
+    }[case]
+    v = np.linspace(-1.0, 1.0, 5 * 6).reshape(1, 5, 6)
+    _every_way(fn, _X, v)
+
+
+_GATHERS = {
+    # (key builder, index arrays): one index array (negative, repeated), two adjacent, two apart,
+    # and one in the middle of basic entries
+    "one_array_axis0": (lambda a, i, j: a[i], ([0, -1, 2, -1], None)),
+    "one_array_axis1": (lambda a, i, j: a[:, i], ([[4, -5], [0, 4]], None)),
+    "two_adjacent": (lambda a, i, j: a[:, i, j], ([0, -1, 3, 3], [5, 0, -6, 5])),
+    "two_apart": (lambda a, i, j: a[i, :, j], ([[1], [-1]], [0, 5, -2])),
+    "with_slices": (lambda a, i, j: a[1:, i, ::-2], ([[-1, 2, 2]], None)),
+    "take": (lambda a, i, j: ax.take(a, i, axis=2), ([5, 0, -1, 0], None)),
+}
+
+
+@pytest.mark.parametrize("case", list(_GATHERS))
+def test_the_tiny_executor_runs_integer_array_indexing(tiny, case):
+    # gather (take over the merged indexed axes) and, under grad, its transpose scatter add, where
+    # repeated indices accumulate; jit sees the indices as traced values (clamped: in range here)
+    key, (i, j) = _GATHERS[case]
+    args = [np.asarray(i)] + ([np.asarray(j)] if j is not None else [])
+    fn = (lambda a, i: key(a, i, None)) if j is None else key
+    _every_way(fn, _X, *args)
+
+
+@pytest.mark.parametrize("case", ["all_axes", "leading_axis", "inner_axis", "two_dim_inner", "between_slices"])
+def test_the_tiny_executor_runs_boolean_masks(tiny, case):
+    # boolean_mask (the standard's single boolean index, the masked axes moved to the front for it)
+    mask = {
+        "all_axes": lambda a: a > 0.3,
+        "leading_axis": lambda a: a[:, 0, 0] > 0,
+        "inner_axis": lambda a: a[0, 0, :] < 0,
+        "two_dim_inner": lambda a: a[0] > -0.2,
+    }
+    if case == "between_slices":
+        fn = lambda a: a[1:, a[0, :, 0] > 0, ::2]  # noqa: E731
+    elif case == "inner_axis":
+        fn = lambda a: a[:, :, mask[case](a)]  # noqa: E731
+    elif case == "two_dim_inner":
+        fn = lambda a: a[1:, mask[case](a)]  # noqa: E731
+    else:
+        fn = lambda a: a[mask[case](a)]  # noqa: E731
+    _matches_numpy(fn, _X)
+    _matches_numpy(lambda a: ax.grad(lambda b: ax.sum(fn(b) ** 3))(a), _X)
+
+
+_AT_INDICES = np.array([[1, -3, 1], [3, 1, -3]])  # repeated, negative
+
+
+@pytest.mark.parametrize("kind", ["set", "add", "multiply", "min", "max"])
+@pytest.mark.parametrize("where", ["axis0", "axis1", "two_adjacent", "two_apart"])
+def test_the_tiny_executor_runs_scatter_updates_with_repeated_indices(tiny, kind, where):
+    # scatter of each kind: repeated indices accumulate (add, multiply, min, max), "set" keeps one of
+    # the repeated updates (the last, as NumPy's assignment); eagerly, jit, grad and vmap
+    key = {
+        "axis0": lambda i: (i,),
+        "axis1": lambda i: (slice(None), i),
+        "two_adjacent": lambda i: (slice(None), i, i + 2),
+        "two_apart": lambda i: (i, slice(None), i + 1),
+    }[where]
+
+    def fn(a, i, u):
+        k = key(i)
+        region = a[k]
+        return getattr(a.at[k], kind)(ax.reshape(u[:region.size], region.shape))
+
+    u = np.round(np.random.default_rng(7).standard_normal(4 * 5 * 6 * 6), 1)
+    if kind == "set":  # NumPy leaves it open which repeated update lands; arrayx's generic one takes the last
+        _matches_numpy(fn, _X, _AT_INDICES, u)
+        _matches_numpy(ax.jit(fn), _X, _AT_INDICES, u)
+        _matches_numpy(ax.vmap(fn, in_axes=(0, None, None)), np.stack([_X, -_X]), _AT_INDICES, u)
+        _matches_numpy(ax.grad(lambda a, i, u: ax.sum(fn(a, i, u) ** 2)), _X, _AT_INDICES, u)
+    else:
+        _every_way(fn, _X, _AT_INDICES, u)
+
+
+@pytest.mark.parametrize("mode", ["clip", "drop", "fill", "promise_in_bounds"])
+@pytest.mark.parametrize("kind", ["get", "set", "add", "multiply", "min", "max"])
+def test_the_tiny_executor_runs_at_updates_in_each_mode(tiny, kind, mode):
+    # out-of-range indices (except with promise_in_bounds) clamped, dropped or filled as the mode says
+    i = np.array([0, 7, -1, 2, -9, 2, 3]) if mode != "promise_in_bounds" else np.array([0, 3, -1, 2, -4, 2, 3])
+
+    def fn(a, i, u):
+        if kind == "get":
+            return a.at[:, i].get(mode=mode, fill_value=-7.0) if mode == "fill" else a.at[:, i].get(mode=mode)
+        return getattr(a.at[:, i], kind)(u, mode=mode)
+
+    x = _X[:, :4, 0]
+    u = np.round(np.random.default_rng(8).standard_normal((4, 7)), 1)
+    _matches_numpy(fn, x, i, u)
+    _matches_numpy(ax.jit(fn), x, i, u)
+    _matches_numpy(ax.vmap(fn, in_axes=(0, None, None)), np.stack([x, -x]), i, u)
+    if kind in ("get", "add", "set"):
+        _matches_numpy(ax.grad(lambda a, i, u: ax.sum(fn(a, i, u) ** 2)), x, i, u)
+
+
+@pytest.mark.parametrize("starts", [(1, 2, 3), (3, -1, 5), (0, 9, -9)])
+def test_the_tiny_executor_runs_dynamic_slices(tiny, starts):
+    # dynamic_slice / dynamic_update_slice with starts clamped so that the window fits (JAX's rule);
+    # under jit the starts are traced values (take and a select over an iota: nothing read on the host)
+    def window(a, s):
+        return ax.lax.dynamic_slice(a, (s[0], s[1], s[2]), (2, 3, 4))
+
+    def update(a, s):
+        return ax.lax.dynamic_update_slice(a, ax.sin(window(a, s)) * 3.0, (s[2], s[0], s[1]))
+
+    s = np.asarray(starts)
+    _every_way(window, _X, s)
+    _every_way(update, _X, s)
+    _every_way(lambda a, s: ax.lax.dynamic_slice(a, (1, 2, 3), (3, 3, 3)) * 2.0, _X, s)  # Python int starts
+    _every_way(lambda a, s: ax.lax.dynamic_index_in_dim(a, s[1], axis=1, keepdims=False), _X, s)
