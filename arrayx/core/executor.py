@@ -91,6 +91,13 @@ class Executor:
     4. the primitive's ``composition`` (written in arrayx operations, so any executor, a third
        party's too, runs it: ``lax.conv``, ``nn.erf`` ...);
     5. else NotImplementedError naming the function and the executor.
+
+    jit (``core/lowering.py``) runs each equation through this same lookup; ``Primitive.lowerings``
+    (keyed by executor name, ``"*"`` for any) is no second table of implementations but a factory
+    called once per equation at compile time, ``(executor, params) -> callable over buffers``, for
+    what must be built from the compiling executor or from sub-graphs: cond/while/scan, calls,
+    custom rules and checkpoint lower their graphs, creation and iota build on the compiling
+    executor, host callbacks use its own (``jax.debug.callback``).
     """
 
     name: str = "?"
