@@ -329,3 +329,18 @@ def test_the_tiny_executor_runs_dynamic_slices(tiny, starts):
     _every_way(update, _X, s)
     _every_way(lambda a, s: ax.lax.dynamic_slice(a, (1, 2, 3), (3, 3, 3)) * 2.0, _X, s)  # Python int starts
     _every_way(lambda a, s: ax.lax.dynamic_index_in_dim(a, s[1], axis=1, keepdims=False), _X, s)
+
+
+def test_the_tiny_executor_runs_traced_out_of_range_indices_and_batched_indices(tiny):
+    # under jit known-nothing indices are clamped (gather) or their updates dropped (scatter), as in
+    # JAX; vmap over the indices batches gather and scatter with an iota index (the batching rules)
+    i = np.array([[0, 9], [-1, -12], [2, 2]])
+    u = np.round(np.random.default_rng(9).standard_normal((4, 3, 2)), 1)
+    x = _X[:, :5, 1]
+    _matches_numpy(ax.jit(lambda a, i: a[:, i]), x, i)
+    _matches_numpy(ax.jit(lambda a, i, u: a.at[:, i].add(u)), x, i, u)
+    _matches_numpy(ax.jit(lambda a, i, u: a.at[:, i].set(u)), x, i % 5, u)
+    _matches_numpy(ax.jit(ax.grad(lambda a, i: ax.sum(a[i[0], i] ** 2))), x, i)
+    _matches_numpy(ax.vmap(lambda a, i: a[i], in_axes=(None, 0)), x, i % 4)
+    _matches_numpy(ax.vmap(lambda a, i, u: a.at[i].add(u), in_axes=(None, 0, 0)), x, i % 4,
+                   np.round(np.linspace(-2, 2, 3 * 2 * 5).reshape(3, 2, 5), 1))
