@@ -63,7 +63,8 @@ SCATTER_MODES = (None, "promise_in_bounds", "clip", "drop", "fill")
 
 
 # The primitives' contracts (each executor's table implements them; NumPy-like buffers share
-# the implementations of ``arrayx.executors.common.indexing``):
+# the implementations of ``arrayx.executors.common.indexing``; an executor without entries runs the
+# generic ones of ``arrayx/api/_indexing_generic.py``, written in the standard):
 #   slice(x, key)                         x[key], key a static basic key (ints, None, (start, stop, step))
 #   slice_update(x, v, key)               a copy of x with x[key] = v (v broadcasts to x[key])
 #   gather(x, *idx, axes)                 x[k], k[axes[j]] = idx[j] and full slices elsewhere; the

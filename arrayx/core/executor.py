@@ -86,7 +86,8 @@ class Executor:
 
     1. this executor's table (None there: NotImplementedError);
     2. :data:`GENERIC`, the one table shared by all executors (implementations written over any
-       standard namespace's buffers: ``astype``, ``concat``, the creation functions ...);
+       standard namespace's buffers: ``astype``, ``concat``, the creation functions, the indexing
+       primitives (``api/_indexing_generic.py``) ...);
     3. this executor's namespace, ``getattr(xp, prim.impl_name)``;
     4. the primitive's ``composition`` (written in arrayx operations, so any executor, a third
        party's too, runs it: ``lax.conv``, ``nn.erf`` ...);
