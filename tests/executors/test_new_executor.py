@@ -344,3 +344,56 @@ def test_the_tiny_executor_runs_traced_out_of_range_indices_and_batched_indices(
     _matches_numpy(ax.vmap(lambda a, i: a[i], in_axes=(None, 0)), x, i % 4)
     _matches_numpy(ax.vmap(lambda a, i, u: a.at[i].add(u), in_axes=(None, 0, 0)), x, i % 4,
                    np.round(np.linspace(-2, 2, 3 * 2 * 5).reshape(3, 2, 5), 1))
+
+
+class ImmutableExecutor(base.Executor):
+    """JAX arrays through jax.numpy (a standard namespace): buffers that cannot be written in place."""
+
+    name = "tiny_immutable"
+    mutable = False
+
+    def _load(self):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)  # as the jax executor does
+        type(self).array_type = self.array_type = jax.Array
+        return jax.numpy
+
+    def compile(self, graph, donate_argnums=()):
+        return self.lower(graph)
+
+
+@pytest.fixture
+def immutable():
+    pytest.importorskip("jax")
+    base._registry.pop(ImmutableExecutor.name, None)
+    base.register_executor(ImmutableExecutor())
+    yield ImmutableExecutor.name
+    base._registry.pop(ImmutableExecutor.name, None)
+
+
+def test_an_executor_of_immutable_buffers_runs_the_indexing_updates(immutable):
+    # the generic updates write no buffer (selects over an iota, a sorted scatter), so buffers with no
+    # __setitem__ (JAX's) take x[key] = v, x.at[].op(v) with repeated indices, dynamic_update_slice,
+    # and the transposes under grad; values compared with the numpy executor
+    i = np.array([0, -1, 0, 2])
+    u = np.round(np.random.default_rng(11).standard_normal((4, 4, 6)), 1)
+
+    def run(fn, *arrays):
+        got = fn(*[ax.asarray(np.asarray(a), device=immutable) for a in arrays])
+        assert got.executor == immutable
+        np.testing.assert_allclose(np.asarray(got), _on_numpy(fn, *arrays), rtol=1e-12, atol=1e-12)
+
+    def setitem(a):
+        a = ax.asarray(a, copy=True)
+        a[1:, ::-2, 3] = -1.0
+        return a
+
+    x = _X[:, :4]
+    run(setitem, x)
+    for kind in ("set", "add", "multiply", "min", "max"):
+        run(lambda a, i, u: getattr(a.at[i], kind)(u), x, i, u)
+        run(ax.jit(lambda a, i, u: getattr(a.at[:, i], kind)(ax.permute_dims(u, (1, 0, 2)))), x, i, u)
+    run(lambda a: ax.lax.dynamic_update_slice(a, a[:2, :2, :2] * 2.0, (3, 1, -1)), x)
+    run(ax.jit(lambda a, s: ax.lax.dynamic_update_slice(a, a[:2, :2, :2] * 2.0, (s, 1, s))), x, np.asarray(3))
+    run(ax.grad(lambda a, i: ax.sum(a[i, 1:, ::2] ** 2) + ax.sum(ax.lax.dynamic_slice(a, (1, 1, 1), (2, 2, 2)) ** 3)), x, i)
