@@ -246,20 +246,13 @@ def test_the_tiny_executor_runs_integer_array_indexing(tiny, case):
 @pytest.mark.parametrize("case", ["all_axes", "leading_axis", "inner_axis", "two_dim_inner", "between_slices"])
 def test_the_tiny_executor_runs_boolean_masks(tiny, case):
     # boolean_mask (the standard's single boolean index, the masked axes moved to the front for it)
-    mask = {
-        "all_axes": lambda a: a > 0.3,
-        "leading_axis": lambda a: a[:, 0, 0] > 0,
-        "inner_axis": lambda a: a[0, 0, :] < 0,
-        "two_dim_inner": lambda a: a[0] > -0.2,
-    }
-    if case == "between_slices":
-        fn = lambda a: a[1:, a[0, :, 0] > 0, ::2]  # noqa: E731
-    elif case == "inner_axis":
-        fn = lambda a: a[:, :, mask[case](a)]  # noqa: E731
-    elif case == "two_dim_inner":
-        fn = lambda a: a[1:, mask[case](a)]  # noqa: E731
-    else:
-        fn = lambda a: a[mask[case](a)]  # noqa: E731
+    fn = {
+        "all_axes": lambda a: a[a > 0.3],
+        "leading_axis": lambda a: a[a[:, 0, 0] > 0],
+        "inner_axis": lambda a: a[:, :, a[0, 0, :] < 0],
+        "two_dim_inner": lambda a: a[1:, a[0] > -0.2],
+        "between_slices": lambda a: a[1:, a[0, :, 0] > 0, ::2],
+    }[case]
     _matches_numpy(fn, _X)
     _matches_numpy(lambda a: ax.grad(lambda b: ax.sum(fn(b) ** 3))(a), _X)
 
