@@ -256,10 +256,8 @@ def test_lazy_regions_on_transposed_operands(executor, shape):
     assert_same(got, _on_transposed(x))  # the eager values of this executor
 
 
-def test_numba_fuses_transposed_operands_without_copying_them(monkeypatch):
-    """On numba a region whose full operands are all transposed runs on their memory as it is (before:
-    each was copied into C order first, 96 of xpx.cov's 172 ms at 120000 x 64); its elementwise
-    results come back transposed, as NumPy gives them for a transposed operand."""
+def _record_numba_copies(monkeypatch) -> list:
+    """The shapes of the operands numba's fused kernels copy into C order (filled as they run)."""
     pytest.importorskip("numba")
     run = importlib.import_module("arrayx.executors.numba.fusion.run")
     copied = []
@@ -271,6 +269,14 @@ def test_numba_fuses_transposed_operands_without_copying_them(monkeypatch):
         return contiguous(b, empty)
 
     monkeypatch.setattr(run, "_contiguous", spy)
+    return copied
+
+
+def test_numba_fuses_transposed_operands_without_copying_them(monkeypatch):
+    """On numba a region whose full operands are all transposed runs on their memory as it is (before:
+    each was copied into C order first, 96 of xpx.cov's 172 ms at 120000 x 64); its elementwise
+    results come back transposed, as NumPy gives them for a transposed operand."""
+    copied = _record_numba_copies(monkeypatch)
     with ax.use_executor("numba"):
         host, x = _transposed((64, 5000))
         with ax.lazy():
@@ -311,17 +317,7 @@ def test_lazy_regions_with_operands_broadcast_both_ways(executor):
 def test_numba_reads_operands_broadcast_along_the_block_without_copying(monkeypatch):
     """On numba an operand repeated across the region's block (one value per position in it: (1, m)
     beside an (n, 1) one) is read where it is; before, it was broadcast into a full copy first."""
-    pytest.importorskip("numba")
-    run = importlib.import_module("arrayx.executors.numba.fusion.run")
-    copied = []
-    contiguous = run._contiguous
-
-    def spy(b, empty):
-        if not (b.__class__ is np.ndarray and b.flags.c_contiguous):
-            copied.append(b.shape)
-        return contiguous(b, empty)
-
-    monkeypatch.setattr(run, "_contiguous", spy)
+    copied = _record_numba_copies(monkeypatch)
     rng = np.random.default_rng(6)
     C, col, row = rng.normal(size=(3000, 50)), rng.normal(size=(1, 50)), rng.normal(size=(3000, 1))
     with ax.use_executor("numba"):

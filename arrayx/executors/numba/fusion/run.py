@@ -220,20 +220,12 @@ class RegionRunner:
         # outputs and copies from the buffer pool (pages already mapped: a fresh 80 MB output costs
         # ~20 ms of page faults); a buffer anything still references is never handed out
         empty = _buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty
-        args = []
-        for i, op in enumerate(plan_.operands):
-            if op.value is not None:
-                args.append(op.value)
-                continue
-            b = bufs[self.positions[i]]
-            if op.layout == "s":
-                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
-            elif op.layout in ("k", "m"):  # one value per (outer, inner) / per position in mid
-                args.append(_contiguous(b, empty).reshape(-1))
-            else:
-                if b.shape != shape:
-                    b = np.broadcast_to(b if op.expand is None else b.reshape(op.expand), shape)
-                args.append(_contiguous(b, empty).reshape(-1))
+        def full(op, b):
+            if b.shape != shape:
+                b = np.broadcast_to(b if op.expand is None else b.reshape(op.expand), shape)
+            return _contiguous(b, empty).reshape(-1)
+
+        args = self._operand_args(bufs, empty, full)
         outs = []
         for k, dt in enumerate(self.out_dtypes):
             donor = self.donors.get(k)
@@ -251,11 +243,7 @@ class RegionRunner:
         kargs = [*args, *(o.reshape(-1) for o in outs)]
         if not plan_.flat:
             kargs[:0] = [plan_.outer, plan_.mid, plan_.inner, step, nsplit]
-        for _, name, acc, _ in plan_.reductions:
-            p = np.empty((plan_.outer, nsplit, plan_.inner), acc)
-            q = np.empty_like(p) if name in ("var", "std") else None
-            parts.append((p, q))
-            kargs += [p] if q is None else [p, q]
+        kargs += _reduction_parts(plan_.reductions, plan_.outer, nsplit, plan_.inner, parts)
         try:
             if self.kernel is None:
                 kernel = _kernel(plan_.source)
@@ -287,6 +275,24 @@ class RegionRunner:
         return results
 
 
+    def _operand_args(self, bufs, empty, full) -> list:
+        """The kernel's operand arguments: constants as they are, scalars (layout "s") as one value,
+        operands with one value per (outer, inner) or per position in mid ("k", "m") flat and
+        contiguous, full operands as ``full(op, buffer)`` gives them."""
+        args = []
+        for i, op in enumerate(self.plan.operands):
+            if op.value is not None:
+                args.append(op.value)
+                continue
+            b = bufs[self.positions[i]]
+            if op.layout == "s":
+                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
+            elif op.layout in ("k", "m"):
+                args.append(_contiguous(b, empty).reshape(-1))
+            else:
+                args.append(full(op, b))
+        return args
+
     def _run_transposed(self, bufs):
         """The region on the transposes of its (all transposed) full operands: a flat region's own kernel
         over their memory order, a 2-D one's columns kernel over (1, mid, outer) (the reduced axis 1 of
@@ -295,18 +301,9 @@ class RegionRunner:
         plan_ = self.plan
         tshape = self.shape[::-1]
         empty = _buffer_pool.POOL.empty if _buffer_pool.ENABLED else np.empty
-        args = []
-        for i, op in enumerate(plan_.operands):
-            if op.value is not None:
-                args.append(op.value)
-                continue
-            b = bufs[self.positions[i]]
-            if op.layout == "s":
-                args.append(b.reshape(-1)[0] if b.__class__ is np.ndarray else np.asarray(b).reshape(-1)[0])
-            elif op.layout in ("k", "m"):  # one value per row / per column of the region, as it is
-                args.append(_contiguous(b, empty).reshape(-1))
-            else:
-                args.append(b.T.reshape(-1))  # a view: b.T is C-contiguous (_all_transposed)
+        # full operands: views, b.T is C-contiguous (_all_transposed); "k"/"m" ones per row / per
+        # column of the region, as they are
+        args = self._operand_args(bufs, empty, lambda op, b: b.T.reshape(-1))
         outs = []
         for k, dt in enumerate(self.out_dtypes):
             donor = self.donors.get(k)
@@ -328,11 +325,7 @@ class RegionRunner:
         if not plan_.flat:
             kargs[:0] = [outer, mid, inner, step, nsplit]
         parts = []
-        for _, name, acc, _ in plan_.reductions:
-            p = np.empty((outer, nsplit, inner), acc)
-            q = np.empty_like(p) if name in ("var", "std") else None
-            parts.append((p, q))
-            kargs += [p] if q is None else [p, q]
+        kargs += _reduction_parts(plan_.reductions, outer, nsplit, inner, parts)
         try:
             if t[0] is None:
                 kernel = _kernel(plan_.transposed)
@@ -371,6 +364,18 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _reduction_parts(reductions, outer: int, nsplit: int, inner: int, parts: list) -> list:
+    """Per-split partial results of the region's reductions (a second one for var/std), appended to
+    ``parts``; returns them as the kernel's trailing arguments."""
+    out = []
+    for _, name, acc, _ in reductions:
+        p = np.empty((outer, nsplit, inner), acc)
+        q = np.empty_like(p) if name in ("var", "std") else None
+        parts.append((p, q))
+        out += [p] if q is None else [p, q]
+    return out
 
 
 def _contiguous(b, empty):
