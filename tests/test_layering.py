@@ -162,6 +162,17 @@ def test_the_core_imports_only_itself():
     assert bad == [], "\n".join(bad)
 
 
+def test_the_executors_build_on_the_core_not_on_the_namespace_or_the_interpreters():
+    """Executors import core, each other (NumPy's table is numba's and cupy's start) and the sharding
+    records; never the namespace (``arrayx.api``), the interpreters (``arrayx.transforms``) or lax:
+    what the namespace registers for them goes through core (``GENERIC``, ``ELEMENTWISE``)."""
+    above = ("arrayx.api", "arrayx.transforms", "arrayx.lax", "arrayx.nn", "arrayx.random")
+    bad = [f"{where}: {mod} imports {target}" for mod, targets in EDGES.items()
+           if mod.startswith("arrayx.executors")
+           for target, where in targets.items() if any(target == a or target.startswith(a + ".") for a in above)]
+    assert bad == [], "\n".join(bad)
+
+
 def test_module_cycles_stay_inside_a_package_that_documents_them():
     problems = []
     for comp in _sccs({m: set(t) for m, t in EDGES.items()}):

@@ -15,7 +15,9 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
 from arrayx.api._modes import is_strict
-from arrayx.core.primitives import _TRACE, ConcretizationError, Primitive, primitives, run_eager1, run_eager2
+from arrayx.core.primitives import (
+    _TRACE, ELEMENTWISE, ConcretizationError, Primitive, primitives, run_eager1, run_eager2,
+)
 
 _CAT = _dtypes.CATEGORIES
 
@@ -242,6 +244,7 @@ def _accepted_by_primitive() -> dict:
 
 
 _ACCEPTED = _accepted_by_primitive()
+ELEMENTWISE.update(UNARY, BINARY, BOUNDED)
 
 
 def abs(x, /):

@@ -85,6 +85,10 @@ _tags = itertools.count(1)
 # name -> Primitive, for introspection (rule coverage reports, graph printing).
 primitives: dict[str, "Primitive"] = {}
 
+#: names of the elementwise primitives, filled by ``api.elementwise`` from its dtype-category
+#: tables: executors that treat them alike (Dask's one-chunk path) read it here, below the api
+ELEMENTWISE: set = set()
+
 
 def new_tag() -> int:
     """A fresh identity for one transform application."""

@@ -121,9 +121,9 @@ def _elementwise(name: str) -> int:
     shape, as the namespace binds them; code that binds them otherwise takes Dask's path."""
     if name == "where":
         return 2
-    from arrayx.api import elementwise as ew
+    from arrayx.core.primitives import ELEMENTWISE
 
-    return 1 if name in ew.UNARY or name in ew.BINARY or name in ("divide", "clip") else 0
+    return 1 if name in ELEMENTWISE else 0
 
 
 def _broadcast_as_ruled(out, deps, elementwise: int) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 
 from arrayx.executors.common import buffer_pool as _buffer_pool, linalg as _linalg
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
-from arrayx.core.executor import Device, Executor
+from arrayx.core.executor import GENERIC, Device, Executor
 from arrayx.executors.numpy import lax as _lax, nn as _nn, random as _random
 
 
@@ -151,9 +151,8 @@ def _astype(buf, *, dtype, copy=True):
         out = _buffer_pool.POOL.empty(buf.shape, dtype)
         np.copyto(out, buf, casting="unsafe")
         return out
-    from arrayx.api.data_types import _astype_any  # the generic rule, above the executors
-
-    return _astype_any(buf, dtype=dtype, copy=copy)
+    # the generic rule (api.data_types registers it in GENERIC: executors import only core)
+    return GENERIC["astype"](buf, dtype=dtype, copy=copy)
 
 
 def _tensordot(x1, x2, *, axes=2):
