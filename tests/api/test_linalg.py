@@ -81,6 +81,34 @@ def test_matmul_errors(executor):
         xp.matmul(a, [[1.0], [2.0], [3.0]])
 
 
+_MATMUL_SHAPES = [(1,), (2,), (1, 1), (2, 3), (3, 2), (1, 2), (2, 1), (2, 2, 3), (1, 3, 2), (0,), (2, 0)]
+
+
+def test_matmul_refuses_exactly_what_numpy_refuses(executor):
+    """Every pair of these shapes: a result where NumPy gives one (same values), ValueError where
+    NumPy refuses, at the call, eagerly and through ``@`` (on Dask, (1,) @ (2,) gave an array whose
+    read raised: the eager path left the check to the executor)."""
+    import itertools
+
+    wrong = []
+    for a, b in itertools.product(_MATMUL_SHAPES, repeat=2):
+        u, v = np.arange(math.prod(a), dtype=float).reshape(a), np.ones(b)
+        try:
+            want = np.matmul(u, v)
+        except ValueError:
+            want = None
+        for how, f in (("matmul", xp.matmul), ("@", lambda p, q: p @ q)):
+            try:
+                out = f(xp.asarray(u), xp.asarray(v))  # refused at the call, not at a later read
+            except ValueError:
+                got = None
+            else:
+                got = to_numpy(out)
+            if (got is None) != (want is None) or (got is not None and not np.array_equal(got, want)):
+                wrong.append((how, a, b, None if got is None else got.shape))
+    assert wrong == []
+
+
 def test_matmul_operators(executor):
     a, b = rand((3, 3)), rand((3, 3), seed=1)
     x = xp.asarray(a.copy())  # (asarray shares a's memory on numpy, and @= writes into it)

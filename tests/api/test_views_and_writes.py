@@ -321,6 +321,21 @@ def test_permute_dims_is_a_view(executor):
     _same_everywhere(scenario)
 
 
+def test_zero_dimensional_results_take_writes(executor):
+    """0-d arrays, also results of reductions (on Dask a NumPy scalar block: its one-task path gave it
+    to NumPy's slice_update as is, "'numpy.bool' object does not support item assignment")."""
+    def scenario():
+        a = xp.asarray(False)
+        a[()] = True
+        s = xp.sum(xp.asarray([1.0, 2.0]))
+        s[()] = 5.0
+        m = xp.any(xp.asarray([True, False]))
+        m[...] = False
+        return [a, s, m, s + 1.0]
+
+    _same_everywhere(scenario)
+
+
 def test_matrix_transpose_is_a_view(executor):
     """``linalg.matrix_transpose`` is a view as ``x.mT`` and NumPy's: writes through it reach x."""
     def scenario():

@@ -447,3 +447,18 @@ def test_reads_of_one_chunk_graphs_skip_dasks_compute_and_give_a_private_copy(da
     assert calls == []
     dask_chunks(2)  # several chunks: Dask's scheduler runs them
     assert float(xp.sum(xp.asarray(data) + 1.0)) == float(np.sum(data + 1.0)) and calls
+
+
+def test_one_task_operations_take_numpy_scalar_blocks():
+    """A 0-d block can be a NumPy scalar (Dask's reductions give them); the one-task path hands the
+    NumPy executor 0-d arrays (the official suite's test_setitem: "'numpy.bool' object does not
+    support item assignment" in slice_update)."""
+    pytest.importorskip("dask")
+    from arrayx.core.primitives import primitives
+    from arrayx.core.tracers import ShapeDtypeStruct
+    from arrayx.executors.dask import onechunk
+
+    impl = base.get("numpy").resolve(primitives["slice_update"])
+    out = ShapeDtypeStruct((), np.dtype(bool))
+    got = onechunk._run(impl, (None, (np.asarray(True),)), {"key": ()}, out, "slice_update", np.False_)
+    assert got.shape == () and got.dtype == bool and bool(got) is True

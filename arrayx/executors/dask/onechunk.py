@@ -155,7 +155,9 @@ def _size(shape) -> int:
 
 def _run(numpy_impl, template, params, outs, name, *blocks):
     """The task: the NumPy executor's implementation on the blocks, checked against ``outs``."""
-    it = iter(blocks)
+    # a 0-d block may be a NumPy scalar (Dask's reductions give them); the NumPy executor's
+    # implementations take 0-d arrays (a scalar cannot be written: 0-d setitem)
+    it = (np.asarray(b) if isinstance(b, np.generic) else b for b in blocks)
     args = [next(it) if t is None else t[0] for t in template]
     result = numpy_impl(*args, **params)
     results = tuple(result) if outs.__class__ is tuple else (result,)
