@@ -155,12 +155,20 @@ def _contraction(name):
     """Dask sums small integers in 64 bits: cast back to the promoted dtype (wrapping, as NumPy's
     fixed-width sums do: the 64-bit sum is exact modulo 2**64, so the cast gives the same bits)."""
     def impl(x1, x2, **params):
+        if name == "matmul" and not _matmul_aligned(x1.shape, x2.shape):
+            # Dask broadcasts a contracted dimension of size 1 and defers the error to the read;
+            # the namespace's checked path then raises the error naming the shapes
+            raise ValueError(f"matmul: shapes {x1.shape} and {x2.shape} do not align")
         out = getattr(_compat(), name)(x1, x2, **params)
         want = np.result_type(x1.dtype, x2.dtype)
         return out if out.dtype == want else out.astype(want)
 
     impl.__name__ = name
     return impl
+
+
+def _matmul_aligned(s1: tuple, s2: tuple) -> bool:
+    return bool(s1) and bool(s2) and s1[-1] == s2[0 if len(s2) == 1 else -2]
 
 
 CONTRACTIONS = {name: _contraction(name) for name in ("tensordot", "matmul", "vecdot")}
