@@ -255,14 +255,7 @@ class RegionRunner:
                 self.kernel = kernel
             self.run_kernel(kargs)
         except Exception as e:
-            from numba.core.errors import NumbaError
-
-            if not isinstance(e, NumbaError):
-                raise
-            first = str(e).strip().splitlines()
-            self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
-            self.ex.failed["fused region", "reduction" if plan_.reductions else "elementwise"] = self.failed
-            return self.fallback(*bufs)
+            return self._kernel_failed(e, "reduction" if plan_.reductions else "elementwise", bufs)
         results = list(outs)
         if plan_.reductions:
             counts = None
@@ -274,6 +267,18 @@ class RegionRunner:
                 results.append(np.asarray(r.astype(dt, copy=False)).reshape(v.aval.shape))
         return results
 
+
+    def _kernel_failed(self, e: Exception, kind: str, bufs):
+        """A kernel Numba could not compile: recorded on the executor (``failed``) and the region run
+        by its fallback from then on; any other exception propagates."""
+        from numba.core.errors import NumbaError
+
+        if not isinstance(e, NumbaError):
+            raise e
+        first = str(e).strip().splitlines()
+        self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
+        self.ex.failed["fused region", kind] = self.failed
+        return self.fallback(*bufs)
 
     def _operand_args(self, bufs, empty, full) -> list:
         """The kernel's operand arguments: constants as they are, scalars (layout "s") as one value,
@@ -338,14 +343,7 @@ class RegionRunner:
             else:
                 t[1].run(t[0], len(cuts) - 1, (cuts, *kargs))
         except Exception as e:
-            from numba.core.errors import NumbaError
-
-            if not isinstance(e, NumbaError):
-                raise
-            first = str(e).strip().splitlines()
-            self.failed = f"{type(e).__name__}: {first[0] if first else ''}"
-            self.ex.failed["fused region", "transposed"] = self.failed
-            return self.fallback(*bufs)
+            return self._kernel_failed(e, "transposed", bufs)
         results = list(outs)
         if plan_.reductions:
             counts = None
