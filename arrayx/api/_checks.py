@@ -331,13 +331,11 @@ def shape_arg(fname: str, shape) -> tuple:
     for d in shape:
         if isinstance(d, bool):
             raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}")
-        err = traced_value_error(fname, "shape", d)
-        if err is not None:
-            raise err
         try:
             d = operator.index(d)
         except TypeError:
-            raise TypeError(f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
+            raise traced_value_error(fname, "shape", d) or TypeError(
+                f"{fname}: shape entries must be ints, got {d!r} in {tuple(shape)}") from None
         if d < 0:
             raise ValueError(f"{fname}: shape entries must be non-negative, got {tuple(shape)}")
         out.append(d)
@@ -387,13 +385,11 @@ def int_arg(fname: str, value, name: str) -> int:
     """An integer argument (an int or anything with ``__index__``, not a bool) as an int."""
     if isinstance(value, bool):
         raise TypeError(f"{fname}: {name} must be an int, got a bool")
-    err = traced_value_error(fname, name, value)
-    if err is not None:
-        raise err
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{fname}: {name} must be an int, got {type(value).__name__}") from None
+        raise traced_value_error(fname, name, value) or TypeError(
+            f"{fname}: {name} must be an int, got {type(value).__name__}") from None
 
 
 def normalize_axis(fname: str, axis, ndim: int, name: str = "axis") -> int:

@@ -70,13 +70,10 @@ def _int_tuple(fname: str, value, name: str) -> tuple:
     for v in items:
         if isinstance(v, bool):
             raise TypeError(f"{fname}: {name} must contain ints, got the bool {v!r}")
-        err = traced_value_error(fname, name, v)
-        if err is not None:
-            raise err
         try:
             out.append(operator.index(v))
         except TypeError:
-            raise TypeError(
+            raise traced_value_error(fname, name, v) or TypeError(
                 f"{fname}: {name} must be an int or a tuple of ints, got {type(v).__name__} {v!r}"
             ) from None
     return tuple(out)
