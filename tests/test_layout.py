@@ -61,8 +61,11 @@ def test_every_chapter_of_the_spec_has_its_module():
 
 def _rel(path) -> str | None:
     """``path`` relative to the arrayx package ("api/creation.py"; "../tests/x.py" elsewhere in the
-    repository), None outside the repository (a library's file)."""
+    repository), None outside the repository or in an installed package (a library's file, also
+    when the virtual environment sits inside the checkout)."""
     path = pathlib.Path(path).resolve()
+    if "site-packages" in path.parts or "dist-packages" in path.parts:
+        return None
     if path.is_relative_to(ROOT):
         return path.relative_to(ROOT).as_posix()
     if path.is_relative_to(REPO):
