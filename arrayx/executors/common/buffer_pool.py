@@ -188,18 +188,26 @@ def _out_dtype(ufunc, *dtypes):
 
 def _transposed(x) -> bool:
     """Whether x is Fortran-ordered and not C-ordered (``X.T`` of a C array): NumPy gives such an
-    operand of the result's shape a result of its layout; writing it into a C-ordered pooled buffer
-    would be a strided transpose (``X.T - mean``: ~4x slower) and change the result's strides."""
+    operand of the result's shape a result of its layout (see `empty_like_layout`)."""
     flags = x.flags
     return flags.f_contiguous and not flags.c_contiguous
+
+
+def _empty_f(pool: BufferPool, shape: tuple, dtype) -> np.ndarray:
+    """A pooled result of ``shape`` in Fortran order: the transpose of a C-ordered pooled buffer of
+    the reversed shape (writing ``X.T - mean`` into a C-ordered buffer would be a strided transpose,
+    ~4x slower, and change the result's strides from NumPy's)."""
+    return pool.empty(shape[::-1], dtype).T
 
 
 def _pooled_unary(ufunc, pool: BufferPool, min_bytes: int):
     def run(x, /):
         try:
-            if x.nbytes < min_bytes or _transposed(x):  # NumPy gives a transposed x a transposed result
+            if x.nbytes < min_bytes:
                 return ufunc(x)
-            out = pool.empty(x.shape, _out_dtype(ufunc, x.dtype))
+            dtype = _out_dtype(ufunc, x.dtype)
+            # NumPy gives a transposed x a transposed result: so does the pool
+            out = _empty_f(pool, x.shape, dtype) if _transposed(x) else pool.empty(x.shape, dtype)
         except (AttributeError, TypeError):  # a Python scalar; a dtype without a loop (NumPy's error below)
             return ufunc(x)
         return ufunc(x, out=out)
@@ -214,9 +222,16 @@ def _pooled_binary(ufunc, pool: BufferPool, min_bytes: int):
             if x1.size * x2.nbytes < min_bytes or (x1.nbytes < min_bytes and x1.shape == x2.shape):
                 return ufunc(x1, x2)
             shape = np.broadcast_shapes(x1.shape, x2.shape)
-            if (x1.shape == shape and _transposed(x1)) or (x2.shape == shape and _transposed(x2)):
-                return ufunc(x1, x2)  # NumPy's result is transposed like the operand (see _transposed)
-            out = pool.empty(shape, _out_dtype(ufunc, x1.dtype, x2.dtype))
+            full1, full2 = x1.shape == shape, x2.shape == shape
+            t1, t2 = full1 and _transposed(x1), full2 and _transposed(x2)
+            if t1 or t2:
+                # NumPy's result is transposed like its transposed full operand (X.T - mean); with a
+                # full operand of the other layout beside it NumPy's choice is left to NumPy
+                if (full1 and not t1 and x1.ndim > 1) or (full2 and not t2 and x2.ndim > 1):
+                    return ufunc(x1, x2)
+                out = _empty_f(pool, shape, _out_dtype(ufunc, x1.dtype, x2.dtype))
+            else:
+                out = pool.empty(shape, _out_dtype(ufunc, x1.dtype, x2.dtype))
         except (AttributeError, TypeError, ValueError):  # Python scalars; NumPy's own error below
             return ufunc(x1, x2)
         return ufunc(x1, x2, out=out)
@@ -229,11 +244,12 @@ def _pooled_matmul(pool: BufferPool, min_bytes: int):
 
     def run(x1, x2, /):
         try:
-            # surely small: the result has at most size1 * size2 elements
-            if x1.size * x2.nbytes < min_bytes:
-                return matmul(x1, x2)
             s1, s2 = x1.shape, x2.shape
-            if len(s1) < 2 or len(s2) < 2:  # vector operands: NumPy drops their axis
+            # small results (Gram matrices, projections onto a few components) go straight to NumPy,
+            # no bookkeeping: rows x columns x 16 (the widest itemsize, complex128) under the pool's size
+            if len(s1) < 2 or len(s2) < 2 or (len(s1) == 2 and len(s2) == 2 and s1[0] * s2[1] * 16 < min_bytes):
+                return matmul(x1, x2)  # (vector operands: NumPy drops their axis)
+            if x1.size * x2.nbytes < min_bytes:  # surely small: at most size1 * size2 elements
                 return matmul(x1, x2)
             out = pool.empty((*np.broadcast_shapes(s1[:-2], s2[:-2]), s1[-2], s2[-1]),
                              _out_dtype(matmul, x1.dtype, x2.dtype))

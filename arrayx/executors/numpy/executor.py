@@ -141,16 +141,25 @@ _power.real_ufunc = _power  # what ``_into`` (in-place operators) calls with ``o
 
 
 def _astype(buf, *, dtype, copy=True):
-    """``astype`` (and ``asarray(x, copy=True)``, which is astype to x's own dtype): a large C-ordered
+    """``astype`` (and ``asarray(x, copy=True)``, which is astype to x's own dtype): a large contiguous
     result written into a pooled buffer, as the ufuncs' are (a 4 MB copy: ~490 us in fresh memory,
     paying its page faults on each call, ~110 us in a reused buffer: StandardScaler copies its input).
+    The result keeps the source's layout as NumPy's ``astype`` (order K) does: a C-ordered source a
+    C-ordered result, a Fortran-ordered one (``X.T``: ``xpx.cov(X.T)`` copies it) a Fortran-ordered one.
     Float -> integer casts keep their rule (``api.data_types._float_to_int``)."""
-    if (_buffer_pool.ENABLED and buf.__class__ is np.ndarray and buf.flags.c_contiguous
+    if (_buffer_pool.ENABLED and buf.__class__ is np.ndarray
             and (buf.dtype.kind not in "fc" or dtype.kind not in "iu")
             and buf.size * dtype.itemsize >= _buffer_pool.POOL.min_bytes and (copy or buf.dtype != dtype)):
-        out = _buffer_pool.POOL.empty(buf.shape, dtype)
-        np.copyto(out, buf, casting="unsafe")
-        return out
+        flags = buf.flags
+        if flags.c_contiguous:
+            out = _buffer_pool.POOL.empty(buf.shape, dtype)
+        elif flags.f_contiguous:
+            out = _buffer_pool.POOL.empty(buf.shape[::-1], dtype).T
+        else:
+            out = None
+        if out is not None:
+            np.copyto(out, buf, casting="unsafe")
+            return out
     # the generic rule (api.data_types registers it in GENERIC: executors import only core)
     return GENERIC["astype"](buf, dtype=dtype, copy=copy)
 
