@@ -11,7 +11,7 @@ import numpy as np
 from arrayx.executors.common import buffer_pool as _buffer_pool, linalg as _linalg
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
 from arrayx.core.executor import GENERIC, Device, Executor
-from arrayx.executors.numpy import lax as _lax, nn as _nn, random as _random
+from arrayx.executors.numpy import lax as _lax, linalg as _npl, nn as _nn, random as _random
 
 
 def _expm1(x):
@@ -234,6 +234,8 @@ class NumpyExecutor(Executor):
         # eig/eigvals results are complex whatever the spectrum (staging relies on the dtype)
         "eig": _eig,
         "eigvals": _eigvals,
+        # tall, thin svd through SciPy's gesdd where SciPy is importable (executors/numpy/linalg.py)
+        "svd": _npl.svd,
         # lax, nn and random's primitives (this package's lax.py, nn.py, random.py)
         **_lax.TABLE,
         **_nn.TABLE,
