@@ -320,6 +320,12 @@ def traced_value_error(fname: str, name: str, value):
 
 def shape_arg(fname: str, shape) -> tuple:
     """A ``shape`` argument (an int or a sequence of non-negative ints) as a tuple of ints."""
+    if shape.__class__ is tuple:  # the common case, a tuple of plain non-negative ints, as it is
+        for d in shape:
+            if d.__class__ is not int or d < 0:
+                break
+        else:
+            return shape
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)):

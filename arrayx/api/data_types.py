@@ -121,13 +121,19 @@ class iinfo_object:
 def finfo(type, /) -> finfo_object:  # noqa: A002 - the standard's name
     """Machine limits of a floating-point dtype (or of an array's dtype)."""
     dt = type.dtype if isinstance(type, Array) else _dtypes.as_dtype(type, "finfo")
-    if dt.kind not in "fc":
-        raise TypeError(f"finfo: expected a floating-point dtype, got {dt}; use iinfo for integers")
-    f = np.finfo(dt)
-    return finfo_object(
-        bits=int(f.bits), eps=float(f.eps), max=float(f.max), min=float(f.min),
-        smallest_normal=float(f.smallest_normal), dtype=_dtypes.REAL_OF.get(dt, dt),
-    )
+    out = _FINFO.get(dt)  # the objects are frozen: one per dtype (clients ask per call: 1.3 -> ~0.4 us)
+    if out is None:
+        if dt.kind not in "fc":
+            raise TypeError(f"finfo: expected a floating-point dtype, got {dt}; use iinfo for integers")
+        f = np.finfo(dt)
+        out = _FINFO[dt] = finfo_object(
+            bits=int(f.bits), eps=float(f.eps), max=float(f.max), min=float(f.min),
+            smallest_normal=float(f.smallest_normal), dtype=_dtypes.REAL_OF.get(dt, dt),
+        )
+    return out
+
+
+_FINFO: dict = {}  # dtype -> its finfo_object
 
 
 def iinfo(type, /) -> iinfo_object:  # noqa: A002

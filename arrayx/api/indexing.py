@@ -229,23 +229,32 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool 
             return new
         entries = key if key.__class__ is tuple else (key,)
         shape = buf.shape
-        if len(entries) <= len(shape):
-            for i, e in enumerate(entries):
-                c = e.__class__
-                if c is int:
-                    if not -shape[i] <= e < shape[i]:
-                        break
-                elif c is not slice or e.step == 0:
+        ndim = len(shape)
+        i = 0  # the axis the next int or slice indexes (None adds an axis of its own)
+        for e in entries:
+            c = e.__class__
+            if c is int:
+                if i >= ndim or not -shape[i] <= e < shape[i]:
+                    break
+                i += 1
+            elif c is slice and e.step != 0:
+                if i >= ndim:
+                    break
+                i += 1
+            elif e is None:  # x[:, None], x[1, 2, None]: NumPy's newaxis, a view
+                continue
+            else:
+                if len(entries) <= ndim:
                     native = _eager_native_key("__getitem__", x, key)
                     if native is not None:
                         return _native_getitem(x, native)
-                    break
-            else:
-                ex = x._ex
-                if not ex.mutable and view and _is_view_key(key, len(shape)):
-                    return _view(x, key)
-                out = buf[key]
-                return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+                break
+        else:
+            ex = x._ex
+            if not ex.mutable and view and _is_view_key(key, len(shape)):
+                return _view(x, key)
+            out = buf[key]
+            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
     if view and mode is None and (x.__class__ is not Array or not x._ex.mutable or _TRACE.get() is not None) \
             and _is_view_key(key, x.ndim):
         return _view(x, key)

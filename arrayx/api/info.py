@@ -22,6 +22,7 @@ __all__ = ["__array_namespace_info__"]
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating",
           "complex floating", "numeric")
 _REQUIRED_CAPABILITIES = ("boolean indexing", "data-dependent shapes", "max dimensions")
+_DTYPES: dict = {}  # kind (None, a kind, a tuple of kinds) -> dtypes(kind=kind)'s answer
 
 
 def _executor_for(fname: str, device):
@@ -97,6 +98,12 @@ class ArrayNamespaceInfo:
     def dtypes(self, *, device=None, kind=None) -> dict:
         """Supported dtypes by canonical name, optionally only those of ``kind`` (a kind or tuple)."""
         _executor_for("dtypes", device)
+        try:
+            cached = _DTYPES.get(kind)  # the answer depends on kind only (a copy: the caller may edit it)
+        except TypeError:  # an unhashable kind: refused below
+            cached = None
+        if cached is not None:
+            return dict(cached)
         if kind is None:
             members = _dtypes.CATEGORIES["all"]
         else:
@@ -106,7 +113,8 @@ class ArrayNamespaceInfo:
                 if k not in _KINDS:
                     raise ValueError(f"dtypes: unknown kind {k!r}; kinds are {_KINDS}")
                 members |= _dtypes.CATEGORIES[k]
-        return {dt.name: dt for dt in _dtypes.all_dtypes if dt in members}
+        out = _DTYPES[kind] = {dt.name: dt for dt in _dtypes.all_dtypes if dt in members}
+        return dict(out)
 
     def __repr__(self) -> str:
         return "arrayx.__array_namespace_info__()"

@@ -190,6 +190,24 @@ GENERIC[stack_p.name] = _stack_any
 
 def concat(arrays, /, *, axis: int | None = 0) -> Array:
     """Join arrays along an existing axis (``axis=None`` flattens them first); dtypes are promoted."""
+    if (arrays.__class__ is list or arrays.__class__ is tuple) and arrays and axis.__class__ is int \
+            and _TRACE.get() is None and arrays[0].__class__ is Array:
+        # eager fast path (4.3 -> ~2 us): arrays of one executor and dtype, shapes that match off the
+        # axis, straight to the executor's concat; anything else takes the checks below
+        a0 = arrays[0]
+        ex, dt, first = a0._ex, a0.dtype, a0.shape
+        ndim = len(first)
+        if ndim and -ndim <= axis < ndim:
+            axis %= ndim
+            before, after = first[:axis], first[axis + 1:]
+            for a in arrays:
+                if a.__class__ is not Array or a._ex is not ex or a.dtype != dt:
+                    break
+                s = a.shape
+                if len(s) != ndim or s[:axis] != before or s[axis + 1:] != after or None in s:
+                    break
+            else:
+                return run_eager(concat_p, ex, [a._buf for a in arrays], {"axis": axis})
     arrays = _promote_all(_arrays_arg("concat", arrays), "concat")
     if axis is None:
         arrays = [reshape(a, (-1,)) for a in arrays]
