@@ -65,6 +65,9 @@ def _contains_arrays(obj) -> bool:
 
 def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Array:
     """Convert arrays (arrayx, NumPy, DLPack-capable), Python scalars and nested sequences."""
+    if obj.__class__ is Array and dtype is None and not copy and (
+            device is None or (device.__class__ is _exec.Device and device == obj.device)):
+        return obj  # already what is asked for (clients call xp.asarray(x, device=x.device) per op)
     dtype = None if dtype is None else _dtypes.as_dtype(dtype, "asarray")
     if isinstance(obj, Array):
         return _from_arrayx(obj, dtype, device, copy)
@@ -208,7 +211,8 @@ for _prim in (full_p, arange_p, eye_p, linspace_p):
 def _creation(fname, prim, device, shape: tuple, dtype, **params):
     ex, dev = _exec.resolve_device(device, fname)
     check_size(fname, shape, dtype, ex)  # before the executor: XLA aborts the process on overflow
-    if dev is None and ex.name == "numpy" and prim is full_p and _TRACE.get() is None and _prims.eager_hook is None:
+    if ex.name == "numpy" and prim is full_p and (dev is None or dev == ex.default_device()) \
+            and _TRACE.get() is None and _prims.eager_hook is None:
         # eager on the NumPy executor's default device: NumPy's own function, which is what the
         # primitive's builder calls there, without the dispatch (zeros((4, 5)): 5.7 -> ~2 us)
         fill = params["fill_value"]

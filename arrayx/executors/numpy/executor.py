@@ -308,5 +308,12 @@ class NumpyExecutor(Executor):
         # a subclass (a third-party executor built on this one) has a device of its own name
         return [_CPU] if self.name == "numpy" else [Device(self.name, "cpu")]
 
+    def default_device(self):
+        # the one device, without building devices()' list: clients read x.device on every call
+        return _CPU if self.name == "numpy" else self.devices()[0]
+
+    def device_of(self, buf):
+        return _CPU if self.name == "numpy" else self.devices()[0]
+
 
 _CPU = Device("numpy", "cpu")
