@@ -284,16 +284,26 @@ def squeeze(x, /, axis) -> Array:
 def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     """x with a new shape of the same size (one entry may be -1); ``copy`` as in ``asarray``."""
     if x.__class__ is Array and shape.__class__ is tuple and copy is None and _TRACE.get() is None:
-        # eager fast path: a shape of non-negative ints with the array's size
+        # eager fast path: a shape of non-negative ints (one may be -1) with the array's size
         buf = x._buf
         size = 1
-        for d in shape:
-            if d.__class__ is not int or d < 0:
+        free = None  # the index of the -1 entry
+        for i, d in enumerate(shape):
+            if d.__class__ is not int:
                 break
-            size *= d
+            if d < 0:
+                if d != -1 or free is not None:
+                    break
+                free = i
+            else:
+                size *= d
         else:
+            n = buf.size
+            if free is not None and size and n and not n % size:  # xp.reshape(m, (-1,)), (-1, 1), ...
+                shape = (*shape[:free], n // size, *shape[free + 1:])
+                size = n
             # (an empty result takes the checked path: its other dimensions may exceed any buffer)
-            if size == buf.size and size and not x._ex.unknown_shapes:
+            if size == n and size and not x._ex.unknown_shapes:
                 if shape == buf.shape:
                     return x
                 return run_eager(reshape_p, x._ex, (buf,), {"shape": shape, "copy": None})

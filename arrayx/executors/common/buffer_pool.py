@@ -15,6 +15,10 @@ exports, DLPack capsules) at the array that owns the memory, so while anything o
 can reach the memory the owner's reference count is above the pool's own references; only then is
 it handed out again.  The pool's own count is measured once, by the same function that scans.
 
+Layout: a pooled result has the layout NumPy would give it: C order, or, where the full-shape
+operands are Fortran-ordered (``X.T - mean``, ``exp(X.T)``), Fortran order (the transpose of a
+pooled buffer of the reversed shape), so that the ufunc writes it in one contiguous pass.
+
 Limits: ``limit_bytes`` caps what the pool owns (least recently used free buffers are dropped to
 make room; a result that still does not fit is an ordinary ``np.empty``), ``0`` turns it off.
 On by default, and free for small operands: the eager paths (``core.run_eager1/2``) and jit's
@@ -188,7 +192,7 @@ def _out_dtype(ufunc, *dtypes):
 
 def _transposed(x) -> bool:
     """Whether x is Fortran-ordered and not C-ordered (``X.T`` of a C array): NumPy gives such an
-    operand of the result's shape a result of its layout (see `empty_like_layout`)."""
+    operand of the result's shape a result of its layout, and the pool gives one too (`_empty_f`)."""
     flags = x.flags
     return flags.f_contiguous and not flags.c_contiguous
 
