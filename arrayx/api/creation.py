@@ -216,8 +216,12 @@ def _creation(fname, prim, device, shape: tuple, dtype, **params):
         # eager on the NumPy executor's default device: NumPy's own function, which is what the
         # primitive's builder calls there, without the dispatch (zeros((4, 5)): 5.7 -> ~2 us)
         fill = params["fill_value"]
-        buf = np.empty(shape, dtype) if fill is None else np.zeros(shape, dtype) if fill is False or (fill.__class__ is int and fill == 0) \
-            else np.full(shape, fill, dtype)  # (not a float 0: -0.0 fills with -0.0)
+        if fill is None:
+            buf = np.empty(shape, dtype)
+        elif fill is False or (fill.__class__ is int and fill == 0):  # (not a float 0: -0.0 fills with -0.0)
+            buf = np.zeros(shape, dtype)
+        else:
+            buf = np.full(shape, fill, dtype)
         return _prims._wrap(buf, ex)
     return prim.bind(shape=shape, dtype=dtype, device=ex.default_device() if dev is None else dev, **params)
 

@@ -1,15 +1,17 @@
 """The NumPy executor's linalg functions that differ from array-api-compat's NumPy namespace.
 
 ``svd`` of a tall, thin real matrix (PCA, Ridge and LDA's solvers: n_samples x n_features with few
-features) runs SciPy's ``gesdd`` driver where SciPy is importable: the same LAPACK algorithm NumPy's
-``linalg.svd`` calls, without NumPy's gufunc layer (a copy into Fortran order per call, and on
-NumPy's bundled LAPACK a slower path), measured on one core (OpenBLAS, NumPy 2.4, SciPy 1.17):
+features) runs SciPy's ``gesdd`` driver where SciPy is importable: the LAPACK algorithm NumPy's
+``linalg.svd`` uses too, but measured faster on one core (OpenBLAS, NumPy 2.4, SciPy 1.17; why NumPy's
+wrapper is slower there - its own workspace and copies per call are a likely cause - is not verified):
 (2000, 64) 3.11 -> 2.75 ms, (20000, 64) 33.1 -> 30.2 ms alone, and inside scikit-learn's PCA
 (benchmarks/bench_clients.py, one interleaved run, plain NumPy time / arrayx time) small 0.59 -> 0.91,
-large 0.91 -> 0.98; a square matrix gains nothing and keeps NumPy's function.  The results agree with NumPy's to rounding (tests/executors/test_numpy_svd.py):
-singular values to rtol 1e-10, U diag(S) Vh reconstructs x; singular vectors are determined up to
-sign either way.  SciPy is optional: without it, NumPy's function runs.  On input SciPy refuses
-(NaN: ValueError) NumPy's function runs, so the error raised is NumPy's own (LinAlgError).
+large 0.91 -> 0.98; a square matrix gains nothing and keeps NumPy's function.
+
+The results agree with NumPy's to rounding (tests/executors/test_numpy_svd.py): singular values to
+rtol 1e-10, U diag(S) Vh reconstructs x; singular vectors are determined up to sign either way.
+SciPy is optional: without it, NumPy's function runs.  On input SciPy refuses (NaN: ValueError)
+NumPy's function runs, so the error raised is NumPy's own (LinAlgError).
 """
 from __future__ import annotations
 
