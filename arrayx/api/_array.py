@@ -113,7 +113,7 @@ class _ArrayMethods:
     @property
     def T(self) -> "Array":
         if self.__class__ is Array and self._buf.__class__ is np.ndarray and self._ex.mutable \
-                and _core._TRACE.get() is None and self._buf.ndim == 2:
+                and _core._TRACE.get() is None and _core.eager_hook is None and self._buf.ndim == 2:
             # eager NumPy buffers (numpy and numba executors): NumPy's transpose is the executor's
             # permute_dims, a view, without the primitive's dispatch (2.5 -> 0.35 us)
             return Array._new(self._buf.T, self._ex)
