@@ -44,6 +44,7 @@ Numba is imported when the executor is first used, never by ``import arrayx``.
 """
 from __future__ import annotations
 
+import collections
 import math
 import os
 import threading
@@ -71,8 +72,29 @@ __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 #: - "reduction" (sum, prod) and "extremum" (min, max) run as parfors kernels (workqueue layer, a
 #:   launch 35-150 us) and only break even at 4-16M elements (their single-thread speed equals
 #:   NumPy's), so they go native for larger arrays only.  Lower the thresholds where cores are idle.
+#: - "short rows": any of those reductions over the last axis of a C array whose rows are short
+#:   (at most ``SHORT_ROW`` elements: logsumexp's and softmax's sum/max over axis 1 of (N, 64)),
+#:   where NumPy pays a per-row loop start: native from 512K elements;
+#: - "columns": sum/mean/var/std/min/max that add whole rows (over the leading axes of a C array:
+#:   StandardScaler's ``mean(X, axis=0)``; the trailing ones of ``X.T``): native from 2M elements.
 DEFAULT_THRESHOLDS = {"elementwise": 1 << 20, "transcendental": 1 << 18, "moment": 1 << 20,
-                      "reduction": 1 << 24, "extremum": 1 << 26}
+                      "reduction": 1 << 24, "extremum": 1 << 26, "short rows": 1 << 19, "columns": 1 << 21}
+
+#: rows of at most this many elements are "short rows" (see DEFAULT_THRESHOLDS)
+SHORT_ROW = 1024
+
+#: elementwise operations of one or two flops per element: memory-bound, so the native kernel beats
+#: NumPy's ufunc only with the team's workers taking their share of its chunks (``team_pays``)
+MEMORY_BOUND = frozenset({
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "copysign", "equal", "not_equal",
+    "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "abs", "negative", "positive", "square",
+    "logical_not", "bitwise_invert",
+})
+#: recent memory-bound calls whose worker shares ``team_pays`` averages, and how often a call is run
+#: natively anyway while the team does not pay (to see whether it pays again)
+TEAM_WINDOW = 8
+TEAM_REPROBE = 16
 
 _TRANSCENDENTAL = frozenset({"exp", "expm1", "tanh", "sin", "cos"})
 _MOMENTS = frozenset({"mean", "var", "std"})
@@ -138,7 +160,31 @@ class NumbaExecutor(NumpyExecutor):
         # The workqueue layer must not be entered by two threads at once: a call that finds
         # the lock taken runs on NumPy instead of waiting.
         self._launch = threading.Lock()
+        #: memory-bound elementwise kernels (``MEMORY_BOUND``) run natively only while the team's
+        #: workers ran at least this fraction of their chunks on average over the last calls (on a
+        #: loaded machine a descheduled worker leaves the caller alone, and one thread of the kernel
+        #: loses to NumPy's ufunc); 0: always native.  See ``team_pays``.
+        self.min_team_share = 0.3
+        self._shares: collections.deque = collections.deque(maxlen=TEAM_WINDOW)
+        self._declined = 0  # memory-bound calls sent to NumPy since the last native probe
         _EXECUTORS.add(self)
+
+    def team_pays(self) -> bool:
+        """Whether a memory-bound elementwise call should run natively now: the workers' mean share
+        of the chunks of the last ``TEAM_WINDOW`` such calls reaches ``min_team_share`` (or nothing
+        was measured yet); while it does not, every ``TEAM_REPROBE``-th call runs natively anyway
+        to measure it again."""
+        shares = self._shares
+        if self.min_team_share <= 0 or not shares or sum(shares) >= self.min_team_share * len(shares):
+            return True
+        self._declined += 1
+        if self._declined >= TEAM_REPROBE:
+            self._declined = 0
+            return True
+        return False
+
+    def _record_share(self, share: float) -> None:
+        self._shares.append(share)
 
     # -- loading ------------------------------------------------------------------------
     def _load(self):
@@ -194,7 +240,13 @@ class NumbaExecutor(NumpyExecutor):
             "native": {name: sorted(d.name for d in dts) for name, (_, dts) in sorted(NATIVE.items())},
             "native kinds": {name: kind for name, (kind, _) in sorted(NATIVE.items())},
             "native size thresholds": dict(self.thresholds),
-            "native layouts": "C-contiguous operands of equal shape, or an array with scalars",
+            "short row": SHORT_ROW,
+            "memory-bound": sorted(n for n in MEMORY_BOUND if n in NATIVE),
+            "min team share": self.min_team_share,
+            "recent team share": (sum(self._shares) / len(self._shares)) if self._shares else None,
+            "native layouts": "C-contiguous operands of equal shape, or an array with scalars; a C- or "
+                              "F-contiguous matrix with a row or column vector (add, subtract, multiply, "
+                              "divide, ...)",
             "compile failures": failed,
             "parallel": self.parallel,
             "threads": numba.get_num_threads() if self.parallel else 1,
@@ -294,10 +346,13 @@ class NumbaExecutor(NumpyExecutor):
             try:
                 if team is None:
                     kernel(_numba_team.new_claims(), *args)
+                    mine = chunks
                 else:
-                    team.run(kernel, chunks, args)
+                    mine = team.run(kernel, chunks, args)
             except Exception as e:
                 return self._failed(kernels, key, name, dtype, e)
+            if name in MEMORY_BOUND and (team is not None or chunks > 1):
+                self._record_share(1.0 - mine / chunks)
             return True
         if self.parallel:
             if not self._launch.acquire(False):
@@ -384,8 +439,10 @@ def _build_unary(ex: NumbaExecutor, name: str, fallback):
     thresholds = ex.thresholds
     kernels: dict = {}  # (name, dtype, form, parallel) -> compiled kernel (None: failed)
 
+    memory_bound = name in MEMORY_BOUND
+
     def run(x):
-        if x.size < thresholds[kind]:
+        if x.size < thresholds[kind] or (memory_bound and not ex.team_pays()):
             return fallback(x)
         return native(x)
 
@@ -407,14 +464,55 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
     thresholds = ex.thresholds
     kernels: dict = {}
 
+    memory_bound = name in MEMORY_BOUND
+    ufunc = fallback if isinstance(fallback, np.ufunc) else getattr(fallback, "real_ufunc", None)
+    vector_ops = name in _VECTOR_OPS
+    vector_ufunc = getattr(np, name) if vector_ops else None  # on real operands: what ``fallback`` runs
+
     def run(x1, x2):
         limit = thresholds[kind]
         if x1.size < limit and x2.size < limit:
             return fallback(x1, x2)
+        if memory_bound and not ex.team_pays():
+            if vector_ops:  # NumPy's ufunc, but into a pooled output of the matrix's layout
+                return _matrix_vector(x1, x2, None)
+            return fallback(x1, x2)
         return native(x1, x2)
 
+    def _matrix_vector(x1, x2, dt):
+        """A C- or F-contiguous matrix op a vector along its rows or columns (either order), into a
+        pooled output of the matrix's layout: natively (``dt``: their dtype) or with NumPy's ufunc
+        (``dt`` None); ``fallback`` for anything else."""
+        found = _vector_operands(x1, x2)
+        if found is None:
+            return fallback(x1, x2)
+        form, m, v, transposed = found
+        rows, inner = m.shape
+        if dt is None:
+            if m.dtype.kind not in "biuf" or v.dtype.kind not in "biuf":  # complex divide: NumPy executor's fix-up
+                return fallback(x1, x2)
+            try:
+                out_dt = _out_dtype(vector_ufunc, x1.dtype, x2.dtype)
+            except TypeError:  # no loop (bool - bool): NumPy's own error
+                return fallback(x1, x2)
+            out = _output(m.shape, out_dt)
+            if form[0] == "m":
+                vector_ufunc(m, v.reshape(-1, 1) if form[1] == "c" else v, out=out)
+            else:
+                vector_ufunc(v.reshape(-1, 1) if form[0] == "c" else v, m, out=out)
+        else:
+            out = _output(m.shape, _BOOL if out_kind == "bool" else dt)
+            x, y = (m, v) if form[0] == "m" else (v, m)
+            step = K.vector_step(inner)
+            if not ex._call(name, dt, kernels, (name, dt, form), K.vector_kernel, x, y, step, out,
+                            chunks=max(1, -(-rows // step))):
+                return fallback(x1, x2)
+        shape = np.broadcast_shapes(x1.shape, x2.shape)
+        return out.reshape(shape[::-1]).T if transposed else out.reshape(shape)
+
     def native(x1, x2):
-        # array op array of one shape, array op scalar, scalar op array; the rest is NumPy's
+        # array op array of one shape, array op scalar, scalar op array, a matrix op a row or
+        # column vector; the rest is NumPy's
         if type(x1) is np.ndarray and x1.flags.c_contiguous:
             dt = x1.dtype
             if type(x2) is np.ndarray and x2.shape == x1.shape:
@@ -423,8 +521,13 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
                 form, shape, args = "vv", x1.shape, (x1.reshape(-1), x2.reshape(-1))
             elif _is_scalar_operand(x2, dt) and np.ndim(x2) <= x1.ndim:
                 form, shape, args = "vs", x1.shape, (x1.reshape(-1), _scalar(x2))
+            elif vector_ops and type(x2) is np.ndarray and x2.dtype == dt and dt in dtypes:
+                return _matrix_vector(x1, x2, dt)
             else:
                 return fallback(x1, x2)
+        elif vector_ops and type(x1) is np.ndarray and type(x2) is np.ndarray and x1.dtype == x2.dtype \
+                and x1.dtype in dtypes:
+            return _matrix_vector(x1, x2, x1.dtype)
         elif type(x2) is np.ndarray and x2.flags.c_contiguous and _is_scalar_operand(x1, x2.dtype) \
                 and np.ndim(x1) <= x2.ndim:
             dt = x2.dtype
@@ -439,10 +542,49 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
     # ``x op= y`` (api._array._into): NumPy's ufunc writing into x itself.  Not the kernel: written
     # into its own operand it loses its vector loop (LLVM cannot rule the aliasing out; x /= s ran 7x
     # slower than NumPy's in-place divide), and in place NumPy's arithmetic is memory-bound anyway
-    ufunc = fallback if isinstance(fallback, np.ufunc) else getattr(fallback, "real_ufunc", None)
     if ufunc is not None:
         run.real_ufunc = ufunc
     return run
+
+
+#: binary operations with a matrix-vector kernel (``_vector_operands``)
+_VECTOR_OPS = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
+
+
+def _out_dtype(ufunc, *dtypes) -> np.dtype:
+    return np.dtype(ufunc.resolve_dtypes((*dtypes, None))[-1])
+
+
+def _vector_operands(x1, x2):
+    """(form, matrix as C-contiguous (rows, inner), vector as 1-D, transposed) where one operand is
+    a C- or F-contiguous array of the result's shape (ndim >= 2) and the other holds one value per
+    column or per row of it (F order: of its transpose); None otherwise.  Form: "mr", "mc", "rm", "cm"
+    (see ``kernels.vector_kernel``)."""
+    if type(x1) is not np.ndarray or type(x2) is not np.ndarray:
+        return None
+    for first, m, v in ((True, x1, x2), (False, x2, x1)):
+        nd = m.ndim
+        if nd < 2 or v.ndim > nd or m.size == 0:
+            continue
+        vshape = (1,) * (nd - v.ndim) + v.shape
+        if m.flags.c_contiguous:
+            transposed, mshape = False, m.shape
+        elif m.flags.f_contiguous:
+            transposed, mshape, vshape = True, m.shape[::-1], vshape[::-1]
+            m = m.T
+        else:
+            continue
+        inner = mshape[-1]
+        if vshape[-1] == inner and inner > 1 and all(d == 1 for d in vshape[:-1]):
+            kind = "r"
+        elif vshape[-1] == 1 and vshape[:-1] == mshape[:-1] and math.prod(mshape[:-1]) > 1:
+            kind = "c"
+        else:
+            continue
+        vec = np.ascontiguousarray((v.T if transposed else v).reshape(-1))
+        mat = m.reshape(-1, inner)
+        return ("m" + kind if first else kind + "m"), mat, vec, transposed
+    return None
 
 
 def _build_where(ex: NumbaExecutor, name: str, fallback):

@@ -33,7 +33,7 @@ from arrayx.core import config as _config
 
 __all__ = [
     "UNARY", "BINARY", "FIXUPS", "REDUCTIONS", "WHERE_KINDS", "CLIP_KINDS", "cache_dir",
-    "elementwise_kernel", "where_kernel", "clip_kernel", "reduction_kernel", "sqdev_kernel",
+    "elementwise_kernel", "vector_kernel", "vector_step", "where_kernel", "clip_kernel", "reduction_kernel", "sqdev_kernel",
 ]
 
 # dtype groups, by NumPy kind letter
@@ -150,12 +150,45 @@ def kernel(claims, {args}out):
 {width}    n = out.size
     chunks = (n + {chunk} - 1) // {chunk}
     c = team.claim(claims)
+    mine = 0
     while c < chunks:
         c0 = c * {chunk}
         c1 = min(c0 + {chunk}, n)
 {body}
         team.finish(claims)
+        mine += 1
         c = team.claim(claims)
+    return mine
+'''
+
+# A matrix (rows, inner), C-contiguous, and a vector along its rows ("r": one value per column, x - mean
+# of StandardScaler) or along its columns ("c": one value per row); the executor views an F-ordered
+# operand (``X.T``) as its C-ordered transpose.  Chunks are ``step`` rows; returns the chunks run
+# by this thread (the executor's ``team_pays``).
+_VECTOR_KERNEL = '''
+from arrayx.executors.numba import team as team
+from arrayx.executors.numba import vectors as vec
+
+
+@{jit}
+def kernel(claims, x, y, step, out):
+{width}    rows, inner = out.shape
+    chunks = (rows + step - 1) // step
+    c = team.claim(claims)
+    mine = 0
+    while c < chunks:
+        r0 = c * step
+        r1 = min(r0 + step, rows)
+        for r in range(r0, r1):
+            orow = out[r]
+{row_setup}
+            for i in range(inner):
+{loads}
+                orow[i] = {expr}
+        team.finish(claims)
+        mine += 1
+        c = team.claim(claims)
+    return mine
 '''
 
 _ELEMENTWISE = '''\
@@ -582,6 +615,47 @@ def elementwise_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = Tru
         body = _ELEMENTWISE.format(**fields)
     return _team_kernel(f"{op}_{form}_{dtype.name}", f"{op}, {form}, {dtype.name}", dtype,
                         "x, " if form == "v" else "x, y, ", body)
+
+
+#: (row setup, per-element loads) of a matrix-vector kernel's operands: "m" the matrix, "r" a vector
+#: with one value per column, "c" one per row
+_VECTOR_OPERANDS = {
+    "m": ("{n}r = {n}[r]", "{v} = {n}r[i]"),
+    "r": ("", "{v} = {n}[i]"),
+    "c": ("{v} = {n}[r]", ""),
+}
+
+#: elements per chunk of a matrix-vector kernel (whole rows: at least one)
+VECTOR_CHUNK = _CHUNK
+
+
+def vector_step(inner: int) -> int:
+    """Rows per chunk of a matrix-vector kernel whose rows have ``inner`` elements."""
+    return max(1, VECTOR_CHUNK // max(inner, 1))
+
+
+def vector_kernel(op: str, dtype: np.dtype, form: str, parallel: bool = True):
+    """Kernel ``(claims, x, y, step, out)`` of a BINARY operation between a C-contiguous matrix
+    (rows, inner) and a vector: form "mr"/"mc" (matrix op vector with one value per column / per
+    row) or "rm"/"cm" (vector op matrix); ``out`` is (rows, inner), chunks are ``step`` rows."""
+    setups, loads = [], []
+    for f, name, value in zip(form, ("x", "y"), ("a", "b")):
+        setup, load = _VECTOR_OPERANDS[f]
+        if setup:
+            setups.append(setup.format(n=name, v=value))
+        if load:
+            loads.append(load.format(n=name, v=value))
+    text = _VECTOR_KERNEL.format(jit=_jit(False), width=vector_kernel_line(), row_setup=_indent("\n".join(setups), 12),
+                                 loads=_indent("\n".join(loads), 16), expr=BINARY[op][2])
+    stem = f"{op}_{form}_{dtype.name}"
+    return _cached(("vector", stem), lambda: (stem, _HEADER.format(what=f"{op}, {form}, {dtype.name}", dtype=dtype.name,
+                                                                   acc=dtype.name) + text))
+
+
+def vector_kernel_line() -> str:
+    from arrayx.executors.numba.vectors import kernel_line
+
+    return kernel_line()
 
 
 def where_kernel(dtype: np.dtype, form: str, parallel: bool = True):

@@ -48,11 +48,17 @@ from numba.extending import intrinsic
 
 from arrayx.core import config as _config
 
-__all__ = ["claim", "finish", "Team", "team", "new_claims", "claimed_claims", "cuts", "wait_until", "SPIN_US"]
+__all__ = ["claim", "finish", "Team", "team", "new_claims", "claimed_claims", "cuts", "wait_until", "SPIN_US",
+           "CALLER_SPIN_US"]
 
-#: microseconds a caller spins waiting for the other threads' last chunks, and a worker after a
-#: job watching for the next one, before it sleeps (``ARRAYX_NUMBA_SPIN_US``; 0: always sleep)
+#: microseconds a worker, after a job, spins watching for the next one before it sleeps
+#: (``ARRAYX_NUMBA_SPIN_US``; 0: always sleep)
 SPIN_US = _config.get("ARRAYX_NUMBA_SPIN_US")
+#: microseconds at most a caller spins waiting for the other threads' last chunks before it sleeps
+#: in short steps (each such wait is a stall, counted in ``Team.stalls``): a worker that the OS
+#: descheduled mid-chunk (a loaded 2-core machine) then gets the caller's core instead of watching it
+#: spin for a millisecond
+CALLER_SPIN_US = 50
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
 
@@ -175,7 +181,11 @@ class Team:
 
     def __init__(self, size: int, spin_us: float = SPIN_US):
         self.size = size
-        self.spin = int(spin_us * _rounds_per_us()) if spin_us > 0 else 0  # rounds of wait_until
+        per_us = _rounds_per_us() if spin_us > 0 else 0.0
+        self.spin = int(spin_us * per_us)  # rounds of wait_until: a worker between jobs
+        self.caller_spin = int(min(spin_us, CALLER_SPIN_US) * per_us)  # a caller waiting for the last chunks
+        #: calls whose caller, after its own chunks, waited past ``CALLER_SPIN_US`` and slept
+        self.stalls = 0
         self._cv = threading.Condition(threading.Lock())
         self._job = None  # (kernel, claims, args) of the newest call
         self._jobs = np.zeros(1, np.int64)  # jobs published, where spinning workers watch it
@@ -218,8 +228,9 @@ class Team:
         self._sleeping = 0
         self._successor = None
 
-    def run(self, kernel, chunks: int, args) -> None:
-        """``kernel(claims, *args)`` by the caller and the workers, until its ``chunks`` chunks are done."""
+    def run(self, kernel, chunks: int, args):
+        """``kernel(claims, *args)`` by the caller and the workers, until its ``chunks`` chunks are done;
+        what the caller's own call of the kernel returned (the eager kernels: the chunks it ran)."""
         if self._pid != _pid:  # a parent's team in a fork child: its workers do not exist here
             if self._successor is None:
                 self._successor = team(self.size)
@@ -232,18 +243,22 @@ class Team:
             self._jobs[0] += 1
             if self._sleeping:
                 cv.notify_all()
-        kernel(claims, *args)
-        # the other threads' last chunks: spin, then sleep in short steps.  A plain read of the count
-        # orders the reads of their stores after it on x86 only: elsewhere the atomic read does
+        mine = kernel(claims, *args)
+        # the other threads' last chunks: spin (CALLER_SPIN_US at most), then sleep in short steps.  A
+        # plain read of the count orders the reads of their stores after it on x86 only: elsewhere
+        # the atomic read does
         if claims[1] < chunks or not _X86:
             address = claims.ctypes.data
-            while not wait_until(address + 8, chunks, self.spin):
-                if self.failures:
-                    raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
-                time.sleep(2e-5)
+            if not wait_until(address + 8, chunks, self.caller_spin):
+                self.stalls += 1
+                while not wait_until(address + 8, chunks, self.caller_spin):
+                    if self.failures:
+                        raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
+                    time.sleep(2e-5)
         with cv:
             if self._job is job:
                 self._job = None
+        return mine
 
 
 _teams: dict[int, Team] = {}
