@@ -143,7 +143,9 @@ def test_capabilities_state_native_functions_threshold_and_threading():
     assert "complex128" not in native["add"] and "int8" in native["add"]
     assert "log" not in native and "atan2" not in native  # these run on NumPy
     assert set(caps["native size thresholds"]) == {"elementwise", "transcendental", "moment", "reduction",
-                                                   "extremum"}
+                                                   "extremum", "short rows", "columns"}
+    assert "subtract" in caps["memory-bound"] and "exp" not in caps["memory-bound"]
+    assert caps["min team share"] == EX.min_team_share
     kinds = caps["native kinds"]
     assert kinds["exp"] == "transcendental" and kinds["sum"] == "reduction" and kinds["var"] == "moment"
     assert kinds["max"] == "extremum"
@@ -392,7 +394,8 @@ def test_layouts_kernels_do_not_take_run_on_numpy(native):
         assert_exactly_numpy(*both(fn, a))
     assert EX.explain("exp", a[:, ::2]) == "an operand is not C-contiguous"
     assert "not run natively" in EX.explain("exp", a.astype(np.complex128))
-    assert EX.explain("add", a, a[0]).startswith("operands of different shapes")
+    assert EX.explain("add", a, RNG.standard_normal((2, 6, 8))).startswith("operands of different shapes")
+    assert EX.explain("add", a, a[0]) == "native (a matrix and a row or column vector)"
     assert EX.explain("exp", a) == "native"
 
 

@@ -11,8 +11,17 @@ functions, ``where``, ``clip`` and the reductions ``sum``/``prod``/``mean``/``va
   allows; complex always goes to NumPy), and
 - the operands are C-contiguous and of equal shape, or one is a scalar (anything else, such as
   general broadcasting, goes to NumPy), and
-- a sum or mean does not add whole rows (over the leading axes of a C array, the trailing ones of
-  ``X.T``): NumPy's one SIMD pass is as fast there (the executor's choice, ``_ROW_ADDS``).
+- a reduction has its own threshold where its layout makes NumPy's pass cheap or costly: a sum or
+  mean that adds whole rows (over the leading axes of a C array, the trailing ones of ``X.T``) is
+  native from ``thresholds["columns"]`` (NumPy's one SIMD pass is fast there), one over short rows
+  (the last axis, at most ``SHORT_ROW`` elements) from ``thresholds["short rows"]`` (NumPy pays a
+  loop start per row).
+
+Memory-bound elementwise operations (``MEMORY_BOUND``: arithmetic, comparisons) run natively only
+while the team's worker threads take their share of the chunks (``min_team_share``, ``team_pays``);
+otherwise NumPy's ufunc, which one thread runs as fast.  A C- or F-contiguous matrix plus, minus,
+times or over a row or column vector (``X - mean``, ``X.T - mean``) runs as a matrix-vector kernel
+(or NumPy's ufunc) into a pooled output of the matrix's own layout.
 
 In-place operators (``x -= y``) run NumPy's ufunc into x's own memory: a kernel writing into its
 own operand loses its vector loop.
@@ -73,12 +82,15 @@ __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 #:   launch 35-150 us) and only break even at 4-16M elements (their single-thread speed equals
 #:   NumPy's), so they go native for larger arrays only.  Lower the thresholds where cores are idle.
 #: - "short rows": any of those reductions over the last axis of a C array whose rows are short
-#:   (at most ``SHORT_ROW`` elements: logsumexp's and softmax's sum/max over axis 1 of (N, 64)),
-#:   where NumPy pays a per-row loop start: native from 512K elements;
-#: - "columns": sum/mean/var/std/min/max that add whole rows (over the leading axes of a C array:
-#:   StandardScaler's ``mean(X, axis=0)``; the trailing ones of ``X.T``): native from 2M elements.
+#:   (at most ``SHORT_ROW`` elements: logsumexp's and softmax's max/sum over axis 1 of (N, 64)),
+#:   where NumPy pays a loop start per row: max of (N, 64) ran natively at 1.3x NumPy from 512K
+#:   elements and 6-11x at 2-6M, sum at 0.8x at 1M and 1.4-1.7x at 2-6M: native from 2M;
+#: - "columns": a sum or mean that adds whole rows (over the leading axes of a C array:
+#:   StandardScaler's ``mean(X, axis=0)``; the trailing ones of ``X.T``, xpx.cov's mean) is one
+#:   memory-bound SIMD pass in NumPy; the kernel (which also sums |x|) ran at 0.5-0.8x NumPy on
+#:   100000 x 64, with two threads: native only from 64M elements.
 DEFAULT_THRESHOLDS = {"elementwise": 1 << 20, "transcendental": 1 << 18, "moment": 1 << 20,
-                      "reduction": 1 << 24, "extremum": 1 << 26, "short rows": 1 << 19, "columns": 1 << 21}
+                      "reduction": 1 << 24, "extremum": 1 << 26, "short rows": 1 << 21, "columns": 1 << 26}
 
 #: rows of at most this many elements are "short rows" (see DEFAULT_THRESHOLDS)
 SHORT_ROW = 1024
@@ -297,20 +309,27 @@ class NumbaExecutor(NumpyExecutor):
         if not arrays:
             return "no array operand"
         x = arrays[0]
+        if kind not in ("elementwise", "transcendental"):
+            axes = _reduce_axes(params.get("axis"), x.ndim)
+            if axes:
+                kind = _reduction_kind(kind, name, x, axes)
         if x.size < self.thresholds[kind]:
             return f"{x.size} elements is below the {kind} threshold {self.thresholds[kind]}"
         if x.dtype not in dtypes:
             return f"dtype {x.dtype} is not run natively (native: {sorted(d.name for d in dtypes)})"
         if (name, x.dtype.name) in self.failed:
             return f"its kernel failed to compile: {self.failed[name, x.dtype.name]}"
+        if name in MEMORY_BOUND and self._shares and self.min_team_share > 0 and \
+                sum(self._shares) < self.min_team_share * len(self._shares):
+            return (f"memory-bound, and the team's workers ran {sum(self._shares) / len(self._shares):.2f} of the "
+                    f"chunks of recent calls (min_team_share {self.min_team_share}): NumPy's ufunc")
+        if name in _VECTOR_OPS and len(arrays) == 2 and arrays[0].shape != arrays[1].shape \
+                and arrays[0].dtype == arrays[1].dtype and _vector_operands(*arrays) is not None:
+            return "native (a matrix and a row or column vector)"
         if not all(a.flags.c_contiguous for a in arrays):
             return "an operand is not C-contiguous"
         if len({a.shape for a in arrays if a.size != 1}) > 1:
             return "operands of different shapes (broadcasting) run on NumPy"
-        if name in _ROW_ADDS and kind != "elementwise":
-            axes = _reduce_axes(params.get("axis"), x.ndim)
-            if axes and _adds_rows(x, axes):
-                return f"a {name} over leading axes adds whole rows: NumPy's one pass is as fast"
         return "native"
 
     # -- kernels ------------------------------------------------------------------------------
@@ -743,7 +762,7 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
         return res, None if pabs is None else pabs.sum(axis=1)
 
     def run(x, /, **params):
-        if x.size < thresholds[kind]:
+        if x.size < thresholds[kind] and x.size < thresholds["short rows"] and x.size < thresholds["columns"]:
             return fallback(x, **params)
         return native(x, params)
 
@@ -757,7 +776,7 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
                 or not set(params) <= _REDUCTION_PARAMS[name]):
             return fallback(x, **params)  # (empty reductions: NumPy's identities, NaNs and errors)
         axes = _reduce_axes(axis, x.ndim)
-        if axes and name in _ROW_ADDS and _adds_rows(x, axes):
+        if axes and x.size < thresholds[_reduction_kind(kind, name, x, axes)]:
             return fallback(x, **params)
         if axes and x.ndim > 1 and not x.flags.c_contiguous and x.flags.f_contiguous:
             # a transposed operand (xpx.cov's X.T): reduce its C-ordered transpose over the mirrored
@@ -776,11 +795,28 @@ def _build_reduction(ex: NumbaExecutor, name: str, fallback):
     return run
 
 
-#: reductions left to NumPy when they add whole rows (``_adds_rows``): a sum or mean over leading axes
-#: is one memory-bound pass in NumPy, adding each row into the result with its SIMD loop, where the
-#: kernel also sums |x| (its overflow check) and pays a parallel launch: StandardScaler's and PCA's
-#: ``mean(X, axis=0)`` of 100000 x 64 ran at 0.46-0.68x NumPy (xpx.cov's mean over axis 1 of X.T alike)
+#: reductions that NumPy does as one memory-bound pass when they add whole rows (``_adds_rows``),
+#: adding each row into the result with its SIMD loop, where the kernel also sums |x| (its overflow
+#: check) and pays a parallel launch: StandardScaler's and PCA's ``mean(X, axis=0)`` of 100000 x 64
+#: ran at 0.46-0.68x NumPy on one thread (xpx.cov's mean over axis 1 of X.T alike).  They go native
+#: from the "columns" threshold only.
 _ROW_ADDS = frozenset({"sum", "mean"})
+
+
+def _reduction_kind(kind: str, name: str, x: np.ndarray, axes: tuple) -> str:
+    """The threshold that applies to reduction ``name`` (of ``kind``) over ``axes`` of ``x``:
+    "columns" where it adds whole rows, "short rows" over the last axis of rows of at most
+    ``SHORT_ROW`` elements (F order: mirrored), else ``kind``."""
+    if x.ndim < 2:
+        return kind
+    if _adds_rows(x, axes):
+        return "columns" if name in _ROW_ADDS else kind
+    if x.flags.c_contiguous:
+        if axes == (x.ndim - 1,) and x.shape[-1] <= SHORT_ROW:
+            return "short rows"
+    elif x.flags.f_contiguous and axes == (0,) and x.shape[0] <= SHORT_ROW:
+        return "short rows"
+    return kind
 
 
 def _adds_rows(x: np.ndarray, axes: tuple) -> bool:
