@@ -326,7 +326,8 @@ class NumbaExecutor(NumpyExecutor):
         if name in _VECTOR_OPS and len(arrays) == 2 and arrays[0].shape != arrays[1].shape \
                 and arrays[0].dtype == arrays[1].dtype and _vector_operands(*arrays) is not None:
             return "native (a matrix and a row or column vector)"
-        if not all(a.flags.c_contiguous for a in arrays):
+        reduction = name in _REDUCTION_PARAMS  # (an F-ordered operand is reduced as its C-ordered transpose)
+        if not all(a.flags.c_contiguous or (reduction and a.flags.f_contiguous) for a in arrays):
             return "an operand is not C-contiguous"
         if len({a.shape for a in arrays if a.size != 1}) > 1:
             return "operands of different shapes (broadcasting) run on NumPy"

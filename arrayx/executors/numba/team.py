@@ -149,6 +149,9 @@ def wait_until(address: int, target: int, rounds: int) -> bool:
     if _wait is None:
         with _wait_lock:
             if _wait is None:
+                # (idempotent; done by Numba's first compile, which a team made first has not seen)
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
                 pause = "call void @llvm.x86.sse2.pause()" if _X86 else "fence seq_cst"
                 declare = "declare void @llvm.x86.sse2.pause()" if _X86 else ""
                 module = llvm.parse_assembly(_WAIT_IR.format(declare=declare, pause=pause))
