@@ -11,8 +11,10 @@ caller never waits for it to start.
 
 Waiting is a spin, then a sleep: ``wait_until(counter, target, rounds)`` spins (a CPU pause per
 round, the GIL released) until ``counter[0] >= target`` or the rounds run out.  The caller, out of
-its kernel, waits so for the other threads' last chunks; a worker, after a job, watches the job
-counter so for about ``SPIN_US`` before it sleeps on the condition variable.  A sleeping thread
+its kernel, waits so for the other threads' last chunks, for ``CALLER_SPIN_US`` (an eager kernel) or
+``SPIN_US`` (a fused program's region, ``patient``), then sleeps in short steps (counted in
+``Team.stalls``); a worker, after a job, watches the job counter so for about ``SPIN_US`` before it
+sleeps on the condition variable.  A sleeping thread
 costs a wake-up (~50 us here) that back-to-back calls, and the regions of one jitted call, then
 do not pay.  ``wait_until`` is one loop of LLVM IR compiled by llvmlite (~8 ms, once per process)
 and called through ctypes, which releases the GIL: no Numba function to compile or cache.
@@ -231,13 +233,16 @@ class Team:
         self._sleeping = 0
         self._successor = None
 
-    def run(self, kernel, chunks: int, args):
+    def run(self, kernel, chunks: int, args, patient: bool = False):
         """``kernel(claims, *args)`` by the caller and the workers, until its ``chunks`` chunks are done;
-        what the caller's own call of the kernel returned (the eager kernels: the chunks it ran)."""
+        what the caller's own call of the kernel returned (the eager kernels: the chunks it ran).
+        ``patient``: the caller spins as long as a worker between jobs (``SPIN_US``) before it sleeps,
+        not ``CALLER_SPIN_US``: the regions of a fused program run back to back, and a caller woken
+        from a sleep late starts the next region late."""
         if self._pid != _pid:  # a parent's team in a fork child: its workers do not exist here
             if self._successor is None:
                 self._successor = team(self.size)
-            return self._successor.run(kernel, chunks, args)
+            return self._successor.run(kernel, chunks, args, patient)
         claims = new_claims()
         job = (kernel, claims, args)
         cv = self._cv
@@ -252,9 +257,10 @@ class Team:
         # the atomic read does
         if claims[1] < chunks or not _X86:
             address = claims.ctypes.data
-            if not wait_until(address + 8, chunks, self.caller_spin):
+            spin = self.spin if patient else self.caller_spin
+            if not wait_until(address + 8, chunks, spin):
                 self.stalls += 1
-                while not wait_until(address + 8, chunks, self.caller_spin):
+                while not wait_until(address + 8, chunks, spin):
                     if self.failures:
                         raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
                     time.sleep(2e-5)

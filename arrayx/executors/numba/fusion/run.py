@@ -192,7 +192,7 @@ class RegionRunner:
         if self.team is None:
             self.kernel(self._team.new_claims(), self.cuts, *kargs)
         else:  # chunks claimed inside the kernel by the caller and the team's workers (see numba.team)
-            self.team.run(self.kernel, len(self.cuts) - 1, (self.cuts, *kargs))
+            self.team.run(self.kernel, len(self.cuts) - 1, (self.cuts, *kargs), patient=True)
 
     def _all_transposed(self, bufs) -> bool:
         """Whether every full operand is a transposed array (F- and not C-contiguous, ``X.T`` of a C
@@ -341,7 +341,7 @@ class RegionRunner:
             if t[1] is None:
                 t[0](self._team.new_claims(), cuts, *kargs)
             else:
-                t[1].run(t[0], len(cuts) - 1, (cuts, *kargs))
+                t[1].run(t[0], len(cuts) - 1, (cuts, *kargs), patient=True)
         except Exception as e:
             return self._kernel_failed(e, "transposed", bufs)
         results = list(outs)
