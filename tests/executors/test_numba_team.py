@@ -299,6 +299,6 @@ def test_an_interrupted_first_call_leaves_the_region_parallel(monkeypatch, where
         _assert_equal_to_numpy(lambda x: (fn(x),), host, [got])
         runs = []
         real_run = runner.team.run
-        monkeypatch.setattr(runner.team, "run", lambda *args: runs.append(1) or real_run(*args))
+        monkeypatch.setattr(runner.team, "run", lambda *args, **kw: runs.append(1) or real_run(*args, **kw))
         jf(a)
         assert runs  # the team ran it
