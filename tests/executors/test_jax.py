@@ -178,8 +178,10 @@ def test_jit_runs_jax_jit_dispatch_traced_once_when_compiled():
            g(xp.asarray(a), xp.asarray(b))]
     assert f.trace_count == 3 and g.trace_count == 1  # a new static value and a new shape retrace
     for entry in [*f._cache.values(), *g._cache.values()]:
-        assert isinstance(entry.fn, type(jax.jit(abs))), type(entry.fn)
-        assert entry.fn._cache_size() == 1  # the compile-time trace served the first call
+        # with donated arguments one Python check first computes a donated deferred transpose
+        fn = entry.fn.jitted if entry.donate else entry.fn
+        assert isinstance(fn, type(jax.jit(abs))), type(fn)
+        assert fn._cache_size() == 1  # the compile-time trace served the first call
     with xp.use_executor("numpy"):
         want = [model({"a": xp.asarray(a), "b": xp.asarray(b)}, 2, bias=xp.asarray(0.5)),
                 model({"a": xp.asarray(a), "b": xp.asarray(b)}, 3, bias=xp.asarray(0.5)),

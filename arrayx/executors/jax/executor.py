@@ -60,6 +60,7 @@ executors, the same on each.
 """
 from __future__ import annotations
 
+import operator
 
 import numpy as np
 
@@ -69,6 +70,8 @@ from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked a
 from arrayx.core.executor import Device, Executor
 from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
+from arrayx.executors.jax import permuted as _permuted
+from arrayx.executors.jax.permuted import Permuted, plain as _plain
 
 _INDEX = np.dtype("int64")
 
@@ -514,6 +517,159 @@ def _data_dependent_error(graph) -> NotImplementedError:
     )
 
 
+# -- deferred transposes (permuted.py): how each eager primitive takes a Permuted operand
+
+_REDUCTIONS = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "any", "all"})
+
+
+def _kind_of(name: str) -> str:
+    from arrayx.core.primitives import ELEMENTWISE
+
+    if name in ("permute_dims", "matrix_transpose"):
+        return "transpose"
+    if name == "matmul":
+        return "matmul"
+    if name in _REDUCTIONS:
+        return "reduction"
+    if (name in ELEMENTWISE and name != "clip") or name == "astype":
+        return "elementwise"
+    return "other"
+
+
+def _matrix_axes(ndim: int) -> tuple:
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+class _Deferring:
+    """The eager implementation of one primitive (``fn``: what runs on plain buffers, ``raw``: the
+    jax.numpy function compiled programs use) that takes :class:`Permuted` operands: a large
+    transpose is deferred, elementwise operations and reductions run on the base, ``matmul``
+    folds a matrix transpose into the product; other primitives get the transpose computed."""
+
+    __slots__ = ("name", "fn", "raw", "kind", "atype", "folded")
+
+    def __init__(self, name, fn, raw, atype):
+        self.name = name
+        self.fn = fn
+        self.raw = raw
+        self.kind = _kind_of(name)
+        self.atype = atype
+        self.folded = None
+
+    def __call__(self, *bufs, **params):
+        kind = self.kind
+        if kind == "transpose":
+            return self._transpose(bufs[0], params)
+        for b in bufs:
+            if b.__class__ is Permuted:
+                break
+        else:
+            return self.fn(*bufs, **params)
+        if kind == "elementwise":
+            return self._elementwise(bufs, params)
+        if kind == "matmul":
+            return self._matmul(*bufs)
+        if kind == "reduction" and len(bufs) == 1:
+            return self._reduction(bufs[0], params)
+        return self.fn(*(_plain(b) for b in bufs), **params)
+
+    def _transpose(self, x, params):
+        ndim = x.ndim
+        axes = tuple(params["axes"]) if self.name == "permute_dims" else _matrix_axes(ndim)
+        if x.__class__ is Permuted:
+            axes = _permuted.compose(axes, x.axes)
+            if _permuted.is_identity(axes):
+                return x.base
+            return Permuted(x.base, axes)
+        if x.__class__ is self.atype and x.nbytes >= _permuted.MIN_BYTES and not _permuted.is_identity(axes):
+            return Permuted(x, axes)
+        return self.fn(x, **params)
+
+    def _elementwise(self, bufs, params):
+        nd = max(getattr(b, "ndim", 0) for b in bufs)
+        lead = next((b for b in bufs if b.__class__ is Permuted and b.ndim == nd), None)
+        if lead is None:  # the permuted operand is broadcast to more dimensions: compute it
+            return self.fn(*(_plain(b) for b in bufs), **params)
+        axes = lead.axes
+        inv = _permuted.inverse(axes)
+        args = []
+        for b in bufs:
+            if b.__class__ is Permuted and b.axes == axes:
+                args.append(b.base)
+            elif getattr(b, "ndim", 0):  # another array: into the base's order (broadcast dims too)
+                b = _plain(b)
+                if b.ndim < nd:
+                    b = _permuted.expand(b, nd)
+                args.append(_permuted.transpose(b, inv))
+            else:
+                args.append(b)
+        return Permuted(self.fn(*args, **params), axes)
+
+    def _matmul(self, a, b):
+        ta = a.__class__ is Permuted and a.ndim >= 2 and a.axes == _matrix_axes(a.ndim)
+        tb = b.__class__ is Permuted and b.ndim >= 2 and b.axes == _matrix_axes(b.ndim)
+        if not (ta or tb):
+            return self.fn(_plain(a), _plain(b))
+        if self.folded is None:
+            raw = self.raw
+
+            def product(a, b, ta, tb):
+                return raw(jnp.swapaxes(a, -1, -2) if ta else a, jnp.swapaxes(b, -1, -2) if tb else b)
+
+            self.folded = _jax.jit(product, static_argnames=("ta", "tb"))
+        return self.folded(a.base if ta else _plain(a), b.base if tb else _plain(b), ta=ta, tb=tb)
+
+    def _reduction(self, x, params):
+        axis = params.get("axis", _MISSING)
+        if axis is _MISSING or "keepdims" not in params:
+            return self.fn(_plain(x), **params)
+        if axis is None:
+            return self.fn(x.base, **params)  # every element: the order does not matter
+        if axis.__class__ is int:
+            axis = (axis,)
+        nd = x.ndim
+        try:
+            reduced = {operator.index(a) % nd for a in axis}
+        except TypeError:
+            return self.fn(_plain(x), **params)
+        axes = x.axes
+        out = self.fn(x.base, **{**params, "axis": tuple(sorted(axes[a] for a in reduced))})
+        if params["keepdims"]:
+            new = axes
+        else:
+            kept = [axes[i] for i in range(nd) if i not in reduced]
+            order = sorted(kept)
+            new = tuple(order.index(k) for k in kept)
+        if _permuted.is_identity(new):
+            return out
+        return Permuted(out, new) if out.nbytes >= _permuted.MIN_BYTES else _permuted.transpose(out, new)
+
+
+_MISSING = object()
+
+
+class _DonatingProgram:
+    """A compiled graph with donated arguments: a :class:`Permuted` one is computed first, so that
+    donating it gives up the transpose's buffer, not its base (another array's, e.g. ``x`` of
+    ``x.T``).  Other arguments, Permuted ones included, go to ``jax.jit`` as they are."""
+
+    __slots__ = ("jitted", "donate")
+
+    def __init__(self, jitted, donate):
+        self.jitted = jitted
+        self.donate = donate
+
+    def __call__(self, *bufs):
+        for i in self.donate:
+            if i < len(bufs) and bufs[i].__class__ is Permuted:
+                bufs = tuple(_plain(b) if k in self.donate else b for k, b in enumerate(bufs))
+                break
+        return self.jitted(*bufs)
+
+    def __getattr__(self, name):  # jax.jit's own attributes (lower, trace, _cache_size, ...)
+        return getattr(self.jitted, name)
+
+
 class JaxExecutor(Executor):
     name = "jax"
     install_hint = "Install JAX with `pip install jax` (CPU) or `pip install 'jax[cuda12]'` (NVIDIA GPU)."
@@ -579,6 +735,7 @@ class JaxExecutor(Executor):
         _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
                            jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
         self._jax = jax
+        _permuted.load(jax)
         self.array_type = type(jnp.zeros((), dtype=jnp.float32))
         natives = list(jax.devices())
         if natives[0].platform != "cpu":  # list the host too when an accelerator is the default
@@ -591,28 +748,32 @@ class JaxExecutor(Executor):
         return jnp
 
     def finish_impl(self, prim, fn):
+        raw = fn
         fn = _Jitted(fn) if prim.name not in _EAGER_ONLY and self.jit_ops else fn
         if prim.name == "pow":
-            return _SquareForTwo(fn)
-        return _SameDtypeShares(fn) if prim.name == "astype" else fn
+            fn = _SquareForTwo(fn)
+        elif prim.name == "astype":
+            fn = _SameDtypeShares(fn)
+        return _Deferring(prim.name, fn, raw, self.array_type)
 
     # -- jit ----------------------------------------------------------------------------------
     def raw_impl(self, prim):
         """The jax.numpy implementation of ``prim`` without the per-op ``jax.jit`` of eager mode."""
         fn = self.impls.get(prim) or self.resolve(prim)
-        if isinstance(fn, (_SameDtypeShares, _SquareForTwo)):
-            fn = fn.fn
-        return fn.fn if isinstance(fn, _Jitted) else fn
+        return fn.raw if isinstance(fn, _Deferring) else fn
 
     def lower(self, graph):
-        from arrayx.core.lowering import straight_line
+        from arrayx.core.lowering import _buffer_for, straight_line
 
-        return straight_line(self, graph, impl_of=self.raw_impl, coerce_scalars=False)
+        # a captured constant that is a deferred transpose enters the program computed
+        return straight_line(self, graph, impl_of=self.raw_impl, coerce_scalars=False,
+                             consts_of=lambda a: _plain(_buffer_for(self, a)))
 
     def compile(self, graph, donate_argnums: tuple = ()):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
         # differentiated and batched it, so JAX only compiles
-        jitted = self._jax.jit(self.lower(graph), donate_argnums=tuple(donate_argnums))
+        lowered = self.lower(graph)
+        jitted = self._jax.jit(lowered, donate_argnums=tuple(donate_argnums))
         # traced here on the graph's avals (jax keeps the trace for the first call), so a shape XLA
         # cannot compile fails now with arrayx's message and each call is jax.jit's own C++ dispatch
         try:
@@ -620,7 +781,9 @@ class JaxExecutor(Executor):
                            for a in graph.in_avals))
         except _NEEDS_CONCRETE as e:
             raise _data_dependent_error(graph) from e
-        return jitted
+        # each call is jax.jit's own C++ dispatch; a Permuted argument enters as its base (a pytree,
+        # permuted.py); a donated one must enter computed (its base may be another array's buffer)
+        return _DonatingProgram(jitted, tuple(donate_argnums)) if donate_argnums else jitted
 
     def capabilities(self) -> dict:
         # eager JAX computes data-dependent shapes (boolean masks, unique, nonzero) on the host
@@ -650,7 +813,7 @@ class JaxExecutor(Executor):
         return self._by_native.get(sorted(natives, key=lambda d: d.id)[0], self._devices[0])
 
     def to_device(self, buf, device: Device):
-        return self._jax.device_put(buf, self._native(device, "to_device"))
+        return self._jax.device_put(_plain(buf), self._native(device, "to_device"))
 
     def _native(self, device: Device, fname: str):
         if device.executor != self.name or device.native is None:
@@ -659,7 +822,12 @@ class JaxExecutor(Executor):
 
     # -- buffers ----------------------------------------------------------------------------
     def coerce(self, out):
+        if out.__class__ is Permuted:  # a deferred transpose is this executor's buffer too
+            return out
         return self.xp.asarray(out)
+
+    def index_range(self, buf) -> tuple[int, int]:
+        return super().index_range(_plain(buf))
 
     def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
         native = None if device is None else self._native(device, "asarray")
@@ -690,7 +858,7 @@ class JaxExecutor(Executor):
         return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
 
     def dlpack_buffer(self, buf):
-        return _DLPackExport(buf)
+        return _DLPackExport(_plain(buf))
 
     def from_foreign(self, buf, source: Executor):
         """Copy ``buf`` of ``source`` here: DLPack when the source can export it, else via the host."""

@@ -1,0 +1,214 @@
+"""Deferred transposes on the JAX executor: a :class:`Permuted` buffer is ``transpose(base, axes)``
+not yet computed.
+
+XLA on CPU copies the whole array to transpose it (61 MB of float64: ~10-80 ms, more than the
+client call it sits in: ``xpx.cov`` transposes its input, scikit-learn's estimators take ``X.T``),
+where NumPy's transpose is a free view.  So ``permute_dims``/``matrix_transpose`` of an eager buffer
+of :data:`MIN_BYTES` or more give a ``Permuted`` that records the base and the axes:
+
+- elementwise operations on it run on the base and stay permuted (a transpose commutes with them;
+  another array operand is brought into the base's order first: a transpose of it, broadcast
+  dimensions included, which costs what it holds);
+- reductions with ``axis``/``keepdims`` reduce the base along the matching axes;
+- ``matmul`` of a matrix-transposed operand folds the transpose into the product (XLA's dot
+  reads either order);
+- a transpose of it composes the axes (``x.T.T`` is ``x``'s buffer again);
+- ``numpy.asarray`` of it is the base's host view, transposed (F-ordered for a matrix, no copy);
+- anything else computes the transpose once (kept on the ``Permuted``) and runs on that.
+
+The wrapper lives below the arrayx ``Array``: values, dtypes and views (``x.T`` is a view of
+``x``, written through ``functional_write``) are those of an ordinary buffer.  Compiled programs
+(``jit``, ``arrayx.lazy()``) take a ``Permuted`` argument as its base and transpose inside the
+program, where XLA fuses the transpose into its consumer.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+#: a transpose of this many bytes or more is deferred (smaller ones cost less than the bookkeeping)
+MIN_BYTES = 1 << 20
+
+_jax = None  # set by ``load`` (JAX is imported only when the executor is used)
+_TRANSPOSE = None
+
+
+def load(jax) -> None:
+    global _jax, _TRANSPOSE
+    _jax = jax
+    _TRANSPOSE = jax.jit(lambda x, axes: jax.numpy.transpose(x, axes), static_argnames=("axes",))
+    # a pytree of one leaf, its base: ``jax.jit`` (compiled graphs), ``device_put`` and
+    # ``block_until_ready`` take the base, and inside a trace the transpose is an operation of the
+    # program (XLA fuses it into its consumer); a program is compiled per pattern of such arguments
+    jax.tree_util.register_pytree_node(Permuted, _flatten, _unflatten)
+
+
+def _flatten(p):
+    return (p.base,), p.axes
+
+
+def _unflatten(axes, children):
+    (base,) = children
+    if isinstance(base, _jax.core.Tracer):
+        return _jax.numpy.transpose(base, axes)
+    if isinstance(base, _jax.Array):
+        return Permuted(base, axes)
+    new = object.__new__(Permuted)  # a tree of placeholders (jax's tree utilities): keep the structure
+    new.base, new.axes, new.shape, new._full = base, axes, None, None
+    return new
+
+
+def compose(outer: tuple, inner: tuple) -> tuple:
+    """The axes of ``transpose(transpose(b, inner), outer)`` as one transpose of ``b``."""
+    return tuple(inner[a] for a in outer)
+
+
+def inverse(axes: tuple) -> tuple:
+    out = [0] * len(axes)
+    for i, a in enumerate(axes):
+        out[a] = i
+    return tuple(out)
+
+
+def is_identity(axes: tuple) -> bool:
+    return all(i == a for i, a in enumerate(axes))
+
+
+class Permuted:
+    """``transpose(base, axes)`` of a ``jax.Array`` ``base``, computed only where an operation
+    needs it in order (then once, and kept)."""
+
+    __slots__ = ("base", "axes", "shape", "_full", "__weakref__")
+
+    def __init__(self, base, axes: tuple):
+        self.base = base
+        self.axes = axes
+        shape = base.shape
+        self.shape = tuple(shape[a] for a in axes)
+        self._full = None
+
+    # -- what arrayx reads without computing ----------------------------------------------------
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.axes)
+
+    @property
+    def size(self) -> int:
+        return self.base.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes
+
+    @property
+    def weak_type(self):
+        return getattr(self.base, "weak_type", False)
+
+    def devices(self):
+        return self.base.devices()
+
+    @property
+    def sharding(self):
+        return self.base.sharding
+
+    def block_until_ready(self):
+        self.base.block_until_ready()
+        return self
+
+    def is_ready(self) -> bool:
+        return self.base.is_ready()
+
+    # -- the transposed value -------------------------------------------------------------------
+    def materialize(self):
+        """The transpose as a ``jax.Array`` (computed on the first call, then kept)."""
+        full = self._full
+        if full is None:
+            full = self._full = _TRANSPOSE(self.base, axes=self.axes)
+        return full
+
+    def __array__(self, dtype=None, copy=None):
+        full = self._full
+        host = np.asarray(full) if full is not None else np.asarray(self.base).transpose(self.axes)
+        if dtype is not None and np.dtype(dtype) != host.dtype:
+            return host.astype(dtype)
+        if copy:
+            return host.copy(order="K")
+        return host
+
+    def __getitem__(self, key):
+        return self.materialize()[key]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self):
+        return iter(self.materialize())
+
+    def __dlpack__(self, **kwargs):
+        return self.materialize().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.base.__dlpack_device__()
+
+    def __getattr__(self, name):
+        # any other jax.Array attribute or method (``at``, ``addressable_shards``, ``astype``, ...)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.materialize(), name)
+
+    def __repr__(self) -> str:
+        return f"Permuted(axes={self.axes}, {self.materialize()!r})"
+
+    def __reduce__(self):
+        return (_rebuild, (self.__array__(),))
+
+
+def _rebuild(host):
+    return _jax.numpy.asarray(host)
+
+
+def _operator(name):
+    return getattr(operator, name + "_" if name in ("and", "or") else name)
+
+
+def _binary(name):
+    op = _operator(name)
+    return lambda self, other: op(self.materialize(), plain(other))
+
+
+def _rbinary(name):
+    op = _operator(name)
+    return lambda self, other: op(plain(other), self.materialize())
+
+
+for _n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+           "lshift", "rshift", "lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(Permuted, f"__{_n}__", _binary(_n))
+for _n in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+           "lshift", "rshift"):
+    setattr(Permuted, f"__r{_n}__", _rbinary(_n))
+Permuted.__hash__ = None
+for _n in ("neg", "pos", "abs", "invert"):
+    setattr(Permuted, f"__{_n}__", (lambda op: lambda self: op(self.materialize()))(getattr(operator, _n)))
+for _n in ("bool", "int", "float", "complex", "index"):
+    setattr(Permuted, f"__{_n}__", (lambda n: lambda self: getattr(self.materialize(), f"__{n}__")())(_n))
+
+
+def plain(b):
+    """``b`` as a ``jax.Array`` (a :class:`Permuted` computed); anything else as it is."""
+    return b.materialize() if b.__class__ is Permuted else b
+
+
+def transpose(b, axes: tuple):
+    """``b`` (a ``jax.Array``) transposed now (one compiled call per shape and axes)."""
+    return _TRANSPOSE(b, axes=axes)
+
+
+def expand(b, ndim: int):
+    """``b`` with leading dimensions of length 1 up to ``ndim`` (a broadcast operand's shape)."""
+    return b.reshape((1,) * (ndim - b.ndim) + tuple(b.shape))
