@@ -1,0 +1,285 @@
+"""Deferred transposes on the JAX executor (arrayx/executors/jax/permuted.py): ``x.T`` and
+``permute_dims`` of a buffer of 1 MiB or more record the base and the axes; every path that takes
+such a buffer (elementwise, reductions, matmul, everything else, host views, jit, lazy, writes and
+views) gives the NumPy executor's values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx.core import executor as base
+from tests.conftest import assert_matches_numpy, assert_same, on_numpy
+
+EX = base.get("jax")
+pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unavailable: {EX.unavailable_reason}")
+
+ROWS, COLS = 600, 300  # float64: 1.4 MB, above permuted.MIN_BYTES
+
+
+@pytest.fixture(autouse=True)
+def on_jax():
+    with xp.use_executor("jax"):
+        yield
+
+
+def _permuted():
+    from arrayx.executors.jax.permuted import Permuted
+
+    return Permuted
+
+
+def _data(shape=(ROWS, COLS), seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).normal(size=shape).astype(dtype)
+
+
+def _big(shape=(ROWS, COLS), seed=0):
+    return xp.asarray(_data(shape, seed))
+
+
+def test_large_transposes_are_deferred_and_small_ones_are_not():
+    Permuted = _permuted()
+    x = _big()
+    for t in (x.T, xp.matrix_transpose(x), xp.permute_dims(x, (1, 0)), x.mT):
+        assert t._buf.__class__ is Permuted and t._buf.base is x._buf
+        assert t.shape == (COLS, ROWS) and t.dtype == x.dtype
+        assert_same(t, np.asarray(x).T)
+    small = xp.asarray(_data((10, 20)))
+    assert small.T._buf.__class__ is not Permuted
+    assert_same(small.T, np.asarray(small).T)
+    # a transpose of a deferred transpose composes: x.T.T is x's own buffer again
+    assert x.T.T._buf is x._buf
+    y = xp.asarray(_data((40, 50, 80)))
+    p = xp.permute_dims(xp.permute_dims(y, (2, 0, 1)), (1, 0, 2))
+    assert p._buf.__class__ is Permuted and p._buf.axes == (0, 2, 1)
+    assert_same(p, np.transpose(np.transpose(np.asarray(y), (2, 0, 1)), (1, 0, 2)))
+
+
+def test_numpy_asarray_of_a_deferred_transpose_is_a_host_view_without_a_copy():
+    x = _big()
+    t = x.T
+    host = np.asarray(t._buf)
+    assert host.flags.f_contiguous and not host.flags.c_contiguous
+    assert np.shares_memory(host, np.asarray(x._buf))
+    np.testing.assert_array_equal(host, np.asarray(x).T)
+    np.testing.assert_array_equal(np.asarray(t), np.asarray(x).T)
+    np.testing.assert_array_equal(np.asarray(t._buf, dtype=np.float32), np.asarray(x).T.astype(np.float32))
+    assert not np.shares_memory(np.asarray(t._buf, copy=True), np.asarray(x._buf))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t, x: xp.exp(t),
+    lambda t, x: -t,
+    lambda t, x: t * 2.5 + 1,
+    lambda t, x: 2.0 ** t,
+    lambda t, x: t ** 2.0,
+    lambda t, x: t > 0,
+    lambda t, x: xp.astype(t, xp.float32),
+    lambda t, x: xp.astype(t, xp.float64, copy=True),
+    lambda t, x: t - xp.mean(t, axis=-1, keepdims=True),  # broadcast column operand
+    lambda t, x: t / xp.sum(t, axis=0),  # broadcast row operand (fewer dimensions)
+    lambda t, x: t + t,  # both deferred, the same axes
+    lambda t, x: t * xp.asarray(np.asarray(x).T.copy()),  # a plain operand of the full shape
+    lambda t, x: xp.where(t > 0, t, 0.0),
+    lambda t, x: xp.atan2(t, t + 1),
+    lambda t, x: xp.maximum(t, 0.5),
+], ids=["exp", "neg", "affine", "rpow", "square", "compare", "astype32", "astype-copy", "minus-mean", "div-sum",
+        "t+t", "times-plain", "where", "atan2", "maximum"])
+def test_elementwise_ops_on_a_deferred_transpose_match_numpy(fn):
+    x = _big()
+    got = assert_matches_numpy(lambda x: fn(x.T, x), x)
+    assert got.shape == (COLS, ROWS)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "std", "var", "any", "all"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_of_a_deferred_transpose_match_numpy(name, axis, keepdims):
+    x = _big()
+    if name == "prod":
+        x = 1.0 + x / 1000.0
+    if name in ("any", "all"):
+        x = x > -2.5
+
+    def f(x):
+        return getattr(xp, name)(x.T, axis=axis, keepdims=keepdims)
+
+    got = f(x)
+    want = on_numpy(f, x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-12)
+
+
+def test_reductions_of_a_3d_permutation_keep_the_axis_order():
+    y = xp.asarray(_data((30, 40, 500)))
+    for axes in [(2, 0, 1), (1, 2, 0), (0, 2, 1)]:
+        for axis in [0, 1, 2, (0, 2), (1, 2)]:
+            for keepdims in (False, True):
+                def f(y):
+                    return xp.sum(xp.permute_dims(y, axes), axis=axis, keepdims=keepdims)
+
+                got, want = f(y), on_numpy(f, y)
+                assert got.shape == want.shape
+                np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b: a.T @ b,  # left operand transposed
+    lambda a, b: b.T @ a.T.T,  # via a composed transpose (plain again)
+    lambda a, b: (a.T @ b.T.T).T,  # the result transposed (small: not deferred)
+    lambda a, b: a.T @ a,  # a Gram matrix, one buffer on both sides
+    lambda a, b: xp.matmul(a[:COLS].T, b.T),  # a plain square matrix times a transposed one
+], ids=["left", "composed", "result-T", "gram", "right"])
+def test_matmul_folds_a_matrix_transpose_and_matches_numpy(fn):
+    a, b = _big(seed=1), _big(seed=2)
+    got = fn(a, b)
+    want = on_numpy(fn, a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-10)
+
+
+def test_matmul_of_stacked_matrix_transposes_matches_numpy():
+    a = xp.asarray(_data((4, 300, 200), seed=3))
+    b = xp.asarray(_data((4, 300, 100), seed=4))
+    for f in (lambda a, b: a.mT @ b, lambda a, b: b.mT @ a, lambda a, b: xp.permute_dims(a, (0, 2, 1)) @ b):
+        got, want = f(a, b), on_numpy(f, a, b)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: xp.reshape(t, (-1,)),
+    lambda t: t[3:7, ::5],
+    lambda t: t[4],
+    lambda t: t[xp.asarray([0, 5, 2])],
+    lambda t: t[t > 1.0],
+    lambda t: xp.concat([t, t], axis=0),
+    lambda t: xp.sort(t, axis=1),
+    lambda t: xp.cumulative_sum(t, axis=1),
+    lambda t: xp.flip(t, axis=0),
+    lambda t: xp.linalg.matrix_norm(t[:, :COLS]),
+    lambda t: xp.tensordot(t, t, axes=([1], [1])),
+    lambda t: xp.vecdot(t, t, axis=0),
+    lambda t: xp.clip(t, -0.5, 0.5),
+    lambda t: xp.argmax(t, axis=1),
+], ids=["reshape", "slice", "row", "take", "mask", "concat", "sort", "cumsum", "flip", "norm", "tensordot",
+        "vecdot", "clip", "argmax"])
+def test_other_ops_compute_the_transpose_and_match_numpy(fn):
+    x = _big()
+    got = fn(x.T)
+    want = on_numpy(lambda x: fn(x.T), x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-10)
+
+
+def test_the_transpose_is_computed_once_for_ops_that_need_it():
+    x = _big()
+    t = x.T
+    buf = t._buf
+    xp.reshape(t, (-1,))
+    full = buf._full
+    assert full is not None
+    xp.flip(t, axis=0)
+    assert buf._full is full
+
+
+def test_an_integer_index_array_that_is_a_deferred_transpose_takes_the_general_path():
+    idx_host = np.random.default_rng(5).integers(0, ROWS, size=(COLS, 700)).astype(np.int64)
+    idx = xp.asarray(np.ascontiguousarray(idx_host.T))  # (700, 300) int64: 1.7 MB
+    x = xp.asarray(_data((ROWS,)))
+    t = idx.T
+    assert t._buf.__class__ is _permuted()
+    got = x[t]
+    assert_same(got, np.asarray(x)[idx_host])
+    got2 = xp.asarray(_data((ROWS, 3)))[t, 1]
+    assert got2.shape == (COLS, 700)
+
+
+def test_writes_through_a_deferred_transpose_reach_the_base_and_views():
+    xn = _data()
+    x = xp.asarray(xn)
+    t = x.T
+    assert t._buf.__class__ is _permuted()
+    t[2, 5] = 100.0  # x.T is a view of x: the write reaches x
+    want = xn.copy()
+    want[5, 2] = 100.0
+    assert_same(x, want)
+    assert_same(t, want.T)
+    x[0, 0] = -7.0  # and a write to x reaches the view
+    want[0, 0] = -7.0
+    assert_same(t, want.T)
+    t += 1.0
+    want += 1.0
+    assert_same(x, want)
+    y = x.T.at[1, 2].set(3.0)  # .at gives a new array; x is unchanged
+    w2 = want.T.copy()
+    w2[1, 2] = 3.0
+    assert_same(y, w2)
+    assert_same(x, want)
+
+
+def test_jit_takes_a_deferred_transpose_argument_and_matches_numpy():
+    x = _big()
+
+    @xp.jit
+    def f(a, b):
+        return xp.sum(xp.exp(a) * b, axis=1)
+
+    t = x.T
+    got = f(t, xp.asarray(np.asarray(x).T.copy()))
+    want = on_numpy(lambda x: xp.sum(xp.exp(x.T) * x.T, axis=1), x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    # the same function on a plain array of the transposed shape: same values, own program
+    got2 = f(xp.asarray(np.asarray(x).T.copy()), t)
+    np.testing.assert_allclose(np.asarray(got2), np.asarray(want), rtol=1e-12)
+
+
+def test_jit_of_a_square_deferred_transpose_is_not_confused_with_the_plain_array():
+    sq = xp.asarray(_data((512, 512), seed=7))
+    f = xp.jit(lambda a: a[0] * 1.0)
+    assert_same(f(sq), np.asarray(sq)[0])
+    assert_same(f(sq.T), np.asarray(sq).T[0])
+    assert_same(f(sq), np.asarray(sq)[0])
+
+
+def test_donating_a_deferred_transpose_leaves_its_base_alive():
+    xn = _data()
+    x = xp.asarray(xn)
+    g = xp.jit(lambda a: a * 2.0, donate_argnums=0)
+    t = x.T
+    assert t._buf.__class__ is _permuted()
+    out = g(t)
+    assert_same(out, xn.T * 2.0)
+    assert not x._buf.is_deleted()
+    assert_same(x, xn)
+
+
+def test_lazy_scope_reads_a_deferred_transpose_made_before_it():
+    xn = _data()
+    x = xp.asarray(xn)
+    t = x.T
+    with xp.lazy():
+        y = xp.sum(xp.sin(t) * 2.0, axis=1)
+        z = t + 1.0
+    np.testing.assert_allclose(np.asarray(y), (np.sin(xn.T) * 2.0).sum(1), rtol=1e-12)
+    assert_same(z, xn.T + 1.0)
+
+
+def test_a_captured_deferred_transpose_in_jit():
+    xn = _data()
+    t = xp.asarray(xn).T
+    f = xp.jit(lambda a: a + t)
+    assert_same(f(xp.zeros((COLS, ROWS))), xn.T)
+
+
+def test_dlpack_device_put_and_pickle_of_a_deferred_transpose():
+    import pickle
+
+    xn = _data()
+    t = xp.asarray(xn).T
+    np.testing.assert_array_equal(np.from_dlpack(t), xn.T)
+    dev = xp.asarray(xn).device
+    np.testing.assert_array_equal(np.asarray(t.to_device(dev)), xn.T)
+    np.testing.assert_array_equal(np.asarray(pickle.loads(pickle.dumps(t))), xn.T)
+    with xp.use_executor("numpy"):
+        moved = xp.asarray(t, device="numpy")
+    np.testing.assert_array_equal(np.asarray(moved), xn.T)
