@@ -208,6 +208,10 @@ class LazyTrace(Trace):
             # creation functions (no array operand), result sizes that depend on values, effects:
             # computed now, on computed operands
             return bind_with(None, prim, self._computed(args), params)
+        if prim.name == "astype" and not p.ex.mutable:
+            same = _same_dtype_astype(self, p, args, params)
+            if same is not None:
+                return same
         out_aval = abstract_eval(prim, args, params)  # may compute operands (a data-dependent rule)
         if any((a._buf.ex if a.__class__ is LazyTracer else a._ex) is not p.ex for a in args if isinstance(a, Array)):
             # mixed executors: eager raises the message naming both
@@ -287,6 +291,27 @@ class LazyTrace(Trace):
         finally:
             self.alive = False
         return outs
+
+
+def _same_dtype_astype(trace: LazyTrace, p: _Pending, args, params):
+    """``astype`` to the dtype an array already has, on an executor whose buffers are never written
+    (jax, dask): the array's own value, as eagerly there (a copy could not be told apart).  Recorded,
+    it would make the program copy its operand into a new output (50 MB for scikit-learn's
+    ``check_array`` of a 20,000 x 320 operand)."""
+    if len(args) != 1:
+        return None
+    (a,) = args
+    if a.__class__ is LazyTracer:
+        aval = a._buf.var.aval
+        if aval.dtype == params.get("dtype") and not aval.weak_type:
+            return trace._new(p, a._buf.var)
+        return None
+    if a.__class__ is Array and a.dtype == params.get("dtype"):
+        new = Array.__new__(Array)
+        new._buf = a._buf
+        new._ex = a._ex
+        return new
+    return None
 
 
 def _run(trace: LazyTrace, p: _Pending) -> None:

@@ -60,6 +60,7 @@ executors, the same on each.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -68,6 +69,7 @@ from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
+from arrayx.core.graph import Var
 from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
 from arrayx.executors.jax import permuted as _permuted
@@ -670,6 +672,77 @@ class _DonatingProgram:
         return getattr(self.jitted, name)
 
 
+#: LAPACK-backed primitives: a compiled graph that computes one's operand is cut before it
+_LAPACK = frozenset({"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "qr", "slogdet", "solve", "svd",
+                     "svdvals"})
+_CUT_BEFORE_LAPACK = True
+
+
+def _lapack_cut(graph):
+    """The index of the first LAPACK equation of ``graph`` whose operand an earlier equation
+    computes (None: none).  Measured on XLA:CPU (jax 0.10, 20,000 x 64 float64): centring then
+    ``svd`` in one program took longer than the two as consecutive programs."""
+    made = set()
+    for j, eqn in enumerate(graph.equations):
+        if j and eqn.prim.name in _LAPACK and any(a in made for a in eqn.inputs if a.__class__ is Var):
+            return j
+        made.update(eqn.outputs)
+    return None
+
+
+def _deferred_outputs(graph):
+    """(``graph`` whose outputs that are transposes of :data:`permuted.MIN_BYTES` or more are the
+    values before the transpose, {output index: its axes}), or None where no output is one."""
+    producer = None
+    axes_of = {}
+    outputs = list(graph.outputs)
+    for i, o in enumerate(outputs):
+        if o.__class__ is not Var or o.aval is None:
+            continue
+        if producer is None:
+            producer = {v: e for e in graph.equations for v in e.outputs}
+        e = producer.get(o)
+        if e is None or e.prim.name not in ("permute_dims", "matrix_transpose"):
+            continue
+        try:
+            if math.prod(o.aval.shape) * o.aval.dtype.itemsize < _permuted.MIN_BYTES:
+                continue
+        except TypeError:  # an unknown dimension
+            continue
+        axes, v = None, o
+        while e is not None and e.prim.name in ("permute_dims", "matrix_transpose") and e.inputs[0].__class__ is Var:
+            a = tuple(e.params["axes"]) if e.prim.name == "permute_dims" else _matrix_axes(len(v.aval.shape))
+            axes = a if axes is None else _permuted.compose(axes, a)
+            v = e.inputs[0]
+            e = producer.get(v)
+        if axes is not None:
+            outputs[i] = v
+            axes_of[i] = axes
+    if not axes_of:
+        return None
+    from arrayx.core.graph import Graph, dce
+
+    new = dce(Graph(graph.inputs, graph.constvars, graph.consts, graph.equations, outputs, device=graph.device))
+    return new, axes_of
+
+
+class _PermutedOutputs:
+    """A compiled graph whose outputs listed in ``axes_of`` are given as :class:`Permuted` of the
+    program's result (the transpose is left undone, as eagerly)."""
+
+    __slots__ = ("program", "axes_of")
+
+    def __init__(self, program, axes_of):
+        self.program = program
+        self.axes_of = axes_of
+
+    def __call__(self, *bufs):
+        out = list(self.program(*bufs))
+        for i, axes in self.axes_of.items():
+            out[i] = out[i] if _permuted.is_identity(axes) else Permuted(out[i], axes)
+        return out
+
+
 class JaxExecutor(Executor):
     name = "jax"
     install_hint = "Install JAX with `pip install jax` (CPU) or `pip install 'jax[cuda12]'` (NVIDIA GPU)."
@@ -772,6 +845,15 @@ class JaxExecutor(Executor):
     def compile(self, graph, donate_argnums: tuple = ()):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
         # differentiated and batched it, so JAX only compiles
+        if not donate_argnums:
+            deferred = _deferred_outputs(graph)
+            if deferred is not None:  # outputs that are large transposes come out as Permuted
+                graph, axes_of = deferred
+                return _PermutedOutputs(self.compile(graph), axes_of)
+            if _CUT_BEFORE_LAPACK and not graph.consts:
+                cut = _lapack_cut(graph)
+                if cut is not None:
+                    return self._compile_in_pieces(graph, cut)
         lowered = self.lower(graph)
         jitted = self._jax.jit(lowered, donate_argnums=tuple(donate_argnums))
         # traced here on the graph's avals (jax keeps the trace for the first call), so a shape XLA
@@ -784,6 +866,24 @@ class JaxExecutor(Executor):
         # each call is jax.jit's own C++ dispatch; a Permuted argument enters as its base (a pytree,
         # permuted.py); a donated one must enter computed (its base may be another array's buffer)
         return _DonatingProgram(jitted, tuple(donate_argnums)) if donate_argnums else jitted
+
+    def _compile_in_pieces(self, graph, cut: int):
+        """``graph`` as two consecutive programs, the second starting at equation ``cut`` (a LAPACK
+        call): XLA on CPU runs a LAPACK custom call slower when the computation of its operand is
+        fused into the same program (see ``_lapack_cut``)."""
+        from arrayx.core.graph import Graph
+
+        first, rest = graph.equations[:cut], graph.equations[cut:]
+        made = {v for e in first for v in e.outputs}
+        wanted = {a for e in rest for a in e.inputs if a.__class__ is Var} | set(graph.outputs)
+        mids = [v for e in first for v in e.outputs if v in made and v in wanted]
+        head = self.compile(Graph(graph.inputs, (), (), first, mids, device=graph.device))
+        tail = self.compile(Graph((*graph.inputs, *mids), (), (), rest, graph.outputs, device=graph.device))
+
+        def program(*bufs):
+            return tail(*bufs, *head(*bufs))
+
+        return program
 
     def capabilities(self) -> dict:
         # eager JAX computes data-dependent shapes (boolean masks, unique, nonzero) on the host
