@@ -283,3 +283,91 @@ def test_dlpack_device_put_and_pickle_of_a_deferred_transpose():
     with xp.use_executor("numpy"):
         moved = xp.asarray(t, device="numpy")
     np.testing.assert_array_equal(np.asarray(moved), xn.T)
+
+
+# -- compiled programs: outputs that are transposes, and graphs cut before a LAPACK call
+
+def test_program_outputs_that_are_large_transposes_come_out_deferred():
+    Permuted = _permuted()
+    xn = _data()
+    x = xp.asarray(xn)
+    f = xp.jit(lambda a: (a * 3.0).T)
+    out = f(x)
+    assert out._buf.__class__ is Permuted and out.shape == (COLS, ROWS)
+    assert_same(out, (xn * 3.0).T)
+    g = xp.jit(lambda a: xp.permute_dims(xp.matrix_transpose(a + 1.0), (1, 0)))  # transposes that cancel
+    out = g(x)
+    assert out._buf.__class__ is not Permuted
+    assert_same(out, xn + 1.0)
+    small = xp.asarray(_data((10, 20)))
+    assert f(small)._buf.__class__ is not Permuted
+    assert_same(f(small), np.asarray(small).T * 3.0)
+    with xp.lazy():
+        y = xp.exp(x).T
+        z = y[:, :7]
+    assert y._buf.__class__ is Permuted
+    assert_same(y, np.exp(xn).T)
+    assert_same(z, np.exp(xn).T[:, :7])
+
+
+def test_a_3d_permutation_output_composes_its_axes():
+    yn = _data((40, 50, 80))
+    y = xp.asarray(yn)
+    f = xp.jit(lambda a: xp.permute_dims(xp.permute_dims(a * 2.0, (2, 0, 1)), (1, 0, 2)))
+    out = f(y)
+    assert out._buf.__class__ is _permuted() and out._buf.axes == (0, 2, 1)
+    assert_same(out, np.transpose(np.transpose(yn * 2.0, (2, 0, 1)), (1, 0, 2)))
+
+
+def _pca_like(a):
+    c = a - xp.mean(a, axis=0)
+    u, s, vh = xp.linalg.svd(c, full_matrices=False)
+    return u[:, :3] * s[:3], vh, xp.linalg.qr(c[:50] * 2.0)[1]
+
+
+def test_a_graph_computing_a_lapack_operand_is_cut_before_it_and_matches_numpy():
+    import jax
+
+    from arrayx.executors.jax import executor as jx
+
+    a = xp.asarray(_data((400, 30), seed=9))
+    f = xp.jit(_pca_like)
+    got = f(a)
+    (entry,) = f._cache.values()
+    assert not isinstance(entry.fn, type(jax.jit(abs)))  # consecutive programs
+    assert jx._lapack_cut(entry.graph) is not None
+    want = on_numpy(_pca_like, a)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.abs(np.asarray(g)), np.abs(np.asarray(w)), rtol=1e-9, atol=1e-12)
+    # the same values as one program (LAPACK gets the same operand either way)
+    try:
+        jx._CUT_BEFORE_LAPACK = False
+        fused = xp.jit(lambda a: _pca_like(a))(a)
+    finally:
+        jx._CUT_BEFORE_LAPACK = True
+    for g, h in zip(got, fused):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-12, atol=1e-13)
+    with xp.lazy():
+        lazy_got = _pca_like(a)
+    for g, h in zip(lazy_got, got):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")
+def test_no_cut_with_donation_or_captured_constants():
+    import jax
+
+    a = xp.asarray(_data((400, 30), seed=9))
+    g = xp.jit(_pca_like, donate_argnums=0)
+    want = on_numpy(_pca_like, a)
+    got = g(xp.asarray(np.asarray(a)))
+    (entry,) = g._cache.values()
+    assert isinstance(entry.fn.jitted, type(jax.jit(abs)))  # one program: the donated buffer goes in once
+    k = xp.asarray(_data((400, 30), seed=10))
+    h = xp.jit(lambda a: _pca_like(a + k))
+    got2 = h(a)
+    (entry2,) = h._cache.values()
+    assert entry2.graph.consts and isinstance(entry2.fn, type(jax.jit(abs)))
+    want2 = on_numpy(lambda a, k: _pca_like(a + k), a, k)
+    for g_, w in [*zip(got, want), *zip(got2, want2)]:
+        np.testing.assert_allclose(np.abs(np.asarray(g_)), np.abs(np.asarray(w)), rtol=1e-9, atol=1e-12)

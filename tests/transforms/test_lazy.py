@@ -330,3 +330,33 @@ def test_numba_reads_operands_broadcast_along_the_block_without_copying(monkeypa
     np.testing.assert_allclose(np.asarray(y), (C + col) * row, rtol=1e-13, atol=0)
     np.testing.assert_allclose(np.asarray(s), (C * col + row).sum(0), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(np.asarray(v), (C - row).var(1), rtol=1e-10, atol=1e-12)
+
+
+def test_astype_to_its_own_dtype_reuses_the_value_where_buffers_are_never_written(executor):
+    """On jax and dask (buffers never written) a recorded astype to the array's own dtype is the
+    array's value (no program output copying it); elsewhere it is a copy; writes to the result
+    never reach the operand."""
+    Xn = _data()[0]
+    X = ax.asarray(Xn)
+    with ax.lazy():
+        y = X * 2.0
+        n = laziness.stats["recorded"]
+        z = ax.astype(y, ax.float64, copy=True)
+        w = ax.astype(X, ax.float64, copy=True)
+        recorded = laziness.stats["recorded"] - n
+        shares = w._buf is X._buf
+        f32 = ax.astype(y, ax.float32)
+        z[0, 0] = 99.0
+        w[1, 1] = -1.0
+    immutable = not X._ex.mutable
+    assert recorded == (0 if immutable else 2)
+    assert shares == immutable
+    assert_same(X, Xn)
+    assert_same(y, Xn * 2.0)
+    want_z = Xn * 2.0
+    want_z[0, 0] = 99.0
+    want_w = Xn.copy()
+    want_w[1, 1] = -1.0
+    assert_same(z, want_z)
+    assert_same(w, want_w)
+    assert_same(f32, (Xn * 2.0).astype(np.float32))
