@@ -359,7 +359,8 @@ def _eager_native_key(fname, x: Array, key):
         elif c is slice:
             if e.step == 0:
                 return None
-        elif c is Array and e._ex is x._ex and e._buf.__class__ is x._ex.array_type:  # (a deferred jax transpose: general path)
+        elif c is Array and e._ex is x._ex and e._buf.__class__ is x._ex.array_type \
+                and not getattr(x._ex, "general_eager_keys", False):  # else the primitives (jax)
             kind = e.dtype.kind
             if kind == "b":
                 if e.ndim == 0 or e.shape != shape[axis:axis + e.ndim]:
