@@ -371,3 +371,28 @@ def test_no_cut_with_donation_or_captured_constants():
     want2 = on_numpy(lambda a, k: _pca_like(a + k), a, k)
     for g_, w in [*zip(got, want), *zip(got2, want2)]:
         np.testing.assert_allclose(np.abs(np.asarray(g_)), np.abs(np.asarray(w)), rtol=1e-9, atol=1e-12)
+
+
+def test_conversions_and_transforms_of_a_deferred_transpose_match_numpy():
+    import copy
+
+    xn = _data()
+    x = xp.asarray(xn)
+    t = x.T
+    assert t._buf.__class__ is _permuted()
+    assert_same(xp.asarray(t, copy=True), xn.T)
+    assert_same(xp.asarray(t, dtype=xp.float32), xn.T.astype(np.float32))
+    assert_same(copy.deepcopy(t), xn.T)
+    assert_same(xp.stack([t, t]), np.stack([xn.T, xn.T]))
+    assert_same(xp.broadcast_to(t, (2, COLS, ROWS)), np.broadcast_to(xn.T, (2, COLS, ROWS)))
+    assert_same(xp.where(t > 0, t, x.T * 2.0), np.where(xn.T > 0, xn.T, xn.T * 2.0))
+    assert_same(xp.grad(lambda a: xp.sum(a * a))(t), 2.0 * xn.T)
+    np.testing.assert_allclose(np.asarray(xp.vmap(lambda r: xp.sum(r))(t)), xn.T.sum(1), rtol=1e-12)
+    assert_same(xp.asarray(t, device="numpy"), xn.T)
+    if "dask" in xp.executors():
+        assert_same(xp.asarray(t, device="dask"), xn.T)
+    u = x.T
+    u[u > 1.0] = 0.0  # a masked write through the view reaches x
+    want = xn.copy()
+    want[want > 1.0] = 0.0
+    assert_same(x, want)
