@@ -1,0 +1,84 @@
+"""Eager index arrays on the JAX executor go through arrayx's primitives (``general_eager_keys``):
+``gather`` as one compiled call, ``boolean_mask`` selected on the host views when the arrays live in
+host memory.  Values, dtypes, bounds errors and bit patterns are the NumPy executor's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from arrayx.core import executor as base
+from tests.conftest import assert_matches_numpy, assert_same
+
+EX = base.get("jax")
+pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unavailable: {EX.unavailable_reason}")
+
+
+@pytest.fixture(autouse=True)
+def on_jax():
+    with xp.use_executor("jax"):
+        yield
+
+
+def test_the_jax_executor_sends_index_arrays_down_the_general_path(monkeypatch):
+    from arrayx.api import indexing
+
+    x = xp.asarray(np.arange(12.0).reshape(3, 4))
+    assert indexing._eager_native_key("__getitem__", x, (xp.asarray([0, 2]),)) is None
+    assert indexing._eager_native_key("__getitem__", x, (1, slice(None))) == (1, slice(None))
+    with xp.use_executor("numpy"):
+        y = xp.asarray(np.arange(12.0).reshape(3, 4))
+        assert indexing._eager_native_key("__getitem__", y, (xp.asarray([0, 2]),)) is not None
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool", "complex128"])
+@pytest.mark.parametrize("key", [
+    lambda x: (xp.asarray(np.arange(x.shape[0]) % 3 == 1),),
+    lambda x: (slice(None), xp.asarray(np.arange(x.shape[1]) % 2 == 0)),
+    lambda x: (xp.asarray(np.ones(x.shape[:2], dtype=bool) & (np.arange(x.shape[1]) < 3)),),
+    lambda x: (xp.asarray(np.zeros(x.shape[0], dtype=bool)),),
+    lambda x: (xp.asarray(np.arange(x.shape[0]) % 3 == 1), 2),
+    lambda x: (xp.asarray([0, -1, 2, 2]),),
+    lambda x: (slice(None), xp.asarray([[1, 0], [3, 3]])),
+    lambda x: (xp.asarray([1, 0]), xp.asarray([3, 1])),
+], ids=["rows", "columns", "2-d mask", "empty", "mask-and-int", "ints", "2-d ints", "pairs"])
+def test_index_arrays_match_numpy(dtype, key):
+    rng = np.random.default_rng(11)
+    host = (rng.normal(size=(30, 5, 4)) * 10).astype(dtype) if dtype != "complex128" else \
+        (rng.normal(size=(30, 5, 4)) + 1j * rng.normal(size=(30, 5, 4)))
+    x = xp.asarray(host)
+    got = assert_matches_numpy(lambda x: x[key(x)], x)
+    assert got.executor == "jax"
+
+
+def test_a_mask_selection_keeps_every_bit():
+    vals = np.array([-0.0, 5e-324, -5e-324, np.nan, np.inf, 1.0], dtype=np.float64)
+    x = xp.asarray(vals)
+    got = np.asarray(x[x == x])  # NaN left out
+    want = vals[vals == vals]
+    assert got.tobytes() == want.tobytes()
+    got2 = np.asarray(x[xp.asarray([True] * 6)])
+    assert got2.tobytes() == vals.tobytes()
+
+
+def test_out_of_range_index_arrays_raise_as_eagerly_elsewhere():
+    x = xp.asarray(np.arange(12.0).reshape(3, 4))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[xp.asarray([3])]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[:, xp.asarray([-5])]
+    with pytest.raises(IndexError):
+        x[xp.asarray([True, False])]  # a mask of the wrong length
+
+
+def test_masked_selection_inside_jit_and_lazy():
+    host = np.random.default_rng(3).normal(size=(50, 4))
+    x = xp.asarray(host)
+    with xp.lazy():
+        y = x * 2.0
+        sel = y[y[:, 0] > 0]
+        z = xp.sum(sel, axis=0)
+    assert_same(sel, (host * 2.0)[host[:, 0] > 0])
+    np.testing.assert_allclose(np.asarray(z), (host * 2.0)[host[:, 0] > 0].sum(0), rtol=1e-12)
+    f = xp.jit(lambda a, i: a[i] + 1.0)
+    assert_same(f(x, xp.asarray([4, 0, 49])), host[[4, 0, 49]] + 1.0)
