@@ -171,14 +171,16 @@ def test_other_ops_compute_the_transpose_and_match_numpy(fn):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-10)
 
 
-def test_the_transpose_is_computed_once_for_ops_that_need_it():
+def test_the_transpose_is_computed_once_for_ops_run_op_by_op():
     x = _big()
     t = x.T
     buf = t._buf
-    xp.reshape(t, (-1,))
+    xp.reshape(t, (-1,))  # compiled: the transpose is an operation of its program
+    assert buf._full is None
+    assert_same(xp.roll(t, 3, axis=1), np.roll(np.asarray(x).T, 3, axis=1))  # op by op: computed
     full = buf._full
     assert full is not None
-    xp.flip(t, axis=0)
+    assert_same(xp.nonzero(t > 1.0)[1], np.nonzero(np.asarray(x).T > 1.0)[1])
     assert buf._full is full
 
 

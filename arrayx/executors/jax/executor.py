@@ -325,16 +325,25 @@ class _Jitted:
     tracing ever needs a concrete value, the primitive falls back to eager for good.
     """
 
-    __slots__ = ("fn", "jitted", "eager")
+    __slots__ = ("fn", "jitted", "eager", "on_permuted")
 
     def __init__(self, fn):
         self.fn = fn
         self.jitted = None
         self.eager = False
+        #: None, or what takes a call with a :class:`Permuted` operand (elementwise operations,
+        #: reductions, matmul: ``_Deferring.take``); otherwise a Permuted enters the compiled call
+        #: as its base, transposed inside the program (a pytree, permuted.py)
+        self.on_permuted = None
 
     def __call__(self, *bufs, **params):
+        on = self.on_permuted
+        if on is not None:
+            for b in bufs:
+                if b.__class__ is Permuted:
+                    return on(bufs, params)
         if self.eager:
-            return self.fn(*bufs, **params)
+            return self.fn(*(_plain(b) for b in bufs), **params)
         if self.jitted is None:
             fn = self.fn
             self.jitted = _jax.jit(lambda *bufs, params: fn(*bufs, **params.values), static_argnames=("params",))
@@ -342,7 +351,7 @@ class _Jitted:
             return self.jitted(*bufs, params=_StaticParams(params))
         except _NEEDS_CONCRETE:
             self.eager = True
-            return self.fn(*bufs, **params)
+            return self.fn(*(_plain(b) for b in bufs), **params)
 
 
 class _SameDtypeShares:
@@ -572,14 +581,16 @@ class _Deferring:
         self.folded = None
 
     def __call__(self, *bufs, **params):
-        kind = self.kind
-        if kind == "transpose":
+        if self.kind == "transpose":
             return self._transpose(bufs[0], params)
         for b in bufs:
             if b.__class__ is Permuted:
-                break
-        else:
-            return self.fn(*bufs, **params)
+                return self.take(bufs, params)
+        return self.fn(*bufs, **params)
+
+    def take(self, bufs, params):
+        """The call with a :class:`Permuted` among ``bufs``."""
+        kind = self.kind
         if kind == "elementwise":
             return self._elementwise(bufs, params)
         if kind == "matmul":
@@ -845,7 +856,13 @@ class JaxExecutor(Executor):
             fn = _SquareForTwo(fn)
         elif prim.name == "astype":
             fn = _SameDtypeShares(fn)
-        return _Deferring(prim.name, fn, raw, self.array_type)
+        deferring = _Deferring(prim.name, fn, raw, self.array_type)
+        jitted = fn if fn.__class__ is _Jitted else getattr(fn, "fn", None)
+        if deferring.kind == "transpose" or jitted.__class__ is not _Jitted:
+            return deferring  # transposes, and what runs op by op (a Permuted is computed first)
+        if deferring.kind != "other":  # elementwise, reductions, matmul: the check in _Jitted's call
+            jitted.on_permuted = deferring.take
+        return fn
 
     # -- jit ----------------------------------------------------------------------------------
     def raw_impl(self, prim):
