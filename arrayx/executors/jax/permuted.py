@@ -14,12 +14,15 @@ of :data:`MIN_BYTES` or more give a ``Permuted`` that records the base and the a
   reads either order);
 - a transpose of it composes the axes (``x.T.T`` is ``x``'s buffer again);
 - ``numpy.asarray`` of it is the base's host view, transposed (F-ordered for a matrix, no copy);
-- anything else computes the transpose once (kept on the ``Permuted``) and runs on that.
+- any other compiled operation (the per-op ``jax.jit`` of eager mode, ``jit``, ``arrayx.lazy()``)
+  takes it as its base, a pytree leaf, and transposes inside the program, where XLA fuses the
+  transpose into its consumer (one program per pattern of transposed arguments, cached);
+- what runs op by op (values read on the host, data-dependent shapes) computes the transpose
+  once (kept on the ``Permuted``) and runs on that.
 
-The wrapper lives below the arrayx ``Array``: values, dtypes and views (``x.T`` is a view of
-``x``, written through ``functional_write``) are those of an ordinary buffer.  Compiled programs
-(``jit``, ``arrayx.lazy()``) take a ``Permuted`` argument as its base and transpose inside the
-program, where XLA fuses the transpose into its consumer.
+Compiled programs whose outputs are large transposes give them as ``Permuted`` too.  The wrapper
+lives below the arrayx ``Array``: values, dtypes and views (``x.T`` is a view of ``x``, written
+through ``functional_write``) are those of an ordinary buffer.
 """
 from __future__ import annotations
 
