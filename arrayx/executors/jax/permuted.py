@@ -116,6 +116,20 @@ class Permuted:
         return self.base.devices()
 
     @property
+    def device(self):
+        return self.base.device
+
+    def is_deleted(self) -> bool:
+        return self.base.is_deleted()
+
+    @property
+    def _committed(self):
+        return self.base._committed
+
+    def copy_to_host_async(self):
+        self.base.copy_to_host_async()
+
+    @property
     def sharding(self):
         return self.base.sharding
 
