@@ -882,7 +882,11 @@ class JaxExecutor(Executor):
     def raw_impl(self, prim):
         """The jax.numpy implementation of ``prim`` without the per-op ``jax.jit`` of eager mode."""
         fn = self.impls.get(prim) or self.resolve(prim)
-        return fn.raw if isinstance(fn, _Deferring) else fn
+        if isinstance(fn, _Deferring):
+            return fn.raw
+        if isinstance(fn, (_SameDtypeShares, _SquareForTwo)):
+            fn = fn.fn
+        return fn.fn if isinstance(fn, _Jitted) else fn
 
     def lower(self, graph):
         from arrayx.core.lowering import _buffer_for, straight_line
