@@ -37,7 +37,8 @@ import numpy as np
 import arrayx as xp
 from arrayx.core import executor as base
 ex = base.get("numba")
-ex.thresholds.update(dict.fromkeys(ex.thresholds, 1))  # every op on its Numba kernel
+ex.thresholds.update(dict.fromkeys(ex.thresholds, 1))  # every op on its Numba kernel,
+ex.min_team_share = 0  # whatever share the worker team took of recent calls
 ex.fusion_min_size = ex.fusion_parallel_size = 0  # every region fused, on the team
 HOST = np.linspace(-2.0, 2.0, 2_000_000)
 

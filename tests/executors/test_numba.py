@@ -39,13 +39,15 @@ def on_numba():
 
 @pytest.fixture
 def native():
-    """Every native operation runs its (single-threaded) kernel, whatever the array size."""
-    saved = dict(EX.thresholds), EX.parallel
+    """Every native operation runs its (single-threaded) kernel, whatever the array size and however
+    much the worker team took of recent memory-bound calls (``min_team_share`` 0)."""
+    saved = dict(EX.thresholds), EX.parallel, EX.min_team_share
     EX.thresholds.update(dict.fromkeys(EX.thresholds, 0))
     EX.parallel = False
+    EX.min_team_share = 0
     yield EX
     EX.thresholds.update(saved[0])
-    EX.parallel = saved[1]
+    EX.parallel, EX.min_team_share = saved[1], saved[2]
 
 
 @pytest.fixture
