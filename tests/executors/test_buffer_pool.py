@@ -224,15 +224,6 @@ def test_on_by_default_and_the_environment_turns_it_off(monkeypatch):
 # -- through the executors (4 MiB results: the executor's own threshold) ---------------------------
 
 
-@pytest.fixture
-def pool_on():
-    """The pool on for one test (the default, unless ARRAYX_BUFFER_POOL=0 or set_buffer_pool(False))."""
-    numpy_ex, was = base.get("numpy"), bp.ENABLED
-    numpy_ex.set_buffer_pool(True)
-    yield numpy_ex.buffer_pool
-    numpy_ex.set_buffer_pool(was)
-
-
 def _made(pool) -> tuple:
     s = pool.stats()
     return s["hits"], s["new"]
