@@ -293,7 +293,7 @@ class NumbaExecutor(NumpyExecutor):
             fallback = numpy_ex.resolve_large(prim) if large else numpy_ex.resolve(prim)
             self.available()
             build = _BUILDERS.get(prim.name)
-            fn = build(self, prim.name, fallback) if build is not None else fallback
+            fn = build(self, prim.name, fallback) if build is not None and prim.name in NATIVE else fallback
         (self.large_impls if large else self.impls)[prim] = fn
         return fn
 
@@ -512,7 +512,7 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
             if m.dtype.kind not in "biuf" or v.dtype.kind not in "biuf":  # complex divide: NumPy executor's fix-up
                 return fallback(x1, x2)
             try:
-                out_dt = _out_dtype(vector_ufunc, x1.dtype, x2.dtype)
+                out_dt = _buffer_pool._out_dtype(vector_ufunc, x1.dtype, x2.dtype)
             except TypeError:  # no loop (bool - bool): NumPy's own error
                 return fallback(x1, x2)
             out = _output(m.shape, out_dt)
@@ -569,10 +569,6 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
 
 #: binary operations with a matrix-vector kernel (``_vector_operands``)
 _VECTOR_OPS = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum"})
-
-
-def _out_dtype(ufunc, *dtypes) -> np.dtype:
-    return np.dtype(ufunc.resolve_dtypes((*dtypes, None))[-1])
 
 
 def _vector_operands(x1, x2):
@@ -883,30 +879,10 @@ def _reduce(ex, name, fold, x, axes, dt, out_dt, correction):
     return res.reshape(kept), res.reshape(keep)
 
 
-def _build_astype(ex: NumbaExecutor, name: str, fallback):
-    """NumPy's astype, with a large copy of an F-ordered array (``X.T``: xpx.cov copies its input) into
-    a pooled buffer of F order, as the NumPy executor pools C-ordered ones: fresh memory pays its
-    page faults on every call (61 MB: ~5.7 -> ~3 ms)."""
-    pool = _buffer_pool.POOL
-
-    def run(buf, *, dtype, copy=True):
-        # cheapest first: a small array (most calls) reaches NumPy's astype after one comparison
-        if (buf.size * dtype.itemsize >= pool.min_bytes and _buffer_pool.ENABLED and buf.__class__ is np.ndarray
-                and buf.ndim > 1 and buf.flags.f_contiguous and not buf.flags.c_contiguous
-                and (buf.dtype.kind not in "fc" or dtype.kind not in "iu") and (copy or buf.dtype != dtype)):
-            out = pool.empty(buf.shape[::-1], dtype).T
-            np.copyto(out, buf, casting="unsafe")
-            return out
-        return fallback(buf, dtype=dtype, copy=copy)
-
-    return run
-
-
 def _builders() -> dict:
     from arrayx.executors.numba import kernels as K
 
-    table = {"astype": _build_astype}
-    table.update({name: _build_unary for name in K.UNARY})
+    table = {name: _build_unary for name in K.UNARY}
     table.update({name: _build_binary for name in K.BINARY})
     table.update({"where": _build_where, "clip": _build_clip})
     table.update({name: _build_reduction for name in K.REDUCTIONS})
