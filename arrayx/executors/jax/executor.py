@@ -38,7 +38,7 @@ Deferred transposes
     ``matmul`` folds the transpose into the product, other compiled operations transpose inside
     their program, ``numpy.asarray`` is a transposed host view.  Compiled graphs that compute the
     operand of a LAPACK call (``svd``, ``qr``, ``eigh``, ``solve``, ...) run as consecutive programs
-    cut before it (``_lapack_cut``), as XLA:CPU ran the fused form slower.
+    cut before it (``programs.lapack_cut``), as XLA:CPU ran the fused form slower.
 
 Index arrays
     Eager ``x[int array]`` and ``x[mask]`` go through arrayx's primitives (``general_eager_keys``):
@@ -74,8 +74,6 @@ executors, the same on each.
 """
 from __future__ import annotations
 
-import math
-import operator
 
 import numpy as np
 
@@ -83,10 +81,10 @@ from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
-from arrayx.core.graph import Var
 from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
-from arrayx.executors.jax import permuted as _permuted
+from arrayx.executors.jax import permuted as _permuted, programs as _programs
+from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
 
 _INDEX = np.dtype("int64")
@@ -346,7 +344,7 @@ class _Jitted:
         self.jitted = None
         self.eager = False
         #: None, or what takes a call with a :class:`Permuted` operand (elementwise operations,
-        #: reductions, matmul: ``_Deferring.take``); otherwise a Permuted enters the compiled call
+        #: reductions, matmul: ``permuted.Deferring.take``); otherwise a Permuted enters the compiled call
         #: as its base, transposed inside the program (a pytree, permuted.py)
         self.on_permuted = None
 
@@ -555,230 +553,8 @@ def _data_dependent_error(graph) -> NotImplementedError:
     )
 
 
-# -- deferred transposes (permuted.py): how each eager primitive takes a Permuted operand
-
-_REDUCTIONS = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "any", "all"})
-
-
-def _kind_of(name: str) -> str:
-    from arrayx.core.primitives import ELEMENTWISE
-
-    if name in ("permute_dims", "matrix_transpose"):
-        return "transpose"
-    if name == "matmul":
-        return "matmul"
-    if name in _REDUCTIONS:
-        return "reduction"
-    if (name in ELEMENTWISE and name != "clip") or name == "astype":
-        return "elementwise"
-    return "other"
-
-
-def _matrix_axes(ndim: int) -> tuple:
-    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
-
-
-class _Deferring:
-    """The eager implementation of one primitive (``fn``: what runs on plain buffers, ``raw``: the
-    jax.numpy function compiled programs use) that takes :class:`Permuted` operands: a large
-    transpose is deferred, elementwise operations and reductions run on the base, ``matmul``
-    folds a matrix transpose into the product; other primitives get the transpose computed."""
-
-    __slots__ = ("name", "fn", "raw", "kind", "atype", "folded")
-
-    def __init__(self, name, fn, raw, atype):
-        self.name = name
-        self.fn = fn
-        self.raw = raw
-        self.kind = _kind_of(name)
-        self.atype = atype
-        self.folded = None
-
-    def __call__(self, *bufs, **params):
-        if self.kind == "transpose":
-            return self._transpose(bufs[0], params)
-        for b in bufs:
-            if b.__class__ is Permuted:
-                return self.take(bufs, params)
-        return self.fn(*bufs, **params)
-
-    def take(self, bufs, params):
-        """The call with a :class:`Permuted` among ``bufs``."""
-        kind = self.kind
-        if kind == "elementwise":
-            return self._elementwise(bufs, params)
-        if kind == "matmul":
-            return self._matmul(*bufs)
-        if kind == "reduction" and len(bufs) == 1:
-            return self._reduction(bufs[0], params)
-        return self.fn(*(_plain(b) for b in bufs), **params)
-
-    def _transpose(self, x, params):
-        ndim = x.ndim
-        axes = tuple(params["axes"]) if self.name == "permute_dims" else _matrix_axes(ndim)
-        if x.__class__ is Permuted:
-            axes = _permuted.compose(axes, x.axes)
-            if _permuted.is_identity(axes):
-                return x.base
-            return Permuted(x.base, axes)
-        if x.__class__ is self.atype and x.nbytes >= _permuted.MIN_BYTES and not _permuted.is_identity(axes):
-            return Permuted(x, axes)
-        return self.fn(x, **params)
-
-    def _elementwise(self, bufs, params):
-        nd = max(getattr(b, "ndim", 0) for b in bufs)
-        lead = next((b for b in bufs if b.__class__ is Permuted and b.ndim == nd), None)
-        if lead is None:  # the permuted operand is broadcast to more dimensions: compute it
-            return self.fn(*(_plain(b) for b in bufs), **params)
-        axes = lead.axes
-        inv = _permuted.inverse(axes)
-        args = []
-        for b in bufs:
-            if b.__class__ is Permuted and b.axes == axes:
-                args.append(b.base)
-            elif getattr(b, "ndim", 0):  # another array: into the base's order (broadcast dims too)
-                b = _plain(b)
-                if b.ndim < nd:
-                    b = _permuted.expand(b, nd)
-                args.append(_permuted.transpose(b, inv))
-            else:
-                args.append(b)
-        return Permuted(self.fn(*args, **params), axes)
-
-    def _matmul(self, a, b):
-        ta = a.__class__ is Permuted and a.ndim >= 2 and a.axes == _matrix_axes(a.ndim)
-        tb = b.__class__ is Permuted and b.ndim >= 2 and b.axes == _matrix_axes(b.ndim)
-        if not (ta or tb):
-            return self.fn(_plain(a), _plain(b))
-        if self.folded is None:
-            raw = self.raw
-
-            def product(a, b, ta, tb):
-                return raw(jnp.swapaxes(a, -1, -2) if ta else a, jnp.swapaxes(b, -1, -2) if tb else b)
-
-            self.folded = _jax.jit(product, static_argnames=("ta", "tb"))
-        return self.folded(a.base if ta else _plain(a), b.base if tb else _plain(b), ta=ta, tb=tb)
-
-    def _reduction(self, x, params):
-        axis = params.get("axis", _MISSING)
-        if axis is _MISSING or "keepdims" not in params:
-            return self.fn(_plain(x), **params)
-        if axis is None:
-            return self.fn(x.base, **params)  # every element: the order does not matter
-        if axis.__class__ is int:
-            axis = (axis,)
-        nd = x.ndim
-        try:
-            reduced = {operator.index(a) % nd for a in axis}
-        except TypeError:
-            return self.fn(_plain(x), **params)
-        axes = x.axes
-        out = self.fn(x.base, **{**params, "axis": tuple(sorted(axes[a] for a in reduced))})
-        if params["keepdims"]:
-            new = axes
-        else:
-            kept = [axes[i] for i in range(nd) if i not in reduced]
-            order = sorted(kept)
-            new = tuple(order.index(k) for k in kept)
-        if _permuted.is_identity(new):
-            return out
-        return Permuted(out, new) if out.nbytes >= _permuted.MIN_BYTES else _permuted.transpose(out, new)
-
-
-_MISSING = object()
-
-
-class _DonatingProgram:
-    """A compiled graph with donated arguments: a :class:`Permuted` one is computed first, so that
-    donating it gives up the transpose's buffer, not its base (another array's, e.g. ``x`` of
-    ``x.T``).  Other arguments, Permuted ones included, go to ``jax.jit`` as they are."""
-
-    __slots__ = ("jitted", "donate")
-
-    def __init__(self, jitted, donate):
-        self.jitted = jitted
-        self.donate = donate
-
-    def __call__(self, *bufs):
-        for i in self.donate:
-            if i < len(bufs) and bufs[i].__class__ is Permuted:
-                bufs = tuple(_plain(b) if k in self.donate else b for k, b in enumerate(bufs))
-                break
-        return self.jitted(*bufs)
-
-    def __getattr__(self, name):  # jax.jit's own attributes (lower, trace, _cache_size, ...)
-        return getattr(self.jitted, name)
-
-
-#: LAPACK-backed primitives: a compiled graph that computes one's operand is cut before it
-_LAPACK = frozenset({"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "qr", "slogdet", "solve", "svd",
-                     "svdvals"})
+#: cut a compiled graph that computes a LAPACK operand before that call (``programs.lapack_cut``)
 _CUT_BEFORE_LAPACK = True
-
-
-def _lapack_cut(graph):
-    """The index of the first LAPACK equation of ``graph`` whose operand an earlier equation
-    computes (None: none).  Measured on XLA:CPU (jax 0.10, 20,000 x 64 float64): centring then
-    ``svd`` in one program took longer than the two as consecutive programs."""
-    made = set()
-    for j, eqn in enumerate(graph.equations):
-        if j and eqn.prim.name in _LAPACK and any(a in made for a in eqn.inputs if a.__class__ is Var):
-            return j
-        made.update(eqn.outputs)
-    return None
-
-
-def _deferred_outputs(graph):
-    """(``graph`` whose outputs that are transposes of :data:`permuted.MIN_BYTES` or more are the
-    values before the transpose, {output index: its axes}), or None where no output is one."""
-    producer = None
-    axes_of = {}
-    outputs = list(graph.outputs)
-    for i, o in enumerate(outputs):
-        if o.__class__ is not Var or o.aval is None:
-            continue
-        if producer is None:
-            producer = {v: e for e in graph.equations for v in e.outputs}
-        e = producer.get(o)
-        if e is None or e.prim.name not in ("permute_dims", "matrix_transpose"):
-            continue
-        try:
-            if math.prod(o.aval.shape) * o.aval.dtype.itemsize < _permuted.MIN_BYTES:
-                continue
-        except TypeError:  # an unknown dimension
-            continue
-        axes, v = None, o
-        while e is not None and e.prim.name in ("permute_dims", "matrix_transpose") and e.inputs[0].__class__ is Var:
-            a = tuple(e.params["axes"]) if e.prim.name == "permute_dims" else _matrix_axes(len(v.aval.shape))
-            axes = a if axes is None else _permuted.compose(axes, a)
-            v = e.inputs[0]
-            e = producer.get(v)
-        if axes is not None:
-            outputs[i] = v
-            axes_of[i] = axes
-    if not axes_of:
-        return None
-    from arrayx.core.graph import Graph, dce
-
-    new = dce(Graph(graph.inputs, graph.constvars, graph.consts, graph.equations, outputs, device=graph.device))
-    return new, axes_of
-
-
-class _PermutedOutputs:
-    """A compiled graph whose outputs listed in ``axes_of`` are given as :class:`Permuted` of the
-    program's result (the transpose is left undone, as eagerly)."""
-
-    __slots__ = ("program", "axes_of")
-
-    def __init__(self, program, axes_of):
-        self.program = program
-        self.axes_of = axes_of
-
-    def __call__(self, *bufs):
-        out = list(self.program(*bufs))
-        for i, axes in self.axes_of.items():
-            out[i] = out[i] if _permuted.is_identity(axes) else Permuted(out[i], axes)
-        return out
 
 
 class JaxExecutor(Executor):
@@ -870,7 +646,7 @@ class JaxExecutor(Executor):
             fn = _SquareForTwo(fn)
         elif prim.name == "astype":
             fn = _SameDtypeShares(fn)
-        deferring = _Deferring(prim.name, fn, raw, self.array_type)
+        deferring = _permuted.Deferring(prim.name, fn, raw, self.array_type)
         jitted = fn if fn.__class__ is _Jitted else getattr(fn, "fn", None)
         if deferring.kind == "transpose" or jitted.__class__ is not _Jitted:
             return deferring  # transposes, and what runs op by op (a Permuted is computed first)
@@ -882,7 +658,7 @@ class JaxExecutor(Executor):
     def raw_impl(self, prim):
         """The jax.numpy implementation of ``prim`` without the per-op ``jax.jit`` of eager mode."""
         fn = self.impls.get(prim) or self.resolve(prim)
-        if isinstance(fn, _Deferring):
+        if isinstance(fn, _permuted.Deferring):
             return fn.raw
         if isinstance(fn, (_SameDtypeShares, _SquareForTwo)):
             fn = fn.fn
@@ -899,14 +675,14 @@ class JaxExecutor(Executor):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
         # differentiated and batched it, so JAX only compiles
         if not donate_argnums:
-            deferred = _deferred_outputs(graph)
+            deferred = _programs.deferred_outputs(graph)
             if deferred is not None:  # outputs that are large transposes come out as Permuted
                 graph, axes_of = deferred
-                return _PermutedOutputs(self.compile(graph), axes_of)
+                return _programs.PermutedOutputs(self.compile(graph), axes_of)
             if _CUT_BEFORE_LAPACK and not graph.consts:
                 cut = _lapack_cut(graph)
                 if cut is not None:
-                    return self._compile_in_pieces(graph, cut)
+                    return _programs.in_pieces(self.compile, graph, cut)
         lowered = self.lower(graph)
         jitted = self._jax.jit(lowered, donate_argnums=tuple(donate_argnums))
         # traced here on the graph's avals (jax keeps the trace for the first call), so a shape XLA
@@ -918,25 +694,7 @@ class JaxExecutor(Executor):
             raise _data_dependent_error(graph) from e
         # each call is jax.jit's own C++ dispatch; a Permuted argument enters as its base (a pytree,
         # permuted.py); a donated one must enter computed (its base may be another array's buffer)
-        return _DonatingProgram(jitted, tuple(donate_argnums)) if donate_argnums else jitted
-
-    def _compile_in_pieces(self, graph, cut: int):
-        """``graph`` as two consecutive programs, the second starting at equation ``cut`` (a LAPACK
-        call): XLA on CPU runs a LAPACK custom call slower when the computation of its operand is
-        fused into the same program (see ``_lapack_cut``)."""
-        from arrayx.core.graph import Graph
-
-        first, rest = graph.equations[:cut], graph.equations[cut:]
-        made = {v for e in first for v in e.outputs}
-        wanted = {a for e in rest for a in e.inputs if a.__class__ is Var} | set(graph.outputs)
-        mids = [v for e in first for v in e.outputs if v in made and v in wanted]
-        head = self.compile(Graph(graph.inputs, (), (), first, mids, device=graph.device))
-        tail = self.compile(Graph((*graph.inputs, *mids), (), (), rest, graph.outputs, device=graph.device))
-
-        def program(*bufs):
-            return tail(*bufs, *head(*bufs))
-
-        return program
+        return _programs.DonatingProgram(jitted, tuple(donate_argnums)) if donate_argnums else jitted
 
     def capabilities(self) -> dict:
         # eager JAX computes data-dependent shapes (boolean masks, unique, nonzero) on the host

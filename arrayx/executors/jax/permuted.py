@@ -57,7 +57,7 @@ def _unflatten(axes, children):
         return _jax.numpy.transpose(base, axes)
     if isinstance(base, _jax.Array):
         return Permuted(base, axes)
-    new = object.__new__(Permuted)  # a tree of placeholders (jax's tree utilities): keep the structure
+    new = object.__new__(Permuted)  # stand-in leaves (jax's tree utilities): keep the structure
     new.base, new.axes, new.shape, new._full = base, axes, None, None
     return new
 
@@ -229,3 +229,136 @@ def transpose(b, axes: tuple):
 def expand(b, ndim: int):
     """``b`` with leading dimensions of length 1 up to ``ndim`` (a broadcast operand's shape)."""
     return b.reshape((1,) * (ndim - b.ndim) + tuple(b.shape))
+
+
+# -- how each eager primitive of the jax executor takes a Permuted operand
+
+_REDUCTIONS = frozenset({"sum", "prod", "mean", "std", "var", "max", "min", "any", "all"})
+
+
+def kind_of(name: str) -> str:
+    from arrayx.core.primitives import ELEMENTWISE
+
+    if name in ("permute_dims", "matrix_transpose"):
+        return "transpose"
+    if name == "matmul":
+        return "matmul"
+    if name in _REDUCTIONS:
+        return "reduction"
+    if (name in ELEMENTWISE and name != "clip") or name == "astype":
+        return "elementwise"
+    return "other"
+
+
+def matrix_axes(ndim: int) -> tuple:
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+class Deferring:
+    """The eager implementation of one primitive (``fn``: what runs on plain buffers, ``raw``: the
+    jax.numpy function compiled programs use) that takes :class:`Permuted` operands: a large
+    transpose is deferred, elementwise operations and reductions run on the base, ``matmul``
+    folds a matrix transpose into the product; other primitives get the transpose computed."""
+
+    __slots__ = ("name", "fn", "raw", "kind", "atype", "folded")
+
+    def __init__(self, name, fn, raw, atype):
+        self.name = name
+        self.fn = fn
+        self.raw = raw
+        self.kind = kind_of(name)
+        self.atype = atype
+        self.folded = None
+
+    def __call__(self, *bufs, **params):
+        if self.kind == "transpose":
+            return self._transpose(bufs[0], params)
+        for b in bufs:
+            if b.__class__ is Permuted:
+                return self.take(bufs, params)
+        return self.fn(*bufs, **params)
+
+    def take(self, bufs, params):
+        """The call with a :class:`Permuted` among ``bufs``."""
+        kind = self.kind
+        if kind == "elementwise":
+            return self._elementwise(bufs, params)
+        if kind == "matmul":
+            return self._matmul(*bufs)
+        if kind == "reduction" and len(bufs) == 1:
+            return self._reduction(bufs[0], params)
+        return self.fn(*(plain(b) for b in bufs), **params)
+
+    def _transpose(self, x, params):
+        ndim = x.ndim
+        axes = tuple(params["axes"]) if self.name == "permute_dims" else matrix_axes(ndim)
+        if x.__class__ is Permuted:
+            axes = compose(axes, x.axes)
+            if is_identity(axes):
+                return x.base
+            return Permuted(x.base, axes)
+        if x.__class__ is self.atype and x.nbytes >= MIN_BYTES and not is_identity(axes):
+            return Permuted(x, axes)
+        return self.fn(x, **params)
+
+    def _elementwise(self, bufs, params):
+        nd = max(getattr(b, "ndim", 0) for b in bufs)
+        lead = next((b for b in bufs if b.__class__ is Permuted and b.ndim == nd), None)
+        if lead is None:  # the permuted operand is broadcast to more dimensions: compute it
+            return self.fn(*(plain(b) for b in bufs), **params)
+        axes = lead.axes
+        inv = inverse(axes)
+        args = []
+        for b in bufs:
+            if b.__class__ is Permuted and b.axes == axes:
+                args.append(b.base)
+            elif getattr(b, "ndim", 0):  # another array: into the base's order (broadcast dims too)
+                b = plain(b)
+                if b.ndim < nd:
+                    b = expand(b, nd)
+                args.append(transpose(b, inv))
+            else:
+                args.append(b)
+        return Permuted(self.fn(*args, **params), axes)
+
+    def _matmul(self, a, b):
+        ta = a.__class__ is Permuted and a.ndim >= 2 and a.axes == matrix_axes(a.ndim)
+        tb = b.__class__ is Permuted and b.ndim >= 2 and b.axes == matrix_axes(b.ndim)
+        if not (ta or tb):
+            return self.fn(plain(a), plain(b))
+        if self.folded is None:
+            raw = self.raw
+
+            def product(a, b, ta, tb):
+                return raw(_jax.numpy.swapaxes(a, -1, -2) if ta else a, _jax.numpy.swapaxes(b, -1, -2) if tb else b)
+
+            self.folded = _jax.jit(product, static_argnames=("ta", "tb"))
+        return self.folded(a.base if ta else plain(a), b.base if tb else plain(b), ta=ta, tb=tb)
+
+    def _reduction(self, x, params):
+        axis = params.get("axis", _MISSING)
+        if axis is _MISSING or "keepdims" not in params:
+            return self.fn(plain(x), **params)
+        if axis is None:
+            return self.fn(x.base, **params)  # every element: the order does not matter
+        if axis.__class__ is int:
+            axis = (axis,)
+        nd = x.ndim
+        try:
+            reduced = {operator.index(a) % nd for a in axis}
+        except TypeError:
+            return self.fn(plain(x), **params)
+        axes = x.axes
+        out = self.fn(x.base, **{**params, "axis": tuple(sorted(axes[a] for a in reduced))})
+        if params["keepdims"]:
+            new = axes
+        else:
+            kept = [axes[i] for i in range(nd) if i not in reduced]
+            order = sorted(kept)
+            new = tuple(order.index(k) for k in kept)
+        if is_identity(new):
+            return out
+        return Permuted(out, new) if out.nbytes >= MIN_BYTES else transpose(out, new)
+
+
+_MISSING = object()
