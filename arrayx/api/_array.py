@@ -288,15 +288,21 @@ class _ArrayMethods:
         return _ew.bitwise_invert(self)
 
     def __add__(self, other, /):
+        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.add, other):
+            return self
         return _ew.add(self, other)
 
     def __radd__(self, other, /):
+        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.add, other):  # a + b is b + a, bit for bit
+            return self
         return _ew.add(other, self)
 
     def __iadd__(self, other, /):
         return self._inplace(_ew.add, other, "+=")
 
     def __sub__(self, other, /):
+        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.subtract, other):
+            return self
         return _ew.subtract(self, other)
 
     def __rsub__(self, other, /):
@@ -306,15 +312,21 @@ class _ArrayMethods:
         return self._inplace(_ew.subtract, other, "-=")
 
     def __mul__(self, other, /):
+        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.multiply, other):
+            return self
         return _ew.multiply(self, other)
 
     def __rmul__(self, other, /):
+        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.multiply, other):
+            return self
         return _ew.multiply(other, self)
 
     def __imul__(self, other, /):
         return self._inplace(_ew.multiply, other, "*=")
 
     def __truediv__(self, other, /):
+        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.divide, other):
+            return self
         return _ew.divide(self, other)
 
     def __rtruediv__(self, other, /):
@@ -528,6 +540,78 @@ def _into(self: Array, fn, other) -> bool:
         return False
     impl(buf, b2, out=buf)
     return True
+
+
+# -- temporary elision: ``-2 * (X @ Y.T)``, ``(X - m) / s`` reuse the temporary's buffer ------------
+#
+# NumPy writes ``a * 2`` into ``a``'s memory when ``a`` is a large temporary of the expression (no
+# name refers to it: the interpreter's stack holds its only reference) and nothing else reaches that
+# memory; that saves a fresh result (page faults above malloc's mmap threshold, cache misses below).
+# The arithmetic operators here do the same for eager arrays of executors whose buffers are written
+# in place, under three checks, all of which must hold:
+# - the reference count of ``self`` inside the operator is what a temporary has (`_TEMPORARY`,
+#   measured on a probe class at import: a named operand has one more, from its name);
+# - the caller is Python code executing a binary operator (not C code, such as ``operator.mul`` or a
+#   Cython function, which may hold a reference the count cannot see): the caller frame's current
+#   instruction is BINARY_OP;
+# - nothing but the array reaches its buffer (``Executor.sole_holder``: no view, no export).
+# Then `_into` computes the in-place op exactly as ``x op= y`` does (same ufunc, same dtype, the
+# temporary's shape).  Only from `_ELIDE_MIN_BYTES` (as NumPy, which elides from 256 KiB): below it a
+# fresh result is cheap.  Python 3.14's borrowed stack references make a named operand look like a
+# temporary, so elision is off there (the probe would also find it).
+
+_getrefcount = getattr(sys, "getrefcount", lambda _: -2)  # no refcounts (PyPy): never a temporary
+_ELIDE_MIN_BYTES = 1 << 20
+_BINARY_OP = __import__("dis").opmap.get("BINARY_OP")
+
+
+def _caller_binary_op(depth: int = 2) -> bool:
+    """Whether the Python frame ``depth`` levels up is executing a binary operator."""
+    try:
+        f = sys._getframe(depth)
+        return f.f_code.co_code[f.f_lasti] == _BINARY_OP
+    except (AttributeError, ValueError, IndexError):
+        return False
+
+
+class _Probe:
+    seen: list = []
+
+    def __mul__(self, other):
+        _Probe.seen.append((_getrefcount(self), _caller_binary_op()))
+        return self
+
+
+def _measure_temporary() -> int:
+    """The reference count an operand has inside its operator when it is a temporary, or -1 where
+    that cannot be told from a named operand (or the caller's instruction cannot be read)."""
+    if not hasattr(sys, "getrefcount") or _BINARY_OP is None or sys.version_info >= (3, 14):
+        return -1
+    _Probe.seen = []
+    _Probe() * 1
+    named = _Probe()
+    named * 1
+    import operator
+
+    operator.mul(_Probe(), 1)  # C code calling the operator: its frame check must refuse
+    (temp, temp_op), (name, name_op), (_, c_op) = _Probe.seen
+    _Probe.seen = []
+    if not (temp_op and name_op) or c_op or name <= temp:
+        return -1
+    return temp
+
+
+_TEMPORARY = _measure_temporary()
+
+
+def _elide(self: Array, fn, other) -> bool:
+    """``self op other`` written into self's buffer where self is a temporary (see above)."""
+    buf = self._buf
+    if buf.__class__ is not np.ndarray or buf.nbytes < _ELIDE_MIN_BYTES or self.__class__ is not Array \
+            or not self._ex.mutable or _core._TRACE.get() is not None or not _caller_binary_op(3):
+        return False
+    del buf  # our own reference would count as another holder
+    return self._ex.sole_holder(self) and _into(self, fn, other)
 
 
 def _transpose(x: Array) -> Array:

@@ -222,7 +222,10 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool 
             ex = x._ex
             if not ex.mutable and view:
                 return _view(x, key)
-            out = buf[key]
+            index = ex.basic_index
+            out = index(buf, key) if index is not None else None
+            if out is None:
+                out = buf[key]
             new = _object_new(Array)  # _wrap, spelled out on the commonest path
             new._buf = out if out.__class__ is ex.array_type else ex.coerce(out)
             new._ex = ex
@@ -253,7 +256,10 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool 
             ex = x._ex
             if not ex.mutable and view and _is_view_key(key, len(shape)):
                 return _view(x, key)
-            out = buf[key]
+            index = ex.basic_index
+            out = index(buf, key) if index is not None else None
+            if out is None:
+                out = buf[key]
             return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
     if view and mode is None and (x.__class__ is not Array or not x._ex.mutable or _TRACE.get() is not None) \
             and _is_view_key(key, x.ndim):

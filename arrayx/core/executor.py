@@ -121,6 +121,17 @@ class Executor:
     #: into reused memory (the NumPy executor's buffer pool); 0: no pool, ``resolve`` for all
     pool_min_bytes: int = 0
 
+    #: None, or ``f(buf, key)`` giving ``buf[key]`` for a basic key of ints, slices, None and
+    #: Ellipsis (bounds already checked) or None where it does not take the key: eager basic
+    #: indexing calls it before the buffer's own ``__getitem__`` (the JAX executor compiles it)
+    basic_index = None
+
+    def sole_holder(self, array) -> bool:
+        """Whether nothing but ``array`` reaches its buffer's memory, so that an elementwise op of a
+        temporary may write its result there (NumPy's temporary elision; `Array.__mul__` and
+        friends).  False here: only executors whose buffers are written in place say otherwise."""
+        return False
+
     def __init__(self) -> None:
         #: this executor's table (see the class docstring), a copy of the class's overrides
         self.table: dict = dict(type(self).overrides)

@@ -1,6 +1,8 @@
-"""Eager index arrays on the JAX executor go through arrayx's primitives (``general_eager_keys``):
-``gather`` as one compiled call, ``boolean_mask`` selected on the host views when the arrays live in
-host memory.  Values, dtypes, bounds errors and bit patterns are the NumPy executor's."""
+"""Eager indexing on the JAX executor: index arrays go through arrayx's primitives
+(``general_eager_keys``): ``gather`` as one compiled call, ``boolean_mask`` selected on the host views
+when the arrays live in host memory; basic keys (ints, unit-step slices, None, Ellipsis) as one
+compiled ``dynamic_slice`` (``executors/jax/indexing.py``).  Values, dtypes, bounds errors and bit
+patterns are the NumPy executor's."""
 from __future__ import annotations
 
 import numpy as np
@@ -82,3 +84,65 @@ def test_masked_selection_inside_jit_and_lazy():
     np.testing.assert_allclose(np.asarray(z), (host * 2.0)[host[:, 0] > 0].sum(0), rtol=1e-12)
     f = xp.jit(lambda a, i: a[i] + 1.0)
     assert_same(f(x, xp.asarray([4, 0, 49])), host[[4, 0, 49]] + 1.0)
+
+
+# -- basic keys: one compiled window ---------------------------------------------------------------
+
+_BASIC_KEYS = [3, -1, slice(2, 5), slice(None, -2), slice(-3, None), slice(7, 2), slice(None), (1, 2), (-1, slice(1, 3)),
+               (slice(None), 2), (slice(None), -4), (None, slice(1, 4)), (slice(0, 3), None, 1), (Ellipsis, 2),
+               (1, Ellipsis), (Ellipsis, None), (slice(1, 100), slice(-100, 2)), (slice(None, None, 1), 0),
+               (slice(None, None, 2), 1), (slice(None, None, -1),), (0, 0)]
+
+
+@pytest.mark.parametrize("key", _BASIC_KEYS, ids=repr)
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool", "complex64"])
+def test_basic_keys_equal_the_numpy_executor(key, dtype):
+    a = (np.arange(6 * 5).reshape(6, 5) % 7).astype(dtype)
+    got = xp.asarray(a)[key]
+    assert_same(got, a[key])
+    with xp.use_executor("numpy"):
+        assert_same(got, np.asarray(xp.asarray(a)[key]))
+
+
+def test_a_basic_key_is_one_compiled_window_whatever_the_integers():
+    from arrayx.executors.jax import indexing
+
+    x = xp.asarray(np.arange(40.0).reshape(8, 5))
+    x[2], x[1:3]  # compiled once each
+    before = indexing._program()._cache_size()
+    assert before >= 2  # the two keys above went through the window
+    rows = [x[i] for i in range(8)]  # one program for every i
+    starts = [x[i:i + 2] for i in range(6)]  # one per window size, not per start
+    assert indexing._program()._cache_size() == before
+    for i in range(8):
+        assert_same(rows[i], np.arange(40.0).reshape(8, 5)[i])
+    for i in range(6):
+        assert_same(starts[i], np.arange(40.0).reshape(8, 5)[i:i + 2])
+
+
+def test_what_the_window_does_not_take_is_left_to_jax():
+    from arrayx.executors.jax import indexing
+
+    assert indexing.window_of((4, 5), (slice(None, None, 2),)) is None
+    assert indexing.window_of((4, 5), (Ellipsis, Ellipsis)) is None
+    assert indexing.window_of((4, 5), (np.arange(2),)) is None
+    assert indexing.window_of((4, 5), (1, 2, 3)) is None
+    assert indexing.window_of((4, 5), (slice(1, 3), -1)) == ((1, 4), (2, 1), (2,))
+    assert indexing.window_of((4, 5), (None, 2)) == ((2, 0), (1, 5), (1, 5))
+
+
+def test_basic_keys_of_views_and_writes_keep_their_links():
+    a = np.arange(20.0).reshape(4, 5)
+    x = xp.asarray(a)
+    row = x[1]
+    x[1, 2] = -1.0  # a write through the base reaches the view made by the window
+    want = a.copy()
+    want[1, 2] = -1.0
+    assert_same(x, want)
+    assert_same(row, want[1])
+    col = x[:, 3]
+    col[0] = 99.0
+    want[0, 3] = 99.0
+    assert_same(x, want)
+    t = x.T[:, 1]  # a deferred transpose sliced inside the program
+    assert_same(t, want.T[:, 1])

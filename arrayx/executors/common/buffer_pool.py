@@ -184,6 +184,54 @@ def _measure_free_refs() -> int:
 _FREE_REFS = _measure_free_refs()
 
 
+# -- whether a result's memory is reached by one array only (temporary elision) ---------------------
+
+def _refs_of(holder) -> tuple:
+    """(references to ``holder._buf``, to its ``.base`` or -1, whether the base is pooled) as seen
+    from here; `sole_holder` compares them with the counts of a probe measured by this same code."""
+    buf = holder._buf
+    base = buf.base
+    if base is None:
+        return _getrefcount(buf), -1, False
+    return _getrefcount(buf), _getrefcount(base), any(id(base) in pool._lru for pool in list(_POOLS))
+
+
+class _Holder:
+    __slots__ = ("_buf",)
+
+
+def _measure_sole_refs() -> tuple:
+    """The counts `_refs_of` sees on a holder's private array that owns its memory, and on one that
+    is the only view of a pooled buffer (measured: they differ between Python versions)."""
+    h = _Holder()
+    h._buf = np.empty(4)
+    own = _refs_of(h)[0]
+    probe = BufferPool(limit_bytes=_SIZE_CLASS, min_bytes=0)
+    h._buf = probe.empty((4,), np.float64)
+    view, base, pooled = _refs_of(h)
+    if not pooled:
+        raise RuntimeError("arrayx buffer pool: a pooled buffer is not recognised as one")
+    other = h._buf[1:]  # a second view: the base's count goes up, so the check refuses it
+    if _refs_of(h)[1] == base:
+        raise RuntimeError("arrayx buffer pool: reference counts of pooled views are not what the pool expects")
+    del other, probe
+    return own, view, base
+
+
+_SOLE_OWN, _SOLE_VIEW, _SOLE_BASE = _measure_sole_refs()
+
+
+def sole_holder(holder) -> bool:
+    """Whether nothing but ``holder`` (an object whose ``_buf`` is an ndarray, referenced once there)
+    reaches the memory of ``holder._buf``: it owns its memory and nothing else references it, or it
+    is the only view of a pooled buffer.  Then writing the buffer in place is seen by nobody else:
+    what NumPy's temporary elision checks before it reuses an operand of ``a * 2 + 1``."""
+    counts = _refs_of(holder)
+    if counts[1] == -1:
+        return counts[0] == _SOLE_OWN
+    return counts[2] and counts[0] == _SOLE_VIEW and counts[1] == _SOLE_BASE
+
+
 # -- the NumPy functions that write their result into a pooled buffer -------------------------------
 
 def _out_dtype(ufunc, *dtypes):

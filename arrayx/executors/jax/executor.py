@@ -85,6 +85,7 @@ from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
 from arrayx.executors.jax import permuted as _permuted, programs as _programs
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
+from arrayx.executors.jax.indexing import basic_index as _basic_index
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
 
 _INDEX = np.dtype("int64")
@@ -598,6 +599,9 @@ class JaxExecutor(Executor):
         **_parallel.TABLE,
         **_sharding.TABLE,
     }
+
+    #: eager ``x[3:7]``, ``x[:, 2]``, ``x[i]`` as one compiled program (executors/jax/indexing.py)
+    basic_index = staticmethod(_basic_index)
 
     def __init__(self) -> None:
         super().__init__()

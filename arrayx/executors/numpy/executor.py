@@ -268,6 +268,9 @@ class NumpyExecutor(Executor):
         self.large_impls[prim] = fn
         return fn
 
+    def sole_holder(self, array) -> bool:
+        return _buffer_pool.sole_holder(array)
+
     def set_buffer_pool(self, on: bool) -> None:
         """Large results into reused buffers (True, the default unless ``ARRAYX_BUFFER_POOL=0``) or
         NumPy's own allocations (False), from the next op on, for this executor and those built on
