@@ -30,3 +30,28 @@ def test_unique_all_fields_match_numpy_per_dtype(executor, dtype):
     assert u.inverse_indices.shape == (40, 3)
     assert u.indices.dtype == u.inverse_indices.dtype == u.counts.dtype == xp.int64
     assert_same(xp.take(u.values, xp.reshape(u.inverse_indices, (-1,))), on_numpy(xp.reshape, x, (-1,)))
+
+
+@pytest.mark.parametrize("shape", [(64,), (7, 9), (2, 3, 4), (0, 5)])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex64"])
+def test_nonzero_matches_numpy(executor, shape, dtype):
+    rng = np.random.default_rng(sum(shape) + len(dtype))
+    host = (rng.integers(0, 3, size=shape) == 0).astype(dtype)
+    if dtype == "float64" and host.size:
+        host.flat[0] = -0.0  # a zero of either sign is a zero
+        host.flat[-1] = 5e-324  # a subnormal is not (NumPy's rule, on the host for CPU devices)
+    x = xp.asarray(host)
+    got = assert_matches_numpy(xp.nonzero, x)
+    assert len(got) == len(shape)
+    for idx in got:
+        assert idx.dtype == xp.int64 and idx.device == x.device
+
+
+def test_a_mask_write_goes_through_nonzero_on_the_operands_executor(executor):
+    host = np.arange(64.0)
+    x = xp.asarray(host, copy=True)  # the NumPy executor would write into host itself
+    mask = xp.asarray(host % 5 == 0)
+    x[mask] = xp.asarray(-np.arange(13.0))
+    want = host.copy()
+    want[host % 5 == 0] = -np.arange(13.0)
+    assert_same(x, want)

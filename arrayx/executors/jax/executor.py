@@ -284,6 +284,18 @@ def _unique_on_host(name):
     return impl
 
 
+def _nonzero(x):
+    """``nonzero``.  In host memory (CPU) NumPy's on the host view, the index arrays placed on x's
+    device: the result's size depends on the values, so eager ``jax.numpy`` waits for them too, then
+    dispatches its steps one by one (64 elements: 1.2 ms; 20,000: 3.9 ms; scikit-learn's
+    StandardScaler writes ``var[mask] = ...`` each fit, a ``nonzero`` per write).  Same values and
+    dtype (int64 under JAX's 64-bit mode, NumPy's ``intp``)."""
+    if isinstance(x, _jax.core.Tracer) or not _in_host_memory(x):
+        return jnp.nonzero(x)
+    device = next(iter(x.devices()))
+    return tuple(_jax.device_put(i.astype(np.int64, copy=False), device) for i in np.nonzero(np.asarray(x)))
+
+
 def _boolean_mask(x, mask, *, axis):
     """``x[..., mask]`` (``axis`` full slices first).  In host memory (CPU) NumPy selects on the host
     views of both and the result is placed back, a copy of what is selected: jax.numpy's eager mask
@@ -577,6 +589,7 @@ class JaxExecutor(Executor):
         "dynamic_update_slice": _dynamic_update_slice,
         "searchsorted": _searchsorted,
         "boolean_mask": _boolean_mask,
+        "nonzero": _nonzero,
         "floor_divide": _floor_divide,
         "remainder": _remainder,
         "abs": _abs,
