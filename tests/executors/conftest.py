@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+import arrayx
 from arrayx.core import executor as base
 from arrayx.executors.common import buffer_pool as bp
 
@@ -14,3 +15,24 @@ def pool_on():
     numpy_ex.set_buffer_pool(True)
     yield numpy_ex.buffer_pool
     numpy_ex.set_buffer_pool(was)
+
+
+
+def only_on(name: str) -> list:
+    """``pytestmark`` of a module whose every test runs on executor ``name``: skipped with the reason
+    where it is unavailable, else run inside ``use_executor(name)`` (the ``on_<name>`` fixture)."""
+    ex = base.get(name)
+    return [pytest.mark.skipif(not ex.available(), reason=f"executor {name!r} unavailable: {ex.unavailable_reason}"),
+            pytest.mark.usefixtures(f"on_{name}")]
+
+
+def _inside(name: str):
+    @pytest.fixture
+    def fixture():
+        with arrayx.use_executor(name):
+            yield
+
+    return fixture
+
+
+on_jax = _inside("jax")

@@ -11,15 +11,10 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_same
+from tests.executors.conftest import only_on
 
 EX = base.get("jax")
-pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unavailable: {EX.unavailable_reason}")
-
-
-@pytest.fixture(autouse=True)
-def on_jax():
-    with xp.use_executor("jax"):
-        yield
+pytestmark = only_on("jax")
 
 
 def test_buffers_are_jax_arrays_and_namespace_is_jax_numpy():

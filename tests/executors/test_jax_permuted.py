@@ -10,17 +10,10 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_matches_numpy, assert_same, on_numpy
+from tests.executors.conftest import only_on
 
-EX = base.get("jax")
-pytestmark = pytest.mark.skipif(not EX.available(), reason=f"executor 'jax' unavailable: {EX.unavailable_reason}")
-
+pytestmark = only_on("jax")
 ROWS, COLS = 600, 300  # float64: 1.4 MB, above permuted.MIN_BYTES
-
-
-@pytest.fixture(autouse=True)
-def on_jax():
-    with xp.use_executor("jax"):
-        yield
 
 
 def _permuted():
