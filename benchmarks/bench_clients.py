@@ -21,6 +21,8 @@ ms - so that the whole run stays short).  Labels:
 - ``arrayx[E]``: arrayx arrays of executor E (numpy, numba, jax, dask), ``array_api_dispatch`` on;
 - ``arrayx[E,lazy]``: the same inside ``arrayx.lazy()`` (operations recorded, run fused when the
   client reads a value; numba and jax);
+- ``jax.numpy``: JAX's own arrays (64-bit mode on, as arrayx's jax executor has it), dispatch on,
+  where the client accepts them: the peer the jax executor is measured against;
 - ``array-api-strict``: array-api-strict arrays, dispatch on, where the client accepts them.
 
 SciPy reads ``SCIPY_ARRAY_API`` once, at its first import: this module sets it to 1 at import and
@@ -186,6 +188,16 @@ def _label_fns(name: str, n: int, labels) -> tuple[dict, dict]:
                 with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     return call(data)
+        elif label == "jax.numpy":  # the peer: the client on JAX's own arrays (64-bit, as arrayx's jax executor)
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            d = {k: jax.numpy.asarray(v) for k, v in data.items()}
+
+            def fn(d=d):
+                with sklearn.config_context(array_api_dispatch=True), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return block(call(d))
         elif label == "array-api-strict":
             import array_api_strict as xs
 
@@ -197,7 +209,7 @@ def _label_fns(name: str, n: int, labels) -> tuple[dict, dict]:
                     return call(d)
         else:
             raise ValueError(f"bench_clients: unknown label {label!r}; labels: numpy, numpy[dispatch], arrayx[E], "
-                             "array-api-strict")
+                             "jax.numpy, array-api-strict")
         try:
             why = _check(fn(), want, up_to_sign)
         except Exception as e:  # noqa: BLE001 - the client or the library refuses: say so, do not time it
@@ -216,6 +228,7 @@ def default_labels() -> list:
     have = set(base.registered())
     out = ["numpy", "numpy[dispatch]"] + [f"arrayx[{e}]" for e in EXECUTORS if e in have]
     out += [f"arrayx[{e},lazy]" for e in LAZY_EXECUTORS if e in have]
+    out += ["jax.numpy"] if installed("jax") else []
     return out + (["array-api-strict"] if installed("array_api_strict") else [])
 
 
@@ -270,8 +283,8 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="small size only, 3 rounds")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5; --quick 3)")
     p.add_argument("--only", default=None, help=f"comma-separated workloads of: {', '.join(SIZES)}")
-    p.add_argument("--labels", default=None, help="comma-separated labels (default: numpy, arrayx[each executor], "
-                                                   "array-api-strict)")
+    p.add_argument("--labels", default=None, help="comma-separated labels (default: numpy, numpy[dispatch], "
+                                                   "arrayx[each executor], jax.numpy, array-api-strict)")
     p.add_argument("--output", default=None, help="JSON path (default benchmarks/results/clients[_quick].json)")
     args = p.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
