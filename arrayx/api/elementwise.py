@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.api import _dtypes
+from arrayx.api import _dtypes, _inplace
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
 from arrayx.api._modes import is_strict
@@ -584,3 +584,13 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
         else:
             raise TypeError(f"clip: {name} must be an arrayx array, a Python scalar or None, got {type(b).__name__}")
     return clip_p.bind(x, *bounds)
+
+
+# the functions ``x op= y`` (and a temporary's ``t op y``) run as their ufunc into x itself (api/_inplace.py)
+_inplace.INTO_PRIMS.update({
+    **{globals()[name]: (globals()[f"{name}_p"], BINARY[name])
+       for name in ("add", "subtract", "multiply", "floor_divide", "remainder",
+                    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift")},
+    pow: (pow_p, "floating-point"),  # pow and divide of integers take other paths: floats only here
+    divide: (divide_p, "real floating"),
+})

@@ -1,4 +1,4 @@
-"""Temporary elision (``Array.__mul__`` and friends, ``arrayx/api/_array.py``): ``-2 * (X @ Y.T)`` and
+"""Temporary elision (``Array.__mul__`` and friends, ``arrayx/api/_inplace.py``): ``-2 * (X @ Y.T)`` and
 ``(X - m) / s`` write into the temporary's buffer where nothing else can see it (NumPy does the
 same); every other case computes a new result.  Values always equal the NumPy executor's and NumPy's."""
 from __future__ import annotations
@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 import arrayx
-from arrayx.api import _array
+from arrayx.api import _inplace
 from tests.conftest import assert_same
 
 _RNG = np.random.default_rng(31)
 A = _RNG.normal(size=(400, 64))
 B = _RNG.normal(size=(800, 64))  # A @ B.T: 400 x 800 float64, 2.5 MB (elided from 1 MiB)
 
-needs_elision = pytest.mark.skipif(_array._TEMPORARY < 0, reason=f"no temporary elision on Python {sys.version}")
+needs_elision = pytest.mark.skipif(_inplace._TEMPORARY < 0, reason=f"no temporary elision on Python {sys.version}")
 
 
 def _ptr(x) -> int:

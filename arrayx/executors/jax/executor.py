@@ -85,7 +85,8 @@ from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
 from arrayx.executors.jax import permuted as _permuted, programs as _programs
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
-from arrayx.executors.jax.indexing import basic_index as _basic_index
+from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
+    in_host_memory as _in_host_memory
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
 
 _INDEX = np.dtype("int64")
@@ -240,11 +241,6 @@ def _atan2(x1, x2):
     return jnp.arctan2(x1, x2)
 
 
-def _in_host_memory(buf) -> bool:
-    """Whether every device holding jax array ``buf`` is a CPU (``np.asarray`` of it is then a view)."""
-    return all(d.platform == "cpu" for d in buf.devices())
-
-
 def _on_host(obj) -> bool:
     try:
         return obj.__dlpack_device__()[0] == 1  # kDLCPU
@@ -294,19 +290,6 @@ def _nonzero(x):
         return jnp.nonzero(x)
     device = next(iter(x.devices()))
     return tuple(_jax.device_put(i.astype(np.int64, copy=False), device) for i in np.nonzero(np.asarray(x)))
-
-
-def _boolean_mask(x, mask, *, axis):
-    """``x[..., mask]`` (``axis`` full slices first).  In host memory (CPU) NumPy selects on the host
-    views of both and the result is placed back, a copy of what is selected: jax.numpy's eager mask
-    indexing dispatches a dozen steps and waited for the count anyway (20,000 x 64 float64 by a mask
-    of 20,000: 8-10 ms, NumPy 1 ms; scikit-learn's LDA selects each class this way)."""
-    key = (slice(None),) * axis
-    if isinstance(x, _jax.core.Tracer) or isinstance(mask, _jax.core.Tracer) \
-            or not (_in_host_memory(x) and _in_host_memory(mask)):
-        return x[key + (mask,)]
-    out = np.asarray(x)[key + (np.asarray(mask),)]
-    return _jax.device_put(out, next(iter(x.devices())))
 
 
 class _DLPackExport:

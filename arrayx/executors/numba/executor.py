@@ -557,7 +557,7 @@ def _build_binary(ex: NumbaExecutor, name: str, fallback):
         return _run_native(ex, name, dt, kernels, (name, dt, form), K.elementwise_kernel, args, shape,
                            _BOOL if out_kind == "bool" else dt, fallback, (x1, x2))
 
-    # ``x op= y`` (api._array._into): NumPy's ufunc writing into x itself.  Not the kernel: written
+    # ``x op= y`` (api._inplace._into): NumPy's ufunc writing into x itself.  Not the kernel: written
     # into its own operand it loses its vector loop (LLVM cannot rule the aliasing out; x /= s ran 7x
     # slower than NumPy's in-place divide), and in place NumPy's arithmetic is memory-bound anyway
     if ufunc is not None:
