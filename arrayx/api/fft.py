@@ -187,6 +187,10 @@ def _n_dim(fname, prim, x, s, axes, norm, kind, out_kind, last_default=None):
     s, axes = _s_axes(fname, x, s, axes, last_default=last_default)
     if not axes and prim in (rfftn_p, irfftn_p):
         raise ValueError(f"{fname}: needs at least one axis to transform, got axes=()")
+    if not axes:  # no axis to transform: a copy of the (complex) input (NumPy's fftn returns the input itself)
+        from arrayx.api.data_types import astype
+
+        return astype(x, x.dtype, copy=True)
     x = _explicit_zeros(x, axes)
     out = prim.bind(x, s=s, axes=axes, norm=_norm(fname, norm))
     real = _dtypes.REAL_OF.get(x.dtype, x.dtype)

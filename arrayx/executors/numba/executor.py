@@ -64,6 +64,7 @@ import numpy as np
 from arrayx.core import config as _config
 from arrayx.executors.common import buffer_pool as _buffer_pool
 from arrayx.core.executor import Device
+from arrayx.executors.common import fft as _fft
 from arrayx.executors.numpy import NumpyExecutor
 from arrayx.executors.numba.reductions import (
     SHORT_ROW, _MINMAX, _REDUCTION_PARAMS, _build_reduction, _reduce_axes, _reduction_kind,
@@ -151,8 +152,9 @@ class NumbaExecutor(NumpyExecutor):
     #: the table starts as the NumPy executor's, the same entries (its lax, nn and random ones too:
     #: ``executors/numpy/``): ``resolve`` hands an entry it finds there to the NumPy executor's
     #: ``resolve`` (its buffer pool for large results) and sends large native-dtype operations to
-    #: Numba kernels (``_BUILDERS``).  An entry of Numba's own goes in a copy: ``{**NumpyExecutor.overrides, ...}``.
-    overrides: dict = NumpyExecutor.overrides
+    #: Numba kernels (``_BUILDERS``).  Numba's own entries: the fft functions, whose batches of 1-D
+    #: transforms are split between threads (``executors/common/fft.py``).
+    overrides: dict = {**NumpyExecutor.overrides, **_fft.table(lambda: _fft_threads())}
 
     def __init__(self) -> None:
         super().__init__()
@@ -282,7 +284,7 @@ class NumbaExecutor(NumpyExecutor):
         (``large``: the one for large results, see ``resolve_large``), wrapped so that large arrays
         of native dtypes go to a Numba kernel."""
         fn = self.table.get(prim.name)
-        if fn is not None and fn is type(self).overrides.get(prim.name):
+        if fn is not None and fn is NumpyExecutor.overrides.get(prim.name):
             fn = None  # an entry of the NumPy table this one starts from: NumPy's resolve, below
         if fn is None:
             from arrayx.core.executor import get
@@ -408,6 +410,15 @@ class NumbaExecutor(NumpyExecutor):
 
 _CPU = Device("numba", "cpu")
 _EXECUTORS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _fft_threads() -> int:
+    """Threads the fft functions split a batch of transforms between: Numba's thread count (1 where
+    kernels are single-threaded, ``ARRAYX_NUMBA_PARALLEL=0``)."""
+    from arrayx.core.executor import get
+
+    ex = get("numba")
+    return ex._numba().get_num_threads() if ex.parallel else 1
 
 
 def _after_fork_in_child() -> None:

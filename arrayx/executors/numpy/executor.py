@@ -11,6 +11,7 @@ import numpy as np
 from arrayx.executors.common import buffer_pool as _buffer_pool, linalg as _linalg
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
 from arrayx.core.executor import GENERIC, Device, Executor
+from arrayx.executors.common import fft as _fft
 from arrayx.executors.numpy import lax as _lax, linalg as _npl, nn as _nn, random as _random
 
 
@@ -236,6 +237,8 @@ class NumpyExecutor(Executor):
         "eigvals": _eigvals,
         # tall, thin svd through SciPy's gesdd where SciPy is importable (executors/numpy/linalg.py)
         "svd": _npl.svd,
+        # NumPy's transforms, large results into the buffer pool (executors/common/fft.py)
+        **_fft.TABLE,
         # lax, nn and random's primitives (this package's lax.py, nn.py, random.py)
         **_lax.TABLE,
         **_nn.TABLE,

@@ -1,0 +1,163 @@
+"""The NumPy and Numba executors' transforms (executors/common/fft.py): bit-identical to numpy.fft
+whether a batch runs on one thread or is split between threads (Numba), large results from the
+buffer pool, ``axes=()`` a new array on every executor."""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import arrayx
+from arrayx.core import executor as base
+from arrayx.executors.common import fft as F
+
+HOST = [pytest.param(name, marks=pytest.mark.skipif(
+    not base.get(name).available(), reason=f"executor {name!r} unavailable: {base.get(name).unavailable_reason}"))
+    for name in ("numpy", "numba")]
+EVERY = [pytest.param(name, marks=pytest.mark.skipif(
+    not base.get(name).available(), reason=f"executor {name!r} unavailable: {base.get(name).unavailable_reason}"))
+    for name in ("numpy", "numba", "jax", "dask", "cupy")]
+
+
+@pytest.fixture
+def split_small(monkeypatch):
+    """Small arrays split too (the thresholds lowered), so the threaded path runs in a quick test."""
+    monkeypatch.setattr(F, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(F, "PIECE_MIN", 16)
+
+
+def _input(shape, complex_, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape)
+    if complex_:
+        x = x + 1j * rng.normal(size=shape)
+    return x.astype(dtype)
+
+
+# (arrayx function, numpy.fft function, complex input, 1-D (n) or n-D (s, axes))
+ONE_DIM = [("fft", True), ("ifft", True), ("rfft", False), ("irfft", True), ("hfft", True), ("ihfft", False)]
+N_DIM = [("fftn", True), ("ifftn", True), ("rfftn", False), ("irfftn", True)]
+
+
+@pytest.mark.parametrize("executor", HOST)
+@pytest.mark.parametrize("name,complex_", ONE_DIM)
+@pytest.mark.parametrize("shape,axis,n", [
+    ((40, 33), -1, None), ((40, 33), 0, None), ((6, 50, 7), 1, None),
+    ((40, 33), -1, 20), ((40, 33), -1, 64), ((9, 40), 0, 57),
+])
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_one_dim_bit_identical_to_numpy(split_small, executor, name, complex_, shape, axis, n, norm):
+    for dtype in ((np.complex128, np.complex64) if complex_ else (np.float64, np.float32)):
+        x = _input(shape, complex_, dtype)
+        want = getattr(np.fft, name)(x, n=n, axis=axis, norm=norm)
+        before = F.split_calls
+        with arrayx.use_executor(executor):
+            got = getattr(arrayx.fft, name)(arrayx.asarray(x), n=n, axis=axis, norm=norm)
+        got = np.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want), (executor, name, dtype, shape, axis, n, norm)
+        # Numba splits the batch between its threads; NumPy's executor never does
+        split = F.split_calls > before
+        threads = base.get("numba")._numba().get_num_threads() if executor == "numba" else 1
+        assert split == (threads > 1), (executor, threads)
+
+
+@pytest.mark.parametrize("executor", HOST)
+@pytest.mark.parametrize("name,complex_", N_DIM)
+@pytest.mark.parametrize("shape,s,axes", [
+    ((12, 10, 9), None, None), ((12, 10, 9), None, (0, 2)), ((12, 10, 9), (8, 16), (2, 0)),
+    ((30, 24), (30, 30), (0, 1)),
+])
+def test_n_dim_bit_identical_to_numpy(split_small, executor, name, complex_, shape, s, axes):
+    x = _input(shape, complex_, np.complex128 if complex_ else np.float64, seed=3)
+    want = getattr(np.fft, name)(x, s=s, axes=axes)
+    with arrayx.use_executor(executor):
+        got = np.asarray(getattr(arrayx.fft, name)(arrayx.asarray(x), s=s, axes=axes))
+    assert got.shape == want.shape and np.array_equal(got, want), (executor, name, s, axes)
+
+
+@pytest.mark.parametrize("executor", HOST)
+def test_a_single_signal_and_strided_inputs(split_small, executor):
+    # one 1-D signal has nothing to split; a transposed / strided batch splits along its other axis
+    x = _input((4000,), False, np.float64)
+    m = _input((64, 300), True, np.complex128)[:, ::3].T  # (100, 64), strided
+    with arrayx.use_executor(executor):
+        assert np.array_equal(np.asarray(arrayx.fft.rfft(arrayx.asarray(x))), np.fft.rfft(x))
+        assert np.array_equal(np.asarray(arrayx.fft.fft(arrayx.asarray(m), axis=0)), np.fft.fft(m, axis=0))
+
+
+@pytest.mark.parametrize("executor", HOST)
+def test_large_results_come_from_the_buffer_pool(pool_on, executor):
+    x = _input((512, 1024), False, np.float64)  # a 4 MB complex result: pooled
+    with arrayx.use_executor(executor):
+        a = arrayx.asarray(x)
+        first = arrayx.fft.rfft(a)
+        ptr = np.asarray(first).__array_interface__["data"][0]
+        want = np.asarray(first).copy()
+        del first
+        again = arrayx.fft.rfft(a)  # the same size class, free again: the same memory
+        assert np.asarray(again).__array_interface__["data"][0] == ptr
+        assert np.array_equal(np.asarray(again), want)
+        kept = arrayx.fft.rfft(a)  # `again` still holds that buffer: new memory
+        assert np.asarray(kept).__array_interface__["data"][0] != ptr
+        assert np.array_equal(np.asarray(kept), np.asarray(again))
+
+
+@pytest.mark.parametrize("executor", EVERY)
+def test_no_axes_gives_a_new_array(executor):
+    # NumPy's fftn(x, axes=()) returns x itself; arrayx gives a copy (writing to it leaves x alone)
+    with arrayx.use_executor(executor):
+        x = arrayx.asarray([1 + 0j, 2, 3])
+        for fn in (arrayx.fft.fftn, arrayx.fft.ifftn):
+            y = fn(x, axes=())
+            y[0] = 5
+            assert np.asarray(x).tolist() == [1, 2, 3] and np.asarray(y).tolist() == [5, 2, 3]
+        r = arrayx.fft.fftn(arrayx.asarray([1.0, 2.0], dtype=arrayx.float32), axes=())
+        assert r.dtype == arrayx.complex64 and np.asarray(r).tolist() == [1, 2]
+
+
+def test_an_error_in_a_worker_reaches_the_caller(split_small):
+    if not base.get("numba").available():
+        pytest.skip("executor 'numba' unavailable")
+    x = np.ones((64, 32))
+
+    def boom(x, n, axis, norm, out):
+        raise RuntimeError("piece failed")
+
+    kinds = dict(F._KINDS)
+    kinds["boom"] = (boom, None, False)
+    F._KINDS, saved = kinds, F._KINDS
+    try:
+        with pytest.raises(RuntimeError, match="piece failed"):
+            F.transform("boom", x, 32, 1, "backward", lambda: 2)
+    finally:
+        F._KINDS = saved
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork")
+def test_split_transforms_work_in_a_forked_child():
+    # in a fresh interpreter (no JAX threads to fork with): the parent's worker threads are gone in
+    # the child, which gets new ones
+    code = textwrap.dedent("""
+        import os, numpy as np
+        from arrayx.executors.common import fft as F
+        F.PARALLEL_MIN, F.PIECE_MIN = 64, 16
+        x = np.random.default_rng(0).normal(size=(64, 32))
+        want = np.fft.rfft(x)
+        assert np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want)
+        assert F.split_calls == 1
+        pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want) and F.split_calls == 2
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        raise SystemExit(os.waitstatus_to_exitcode(status))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=pathlib.Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
