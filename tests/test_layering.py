@@ -279,9 +279,10 @@ def test_the_numba_table_starts_as_numpys_and_generic_implementations_live_in_on
     from arrayx.core.primitives import Primitive
 
     numpy_table, numba_table = base.get("numpy").table, base.get("numba").table
-    # the same entries, but for Numba's own fft functions (executors/common/fft.py: threads) ...
+    # the same entries, but for Numba's own fft functions (executors/common/fft.py: threads) and
+    # svd (numba/linalg.py) ...
     own = {k for k, fn in numpy_table.items() if numba_table[k] is not fn}
-    assert own == {"fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn"}, own
+    assert own == {"fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn", "svd"}, own
     assert set(numba_table) == set(numpy_table)
     assert numba_table["conv"] is numpy_table["conv"] and numba_table["libm_log"] is numpy_table["libm_log"]
     assert "impls" not in Primitive.__slots__  # ... and no implementations kept on primitives

@@ -36,3 +36,4 @@ def _inside(name: str):
 
 
 on_jax = _inside("jax")
+on_numba = _inside("numba")

@@ -82,7 +82,8 @@ from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
 from arrayx.core.keys import exact_key
-from arrayx.executors.jax import lax as _lax, nn as _nn, parallel as _parallel, random as _random, sharding as _sharding
+from arrayx.executors.jax import lax as _lax, linalg as _jax_linalg, nn as _nn, parallel as _parallel, random as _random
+from arrayx.executors.jax import sharding as _sharding
 from arrayx.executors.jax import permuted as _permuted, programs as _programs
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
@@ -588,6 +589,8 @@ class JaxExecutor(Executor):
         **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p}.get(name)) for name in _COMPLEX_SPECIAL},
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
+        # tall, thin float64 svd through CholeskyQR2's matrix products (this package's linalg.py)
+        "svd": _jax_linalg.svd,
         # lax, nn, random, the collectives and the sharding constraint (this package's modules)
         **_lax.TABLE,
         **_nn.TABLE,

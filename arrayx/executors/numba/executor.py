@@ -65,6 +65,7 @@ from arrayx.core import config as _config
 from arrayx.executors.common import buffer_pool as _buffer_pool
 from arrayx.core.executor import Device
 from arrayx.executors.common import fft as _fft
+from arrayx.executors.numba import linalg as _linalg
 from arrayx.executors.numpy import NumpyExecutor
 from arrayx.executors.numba.reductions import (
     SHORT_ROW, _MINMAX, _REDUCTION_PARAMS, _build_reduction, _reduce_axes, _reduction_kind,
@@ -153,8 +154,9 @@ class NumbaExecutor(NumpyExecutor):
     #: ``executors/numpy/``): ``resolve`` hands an entry it finds there to the NumPy executor's
     #: ``resolve`` (its buffer pool for large results) and sends large native-dtype operations to
     #: Numba kernels (``_BUILDERS``).  Numba's own entries: the fft functions, whose batches of 1-D
-    #: transforms are split between threads (``executors/common/fft.py``).
-    overrides: dict = {**NumpyExecutor.overrides, **_fft.table(lambda: _fft_threads())}
+    #: transforms are split between threads (``executors/common/fft.py``), and svd, whose tall, thin
+    #: float64 matrices go through CholeskyQR2's matrix products (``numba/linalg.py``).
+    overrides: dict = {**NumpyExecutor.overrides, **_fft.table(lambda: _fft_threads()), "svd": _linalg.svd}
 
     def __init__(self) -> None:
         super().__init__()
