@@ -68,7 +68,11 @@ def _into(self: Array, fn, other) -> bool:
             return False
     except TypeError:  # no loop for these dtypes: the general path raises its error
         return False
-    impl(buf, b2, out=buf)
+    into = ex.ufunc_into
+    if into is None:
+        impl(buf, b2, out=buf)
+    else:  # (Numba: a large buffer in pieces on several threads)
+        into(impl, buf, b2)
     return True
 
 

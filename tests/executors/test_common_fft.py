@@ -14,7 +14,7 @@ import pytest
 
 import arrayx
 from arrayx.core import executor as base
-from arrayx.executors.common import fft as F
+from arrayx.executors.common import fft as F, threads as T
 
 HOST = [pytest.param(name, marks=pytest.mark.skipif(
     not base.get(name).available(), reason=f"executor {name!r} unavailable: {base.get(name).unavailable_reason}"))
@@ -55,14 +55,14 @@ def test_one_dim_bit_identical_to_numpy(split_small, executor, name, complex_, s
     for dtype in ((np.complex128, np.complex64) if complex_ else (np.float64, np.float32)):
         x = _input(shape, complex_, dtype)
         want = getattr(np.fft, name)(x, n=n, axis=axis, norm=norm)
-        before = F.split_calls
+        before = T.split_calls
         with arrayx.use_executor(executor):
             got = getattr(arrayx.fft, name)(arrayx.asarray(x), n=n, axis=axis, norm=norm)
         got = np.asarray(got)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert np.array_equal(got, want), (executor, name, dtype, shape, axis, n, norm)
         # Numba splits the batch between its threads; NumPy's executor never does
-        split = F.split_calls > before
+        split = T.split_calls > before
         threads = base.get("numba")._numba().get_num_threads() if executor == "numba" else 1
         assert split == (threads > 1), (executor, threads)
 
@@ -145,15 +145,15 @@ def test_split_transforms_work_in_a_forked_child():
     # the child, which gets new ones
     code = textwrap.dedent("""
         import os, numpy as np
-        from arrayx.executors.common import fft as F
+        from arrayx.executors.common import fft as F, threads as T
         F.PARALLEL_MIN, F.PIECE_MIN = 64, 16
         x = np.random.default_rng(0).normal(size=(64, 32))
         want = np.fft.rfft(x)
         assert np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want)
-        assert F.split_calls == 1
+        assert T.split_calls == 1
         pid = os.fork()
         if pid == 0:
-            ok = np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want) and F.split_calls == 2
+            ok = np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want) and T.split_calls == 2
             os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
         raise SystemExit(os.waitstatus_to_exitcode(status))

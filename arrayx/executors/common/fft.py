@@ -14,13 +14,9 @@ bits match too); ``axes=()`` gives a copy of the input (NumPy would return the i
 """
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
-from arrayx.executors.common import buffer_pool as _buffer_pool
+from arrayx.executors.common import buffer_pool as _buffer_pool, threads as _threads
 
 #: fewest input elements of a call that is split between threads, and fewest per piece (a piece
 #: below ~64K elements costs more in hand-off than its transform takes)
@@ -30,36 +26,10 @@ PIECE_MIN = 1 << 16
 PIECES_PER_THREAD = 4
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
-_lock = threading.Lock()
-_workers: ThreadPoolExecutor | None = None
-_worker_count = 0
-#: calls that ran split between threads (tests read it to see the path taken)
-split_calls = 0
 
 
 def _one() -> int:
     return 1
-
-
-def _reset_after_fork() -> None:
-    global _workers, _worker_count, _lock
-    _workers, _worker_count, _lock = None, 0, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def _pool(count: int) -> ThreadPoolExecutor:
-    """The worker threads (``count`` of them; made on first use, remade for a larger count)."""
-    global _workers, _worker_count
-    with _lock:
-        if _workers is None or _worker_count < count:
-            old = _workers
-            _workers, _worker_count = ThreadPoolExecutor(count, thread_name_prefix="arrayx-fft"), count
-            if old is not None:
-                old.shutdown(wait=False)
-        return _workers
 
 
 def _out(shape: tuple, dtype):
@@ -93,7 +63,6 @@ _KINDS = {
 def transform(kind: str, x: np.ndarray, n: int, axis: int, norm: str, threads=_one) -> np.ndarray:
     """The 1-D transform ``kind`` of ``x`` along ``axis`` with ``n`` points; split between
     ``threads()`` threads where the batch is large enough (see the module docstring)."""
-    global split_calls
     fn, length, real = _KINDS[kind]
     axis = axis % x.ndim
     shape = x.shape[:axis] + ((length(n) if length else n),) + x.shape[axis + 1:]
@@ -108,29 +77,13 @@ def transform(kind: str, x: np.ndarray, n: int, axis: int, norm: str, threads=_o
         return fn(x, n, axis, norm, out)
     if out is None:
         out = np.empty(shape, dtype)
-    extent = x.shape[split]
-    bounds = [extent * i // pieces for i in range(pieces + 1)]
-    claimed = iter(range(pieces))
-    claim = threading.Lock()
     lead = (slice(None),) * split
 
-    def drain():
-        while True:
-            with claim:
-                i = next(claimed, None)
-            if i is None:
-                return
-            key = lead + (slice(bounds[i], bounds[i + 1]),)
-            fn(x[key], n, axis, norm, out[key])
+    def work(start, stop):
+        key = lead + (slice(start, stop),)
+        fn(x[key], n, axis, norm, out[key])
 
-    workers = _pool(threads - 1)
-    helpers = [workers.submit(drain) for _ in range(min(threads, pieces) - 1)]
-    try:
-        drain()
-    finally:
-        for h in helpers:
-            h.result()
-    split_calls += 1
+    _threads.run_pieces(work, x.shape[split], pieces, threads)
     return out
 
 

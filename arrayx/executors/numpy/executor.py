@@ -247,6 +247,9 @@ class NumpyExecutor(Executor):
 
     #: large results of ufuncs and matmul are written into reused buffers (executors/common/buffer_pool.py)
     buffer_pool = _buffer_pool.POOL
+    #: ``x op= y``'s ufunc call, where not simply ``ufunc(x, y, out=x)`` (None; the Numba executor's
+    #: runs a large one on several threads): api/_inplace.py
+    ufunc_into = None
 
     def __init__(self) -> None:
         super().__init__()
