@@ -145,7 +145,7 @@ def test_capabilities_state_native_functions_threshold_and_threading():
     assert "complex128" not in native["add"] and "int8" in native["add"]
     assert "log" not in native and "atan2" not in native  # these run on NumPy
     assert set(caps["native size thresholds"]) == {"elementwise", "transcendental", "moment", "reduction",
-                                                   "extremum", "short rows", "columns"}
+                                                   "extremum", "short rows", "columns", "in place"}
     assert "subtract" in caps["memory-bound"] and "exp" not in caps["memory-bound"]
     assert caps["min team share"] == EX.min_team_share
     kinds = caps["native kinds"]
