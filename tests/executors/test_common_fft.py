@@ -3,11 +3,6 @@ whether a batch runs on one thread or is split between threads (Numba), large re
 buffer pool, ``axes=()`` a new array on every executor."""
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -119,45 +114,3 @@ def test_no_axes_gives_a_new_array(executor):
             assert np.asarray(x).tolist() == [1, 2, 3] and np.asarray(y).tolist() == [5, 2, 3]
         r = arrayx.fft.fftn(arrayx.asarray([1.0, 2.0], dtype=arrayx.float32), axes=())
         assert r.dtype == arrayx.complex64 and np.asarray(r).tolist() == [1, 2]
-
-
-def test_an_error_in_a_worker_reaches_the_caller(split_small):
-    if not base.get("numba").available():
-        pytest.skip("executor 'numba' unavailable")
-    x = np.ones((64, 32))
-
-    def boom(x, n, axis, norm, out):
-        raise RuntimeError("piece failed")
-
-    kinds = dict(F._KINDS)
-    kinds["boom"] = (boom, None, False)
-    F._KINDS, saved = kinds, F._KINDS
-    try:
-        with pytest.raises(RuntimeError, match="piece failed"):
-            F.transform("boom", x, 32, 1, "backward", lambda: 2)
-    finally:
-        F._KINDS = saved
-
-
-@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork")
-def test_split_transforms_work_in_a_forked_child():
-    # in a fresh interpreter (no JAX threads to fork with): the parent's worker threads are gone in
-    # the child, which gets new ones
-    code = textwrap.dedent("""
-        import os, numpy as np
-        from arrayx.executors.common import fft as F, threads as T
-        F.PARALLEL_MIN, F.PIECE_MIN = 64, 16
-        x = np.random.default_rng(0).normal(size=(64, 32))
-        want = np.fft.rfft(x)
-        assert np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want)
-        assert T.split_calls == 1
-        pid = os.fork()
-        if pid == 0:
-            ok = np.array_equal(F.transform("rfft", x, 32, 1, "backward", lambda: 2), want) and T.split_calls == 2
-            os._exit(0 if ok else 1)
-        _, status = os.waitpid(pid, 0)
-        raise SystemExit(os.waitstatus_to_exitcode(status))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=pathlib.Path(__file__).resolve().parents[2])
-    assert done.returncode == 0, done.stderr
