@@ -68,7 +68,7 @@ def _into(self: Array, fn, other) -> bool:
             return False
     except TypeError:  # no loop for these dtypes: the general path raises its error
         return False
-    into = ex.ufunc_into
+    into = getattr(ex, "ufunc_into", None)  # (an executor of NumPy buffers not built on NumpyExecutor has none)
     if into is None:
         impl(buf, b2, out=buf)
     else:  # (Numba: a large buffer in pieces on several threads)

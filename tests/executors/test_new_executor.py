@@ -69,6 +69,18 @@ def test_an_executor_from_an_entry_point_runs_the_namespace_grad_and_jit(tiny):
     np.testing.assert_allclose(np.asarray(f(x)), np.expm1([0.5, 1.0, 2.0]))
 
 
+def test_in_place_operators_on_an_executor_of_numpy_buffers(tiny):
+    # written straight into the buffer (api/_inplace.py), with no hook of the NumPy executor's family
+    with ax.use_executor("tiny"):
+        x = ax.asarray(np.arange(6.0).reshape(2, 3))
+        x += ax.asarray([1.0, 2.0, 3.0])
+        x *= 2.0
+        big = ax.asarray(np.ones((1024, 256)))  # 2 MiB: a temporary written in place too
+        y = 3.0 * (big + big)
+    assert np.asarray(x).tolist() == [[2.0, 6.0, 10.0], [8.0, 12.0, 16.0]]
+    assert float(np.asarray(y).min()) == float(np.asarray(y).max()) == 6.0
+
+
 def test_unsupported_entries_raise_naming_the_function_and_the_executor(tiny):
     ex = base.get("tiny")
     assert not ex.supports("sort") and ex.supports("exp") and ex.supports("add")
