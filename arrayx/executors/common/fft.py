@@ -10,7 +10,7 @@
   A single 1-D signal has no batch to split and runs on one thread.
 
 The n-dimensional transforms are NumPy's sequences of 1-D transforms, in NumPy's order (so the
-bits match too); ``axes=()`` gives a copy of the input (NumPy would return the input itself).
+bits match too).
 """
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ from arrayx.executors.common import buffer_pool as _buffer_pool, threads as _thr
 #: below ~64K elements costs more in hand-off than its transform takes)
 PARALLEL_MIN = 1 << 17
 PIECE_MIN = 1 << 16
-#: pieces per thread (more, smaller pieces: a thread the OS deschedules holds up less of the call)
-PIECES_PER_THREAD = 4
 
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -48,15 +46,23 @@ def _ihermitian(x, n, axis, norm, out):  # ihfft: the conjugate of rfft, the nor
     return np.conjugate(out, out=out)
 
 
+def _numpy(name: str):
+    fn = getattr(np.fft, name)
+    return lambda x, n, axis, norm, out: fn(x, n=n, axis=axis, norm=norm, out=out)
+
+
+def _half(n: int) -> int:
+    return n // 2 + 1
+
+
 #: kind -> (the 1-D function(x, n, axis, norm, out), output length from n, output is real)
 _KINDS = {
-    "fft": (lambda x, n, axis, norm, out: np.fft.fft(x, n=n, axis=axis, norm=norm, out=out), None, False),
-    "ifft": (lambda x, n, axis, norm, out: np.fft.ifft(x, n=n, axis=axis, norm=norm, out=out), None, False),
-    "rfft": (lambda x, n, axis, norm, out: np.fft.rfft(x, n=n, axis=axis, norm=norm, out=out),
-             lambda n: n // 2 + 1, False),
-    "irfft": (lambda x, n, axis, norm, out: np.fft.irfft(x, n=n, axis=axis, norm=norm, out=out), None, True),
+    "fft": (_numpy("fft"), None, False),
+    "ifft": (_numpy("ifft"), None, False),
+    "rfft": (_numpy("rfft"), _half, False),
+    "irfft": (_numpy("irfft"), None, True),
     "hfft": (_hermitian, None, True),
-    "ihfft": (_ihermitian, lambda n: n // 2 + 1, False),
+    "ihfft": (_ihermitian, _half, False),
 }
 
 
@@ -72,7 +78,7 @@ def transform(kind: str, x: np.ndarray, n: int, axis: int, norm: str, threads=_o
         return fn(x, n, axis, norm, out)
     # the longest axis that is not transformed carries the pieces
     split = max((d for d in range(x.ndim) if d != axis), key=lambda d: x.shape[d], default=None)
-    pieces = 0 if split is None else min(x.shape[split], threads * PIECES_PER_THREAD, x.size // PIECE_MIN)
+    pieces = 0 if split is None else min(x.shape[split], _threads.piece_count(x.size, threads, PIECE_MIN))
     if pieces < 2:
         return fn(x, n, axis, norm, out)
     if out is None:
@@ -88,9 +94,8 @@ def transform(kind: str, x: np.ndarray, n: int, axis: int, norm: str, threads=_o
 
 
 def transform_nd(kind: str, x: np.ndarray, s: tuple, axes: tuple, norm: str, threads=_one) -> np.ndarray:
-    """fftn / ifftn / rfftn / irfftn as NumPy composes them from 1-D transforms."""
-    if not axes:
-        return np.array(x, copy=True)
+    """fftn / ifftn / rfftn / irfftn as NumPy composes them from 1-D transforms (``axes`` not empty:
+    ``api/fft.py`` gives a copy for none)."""
     if kind in ("fftn", "ifftn"):
         one = kind[:-1]
         for size, axis in reversed(tuple(zip(s, axes))):

@@ -19,8 +19,16 @@ from concurrent.futures import ThreadPoolExecutor
 _lock = threading.Lock()
 _workers: ThreadPoolExecutor | None = None
 _worker_count = 0
+#: pieces per thread (more, smaller pieces: a thread the OS deschedules holds up less of the call)
+PIECES_PER_THREAD = 4
 #: calls that ran in pieces on more than one thread (tests read it to see the path taken)
 split_calls = 0
+
+
+def piece_count(elements: int, threads: int, piece_min: int) -> int:
+    """How many pieces a call of ``elements`` elements is cut into: ``PIECES_PER_THREAD`` per thread,
+    none smaller than ``piece_min`` elements (below 2: one call)."""
+    return min(threads * PIECES_PER_THREAD, elements // piece_min)
 
 
 def _reset_after_fork() -> None:
@@ -74,4 +82,4 @@ def run_pieces(work, extent: int, pieces: int, threads: int) -> None:
     split_calls += 1
 
 
-__all__ = ["run_pieces"]
+__all__ = ["run_pieces", "piece_count", "PIECES_PER_THREAD"]

@@ -43,7 +43,6 @@ def svd(x, full_matrices=True):
         return q1 @ lax.linalg.triangular_solve(r2, ur, left_side=True, lower=False), s, vh
 
     def lapack():
-        u0, s0, vh0 = jnp.linalg.svd(x, full_matrices=False)
-        return u0, s0, vh0
+        return tuple(jnp.linalg.svd(x, full_matrices=False))
 
     return lax.cond(accurate, kept, lapack)

@@ -103,8 +103,7 @@ __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 DEFAULT_THRESHOLDS = {"elementwise": 1 << 20, "transcendental": 1 << 18, "moment": 1 << 20,
                       "reduction": 1 << 24, "extremum": 1 << 26, "short rows": 1 << 21, "columns": 1 << 26,
                       "in place": 1 << 21}
-#: ``ufunc_into``'s pieces: per thread, and fewest elements in one
-IN_PLACE_PIECES_PER_THREAD = 4
+#: ``ufunc_into``'s fewest elements in one piece
 IN_PLACE_PIECE_MIN = 1 << 17
 
 #: elementwise operations of one or two flops per element: memory-bound, so the native kernel beats
@@ -203,15 +202,19 @@ class NumbaExecutor(NumpyExecutor):
                 or (other.__class__ is np.ndarray and np.may_share_memory(buf, other))):
             ufunc(buf, other, out=buf)
             return
-        threads = self._numba().get_num_threads()
+        threads = self.threads()
         spans = other.__class__ is np.ndarray and other.ndim == buf.ndim and other.shape[0] == buf.shape[0] > 1
 
         def work(start, stop):
             piece = buf[start:stop]
             ufunc(piece, other[start:stop] if spans else other, out=piece)
 
-        pieces = min(threads * IN_PLACE_PIECES_PER_THREAD, buf.size // IN_PLACE_PIECE_MIN)
-        _threads.run_pieces(work, buf.shape[0], pieces, threads)
+        _threads.run_pieces(work, buf.shape[0], _threads.piece_count(buf.size, threads, IN_PLACE_PIECE_MIN), threads)
+
+    def threads(self) -> int:
+        """Threads a call may use: Numba's thread count (1 where kernels are single-threaded,
+        ``ARRAYX_NUMBA_PARALLEL=0``); starts Numba's threading layer, so only for large calls."""
+        return self._numba().get_num_threads() if self.parallel else 1
 
     def team_pays(self) -> bool:
         """Whether a memory-bound elementwise call should run natively now: the workers' mean share
@@ -445,12 +448,10 @@ _EXECUTORS: weakref.WeakSet = weakref.WeakSet()
 
 
 def _fft_threads() -> int:
-    """Threads the fft functions split a batch of transforms between: Numba's thread count (1 where
-    kernels are single-threaded, ``ARRAYX_NUMBA_PARALLEL=0``)."""
+    """Threads the fft functions split a batch of transforms between (``NumbaExecutor.threads``)."""
     from arrayx.core.executor import get
 
-    ex = get("numba")
-    return ex._numba().get_num_threads() if ex.parallel else 1
+    return get("numba").threads()
 
 
 def _after_fork_in_child() -> None:

@@ -9,20 +9,11 @@ import numpy as np
 from arrayx.executors.common import buffer_pool as _buffer_pool, tall_svd as _tall
 from arrayx.executors.numpy import linalg as _npl
 
-_lapack = None  # scipy.linalg.lapack once looked up; False where SciPy is not importable
-
-
 def _triangular_inverse(r: np.ndarray) -> np.ndarray:
     """The inverse of the upper triangular ``r`` (LAPACK's dtrtri where SciPy is importable)."""
-    global _lapack
-    if _lapack is None:
-        try:
-            from scipy.linalg import lapack as _found
-        except ImportError:
-            _found = False
-        _lapack = _found
-    if _lapack:
-        inv, info = _lapack.dtrtri(r, lower=0)
+    scipy_linalg = _npl.scipy_linalg()
+    if scipy_linalg:
+        inv, info = scipy_linalg.lapack.dtrtri(r, lower=0)
         if info == 0:
             return inv
     return np.linalg.inv(r)

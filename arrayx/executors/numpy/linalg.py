@@ -20,17 +20,27 @@ import numpy as np
 _TALL_MAX_COLUMNS = 128  # n <= 128 columns ...
 _TALL_RATIO = 16  # ... and m >= 16 n rows
 _REAL = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_scipy_linalg = None  # scipy.linalg once imported; False where SciPy is not importable
 _scipy_svd = None  # scipy.linalg.svd once looked up; False where SciPy is not importable
+
+
+def scipy_linalg():
+    """``scipy.linalg`` (imported on first use), or False where SciPy is not importable."""
+    global _scipy_linalg
+    if _scipy_linalg is None:
+        try:
+            import scipy.linalg as found
+        except ImportError:
+            found = False
+        _scipy_linalg = found
+    return _scipy_linalg
 
 
 def _scipy():
     global _scipy_svd
     if _scipy_svd is None:
-        try:
-            from scipy.linalg import svd as fn
-        except ImportError:
-            fn = False
-        _scipy_svd = fn
+        found = scipy_linalg()
+        _scipy_svd = found.svd if found else False
     return _scipy_svd
 
 
