@@ -186,6 +186,12 @@ class Executor:
     def device_of(self, buf) -> Device:
         return self.default_device()
 
+    def platform_of(self, device: Device) -> str:
+        """The kind of hardware ``device`` is ("cpu", "gpu", "cuda", "tpu", ...), which decides its
+        default dtypes (``arrayx/api/_device_dtypes.py``'s table): the first part of its label
+        (``Device('jax:tpu:0')`` -> "tpu"), which every executor here writes as its platform."""
+        return device.label.partition(":")[0]
+
     def capabilities(self) -> dict:
         """The standard's capabilities, exactly its three keys (anything more: ``executor_info``)."""
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
