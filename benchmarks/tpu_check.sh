@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# arrayx on a TPU (issue 41): the probe of what XLA:TPU refuses or aborts on, the jax test tier,
+# the differential table, the official array-api-tests and the TPU benchmark, with the chip as the
+# jax executor's default device.  For a session lent the device tool (one TPU v5e, JAX preinstalled,
+# no numba/dask, no network; one program at a time holds the chip, so every step runs alone).
+#
+#   1. here, once (needs the package registry and the search tool's fetch; the device has neither):
+#        bash benchmarks/tpu_check.sh prepare [/path/to/array-api-tests]
+#      downloads the wheels the TPU image lacks (array-api-compat, optree, pytest-json-report,
+#      pytest-metadata, ndindex; cp311) into .whl-tpu/, copies the official suite (its tests and the
+#      spec files it reads, no .git) into .official/ and a snapshot of the committed tree (git archive
+#      HEAD) into .tpu_tree/; .git/info/exclude keeps all three out of git.  Run it again after a commit:
+#      the device runs the snapshot, not the working tree (other work in progress stays here).
+#   2. on the device, one call per step group (each call's command under 10 minutes):
+#        run(command="bash benchmarks/tpu_check.sh probe", carry=[".whl-tpu", ".tpu_tree"], timeout_s=590)
+#        run(command="bash benchmarks/tpu_check.sh run", carry=[".whl-tpu", ".tpu_tree", ".official"], timeout_s=590)
+#      `probe` writes tpu_probe.json (python -m conformance.tpu_probe: every case in a child process
+#      that may die); `run` writes tpu.txt (versions, devices), tests.log/.xml (tests -m jax on the
+#      chip), differential.txt (python -m conformance.report on numpy and jax), official-jax-tpu.json
+#      (python -m conformance.official --label tpu) and tpu_bench.json (benchmarks/bench_tpu.py).
+#      STEPS="tests official" limits `run` to some of: env tests differential official bench.
+#   3. here: copy what came back to conformance/results/ (tpu_probe.json, official-jax-tpu.json,
+#      parity-tpu.json) and benchmarks/results/ (tpu_bench.json), and commit.
+set -u
+MODE=${1:-run}
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+if [ "$MODE" = prepare ]; then
+    SUITE=${2:-/work/official/array-api-tests}
+    exclude=$(git rev-parse --git-path info/exclude)
+    for d in /.whl-tpu/ /.official/ /.tpu_tree/; do
+        grep -qx "$d" "$exclude" 2>/dev/null || echo "$d" >> "$exclude"
+    done
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
+        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl-tpu \
+        "array-api-compat==1.16.0" "optree==0.18.0" "pytest-json-report==1.5.0" "pytest-metadata==3.1.1" \
+        "ndindex==1.10.1"
+    if [ -d "$SUITE/array_api_tests" ]; then
+        rm -rf .official && mkdir -p .official/array-api
+        cp -r "$SUITE/array_api_tests" "$SUITE/conftest.py" "$SUITE/pytest.ini" "$SUITE/reporting.py" .official/
+        cp -r "$SUITE/array-api/src" "$SUITE/array-api/spec" .official/array-api/
+    else
+        echo "no array-api-tests at $SUITE: the official step will be skipped on the device"
+    fi
+    rm -rf .tpu_tree && mkdir .tpu_tree && git archive HEAD | tar -x -C .tpu_tree
+    du -sh .whl-tpu .official .tpu_tree 2>/dev/null
+    exit 0
+fi
+case "$MODE" in probe|run) ;; *) echo "usage: $0 prepare|probe|run"; exit 2 ;; esac
+
+OUT=${OUT:-/tmp/tpu_check_out}
+mkdir -p "$OUT"
+if ls .whl-tpu/*.whl >/dev/null 2>&1; then
+    PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --no-index --no-deps --no-compile \
+        --no-cache-dir --upgrade --target /tmp/site .whl-tpu/*.whl || exit 1
+    export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site
+fi
+TREE=$ROOT
+[ -d .tpu_tree/arrayx ] && TREE=$ROOT/.tpu_tree
+cd "$TREE"
+export PYTHONPATH=$TREE:$PYTHONPATH PYTHONUNBUFFERED=1 ARRAYX_JAX_CACHE_DIR=/tmp/arrayx-jax-cache
+unset JAX_PLATFORMS  # the chip is the jax executor's default device
+PY=python3
+
+if [ "$MODE" = probe ]; then
+    $PY -c "import jax, arrayx; print('jax', jax.__version__, jax.devices()); print(arrayx.executors())" 2>&1 | tail -3
+    $PY -m conformance.tpu_probe --budget "${BUDGET:-450}" --json "$OUT/tpu_probe.json" 2>&1 | tail -40
+    exit 0
+fi
+
+STEPS=${STEPS:-env tests differential official bench}
+for step in $STEPS; do
+    case $step in
+    env)
+        { $PY -c "import sys, numpy, jax; print(sys.version.split()[0], 'numpy', numpy.__version__, 'jax', jax.__version__, jax.devices())"
+          $PY -c "import arrayx; print(arrayx.__array_namespace_info__().devices()); print('defaults on the chip:', arrayx.__array_namespace_info__().default_dtypes(device=arrayx.__array_namespace_info__().default_device()))"
+        } > "$OUT/tpu.txt" 2>&1; cat "$OUT/tpu.txt" ;;
+    tests)
+        echo "== tests -m jax on the chip"
+        timeout "${TESTS_S:-200}" $PY -m pytest -q -p no:cacheprovider -m jax -x --maxfail=50 \
+            --junitxml="$OUT/tests.xml" ${TEST_PATHS:-tests/executors/test_jax.py tests/api tests/transforms} \
+            > "$OUT/tests.log" 2>&1
+        echo "pytest exit $?"; tail -25 "$OUT/tests.log" ;;
+    differential)
+        echo "== differential table (hand-picked examples) on numpy and jax"
+        timeout "${DIFF_S:-150}" $PY -m conformance.report --executors numpy,jax --json "$OUT/parity-tpu.json" \
+            > "$OUT/differential.txt" 2>&1
+        echo "report exit $?"; tail -15 "$OUT/differential.txt" ;;
+    official)
+        if [ -d "$ROOT/.official/array_api_tests" ]; then
+            echo "== official array-api-tests on the jax executor (the chip)"
+            timeout "${OFFICIAL_S:-280}" $PY -m conformance.official --suite "$ROOT/.official" --executor jax \
+                --label tpu -n 0 --max-examples "${MAX_EXAMPLES:-20}" > "$OUT/official.log" 2>&1
+            echo "official exit $?"; tail -15 "$OUT/official.log"
+            cp conformance/results/official-jax-tpu.json "$OUT/" 2>/dev/null
+        fi ;;
+    bench)
+        echo "== bench_tpu"
+        timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py --output "$OUT/tpu_bench.json" 2>&1 | tail -30 ;;
+    esac
+done
