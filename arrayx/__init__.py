@@ -39,6 +39,10 @@ _LAZY_SUBMODULES = ("nn", "lax", "special")
 
 
 def __getattr__(name: str):
+    if name == "bfloat16":  # the extension float of ml_dtypes, imported on first use (~0.5 s)
+        from arrayx.api import _dtypes
+
+        return _dtypes.load_bfloat16()
     if name in _LAZY_SUBMODULES:
         import importlib
 

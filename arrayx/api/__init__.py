@@ -29,6 +29,7 @@ import types as _types
 from arrayx.api._dtypes import (  # noqa: F401  data types
     bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float32, float64, complex64, complex128,
+    float16,  # extension float (NumPy's); bfloat16 is loaded on first use, see __getattr__
 )
 from arrayx.api._array import Array  # noqa: F401
 
@@ -60,6 +61,15 @@ from arrayx.api.sets import *  # noqa: F401,F403,E402
 from arrayx.api.sorting import *  # noqa: F401,F403,E402
 from arrayx.api.statistical import *  # noqa: F401,F403,E402
 from arrayx.api.utility import *  # noqa: F401,F403,E402
+
+
+def __getattr__(name: str):
+    if name == "bfloat16":  # ml_dtypes is imported on first use (it costs ~0.5 s)
+        from arrayx.api import _dtypes
+
+        return _dtypes.load_bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: every name above (not the category modules): what ``arrayx`` re-exports
 __all__ = sorted(n for n, v in globals().items()

@@ -509,7 +509,7 @@ def _unpickle(executor: str, label: str, host: np.ndarray) -> Array:
     if not isinstance(host, (np.ndarray, np.generic)):
         raise TypeError(f"{what}: the saved data is a {type(host).__name__}, not a NumPy array; "
                         f"this pickle was not written by arrayx.Array.__reduce__")
-    if host.dtype not in _dtypes.CATEGORIES["all"]:
+    if not _dtypes.is_known(host.dtype):  # (registers bfloat16 on first sight)
         raise TypeError(f"{what}: the saved data has NumPy dtype {host.dtype}, which is not a dtype of the "
                         f"array API standard (asarray refuses it too); load it with numpy instead")
     host = np.asarray(host)

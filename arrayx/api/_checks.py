@@ -266,7 +266,7 @@ def _traced_result_dtype(x1, x2, strict: bool = False):
     table = _STANDARD if strict else _PROMOTION
     for weak, other, strong in ((w1, x1, x2), (w2, x2, x1)):
         if weak and not (w1 and w2):
-            scalar = _SCALAR_OF_KIND[other.dtype.kind]
+            scalar = _SCALAR_OF_KIND[_dtypes.kind_of(other.dtype)]
             if strict and _dtypes.strict_scalar_refusal(strong.dtype, scalar) is not None:
                 return None
             return _dtypes.scalar_result_dtype(strong.dtype, scalar)

@@ -46,7 +46,7 @@ def _host_array(obj, dtype):
             raise TypeError(f"asarray: cannot make an array from {type(obj).__name__} of mixed/unsupported objects")
         if a.dtype.kind == "f" and a.dtype != _dtypes.float64 and not isinstance(obj, np.ndarray):
             a = a.astype(_dtypes.DEFAULT_FLOAT)
-        if a.dtype not in _dtypes.CATEGORIES["all"]:
+        if not _dtypes.is_known(a.dtype):  # (registers bfloat16 on first sight)
             raise TypeError(f"asarray: dtype {a.dtype} is not a dtype of the array API standard")
         return a
     try:
@@ -89,7 +89,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
         parts = [asarray(o, dtype=dtype, device=device) for o in obj]
         return stack(parts)
     if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
-        if obj.dtype not in _dtypes.CATEGORIES["all"]:
+        if not _dtypes.is_known(obj.dtype):  # (registers bfloat16 on first sight)
             raise TypeError(f"asarray: NumPy dtype {obj.dtype} is not a dtype of the array API standard")
         if ex.name == "numpy":
             return _place(ex, ex.asarray(np.asarray(obj), dtype=dtype, copy=copy), dev)
@@ -182,7 +182,7 @@ _BUILDERS = {
         xp.empty(shape, dtype=dtype) if fill_value is None else xp.full(shape, fill_value, dtype=dtype)),
     "arange": lambda xp, *, start, stop, step, dtype, shape: (
         xp.arange(start, stop, step, dtype=dtype) if dtype.kind in "iu" else
-        _float_arange(xp, start, stop, step, dtype) if dtype.kind == "f" else
+        _float_arange(xp, start, stop, step, dtype) if _dtypes.kind_of(dtype) == "f" else
         xp.astype(_float_arange(xp, start, stop, step, _dtypes.REAL_OF[dtype]), dtype)),
     "eye": lambda xp, *, shape, k, dtype: xp.eye(shape[0], shape[1], k=k, dtype=dtype),
     "linspace": lambda xp, *, start, stop, endpoint, dtype, shape: xp.asarray(_host_linspace(start, stop, shape[0], endpoint, dtype)),
@@ -324,7 +324,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     if dt.kind in "iu":
         size = (max(0, -((start - stop) // step)),)  # ceil((stop - start) / step), exact for any size
         return _creation("arange", arange_p, device, size, dt, start=start, stop=stop, step=step)
-    if dt.kind not in "fc":
+    if _dtypes.kind_of(dt) not in "fc":  # bfloat16's NumPy kind is "V"
         raise TypeError(f"arange: dtype must be an integer, real or complex floating dtype, got {dt}")
     span = (stop - start) / step  # NumPy's length is ceil(span)
     if not math.isfinite(span):

@@ -17,7 +17,7 @@ astype_p = Primitive("astype")
 
 
 def _astype_any(buf, *, dtype, copy=True):
-    if buf.dtype.kind == "f" and dtype.kind in "iu":
+    if _dtypes.kind_of(buf.dtype) == "f" and dtype.kind in "iu":
         return _float_to_int(buf, dtype)
     return buf.astype(dtype, copy=copy) if copy is not True else buf.astype(dtype)
 
@@ -60,7 +60,11 @@ def _cast_or_indefinite(xp, buf, dtype):
     info = np.iinfo(dtype)
     src = buf.dtype.type
     t = xp.trunc(buf)
-    fits = (t >= src(info.min)) & (t < src(-float(info.min)))  # both powers of two, exact; NaN fails both
+    top = finfo(buf.dtype).max  # float16's is 65504: every finite value fits int32 and int64
+    if -float(info.min) > top:
+        fits = (t >= src(-top)) & (t <= src(top))  # the finite values; NaN fails both
+    else:
+        fits = (t >= src(info.min)) & (t < src(-float(info.min)))  # both powers of two, exact; NaN fails both
     out = xp.astype(xp.where(fits, buf, xp.zeros_like(buf)), dtype)
     return xp.where(fits, out, xp.full_like(out, info.min))
 
@@ -95,7 +99,8 @@ def can_cast(from_, to, /) -> bool:
     to = _dtypes.as_dtype(to, "can_cast")
     # the standard's table only relates dtypes of one kind: bool, integers, floating (real < complex)
     groups = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "f"}
-    if groups[from_.kind] != groups[to.kind] or (from_.kind == "c" and to.kind == "f"):
+    kind_from, kind_to = _dtypes.kind_of(from_), _dtypes.kind_of(to)
+    if groups[kind_from] != groups[kind_to] or (kind_from == "c" and kind_to == "f"):
         return False
     return _dtypes.PROMOTION[from_, to] == to
 
@@ -123,9 +128,9 @@ def finfo(type, /) -> finfo_object:  # noqa: A002 - the standard's name
     dt = type.dtype if isinstance(type, Array) else _dtypes.as_dtype(type, "finfo")
     out = _FINFO.get(dt)  # the objects are frozen: one per dtype (clients ask per call: 1.3 -> ~0.4 us)
     if out is None:
-        if dt.kind not in "fc":
+        if _dtypes.kind_of(dt) not in "fc":
             raise TypeError(f"finfo: expected a floating-point dtype, got {dt}; use iinfo for integers")
-        f = np.finfo(dt)
+        f = np.finfo(dt) if dt.kind != "V" else _ml_finfo(dt)  # bfloat16: NumPy's finfo lacks it
         out = _FINFO[dt] = finfo_object(
             bits=int(f.bits), eps=float(f.eps), max=float(f.max), min=float(f.min),
             smallest_normal=float(f.smallest_normal), dtype=_dtypes.REAL_OF.get(dt, dt),
@@ -134,6 +139,12 @@ def finfo(type, /) -> finfo_object:  # noqa: A002 - the standard's name
 
 
 _FINFO: dict = {}  # dtype -> its finfo_object
+
+
+def _ml_finfo(dt):
+    import ml_dtypes  # loaded already: dt is its bfloat16
+
+    return ml_dtypes.finfo(dt)
 
 
 def iinfo(type, /) -> iinfo_object:  # noqa: A002

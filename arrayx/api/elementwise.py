@@ -244,6 +244,7 @@ def _accepted_by_primitive() -> dict:
 
 
 _ACCEPTED = _accepted_by_primitive()
+_dtypes.ON_BFLOAT16.append(lambda: _ACCEPTED.update(_accepted_by_primitive()))
 ELEMENTWISE.update(UNARY, BINARY, BOUNDED)
 
 

@@ -90,6 +90,9 @@ def _typed_arg(fname: str, x, category: str, name: str = "x") -> Array:
 
 def _matrix_arg(fname: str, x, category: str, *, square: bool = False, name: str = "x") -> Array:
     x = _typed_arg(fname, x, category, name)
+    if category == "floating-point" and x.dtype in _dtypes.extension_dtypes:  # LAPACK has no 16-bit floats
+        raise TypeError(f"{fname}: {name} has dtype {x.dtype}, which the linear-algebra routines (LAPACK, in "
+                        f"NumPy and XLA alike) do not take; cast it first, e.g. astype({name}, arrayx.float32)")
     if x.ndim < 2:
         raise ValueError(
             f"{fname}: {name} must be a matrix or a stack of matrices (at least 2-D), got shape {x.shape}"

@@ -19,6 +19,7 @@ from typing import Callable
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.api._dtypes import kind_of
 from arrayx.core.primitives import _TRACE, current_trace, set_trace
 from arrayx.core.tracers import CallPrimitive
 from arrayx.core.tracers import ShapeDtypeStruct, aval_of
@@ -101,7 +102,7 @@ def _linearizing(trace, args, mask) -> bool:
 
 
 def _float(aval) -> bool:
-    return aval.dtype.kind in "fc"
+    return kind_of(aval.dtype) in "fc"
 
 
 # -- cond / switch ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.api._dtypes import kind_of
 from arrayx.api.creation import asarray
 from arrayx.transforms.forward import jvp
 from arrayx.transforms.transpose import vjp
@@ -45,7 +46,7 @@ def _random_like(rng, x):
 def _tolerance(leaves, value, table):
     if value is not None:
         return value
-    dts = [np.dtype(x.dtype) for x in leaves if isinstance(x, Array) and x.dtype.kind in "fc"]
+    dts = [np.dtype(x.dtype) for x in leaves if isinstance(x, Array) and kind_of(x.dtype) in "fc"]
     return max((table.get(d, 1e-5) for d in dts), default=1e-5)
 
 
@@ -73,7 +74,7 @@ def _assert_close(what, actual, expected, atol, rtol):
 
 def _axpy(a, xs, ys):
     """xs + a * ys leafwise (a Python scalar)."""
-    return [x + a * y if x.dtype.kind in "fc" else x for x, y in zip(xs, ys)]
+    return [x + a * y if kind_of(x.dtype) in "fc" else x for x, y in zip(xs, ys)]
 
 
 def _numerical_jvp(f: Callable, leaves: list, tree, tangents: list, eps: float) -> list:
@@ -110,8 +111,8 @@ def check_vjp(f: Callable, args: Sequence, *, atol=None, rtol=None, eps=None, rn
     cts = [_random_like(rng, o) for o in out_leaves]
     ct_in = _leaves(f_vjp(pytree.unflatten(out_tree, cts)))
     lhs = _inner(cts, _numerical_jvp(f, leaves, tree, tangents, eps))
-    rhs = _inner([c for c, x in zip(ct_in, leaves) if x.dtype.kind in "fc"],
-                 [t for t, x in zip(tangents, leaves) if x.dtype.kind in "fc"])
+    rhs = _inner([c for c, x in zip(ct_in, leaves) if kind_of(x.dtype) in "fc"],
+                 [t for t, x in zip(tangents, leaves) if kind_of(x.dtype) in "fc"])
     scale = max(1.0, abs(lhs), abs(rhs))
     if not abs(lhs - rhs) <= atol * scale + rtol * abs(rhs):
         raise AssertionError(

@@ -17,6 +17,7 @@ import numpy as np
 
 from arrayx import pytree
 from arrayx.api._array import Array
+from arrayx.api._dtypes import kind_of
 from arrayx.api.creation import asarray, zeros_like
 from arrayx.core.primitives import _TRACE, Trace, current_trace
 from arrayx.core.tracers import bind_with
@@ -163,7 +164,7 @@ def _tangent_mismatch(primal, tangent):
 
 
 def is_differentiable(x) -> bool:
-    return x.dtype.kind in "fc"
+    return kind_of(x.dtype) in "fc"  # bfloat16's NumPy kind is "V"
 
 
 def as_array_leaf(fname: str, x) -> Array:

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from arrayx import pytree
+from arrayx.api._dtypes import kind_of
 from arrayx.api.creation import eye, ones, zeros, zeros_like
 from arrayx.api.data_types import astype
 from arrayx.api.manipulation import moveaxis, reshape
@@ -160,7 +161,7 @@ def _argnums(fname: str, argnums, nargs: int) -> tuple:
 
 def _check_inputs(fname: str, leaves, allow_int: bool, holomorphic: bool) -> None:
     for x in leaves:
-        kind = x.dtype.kind
+        kind = kind_of(x.dtype)
         if holomorphic and kind != "c":
             raise TypeError(f"{fname}(holomorphic=True): inputs must be complex, got {x.dtype}")
         if kind not in "fc" and not allow_int:
@@ -213,7 +214,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, allow_int: b
         if holomorphic:
             if y.dtype.kind != "c":
                 raise TypeError(f"grad(holomorphic=True): the output must be complex, got {y.dtype}")
-        elif y.dtype.kind != "f":
+        elif kind_of(y.dtype) != "f":
             raise TypeError(
                 f"grad: the function must return a real floating-point scalar, got dtype {y.dtype}"
                 + ("; for complex outputs pass holomorphic=True or take real()/abs()" if y.dtype.kind == "c" else "")

@@ -513,6 +513,10 @@ class DaskExecutor(Executor):
 
     def finish_impl(self, prim, fn):
         from arrayx.core.tracers import CallPrimitive
+        from arrayx.executors.common import narrow_floats
+
+        if prim.name in narrow_floats.WIDENED:  # float16/bfloat16 accumulate in float32
+            fn = narrow_floats.widened(fn)
 
         if prim.name not in _EMPTY_NATIVE and not isinstance(prim, CallPrimitive):
             fn = _empty_on_host(prim, fn)

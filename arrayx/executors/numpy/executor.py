@@ -11,7 +11,7 @@ import numpy as np
 from arrayx.executors.common import buffer_pool as _buffer_pool, linalg as _linalg
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING
 from arrayx.core.executor import GENERIC, Device, Executor
-from arrayx.executors.common import fft as _fft
+from arrayx.executors.common import fft as _fft, narrow_floats as _narrow
 from arrayx.executors.numpy import lax as _lax, linalg as _npl, nn as _nn, random as _random
 
 
@@ -261,16 +261,25 @@ class NumpyExecutor(Executor):
 
         return xp
 
+    def finish_impl(self, prim, fn):
+        # float16/bfloat16 sums, products and contractions accumulate in float32 (common/narrow_floats.py)
+        return _narrow.widened(fn) if prim.name in _narrow.WIDENED else fn
+
     def resolve_large(self, prim):
         """``resolve(prim)``'s function writing its result into a pooled buffer (ufuncs and matmul;
         other functions as they are): what the eager paths and jit call where a result may be large."""
         fn = self.impls.get(prim) or self.resolve(prim)
+        narrow = prim.name in _narrow.WIDENED
+        if narrow:
+            fn = fn.__wrapped__  # pooled below, then widened again
         if fn is _power:  # a ufunc in all but class: pooled like np.power
             fn = _buffer_pool._pooled_binary(_power, self.buffer_pool, self.buffer_pool.min_bytes)
         elif isinstance(getattr(fn, "real_ufunc", None), np.ufunc) and hasattr(fn, "__code__"):
             fn = _real_pooled(fn, _buffer_pool.pooled(fn.real_ufunc, self.buffer_pool))
         else:
             fn = _buffer_pool.pooled(fn, self.buffer_pool)
+        if narrow:
+            fn = _narrow.widened(fn)
         self.large_impls[prim] = fn
         return fn
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from arrayx import api as ax
 from arrayx.api import data_types as dt
+from arrayx.api._dtypes import kind_of
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract
 
@@ -17,7 +18,7 @@ defabstract(dt.astype_p, lambda x, *, dtype: ShapeDtypeStruct(x.shape, dtype))
 def _astype_jvp(primals, tangents, *, dtype):
     (x,), (t,) = primals, tangents
     out = dt.astype_p.bind(x, dtype=dtype)
-    if dtype.kind not in "fc" or x.dtype.kind not in "fc":
+    if kind_of(dtype) not in "fc" or kind_of(x.dtype) not in "fc":
         return out, None
     return out, dt.astype_p.bind(t, dtype=dtype)
 

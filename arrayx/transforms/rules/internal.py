@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from arrayx import api as ax
 from arrayx.api import _internal as it
+from arrayx.api._dtypes import kind_of
 from arrayx.api.manipulation import reshape
 from arrayx.api.statistical import sum as _sum
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
@@ -49,7 +50,7 @@ defabstract(it.convert_element_type_p,
 def _convert_jvp(primals, tangents, *, dtype, weak_type):
     (x,), (t,) = primals, tangents
     out = it.convert_element_type_p.bind(x, dtype=dtype, weak_type=weak_type)
-    if dtype.kind not in "fc" or x.dtype.kind not in "fc":
+    if kind_of(dtype) not in "fc" or kind_of(x.dtype) not in "fc":
         return out, None
     return out, it.convert_element_type_p.bind(t, dtype=dtype, weak_type=weak_type)
 

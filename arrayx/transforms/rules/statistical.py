@@ -11,6 +11,7 @@ import math
 
 from arrayx import api as ax
 from arrayx.api._checks import cast
+from arrayx.api._dtypes import kind_of
 from arrayx.api import statistical as st
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, deflinear
@@ -72,7 +73,7 @@ def _linear_jvp(prim):
     def jvp(primals, tangents, **params):
         (x,), (t,) = primals, tangents
         out = prim.bind(x, **params)
-        if params["dtype"].kind not in "fc":
+        if kind_of(params["dtype"]) not in "fc":
             return out, None
         return out, prim.bind(t, **params)
 
@@ -135,7 +136,7 @@ def _exclusive_products(x, axis):
 def _prod_jvp(primals, tangents, *, axis, dtype, keepdims):
     (x,), (t,) = primals, tangents
     out = st.prod_p.bind(x, axis=axis, dtype=dtype, keepdims=keepdims)
-    if dtype.kind not in "fc":
+    if kind_of(dtype) not in "fc":
         return out, None
     axes = tuple(range(x.ndim)) if axis is None else axis
     if not axes:
@@ -157,7 +158,7 @@ st.prod_p.jvp = _prod_jvp
 def _cumprod_jvp(primals, tangents, *, axis, dtype, include_initial):
     (x,), (t,) = primals, tangents
     out = st.cumulative_prod_p.bind(x, axis=axis, dtype=dtype, include_initial=include_initial)
-    if dtype.kind not in "fc":
+    if kind_of(dtype) not in "fc":
         return out, None
     # d out_k = sum_{i<=k} t_i * prod_{j<=k, j!=i} x_j; written with out_k / x_i where x_i != 0
     # and exactly (via the exclusive product of the prefix) for the first zero of each prefix.

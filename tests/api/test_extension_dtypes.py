@@ -1,0 +1,319 @@
+"""The extension floats ``arrayx.bfloat16`` and ``arrayx.float16`` (issue #41, point 4).
+
+On every executor: creation, elementwise functions, reductions, matmul, astype, grad, vmap and jit,
+compared with the NumPy executor and with ``jax.numpy``; the promotion rules against JAX's
+(``jnp.promote_types``/``jnp.result_type``); the standard's own dtype lists unchanged.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import arrayx as xp
+from tests.conftest import on_numpy, to_numpy
+
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="arrayx.bfloat16 needs ml_dtypes")
+
+EXT = ("bfloat16", "float16")
+STANDARD = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+            "float32", "float64", "complex64", "complex128")
+RTOL = {"bfloat16": 1e-2, "float16": 2e-3}  # a few units in the last place of each
+
+
+def _jnp():
+    pytest.importorskip("jax", reason="the reference is jax.numpy")
+    import jax.numpy as jnp  # (its answers for 16-bit floats do not depend on x64)
+
+    return jnp
+
+
+def _close(got, want, name):
+    """``got`` (arrayx) has dtype ``name`` and ``want``'s values within the dtype's tolerance."""
+    assert got.dtype == getattr(xp, name), (got.dtype, name)
+    np.testing.assert_allclose(to_numpy(got).astype(np.float64), np.asarray(want, dtype=np.float64),
+                               rtol=RTOL[name], atol=RTOL[name])
+
+
+def _same_as_numpy_executor(fn, *args):
+    got = fn(*args)
+    want = on_numpy(fn, *args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(to_numpy(got).astype(np.float64), to_numpy(want).astype(np.float64),
+                               rtol=RTOL.get(want.dtype.name, 1e-6), atol=RTOL.get(want.dtype.name, 1e-6))
+    return got
+
+
+# -- the dtype objects ---------------------------------------------------------------------------
+
+def test_extension_dtypes_are_numpy_dtypes():
+    assert xp.float16 == np.dtype("float16")
+    assert xp.bfloat16 == np.dtype(ml_dtypes.bfloat16)
+    assert xp.api.bfloat16 is xp.bfloat16
+    assert xp.asarray([1.0], dtype=ml_dtypes.bfloat16).dtype == xp.bfloat16  # the scalar type works as dtype=
+
+
+def test_bfloat16_is_jaxs():
+    jnp = _jnp()
+    assert xp.bfloat16 == jnp.bfloat16 and xp.float16 == jnp.float16
+
+
+def test_standard_dtype_lists_unchanged():
+    info = xp.__array_namespace_info__()
+    assert tuple(info.dtypes()) == STANDARD
+    assert tuple(info.dtypes(kind="real floating")) == ("float32", "float64")
+    assert tuple(info.dtypes(kind="numeric")) == STANDARD[1:]
+    assert len(xp.api._dtypes.all_dtypes) == 13
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_isdtype_kinds(name):
+    dt = getattr(xp, name)  # JAX's answers: the extension floats are real floating (and numeric)
+    assert xp.isdtype(dt, "real floating") and xp.isdtype(dt, "numeric")
+    assert not xp.isdtype(dt, "complex floating") and not xp.isdtype(dt, "integral")
+    assert xp.isdtype(dt, dt) and not xp.isdtype(dt, xp.float32)
+
+
+def test_finfo():
+    b = xp.finfo(xp.bfloat16)
+    assert (b.bits, b.eps, b.max, b.smallest_normal) == (16, 2.0 ** -7, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
+                                                         2.0 ** -126)
+    assert b.dtype == xp.bfloat16 and b.min == -b.max
+    h = xp.finfo(xp.float16)
+    assert (h.bits, h.eps, h.max, h.dtype) == (16, 2.0 ** -10, 65504.0, xp.float16)
+    assert xp.finfo(xp.ones(2, dtype=xp.bfloat16)).eps == 2.0 ** -7
+
+
+def test_can_cast():
+    for name in EXT:
+        dt = getattr(xp, name)
+        assert xp.can_cast(dt, xp.float32) and xp.can_cast(dt, xp.complex64) and xp.can_cast(dt, dt)
+        assert not xp.can_cast(xp.float32, dt) and not xp.can_cast(dt, xp.int64)
+    assert not xp.can_cast(xp.bfloat16, xp.float16) and not xp.can_cast(xp.float16, xp.bfloat16)
+
+
+# -- promotion: JAX's lattice for every pair involving an extension float ----------------------
+
+_PAIRS = [(a, b) for a in EXT + STANDARD for b in EXT + STANDARD if a in EXT or b in EXT]
+
+
+@pytest.mark.parametrize("a,b", _PAIRS)
+def test_promotion_matches_jax(a, b):
+    jnp = _jnp()
+    want = np.dtype(jnp.promote_types(a, b))
+    assert xp.result_type(getattr(xp, a), getattr(xp, b)) == want
+    assert xp.api._dtypes.PROMOTION[getattr(xp, a), getattr(xp, b)] == want
+
+
+@pytest.mark.parametrize("name", EXT)
+@pytest.mark.parametrize("scalar", [True, 2, 1.5, 1j])
+def test_weak_scalar_promotion_matches_jax(name, scalar):
+    jnp = _jnp()
+    dt = getattr(xp, name)
+    want = np.dtype(jnp.result_type(jnp.ones(2, name), scalar))
+    assert xp.result_type(dt, scalar) == want
+    assert (xp.ones(2, dtype=dt) + scalar).dtype == want
+    assert (scalar * xp.ones(2, dtype=dt)).dtype == want
+    assert xp.jit(lambda v, s: v + s)(xp.ones(2, dtype=dt), scalar).dtype == want
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_array_promotion_on_every_executor(executor, name):
+    dt = getattr(xp, name)
+    x = xp.asarray([1.5, 2.5], dtype=dt)
+    for other, want in ((xp.float32, xp.float32), (xp.float64, xp.float64), (xp.int64, dt),
+                        (xp.uint8, dt), (xp.bool, dt), (xp.complex64, xp.complex64)):
+        got = x + xp.asarray([1, 0], dtype=other)
+        assert got.dtype == want, (name, other, got.dtype)
+    other = xp.float16 if name == "bfloat16" else xp.bfloat16
+    assert (x * xp.ones(2, dtype=other)).dtype == xp.float32
+
+
+def test_strict_mode_promotes_floats_only():
+    with xp.strict():
+        assert (xp.ones(2, dtype=xp.bfloat16) + xp.ones(2, dtype=xp.float32)).dtype == xp.float32
+        assert (xp.ones(2, dtype=xp.float16) * 2.0).dtype == xp.float16
+        with pytest.raises(TypeError, match="strict mode"):
+            xp.ones(2, dtype=xp.bfloat16) + xp.ones(2, dtype=xp.int8)
+
+
+# -- creation, elementwise, reductions, matmul, astype on every executor -------------------------
+
+_DATA = [[0.5, -1.25, 2.0], [3.5, 0.75, -0.125]]
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_creation(executor, name):
+    dt = getattr(xp, name)
+    for make, want in ((lambda: xp.zeros((2, 3), dtype=dt), np.zeros((2, 3))),
+                       (lambda: xp.ones(3, dtype=dt), np.ones(3)),
+                       (lambda: xp.full(2, 1.5, dtype=dt), [1.5, 1.5]),
+                       (lambda: xp.arange(0, 2, 0.5, dtype=dt), [0, 0.5, 1, 1.5]),
+                       (lambda: xp.linspace(0, 1, 5, dtype=dt), [0, 0.25, 0.5, 0.75, 1]),
+                       (lambda: xp.eye(2, dtype=dt), np.eye(2)),
+                       (lambda: xp.asarray(_DATA, dtype=dt), _DATA),
+                       (lambda: xp.asarray(np.asarray(_DATA, dtype=dt)), _DATA),
+                       (lambda: xp.zeros_like(xp.ones(2, dtype=dt)), [0, 0])):
+        _close(make(), want, name)
+
+
+_UNARY = ("exp", "sin", "tanh", "log1p", "sqrt", "abs", "negative", "floor", "round", "square", "expm1")
+_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "pow", "atan2", "hypot")
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_elementwise(executor, name):
+    jnp = _jnp()
+    dt = getattr(xp, name)
+    x = xp.asarray(_DATA, dtype=dt)
+    y = xp.abs(x) + 0.5
+    jx, jy = jnp.asarray(_DATA, name), jnp.abs(jnp.asarray(_DATA, name)) + 0.5
+    for f in _UNARY:
+        arg, jarg = (y, jy) if f in ("sqrt", "log1p") else (x, jx)
+        got = _same_as_numpy_executor(getattr(xp, f), arg)
+        _close(got, getattr(jnp, {"pow": "power", "atan2": "arctan2"}.get(f, f))(jarg), name)
+    for f in _BINARY:
+        got = _same_as_numpy_executor(getattr(xp, f), y, x if f != "pow" else xp.round(x))
+        ref = getattr(jnp, {"pow": "power", "atan2": "arctan2"}.get(f, f))(jy, jx if f != "pow" else jnp.round(jx))
+        _close(got, ref, name)
+    assert xp.all(xp.equal(x < 1.0, xp.asarray(np.asarray(_DATA) < 1.0)))
+    _close(xp.where(x > 0, x, 0.0), jnp.where(jx > 0, jx, 0.0), name)
+    _close(x * 2 + 1.5, jx * 2 + 1.5, name)
+    assert xp.isnan(xp.asarray([float("nan")], dtype=dt))[0]
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_reductions(executor, name):
+    jnp = _jnp()
+    dt = getattr(xp, name)
+    x = xp.asarray(_DATA, dtype=dt)
+    jx = jnp.asarray(_DATA, name)
+    for f, kw in (("sum", {}), ("sum", {"axis": 0}), ("mean", {"axis": 1}), ("var", {}), ("std", {"axis": 0}),
+                  ("max", {"axis": 1}), ("min", {}), ("prod", {"axis": 1})):
+        got = _same_as_numpy_executor(lambda v: getattr(xp, f)(v, **kw), x)
+        _close(got, getattr(jnp, f)(jx, **kw), name)
+    _close(xp.cumulative_sum(x, axis=1), jnp.cumsum(jx, axis=1), name)
+    assert int(xp.argmax(x)) == 3
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_sums_accumulate_in_float32(executor, name):
+    # NumPy accumulates bfloat16 sums in bfloat16 (4096 ones sum to 256) and float16 running
+    # sums in float16 (2048); JAX (XLA) accumulates both in float32, and so does arrayx
+    dt = getattr(xp, name)
+    ones = xp.ones(4096, dtype=dt)
+    assert float(xp.sum(ones)) == 4096.0
+    assert float(xp.mean(ones)) == 1.0
+    assert float(xp.cumulative_sum(ones)[-1]) == 4096.0
+    assert float(xp.vecdot(ones, ones)) == 4096.0
+    assert float(ones @ ones) == 4096.0
+    assert float(xp.jit(xp.sum)(ones)) == 4096.0
+    assert xp.sum(ones).dtype == dt and xp.sum(ones, dtype=xp.float32).dtype == xp.float32
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_matmul_and_contractions(executor, name):
+    jnp = _jnp()
+    dt = getattr(xp, name)
+    x = xp.asarray(_DATA, dtype=dt)
+    jx = jnp.asarray(_DATA, name)
+    _close(_same_as_numpy_executor(lambda a: a @ a.mT, x), jx @ jx.T, name)
+    _close(_same_as_numpy_executor(lambda a: xp.tensordot(a, a, axes=([1], [1])), x), jx @ jx.T, name)
+    _close(_same_as_numpy_executor(lambda a: xp.vecdot(a, a), x), jnp.sum(jx * jx, axis=1), name)
+    _close(_same_as_numpy_executor(lambda a: xp.matmul(a, a[0]), x), jx @ jx[0], name)
+    assert (x @ xp.ones((3, 2), dtype=xp.float32)).dtype == xp.float32
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_astype(executor, name):
+    dt = getattr(xp, name)
+    x = xp.asarray([1.75, -2.5, 300.0], dtype=xp.float64)
+    b = xp.astype(x, dt)
+    _close(b, np.asarray([1.75, -2.5, 300.0]).astype(dt), name)
+    assert xp.astype(b, xp.float32).dtype == xp.float32
+    assert xp.astype(b, xp.complex64).dtype == xp.complex64
+    assert to_numpy(xp.astype(b, xp.int16)).tolist() == [1, -2, 300]
+    assert to_numpy(xp.astype(xp.asarray([float("nan"), 1e4], dtype=dt), xp.int64)).tolist() == [
+        np.iinfo(np.int64).min, 9984 if name == "bfloat16" else 10000]
+    other = xp.float16 if name == "bfloat16" else xp.bfloat16
+    assert xp.astype(b, other).dtype == other
+
+
+def test_linalg_decompositions_refuse_them(executor):
+    x = xp.eye(2, dtype=xp.bfloat16)
+    with pytest.raises(TypeError, match=r"inv: x has dtype bfloat16.*astype\(x, arrayx.float32\)"):
+        xp.linalg.inv(x)
+    with pytest.raises(TypeError, match="cholesky: x has dtype float16"):
+        xp.linalg.cholesky(xp.eye(2, dtype=xp.float16))
+
+
+# -- grad, vmap, jit ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", EXT)
+def test_grad(executor, name):
+    jnp = _jnp()
+    import jax
+
+    dt = getattr(xp, name)
+    x = xp.asarray(_DATA, dtype=dt)
+    jx = jnp.asarray(_DATA, name)
+
+    def f(v, np_=xp):
+        return np_.sum(np_.sin(v) * v) + np_.sum(v @ v.T if np_ is jnp else v @ v.mT)
+
+    g = xp.grad(f)(x)
+    _close(g, jax.grad(lambda v: f(v, jnp))(jx), name)
+    _close(xp.jit(xp.grad(f))(x), jax.grad(lambda v: f(v, jnp))(jx), name)
+    # through a cast to float32 and back: the cotangent comes back as the input's dtype
+    h = xp.grad(lambda v: xp.sum(xp.astype(v, xp.float32) ** 2))(x)
+    _close(h, 2 * jx, name)
+    m = xp.grad(lambda v: xp.mean(xp.exp(v)) + xp.max(v))(x)
+    _close(m, jax.grad(lambda v: jnp.mean(jnp.exp(v)) + jnp.max(v))(jx), name)
+
+
+@pytest.mark.parametrize("name", EXT)
+def test_vmap_and_jit(executor, name):
+    jnp = _jnp()
+    dt = getattr(xp, name)
+    x = xp.asarray(_DATA, dtype=dt)
+    jx = jnp.asarray(_DATA, name)
+    _close(xp.vmap(lambda r: xp.sum(r * r))(x), jnp.sum(jx * jx, axis=1), name)
+    _close(xp.vmap(lambda r: r @ x.mT)(x), jx @ jx.T, name)
+    f = xp.jit(lambda v: xp.sum(xp.exp(v) * 2.0 + v, axis=1))
+    _close(f(x), jnp.sum(jnp.exp(jx) * 2.0 + jx, axis=1), name)
+    big = xp.linspace(-1, 1, 1 << 17, dtype=dt)  # past the Numba executor's fusion size
+    jbig = jnp.asarray(to_numpy(big))
+    _close(xp.jit(lambda v: xp.tanh(v) * 2.0 + v)(big), jnp.tanh(jbig) * 2.0 + jbig, name)
+    _close(xp.jit(lambda v: xp.sum(xp.tanh(v) * v))(big), jnp.sum(jnp.tanh(jbig) * jbig), name)
+    _close(xp.jit(xp.vmap(xp.grad(lambda r: xp.sum(xp.sin(r)))))(x), jnp.cos(jx), name)
+
+
+def test_dask_chunks_accumulate_in_float32():
+    pytest.importorskip("dask", reason="the Dask executor needs dask")
+    from arrayx.executors import dask as xd
+
+    saved = xd.get_chunks()
+    xd.set_chunks(1000)  # several chunks: Dask's own reductions and contractions, not one task
+    try:
+        with xp.use_executor("dask"):
+            ones = xp.ones(4096, dtype=xp.bfloat16)
+            assert float(xp.sum(ones)) == 4096.0 and float(xp.mean(ones)) == 1.0
+            assert float(ones @ ones) == 4096.0
+            assert (ones @ ones).dtype == xp.bfloat16
+    finally:
+        xd.set_chunks(saved)
+
+
+def test_bfloat16_is_loaded_on_first_use():
+    # ml_dtypes takes ~0.5 s to import: ``import arrayx`` leaves it alone
+    code = (
+        "import sys, arrayx\n"
+        "assert 'ml_dtypes' not in sys.modules, 'import arrayx imported ml_dtypes'\n"
+        "import ml_dtypes, numpy as np\n"
+        "x = arrayx.asarray(np.ones(3, ml_dtypes.bfloat16))\n"  # an array of it registers it
+        "assert x.dtype == arrayx.bfloat16 and (x + 1.0).dtype == arrayx.bfloat16\n"
+        "assert arrayx.isdtype(x.dtype, 'real floating')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
