@@ -22,6 +22,7 @@ from arrayx.core.executor import (  # noqa: F401
 # -- the standard: data types, constants, Array, the functions by spec category (arrayx/api) --------
 from arrayx.api import *  # noqa: F401,F403,E402
 from arrayx.api._modes import is_strict, strict  # noqa: F401,E402  (the two modes: default / strict)
+from arrayx.api._device_dtypes import tpu_64bit  # noqa: F401,E402  (64-bit data on a TPU: downcast, emulate, refuse)
 
 # -- extensions -------------------------------------------------------------------
 from arrayx import fft, linalg  # noqa: E402,F401

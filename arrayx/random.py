@@ -52,6 +52,7 @@ import numpy as np
 from arrayx import api as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.api._device_dtypes import for_array as _defaults_of
 from arrayx.api._checks import check_size, normalize_axis, shape_arg
 from arrayx.core.primitives import current_trace
 from arrayx._random_math import erf, erf_inv, fma, log, log1p
@@ -104,9 +105,10 @@ def _check_shape(fname: str, shape: tuple, *param_shapes) -> None:
         )
 
 
-def _float_dtype(fname: str, dtype, *, complex_ok: bool = False) -> np.dtype:
+def _float_dtype(fname: str, dtype, key, *, complex_ok: bool = False) -> np.dtype:
+    """``dtype`` checked, else the default float of the key's device (float32 on a TPU)."""
     if dtype is None:
-        return _dtypes.DEFAULT_FLOAT
+        return _defaults_of(key).real
     dt = _dtypes.as_dtype(dtype, fname)
     allowed = "fc" if complex_ok else "f"
     if dt.kind not in allowed:
@@ -321,7 +323,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     """
     key = _check_key("uniform", key)
     shape = shape_arg("uniform", shape)
-    dt = _float_dtype("uniform", dtype)
+    dt = _float_dtype("uniform", dtype, key)
     check_size("uniform", shape, dt, key._ex)
     lo = _float_param("uniform", "minval", minval, dt)
     hi = _float_param("uniform", "maxval", maxval, dt)
@@ -336,7 +338,7 @@ def normal(key, shape=(), dtype=None) -> Array:
     """
     key = _check_key("normal", key)
     shape = shape_arg("normal", shape)
-    dt = _float_dtype("normal", dtype, complex_ok=True)
+    dt = _float_dtype("normal", dtype, key, complex_ok=True)
     check_size("normal", shape, dt, key._ex)
     if dt.kind == "c":
         real = _dtypes.REAL_OF[dt]
@@ -356,7 +358,7 @@ def _normal_real(key: Array, shape: tuple, dtype) -> Array:
 def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     """Standard normal values conditioned on lower < x < upper (bounds broadcast to ``shape``)."""
     key = _check_key("truncated_normal", key)
-    dt = _float_dtype("truncated_normal", dtype)
+    dt = _float_dtype("truncated_normal", dtype, key)
     lo = _float_param("truncated_normal", "lower", lower, dt)
     hi = _float_param("truncated_normal", "upper", upper, dt)
     if shape is None:
@@ -385,7 +387,7 @@ def exponential(key, shape=(), dtype=None) -> Array:
     """Exponential(1) values: -log(1 - u)."""
     key = _check_key("exponential", key)
     shape = shape_arg("exponential", shape)
-    dt = _float_dtype("exponential", dtype)
+    dt = _float_dtype("exponential", dtype, key)
     check_size("exponential", shape, dt, key._ex)
     zero, one = dt.type(0.0), dt.type(1.0)
     return _draw(key, shape, lambda ops, start, count: -log1p(-_uniform_range(ops[0], dt, zero, one, start, count)))
@@ -399,7 +401,7 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
     (``"highest"`` is the same for float64)."""
     key = _check_key("gumbel", key)
     shape = shape_arg("gumbel", shape)
-    dt = _float_dtype("gumbel", dtype)
+    dt = _float_dtype("gumbel", dtype, key)
     check_size("gumbel", shape, dt, key._ex)
     return _gumbel(key, shape, dt, _gumbel_mode("gumbel", mode))
 
@@ -443,7 +445,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
             raise TypeError(f"bernoulli: p must have a real floating-point dtype, got {p.dtype}")
         dt = p.dtype
     elif isinstance(p, (float, np.floating)):
-        dt = _dtypes.DEFAULT_FLOAT if isinstance(p, float) else np.dtype(type(p))
+        dt = _defaults_of(key).real if isinstance(p, float) else np.dtype(type(p))
         p = float(p)
     else:
         raise TypeError(f"bernoulli: p must be a float or a float arrayx array, got {type(p).__name__}")
@@ -462,12 +464,12 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
 def _int_param(fname: str, name: str, value, device) -> Array:
     if isinstance(value, Array):
         if value.dtype.kind == "f":
-            return xp.astype(value, _dtypes.DEFAULT_INT)
+            return xp.astype(value, _defaults_of(value).integral)
         if value.dtype.kind not in "iu":
             raise TypeError(f"{fname}: {name} must be an integer array, got dtype {value.dtype}")
         return value
     if isinstance(value, (bool, int, float, np.integer, np.floating)):  # floats truncate, as astype(int)
-        return xp.asarray(int(value), dtype=_dtypes.DEFAULT_INT, device=device)
+        return xp.asarray(int(value), device=device)  # the device's default integer
     raise TypeError(f"{fname}: {name} must be an int or an integer arrayx array, got {type(value).__name__}")
 
 
@@ -491,7 +493,7 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     """
     key = _check_key("randint", key)
     shape = shape_arg("randint", shape)
-    dt = _dtypes.DEFAULT_INT if dtype is None else _dtypes.as_dtype(dtype, "randint")
+    dt = _defaults_of(key).integral if dtype is None else _dtypes.as_dtype(dtype, "randint")
     check_size("randint", shape, dt, key._ex)
     if dt.kind not in "iu":
         raise TypeError(f"randint: dtype must be an integer dtype, got {dt}")
@@ -581,7 +583,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"choice: shape must be a tuple of ints, got {type(shape).__name__}")
     shape = shape_arg("choice", shape)
-    check_size("choice", shape, _dtypes.DEFAULT_INT, key._ex)
+    check_size("choice", shape, _defaults_of(key).integral, key._ex)
     is_array = isinstance(a, Array) and a.ndim > 0
     if is_array:
         axis = normalize_axis("choice", axis, a.ndim)
@@ -589,7 +591,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
         out_dtype = a.dtype
     else:
         n_inputs = _static_int("choice", a, "a")
-        out_dtype = _dtypes.DEFAULT_INT
+        out_dtype = _defaults_of(key).integral
     n_draws = math.prod(shape)
     out_shape = (*a.shape[:axis], *shape, *a.shape[axis + 1:]) if is_array else shape
     if n_draws == 0:
@@ -610,7 +612,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
         if not isinstance(p, Array):
             raise TypeError(f"choice: p must be an arrayx array or None, got {type(p).__name__}")
         if p.dtype.kind != "f":
-            p = xp.astype(p, _dtypes.DEFAULT_FLOAT)
+            p = xp.astype(p, _defaults_of(p).real)
         if p.shape != (n_inputs,):
             raise ValueError(
                 f"choice: p must be None or a 1-D array of size a.shape[axis] ({n_inputs}), got shape {p.shape}"
@@ -643,7 +645,7 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
         shape = batch_shape
     else:
         shape = shape_arg("categorical", shape)
-        check_size("categorical", shape, _dtypes.DEFAULT_INT, key._ex)
+        check_size("categorical", shape, _defaults_of(key).integral, key._ex)
         _check_shape("categorical", shape, batch_shape)
     prefix = shape[: len(shape) - len(batch_shape)]
     if replace:

@@ -248,7 +248,9 @@ def float_arg(fname: str, x, category: str = "floating-point", name: str = "x", 
     if x.dtype in _dtypes.CATEGORIES[category]:
         return x
     if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY and not is_strict():
-        return cast(x, _dtypes.DEFAULT_FLOAT)
+        from arrayx.api._device_dtypes import for_array
+
+        return cast(x, for_array(x).real)  # the default float of x's device (float32 on a TPU)
     if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY:
         hint = (f"; cast it with astype({name}, arrayx.float64) (strict mode; the default mode computes "
                 f"integer and bool input in float64)")

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from arrayx.api import _dtypes
+from arrayx.api import _device_dtypes, _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, check_size, int_arg, shape_arg, with_article
 from arrayx.core import executor as _exec
@@ -26,8 +26,13 @@ __all__ = [
 ]
 
 
-def _dtype_arg(fname: str, dtype, default):
-    return default if dtype is None else _dtypes.as_dtype(dtype, fname)
+def _dtype_arg(fname: str, dtype, dd, ex, dev):
+    """An explicit ``dtype`` (checked against the device's 64-bit setting), else the device's
+    default real floating dtype (``dd``: the device's defaults, ``api/_device_dtypes.py``)."""
+    if dtype is None:
+        return dd.real
+    dt = _dtypes.as_dtype(dtype, fname)
+    return dt if dd.native64 else _device_dtypes.requested(dt, dd, ex, dev, fname)
 
 
 def _place(ex, buf, device):
@@ -36,8 +41,8 @@ def _place(ex, buf, device):
     return Array._new(buf, ex)
 
 
-def _host_array(obj, dtype):
-    """Host (NumPy) array of nested Python data with the standard's default dtypes."""
+def _host_array(obj, dtype, dd=_device_dtypes.STANDARD):
+    """Host (NumPy) array of nested Python data with the default dtypes of the device (``dd``)."""
     if dtype is None:
         a = np.asarray(obj)
         if a.dtype.kind in "US":
@@ -48,11 +53,26 @@ def _host_array(obj, dtype):
             a = a.astype(_dtypes.DEFAULT_FLOAT)
         if not _dtypes.is_known(a.dtype):  # (registers bfloat16 on first sight)
             raise TypeError(f"asarray: dtype {a.dtype} is not a dtype of the array API standard")
+        if not dd.native64 and a.dtype in dd.narrow:
+            a = _narrow_defaults(a, dd.narrow[a.dtype])
         return a
     try:
         return np.asarray(obj, dtype=dtype)
     except ValueError as e:  # strings that are not numbers: NumPy's wording, after the function's name
         raise ValueError(f"asarray: {e}") from None
+
+
+def _narrow_defaults(a: np.ndarray, to: np.dtype) -> np.ndarray:
+    """Python numbers NumPy read as 64-bit, in a 32-bit device's default of their kind (the
+    standard's default dtype there, not a downcast of 64-bit data); integers that do not fit raise."""
+    if to.kind in "iu" and a.size:
+        info = np.iinfo(to)
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            raise OverflowError(
+                f"asarray: the Python integers {lo}..{hi} are out of range for {to}, this device's default "
+                f"integer; pass dtype=arrayx.int64 under arrayx.tpu_64bit('emulate')")
+    return a.astype(to)
 
 
 def _contains_arrays(obj) -> bool:
@@ -72,8 +92,11 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if isinstance(obj, Array):
         return _from_arrayx(obj, dtype, device, copy)
     ex, dev = _exec.resolve_device(device, "asarray")
+    dd = _device_dtypes.for_device(ex, dev)
+    if dtype is not None and not dd.native64:
+        dtype = _device_dtypes.requested(dtype, dd, ex, dev, "asarray")
     if isinstance(obj, (bool, int, float, complex)):
-        dt = dtype or _dtypes.scalar_dtype(obj)
+        dt = dtype or dd.scalar_dtype(obj)
         if dt.kind in "iu" and isinstance(obj, int):
             info = np.iinfo(dt)
             if not info.min <= obj <= info.max:
@@ -91,6 +114,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
         if not _dtypes.is_known(obj.dtype):  # (registers bfloat16 on first sight)
             raise TypeError(f"asarray: NumPy dtype {obj.dtype} is not a dtype of the array API standard")
+        if dtype is None and not dd.native64:  # 64-bit data on a device without 64-bit types: the setting
+            dtype = _device_dtypes.arriving(obj.dtype, dd, ex, dev, "asarray")
+            dtype = None if dtype == obj.dtype else dtype
         if ex.name == "numpy":
             return _place(ex, ex.asarray(np.asarray(obj), dtype=dtype, copy=copy), dev)
         if copy is False:
@@ -100,7 +126,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
         out = from_dlpack(obj, device=device, copy=copy)
         return out if dtype is None or out.dtype == dtype else _from_arrayx(out, dtype, None, False)
     if isinstance(obj, (list, tuple)):
-        return _place(ex, ex.asarray(_host_array(obj, dtype)), dev)
+        return _place(ex, ex.asarray(_host_array(obj, dtype, dd)), dev)
     if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or isinstance(obj, (bytes, bytearray, memoryview)):
         host = np.asarray(obj) if not isinstance(obj, (bytes, bytearray)) else np.frombuffer(obj, dtype=np.uint8)
         return asarray(host, dtype=dtype, device=device, copy=copy)
@@ -134,6 +160,15 @@ def _from_arrayx(x: Array, dtype, device, copy) -> Array:
 
     if device is not None:
         ex, dev = _exec.resolve_device(device, "asarray")
+        dd = _device_dtypes.for_device(ex, dev)
+        if not dd.native64 and (x.dtype in _device_dtypes.WIDE or dtype in _device_dtypes.WIDE):
+            # the device's 64-bit setting; converted before moving, so 64-bit never lands there
+            if dtype is not None:
+                dtype = _device_dtypes.requested(dtype, dd, ex, dev, "asarray")
+            elif _device_dtypes.for_array(x) is not dd:
+                dtype = _device_dtypes.arriving(x.dtype, dd, ex, dev, "asarray")
+            if dtype is not None and dtype != x.dtype:
+                x = astype(x, dtype)
         if ex != (x._ex if x.__class__ is Array else _exec.get(x.device.executor)):  # a tracer: its executor
             if copy is False:
                 raise ValueError(
@@ -163,7 +198,15 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack (__dlpack__)")
     ex, dev = _exec.resolve_device(device, "from_dlpack")
-    return _place(ex, ex.from_dlpack(x, copy=copy), dev)
+    out = _place(ex, ex.from_dlpack(x, copy=copy), dev)
+    dd = _device_dtypes.for_device(ex, dev)
+    if not dd.native64 and out.dtype in _device_dtypes.WIDE:  # the device's 64-bit setting
+        to = _device_dtypes.arriving(out.dtype, dd, ex, dev, "from_dlpack")
+        if to != out.dtype:
+            from arrayx.api.data_types import astype
+
+            out = astype(out, to)
+    return out
 
 
 # -- functions without array inputs (nullary primitives: they stage as ops, not constants) ------
@@ -208,8 +251,7 @@ for _prim in (full_p, arange_p, eye_p, linspace_p):
     _define_nullary(_prim)
 
 
-def _creation(fname, prim, device, shape: tuple, dtype, **params):
-    ex, dev = _exec.resolve_device(device, fname)
+def _creation(fname, prim, ex, dev, shape: tuple, dtype, **params):
     check_size(fname, shape, dtype, ex)  # before the executor: XLA aborts the process on overflow
     if ex.name == "numpy" and prim is full_p and (dev is None or dev == ex.default_device()) \
             and _TRACE.get() is None and _prims.eager_hook is None:
@@ -227,30 +269,36 @@ def _creation(fname, prim, device, shape: tuple, dtype, **params):
 
 
 def zeros(shape, *, dtype=None, device=None) -> Array:
-    """An array of zeros."""
-    shape, dt = shape_arg("zeros", shape), _dtype_arg("zeros", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("zeros", full_p, device, shape, dt, fill_value=False if dt == _dtypes.bool else 0)
+    """An array of zeros (the device's default float dtype unless ``dtype``)."""
+    shape = shape_arg("zeros", shape)
+    ex, dev = _exec.resolve_device(device, "zeros")
+    dt = _dtype_arg("zeros", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    return _creation("zeros", full_p, ex, dev, shape, dt, fill_value=False if dt == _dtypes.bool else 0)
 
 
 def ones(shape, *, dtype=None, device=None) -> Array:
-    """An array of ones."""
-    shape, dt = shape_arg("ones", shape), _dtype_arg("ones", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("ones", full_p, device, shape, dt, fill_value=True if dt == _dtypes.bool else 1)
+    """An array of ones (the device's default float dtype unless ``dtype``)."""
+    shape = shape_arg("ones", shape)
+    ex, dev = _exec.resolve_device(device, "ones")
+    dt = _dtype_arg("ones", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    return _creation("ones", full_p, ex, dev, shape, dt, fill_value=True if dt == _dtypes.bool else 1)
 
 
 def empty(shape, *, dtype=None, device=None) -> Array:
     """An uninitialised array (zeros on executors that cannot leave memory uninitialised)."""
-    shape, dt = shape_arg("empty", shape), _dtype_arg("empty", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("empty", full_p, device, shape, dt, fill_value=None)
+    shape = shape_arg("empty", shape)
+    ex, dev = _exec.resolve_device(device, "empty")
+    dt = _dtype_arg("empty", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    return _creation("empty", full_p, ex, dev, shape, dt, fill_value=None)
 
 
-def _fill_dtype(fname, fill_value, dtype):
+def _fill_dtype(fname, fill_value, dtype, dd=_device_dtypes.STANDARD):
     if not isinstance(fill_value, (bool, int, float, complex)):
         if isinstance(fill_value, Array) and fill_value.ndim == 0:
             fill_value = fill_value._ex.to_host(fill_value._buf).item()
         else:
             raise TypeError(f"{fname}: fill_value must be a Python scalar, got {type(fill_value).__name__}")
-    dt = _dtypes.scalar_dtype(fill_value) if dtype is None else _dtypes.as_dtype(dtype, fname)
+    dt = dd.scalar_dtype(fill_value) if dtype is None else _dtypes.as_dtype(dtype, fname)
     if isinstance(fill_value, float) and dt.kind in "biu":
         fill_value = _float_fill_as_numpy(fname, fill_value, dt)
     if dt.kind in "iu" and isinstance(fill_value, int) and not isinstance(fill_value, bool):
@@ -279,8 +327,12 @@ def _float_fill_as_numpy(fname, fill_value: float, dt):
 def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """An array filled with ``fill_value`` (dtype inferred from the Python scalar)."""
     shape = shape_arg("full", shape)
-    fill_value, dt = _fill_dtype("full", fill_value, dtype)
-    return _creation("full", full_p, device, shape, dt, fill_value=fill_value)
+    ex, dev = _exec.resolve_device(device, "full")
+    dd = _device_dtypes.for_device(ex, dev)
+    fill_value, dt = _fill_dtype("full", fill_value, dtype, dd)
+    if dtype is not None and not dd.native64:
+        dt = _device_dtypes.requested(dt, dd, ex, dev, "full")
+    return _creation("full", full_p, ex, dev, shape, dt, fill_value=fill_value)
 
 
 def _number_arg(fname: str, name: str, v, kinds: str = "iuf"):
@@ -315,22 +367,26 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         raise ValueError("arange: step must not be zero")
     if stop is None:
         start, stop = 0, start
+    ex, dev = _exec.resolve_device(device, "arange")
+    dd = _device_dtypes.for_device(ex, dev)
     if dtype is None:
-        dt = _dtypes.DEFAULT_FLOAT if builtins.any(isinstance(v, float) for v in (start, stop, step)) else _dtypes.DEFAULT_INT
+        dt = dd.real if builtins.any(isinstance(v, float) for v in (start, stop, step)) else dd.integral
     else:
         dt = _dtypes.as_dtype(dtype, "arange")
+        if not dd.native64:
+            dt = _device_dtypes.requested(dt, dd, ex, dev, "arange")
     if dt.kind in "iu" and builtins.any(isinstance(v, float) for v in (start, stop, step)):
         raise TypeError(f"arange: float arguments with integer dtype {dt}; pass ints or a float dtype")
     if dt.kind in "iu":
         size = (max(0, -((start - stop) // step)),)  # ceil((stop - start) / step), exact for any size
-        return _creation("arange", arange_p, device, size, dt, start=start, stop=stop, step=step)
+        return _creation("arange", arange_p, ex, dev, size, dt, start=start, stop=stop, step=step)
     if _dtypes.kind_of(dt) not in "fc":  # bfloat16's NumPy kind is "V"
         raise TypeError(f"arange: dtype must be an integer, real or complex floating dtype, got {dt}")
     span = (stop - start) / step  # NumPy's length is ceil(span)
     if not math.isfinite(span):
         raise ValueError(f"arange: [{start}, {stop}) in steps of {step} has infinitely many values; pass finite bounds")
     size = (max(0, math.ceil(span)),)
-    return _creation("arange", arange_p, device, size, dt, start=start, stop=stop, step=step)
+    return _creation("arange", arange_p, ex, dev, size, dt, start=start, stop=stop, step=step)
 
 
 _HOST_ARANGE_MAX = 4096  # float aranges up to this length are built on the host and copied
@@ -359,8 +415,9 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array
     """A 2-D array with ones on the k-th diagonal."""
     n_rows = shape_arg("eye", n_rows)[0]
     n_cols = n_rows if n_cols is None else shape_arg("eye", n_cols)[0]
-    dt = _dtype_arg("eye", dtype, _dtypes.DEFAULT_FLOAT)
-    return _creation("eye", eye_p, device, (n_rows, n_cols), dt, k=int_arg("eye", k, "k"))
+    ex, dev = _exec.resolve_device(device, "eye")
+    dt = _dtype_arg("eye", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    return _creation("eye", eye_p, ex, dev, (n_rows, n_cols), dt, k=int_arg("eye", k, "k"))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = True) -> Array:
@@ -376,10 +433,14 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = T
     start = _number_arg("linspace", "start", start, "iufc")
     stop = _number_arg("linspace", "stop", stop, "iufc")
     num = shape_arg("linspace", num)[0]
+    ex, dev = _exec.resolve_device(device, "linspace")
+    dd = _device_dtypes.for_device(ex, dev)
     if dtype is None:
-        dt = _dtypes.DEFAULT_COMPLEX if builtins.any(isinstance(v, complex) for v in (start, stop)) else _dtypes.DEFAULT_FLOAT
+        dt = dd.complex if builtins.any(isinstance(v, complex) for v in (start, stop)) else dd.real
     else:
         dt = _dtypes.as_dtype(dtype, "linspace")
+        if not dd.native64:
+            dt = _device_dtypes.requested(dt, dd, ex, dev, "linspace")
         if dt.kind != "c" and builtins.any(isinstance(v, complex) for v in (start, stop)):
             raise TypeError(f"linspace: complex start/stop need a complex dtype, got {dt}")
     check_size("linspace", (num,), dt, _exec.get("numpy"))  # the values are computed on the host first
@@ -391,7 +452,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = T
             raise OverflowError(
                 f"linspace: samples from {start} to {stop} do not fit {dt} (range {info.min}..{info.max}); "
                 f"pass a wider integer dtype or a floating dtype")
-    return _creation("linspace", linspace_p, device, (num,), dt, start=start, stop=stop, endpoint=bool(endpoint))
+    return _creation("linspace", linspace_p, ex, dev, (num,), dt, start=start, stop=stop, endpoint=bool(endpoint))
 
 
 def _host_linspace(start, stop, num, endpoint, dt):
@@ -416,6 +477,10 @@ def full_like(x, /, fill_value, *, dtype=None, device=None) -> Array:
     if isinstance(fill_value, Array):  # a traced scalar: make_graph/jit of full_like(x, s)
         return _full_like_traced(x, fill_value, dtype, device)
     fill_value, dt = _fill_dtype("full_like", fill_value, x.dtype if dtype is None else dtype)
+    if dtype is not None and dt in _device_dtypes.WIDE:
+        dd = _device_dtypes.for_array(x)
+        if not dd.native64:
+            dt = _device_dtypes.requested(dt, dd, x._ex, x.device, "full_like")
     out = full_like_p.bind(x, fill_value=fill_value, dtype=dt)
     return out if device is None else out.to_device(device)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arrayx.api import _dtypes
+from arrayx.api import _device_dtypes, _dtypes
 from arrayx.api._array import Array
 from arrayx.core.primitives import Primitive
 from arrayx.core.executor import GENERIC
@@ -83,6 +83,10 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
         x = x.to_device(device)
     if x.dtype == dtype and not copy:
         return x
+    if dtype in _device_dtypes.WIDE and dtype != x.dtype:  # 64-bit asked for on a TPU: its setting decides
+        dd = _device_dtypes.for_array(x)
+        if not dd.native64:
+            _device_dtypes.requested(dtype, dd, x._ex, x.device, "astype")
     if x.dtype.kind == "c" and dtype.kind != "c":
         raise TypeError(
             f"astype: casting complex {x.dtype} to {dtype} would drop the imaginary part; "

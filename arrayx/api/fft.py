@@ -228,7 +228,12 @@ def _frequencies(fname: str, n, d, dtype, device, host_fn) -> Array:
         raise TypeError(f"{fname}: d must be a float, got {type(d).__name__}")
     if d == 0:
         raise ValueError(f"{fname}: the sample spacing d must not be zero")
-    dt = _dtypes.DEFAULT_FLOAT if dtype is None else _dtypes.as_dtype(dtype, fname)
+    if dtype is None:
+        from arrayx.api._device_dtypes import for_request
+
+        dt = for_request(device, fname)[2].real  # the default float of the device asked for
+    else:
+        dt = _dtypes.as_dtype(dtype, fname)
     if dt not in _CAT["real floating"]:
         raise TypeError(f"{fname}: dtype must be a real floating-point dtype, got {dt}")
     return asarray(host_fn(n, float(d)).astype(dt), device=device)

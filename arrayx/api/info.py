@@ -10,10 +10,14 @@ Return types are the 2025.12 standard's: ``capabilities()``, ``default_dtypes()`
 ``capabilities()`` has exactly the standard's three keys (clients such as array-api-extra
 compare the whole dict); what an executor reports beyond them (Numba's native kernels,
 thresholds, threading, kernel cache) is ``executor_info()``, an arrayx extension.
+
+``default_dtypes(device=)`` and ``dtypes(device=)`` answer per device, as the standard allows: a
+TPU's defaults are 32-bit and its dtypes those XLA:TPU runs natively (``api/_device_dtypes.py``
+holds the table and its reasons); every other device has the standard's 64-bit defaults.
 """
 from __future__ import annotations
 
-from arrayx.api import _dtypes
+from arrayx.api import _device_dtypes, _dtypes
 from arrayx.core import executor as _exec
 
 __all__ = ["__array_namespace_info__"]
@@ -22,7 +26,7 @@ __all__ = ["__array_namespace_info__"]
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating",
           "complex floating", "numeric")
 _REQUIRED_CAPABILITIES = ("boolean indexing", "data-dependent shapes", "max dimensions")
-_DTYPES: dict = {}  # kind (None, a kind, a tuple of kinds) -> dtypes(kind=kind)'s answer
+_DTYPES: dict = {}  # (kind (None, a kind, a tuple of kinds), native 64-bit) -> dtypes(kind=kind)'s answer
 
 
 def _executor_for(fname: str, device):
@@ -86,20 +90,17 @@ class ArrayNamespaceInfo:
         return DeviceTuple(out)
 
     def default_dtypes(self, *, device=None) -> dict:
-        """The default dtypes: "real floating", "complex floating", "integral" and "indexing"."""
-        _executor_for("default_dtypes", device)
-        return {
-            "real floating": _dtypes.DEFAULT_FLOAT,
-            "complex floating": _dtypes.DEFAULT_COMPLEX,
-            "integral": _dtypes.DEFAULT_INT,
-            "indexing": _dtypes.DEFAULT_INDEX,
-        }
+        """The default dtypes of ``device`` (default: the one new arrays are created on): "real
+        floating", "complex floating", "integral" and "indexing" (float64, complex128, int64, int64;
+        float32, complex64, int32, int32 on a TPU)."""
+        return _device_dtypes.for_request(device, "default_dtypes")[2].answer()
 
     def dtypes(self, *, device=None, kind=None) -> dict:
-        """Supported dtypes by canonical name, optionally only those of ``kind`` (a kind or tuple)."""
-        _executor_for("dtypes", device)
+        """Supported dtypes by canonical name, optionally only those of ``kind`` (a kind or tuple);
+        on a device without native 64-bit types (a TPU) only the 8-, 16- and 32-bit ones."""
+        native64 = _device_dtypes.for_request(device, "dtypes")[2].native64
         try:
-            cached = _DTYPES.get(kind)  # the answer depends on kind only (a copy: the caller may edit it)
+            cached = _DTYPES.get((kind, native64))  # a copy below: the caller may edit it
         except TypeError:  # an unhashable kind: refused below
             cached = None
         if cached is not None:
@@ -113,7 +114,9 @@ class ArrayNamespaceInfo:
                 if k not in _KINDS:
                     raise ValueError(f"dtypes: unknown kind {k!r}; kinds are {_KINDS}")
                 members |= _dtypes.CATEGORIES[k]
-        out = _DTYPES[kind] = {dt.name: dt for dt in _dtypes.all_dtypes if dt in members}
+        if not native64:
+            members = members & frozenset(_device_dtypes.NARROW_DTYPES)
+        out = _DTYPES[kind, native64] = {dt.name: dt for dt in _dtypes.all_dtypes if dt in members}
         return dict(out)
 
     def __repr__(self) -> str:

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from arrayx.api import _dtypes
+from arrayx.api._device_dtypes import for_array
 from arrayx.api._array import Array
 from arrayx.api._checks import (
     array_arg, array_args, broadcast_shapes_for, cast, float_arg, int_arg, normalize_axes, promote_dtypes, with_article,
@@ -423,7 +424,7 @@ def matrix_rank(x, /, *, rtol=None) -> Array:
     """Ranks: the number of singular values above ``rtol`` times the largest (default max(M, N)*eps)."""
     x = array_arg("matrix_rank", x)
     if x.dtype.kind in "biu":  # both modes: array-api-strict takes integer and bool input here too
-        x = cast(x, _dtypes.DEFAULT_FLOAT)
+        x = cast(x, for_array(x).real)
     x = _matrix_arg("matrix_rank", x, "floating-point")
     s = svdvals(x)
     above = _ew.greater(s, _singular_cutoff("matrix_rank", x, s, rtol))
@@ -503,11 +504,11 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
     x = _matrix_arg("trace", x, "numeric")
     offset = int_arg("trace", offset, "offset")
     if dtype is None:
-        # small integers accumulate in the default integer (of their signedness)
+        # small integers accumulate in the default integer of x's device (of their signedness)
         if x.dtype in _CAT["signed integer"]:
-            dtype = _dtypes.DEFAULT_INT
+            dtype = max(for_array(x).integral, x.dtype, key=lambda d: d.itemsize)
         elif x.dtype in _CAT["unsigned integer"]:
-            dtype = _dtypes.uint64
+            dtype = max(for_array(x).unsigned, x.dtype, key=lambda d: d.itemsize)
         else:
             dtype = x.dtype
     else:

@@ -454,7 +454,9 @@ def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
                 f"repeat: a repeats array must be 1-D of length 1 or {n} (the size of axis {axis}), "
                 f"got shape {repeats.shape}"
             )
-        return repeat_p.bind(x, cast(repeats, _dtypes.DEFAULT_INDEX), axis=axis)
+        from arrayx.api._device_dtypes import for_array
+
+        return repeat_p.bind(x, cast(repeats, for_array(x).index), axis=axis)  # the device's index dtype
     if isinstance(repeats, bool):
         raise TypeError("repeat: repeats must be an int or an integer array, got a bool")
     try:

@@ -2,13 +2,14 @@
 
 ``sort`` and ``argsort`` sort along one axis, ascending unless ``descending``;
 ``stable=True`` (the default) keeps equal elements in their original order in
-both directions.  ``argsort`` returns the default index dtype.
+both directions.  ``argsort`` returns the default index dtype of x's device.
 """
 from __future__ import annotations
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, normalize_axis
+from arrayx.api._device_dtypes import for_array, index_params
 from arrayx.core.primitives import Primitive
 
 __all__ = ["argsort", "sort"]
@@ -35,7 +36,7 @@ def _sort_args(fname: str, x, axis, descending, stable) -> tuple:
 def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """Indices that sort x along ``axis``."""
     x, params = _sort_args("argsort", x, axis, descending, stable)
-    return argsort_p.bind(x, **params)
+    return argsort_p.bind(x, **params, **index_params(for_array(x)))
 
 
 def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:

@@ -4,16 +4,17 @@ Reductions take ``axis`` as None (all axes), an int or a tuple of ints, which
 is normalised to a sorted tuple of non-negative ints before binding.
 Accumulation dtypes follow the standard: ``sum``, ``prod``, ``cumulative_sum``
 and ``cumulative_prod`` of a narrower integer type give the default integer of
-the same signedness (``int64`` / ``uint64``), bools give ``int64``, and the
-resolved dtype is always passed to the primitive.  ``mean``, ``std`` and
+the same signedness (``int64`` / ``uint64``; ``int32`` / ``uint32`` on a TPU), bools give the
+default integer, and the resolved dtype is always passed to the primitive.  ``mean``, ``std`` and
 ``var`` compute bool and integer input in the default float dtype (NumPy 2, JAX); strict mode
-(``arrayx.strict()``) refuses it, as the standard does.
+(``arrayx.strict()``) refuses it, as the standard does.  "Default" is the default of x's device
+(``api/_device_dtypes.py``).
 """
 from __future__ import annotations
 
 import math
 
-from arrayx.api import _dtypes
+from arrayx.api import _device_dtypes, _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, normalize_axes, normalize_axis, with_article
 from arrayx.api._modes import is_strict
@@ -24,8 +25,6 @@ __all__ = [
 ]
 
 _CAT = _dtypes.CATEGORIES
-# the unsigned integer as wide as the default integer (sum of uint8 -> uint64)
-_DEFAULT_UINT = _dtypes.uint64
 
 cumulative_prod_p = Primitive("cumulative_prod")
 cumulative_sum_p = Primitive("cumulative_sum")
@@ -53,7 +52,7 @@ def _check_float(fname: str, x, category: str, hint: str) -> Array:
     if x.dtype.kind in "biu" and not is_strict():
         from arrayx.api.data_types import astype
 
-        return astype(x, _dtypes.DEFAULT_FLOAT)
+        return astype(x, _device_dtypes.for_array(x).real)
     return _check(fname, x, category, hint + ("; strict mode refuses it" if is_strict() else ""))
 
 
@@ -65,21 +64,29 @@ def _check_summable(fname: str, x) -> Array:
 
 
 def accumulation_dtype(fname: str, x: Array, dtype):
-    """The result dtype of a sum/product of x: ``dtype`` if given, else the standard's default."""
+    """The result dtype of a sum/product of x: ``dtype`` if given, else the standard's default (the
+    default integer of x's device, of x's signedness, for narrower integers and bools)."""
     if dtype is not None:
         dt = _dtypes.as_dtype(dtype, fname)
         if x.dtype.kind == "c" and dt.kind != "c":
             raise TypeError(
                 f"{fname}: dtype={dt} would drop the imaginary part of the complex x; take real(x) first"
             )
+        if dt in _device_dtypes.WIDE and dt != x.dtype:  # an explicit 64-bit request: the device's setting
+            dd = _device_dtypes.for_array(x)
+            if not dd.native64:
+                dt = _device_dtypes.requested(dt, dd, x._ex, x.device, fname)
         return dt
     kind = x.dtype.kind
+    if kind not in "biu":
+        return x.dtype
+    dd = _device_dtypes.for_array(x)
     if kind == "b":
-        return _dtypes.DEFAULT_INT
-    if kind == "i" and x.dtype.itemsize < _dtypes.DEFAULT_INT.itemsize:
-        return _dtypes.DEFAULT_INT
-    if kind == "u" and x.dtype.itemsize < _DEFAULT_UINT.itemsize:
-        return _DEFAULT_UINT
+        return dd.integral
+    if kind == "i" and x.dtype.itemsize < dd.integral.itemsize:
+        return dd.integral
+    if kind == "u" and x.dtype.itemsize < dd.unsigned.itemsize:
+        return dd.unsigned
     return x.dtype
 
 
@@ -166,7 +173,7 @@ def min(x, /, *, axis=None, keepdims: bool = False) -> Array:  # noqa: A001
 
 # -- moments ----------------------------------------------------------------------------------
 
-_FLOAT_HINT = "; cast integer input first, e.g. astype(x, arrayx.float64)"
+_FLOAT_HINT = "; cast integer input first, e.g. astype(x, arrayx.float64) (float32 on a TPU)"
 
 
 def mean(x, /, *, axis=None, keepdims: bool = False) -> Array:

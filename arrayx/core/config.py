@@ -141,6 +141,11 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("ARRAYX_STRICT", _flag, False, _YES_NO,
              "whether the namespace starts in strict mode (refuses what only NumPy and JAX accept, as "
              "array-api-strict does; arrayx.strict() scopes it)"),
+    Variable("ARRAYX_TPU_64BIT", _choice("downcast", "emulate", "refuse"), "downcast",
+             "downcast, emulate or refuse",
+             "what 64-bit data (float64, int64, uint64, complex128) does on a device without native 64-bit "
+             "types (a TPU): becomes the device's 32-bit default with one warning, is kept (XLA emulates it, "
+             "slowly), or raises; an explicit 64-bit dtype= there needs emulate (arrayx.tpu_64bit() scopes it)"),
     Variable("ARRAYX_CHECK_GRAPHS", _flag, False, _YES_NO, "whether every graph staging builds is type-checked"),
     Variable("ARRAYX_DEBUG_NANS", _flag, False, _YES_NO, "whether the first primitive that makes a NaN raises"),
     Variable("ARRAYX_DEBUG_INFS", _flag, False, _YES_NO, "whether the first primitive that makes an infinity raises"),

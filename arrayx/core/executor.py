@@ -238,6 +238,9 @@ class Executor:
                     f"in arrayx operations)"
                 )
             fn = prim.composed_impl(self)
+        adapt = RESULT_ADAPTERS.get(prim.name)
+        if adapt is not None:  # e.g. an index result's dtype param (api/_device_dtypes.py)
+            fn = adapt(self, prim, fn)
         self.impls[prim] = fn = self.finish_impl(prim, fn)
         return fn
 
@@ -368,6 +371,10 @@ _entry_points_loaded = False
 #: operations has a ``composition`` instead; per-executor implementations are entries of that
 #: executor's own table.
 GENERIC: dict[str, Callable] = {}
+#: primitive name -> ``adapt(executor, prim, fn) -> fn``, applied to whatever ``resolve`` found: a
+#: param that the api layer adds and no executor's implementation takes (``index_dtype`` of the
+#: index results on devices whose index dtype is not int64, ``api/_device_dtypes.py``)
+RESULT_ADAPTERS: dict[str, Callable] = {}
 
 
 def register_executor(executor: Executor, *, replace: bool = False) -> Executor:

@@ -49,26 +49,31 @@ se.where_p.transpose = _where_transpose
 # -- abstract evaluation ----------------------------------------------------------------------------
 
 
-def _arg_reduce_abstract(x, *, axis, keepdims):
+# index results have the ``index_dtype`` param's dtype, else int64 (api/_device_dtypes.py: the
+# api layer passes the device's index dtype where it is not int64)
+_INT64 = _dtypes.int64
+
+
+def _arg_reduce_abstract(x, *, axis, keepdims, index_dtype=_INT64):
     axes = None if axis is None else (axis,)
-    return ShapeDtypeStruct(reduced_shape(x.shape, axes, keepdims), _dtypes.DEFAULT_INDEX)
+    return ShapeDtypeStruct(reduced_shape(x.shape, axes, keepdims), index_dtype)
 
 
-def _nonzero_abstract(x):
+def _nonzero_abstract(x, *, index_dtype=_INT64):
     # one index array per dimension, as long as the number of non-zero elements
     n = int(count_known_values(x, "nonzero").astype(bool).sum())
-    return tuple(ShapeDtypeStruct((n,), _dtypes.DEFAULT_INDEX) for _ in x.shape)
+    return tuple(ShapeDtypeStruct((n,), index_dtype) for _ in x.shape)
 
 
 defabstract(se.argmax_p, _arg_reduce_abstract)
 defabstract(se.argmin_p, _arg_reduce_abstract)
-defabstract(se.count_nonzero_p, lambda x, *, axis, keepdims: ShapeDtypeStruct(
-    reduced_shape(x.shape, axis, keepdims), _dtypes.DEFAULT_INDEX))
+defabstract(se.count_nonzero_p, lambda x, *, axis, keepdims, index_dtype=_INT64: ShapeDtypeStruct(
+    reduced_shape(x.shape, axis, keepdims), index_dtype))
 defabstract(se.nonzero_p, _nonzero_abstract,
             data_dependent="call nonzero eagerly (outside make_graph/jit), or keep a fixed shape with "
                            "where(x != 0, ...) (a size= argument is not offered yet)")
-defabstract(se.searchsorted_p, lambda x1, x2, *, side: ShapeDtypeStruct(
-    tuple(getattr(x2, "shape", ())), _dtypes.DEFAULT_INDEX))
+defabstract(se.searchsorted_p, lambda x1, x2, *, side, index_dtype=_INT64: ShapeDtypeStruct(
+    tuple(getattr(x2, "shape", ())), index_dtype))
 
 
 # -- batching ------------------------------------------------------------------------------------
@@ -83,10 +88,10 @@ defaxes(se.count_nonzero_p, "axis")
 defvectorized(se.where_p)
 
 
-def _searchsorted_batch(vals, dims, *, side):
+def _searchsorted_batch(vals, dims, *, side, **index):
     (x1, x2), (d1, d2) = vals, dims
     if d1 is None:  # one sorted array: x2's batch axis is one more axis of the queries
-        return se.searchsorted_p.bind(x1, x2, side=side), d2
+        return se.searchsorted_p.bind(x1, x2, side=side, **index), d2
     # one sorted array per member: count, per query, the elements before it (NaN sorts last)
     size = size_of(vals, dims)
     x1 = to_front(x1, d1)
@@ -100,7 +105,8 @@ def _searchsorted_batch(vals, dims, *, side):
         before = (s < q) | (ax.isnan(q) & ~ax.isnan(s)) if x1.dtype.kind == "f" else s < q
     else:
         before = (s <= q) | ax.isnan(q) if x1.dtype.kind == "f" else s <= q
-    return ax.astype(ax.sum(ax.astype(before, _dtypes.DEFAULT_INDEX), axis=-1), _dtypes.DEFAULT_INDEX), 0
+    dt = index.get("index_dtype", _INT64)
+    return ax.astype(ax.sum(ax.astype(before, dt), axis=-1), dt), 0
 
 
 defbatch(se.searchsorted_p, _searchsorted_batch)

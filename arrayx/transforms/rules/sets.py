@@ -24,20 +24,24 @@ def _unique_values_abstract(x):
     return ShapeDtypeStruct((_n_unique(x, "unique_values"),), x.dtype)
 
 
-def _unique_counts_abstract(x):
+# index and count results have the ``index_dtype`` param's dtype, else int64 (api/_device_dtypes.py)
+_INT64 = _dtypes.int64
+
+
+def _unique_counts_abstract(x, *, index_dtype=_INT64):
     n = _n_unique(x, "unique_counts")
-    return ShapeDtypeStruct((n,), x.dtype), ShapeDtypeStruct((n,), _dtypes.DEFAULT_INDEX)
+    return ShapeDtypeStruct((n,), x.dtype), ShapeDtypeStruct((n,), index_dtype)
 
 
-def _unique_inverse_abstract(x):
+def _unique_inverse_abstract(x, *, index_dtype=_INT64):
     n = _n_unique(x, "unique_inverse")
-    return ShapeDtypeStruct((n,), x.dtype), ShapeDtypeStruct(tuple(x.shape), _dtypes.DEFAULT_INDEX)
+    return ShapeDtypeStruct((n,), x.dtype), ShapeDtypeStruct(tuple(x.shape), index_dtype)
 
 
-def _unique_all_abstract(x):
+def _unique_all_abstract(x, *, index_dtype=_INT64):
     n = _n_unique(x, "unique_all")
-    return (ShapeDtypeStruct((n,), x.dtype), ShapeDtypeStruct((n,), _dtypes.DEFAULT_INDEX),
-            ShapeDtypeStruct(tuple(x.shape), _dtypes.DEFAULT_INDEX), ShapeDtypeStruct((n,), _dtypes.DEFAULT_INDEX))
+    return (ShapeDtypeStruct((n,), x.dtype), ShapeDtypeStruct((n,), index_dtype),
+            ShapeDtypeStruct(tuple(x.shape), index_dtype), ShapeDtypeStruct((n,), index_dtype))
 
 
 defabstract(se.isin_p, lambda x1, x2, *, invert: ShapeDtypeStruct(tuple(getattr(x1, "shape", ())), _dtypes.bool))
