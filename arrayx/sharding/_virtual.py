@@ -352,10 +352,10 @@ def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs, check):
         kw = {"check_vma": False} if smap is not None else {"check_rep": False}
         if smap is None:
             from jax.experimental.shard_map import shard_map as smap
-        fn = graph.derived[key] = jax.jit(smap(member, mesh=jax_mesh(mesh),
-                                               in_specs=tuple(jax_spec(s) for s in specs) +
-                                               tuple(jax.sharding.PartitionSpec(a) for a in names),
-                                               out_specs=tuple(jax_spec(s) for s in ospecs), **kw))
+        fn = graph.derived[key] = ex.scoped(jax.jit(smap(member, mesh=jax_mesh(mesh),
+                                                          in_specs=tuple(jax_spec(s) for s in specs) +
+                                                          tuple(jax.sharding.PartitionSpec(a) for a in names),
+                                                          out_specs=tuple(jax_spec(s) for s in ospecs), **kw)))
     token = _JAX_MAPPED.set(_JAX_MAPPED.get() | set(names))
     try:
         outs = fn(*(x._buf for x in leaves), *(jnp.arange(mesh.shape[a], dtype=jnp.int32) for a in names))

@@ -621,8 +621,9 @@ def _run_jax(ex, graph, name, n, bufs, flags, devices):
         # an anonymous axis (no collective can name it) gets a string of its own: jax's pmap builds a
         # mesh from the name, and jaxlib accepts only strings there
         jax_name = f"_arrayx_anonymous_pmap_{id(name):x}" if isinstance(name, _Anonymous) else name
-        fn = graph.derived[key] = jax.pmap(lambda *a: body(*a), axis_name=jax_name,
-                                           in_axes=tuple(0 if f else None for f in flags) + (0,), devices=natives)
+        fn = graph.derived[key] = ex.scoped(jax.pmap(lambda *a: body(*a), axis_name=jax_name,  # arrayx's 64 bits
+                                                      in_axes=tuple(0 if f else None for f in flags) + (0,),
+                                                      devices=natives))
     token = _JAX_MAPPED.set(_JAX_MAPPED.get() | {name})
     try:
         outs = fn(*bufs, jnp.arange(n, dtype=jnp.int32))

@@ -14,7 +14,8 @@ from tests.conftest import assert_same
 from tests.executors.conftest import only_on
 
 EX = base.get("jax")
-pytestmark = only_on("jax")
+pytestmark = [*only_on("jax"),  # and a 64-bit request that JAX truncates (x64 off in an arrayx call) fails
+              pytest.mark.filterwarnings("error:Explicitly requested dtype:UserWarning")]
 
 
 def test_buffers_are_jax_arrays_and_namespace_is_jax_numpy():
@@ -24,23 +25,25 @@ def test_buffers_are_jax_arrays_and_namespace_is_jax_numpy():
     x = xp.asarray([1.0, 2.0])
     assert isinstance(x._buf, jax.Array)
     assert isinstance((x + 1)._buf, jax.Array) and isinstance(xp.sum(x)._buf, jax.Array)
-    assert EX.xp is jnp
+    # jax.numpy, its functions run with arrayx's 64-bit types on (executors/jax/x64.py)
+    assert EX.xp.__name__ == "jax.numpy" and EX.xp.ndarray is jnp.ndarray and EX.xp.sin.__wrapped__ is jnp.sin
     assert x.executor == "jax"
 
 
 def test_float64_and_int64_are_not_truncated():
     import jax
 
-    assert jax.config.jax_enable_x64  # turned on when the executor loads (documented in its module)
-    x = xp.asarray([1.0, 1.0 + 2**-40])
-    assert x.dtype == xp.float64 and float(x[1] - x[0]) == 2**-40
-    big = xp.asarray([2**62, -(2**62)])
-    assert big.dtype == xp.int64 and int(big[0] + 3) == 2**62 + 3
-    assert xp.arange(3).dtype == xp.int64
-    assert xp.zeros(2).dtype == xp.float64 and xp.ones(2, dtype=xp.complex128).dtype == xp.complex128
-    assert (xp.asarray([1, 2]) / 2).dtype == xp.float64
-    u = xp.asarray(np.array([2**63 + 5], dtype=np.uint64))
-    assert int(u[0]) == 2**63 + 5
+    with jax.enable_x64(False):  # arrayx's calls have 64-bit types whatever the caller's setting
+        x = xp.asarray([1.0, 1.0 + 2**-40])
+        assert x.dtype == xp.float64 and float(x[1] - x[0]) == 2**-40
+        big = xp.asarray([2**62, -(2**62)])
+        assert big.dtype == xp.int64 and int(big[0] + 3) == 2**62 + 3
+        assert xp.arange(3).dtype == xp.int64
+        assert xp.zeros(2).dtype == xp.float64 and xp.ones(2, dtype=xp.complex128).dtype == xp.complex128
+        assert (xp.asarray([1, 2]) / 2).dtype == xp.float64
+        u = xp.asarray(np.array([2**63 + 5], dtype=np.uint64))
+        assert int(u[0]) == 2**63 + 5
+        assert not jax.config.jax_enable_x64 and jax.numpy.arange(2).dtype == np.int32  # the caller's own
 
 
 def test_index_results_have_the_default_index_dtype():
@@ -174,7 +177,8 @@ def test_jit_runs_jax_jit_dispatch_traced_once_when_compiled():
     assert f.trace_count == 3 and g.trace_count == 1  # a new static value and a new shape retrace
     for entry in [*f._cache.values(), *g._cache.values()]:
         # with donated arguments one Python check first computes a donated deferred transpose
-        fn = entry.fn.jitted if entry.donate else entry.fn
+        fn = entry.fn.fn  # the program, called with arrayx's 64-bit types on (executors/jax/x64.py)
+        fn = fn.jitted if entry.donate else fn
         assert isinstance(fn, type(jax.jit(abs))), type(fn)
         assert fn._cache_size() == 1  # the compile-time trace served the first call
     with xp.use_executor("numpy"):

@@ -4,18 +4,20 @@ Select it with ``arrayx.use_executor("jax")``, ``device="jax"`` (or
 ``"jax:cpu:0"``, ``"jax:gpu:0"``), or ``ARRAYX_EXECUTOR=jax``.
 
 64-bit types
-    JAX computes in 32 bits unless ``jax_enable_x64`` is set, and then turns
+    JAX computes in 32 bits unless ``jax_enable_x64`` is on, and then turns
     ``float64``/``int64`` requests into ``float32``/``int32`` *silently*.  arrayx
-    needs the standard's dtypes (float64 default float, int64 default index), so
-    the first time this executor is used (``_load``: the first array created on
-    it, ``arrayx.executors()``, ``__array_namespace_info__().devices()``) it
-    calls ``jax.config.update("jax_enable_x64", True)``.
-
-    That switch is process-wide: afterwards *other* JAX code in the same process
-    also gets 64-bit defaults (``jnp.array(1.0)`` is float64, ``jnp.arange(3)``
-    int64, random draws default to float64).  Arrays that code created earlier
-    keep their dtypes, and code that passes explicit dtypes is unaffected.  To
-    keep 32-bit defaults in your own JAX code, pass ``dtype=jnp.float32``.
+    needs the standard's dtypes (float64 default float, int64 default index), but
+    it never changes the process-wide setting: the setting has a value per thread,
+    and every call arrayx makes into JAX (eager operations, compiled graphs, the
+    transfers, ``xp``) turns the calling thread's on for that call and puts the
+    caller's back after (``x64.py``: where, and what it costs).  So the user's own
+    JAX code in the same process keeps its own defaults: ``jnp.asarray(numpy
+    float64)`` stays float32 and ``jnp.arange(3)`` int32 unless the user enabled
+    64 bits (``JAX_ENABLE_X64=1``, ``jax.config.update``, ``jax.enable_x64``).
+    A ``jax.Array`` the user gives arrayx keeps its dtype (``asarray`` of a
+    float32 one is float32); the buffers arrayx returns (``__dlpack__``,
+    ``numpy.asarray``) keep theirs; JAX code of the user's that computes on them
+    outside arrayx computes with the user's setting.
 
 Immutability
     ``jax.Array`` buffers cannot be written.  ``x[k] = v`` and ``x += y`` on an
@@ -83,12 +85,13 @@ from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked a
 from arrayx.core.executor import Device, Executor
 from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, linalg as _jax_linalg, nn as _nn, parallel as _parallel, random as _random
-from arrayx.executors.jax import sharding as _sharding
+from arrayx.executors.jax import sharding as _sharding, x64 as _x64
 from arrayx.executors.jax import permuted as _permuted, programs as _programs
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
     in_host_memory as _in_host_memory
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
+from arrayx.executors.jax.x64 import Scoped as _Scoped, in_x64 as _in_x64
 
 _INDEX = np.dtype("int64")
 
@@ -550,6 +553,11 @@ def _data_dependent_error(graph) -> NotImplementedError:
     )
 
 
+@_in_x64
+def _xla_flushes_subnormals() -> bool:
+    return bool(jnp.asarray(np.float64(5e-324)) * jnp.float64(1) == 0)
+
+
 #: cut a compiled graph that computes a LAPACK operand before that call (``programs.lapack_cut``)
 _CUT_BEFORE_LAPACK = True
 
@@ -600,7 +608,7 @@ class JaxExecutor(Executor):
     }
 
     #: eager ``x[3:7]``, ``x[:, 2]``, ``x[i]`` as one compiled program (executors/jax/indexing.py)
-    basic_index = staticmethod(_basic_index)
+    basic_index = staticmethod(_Scoped(_basic_index))
 
     def __init__(self) -> None:
         super().__init__()
@@ -612,7 +620,7 @@ class JaxExecutor(Executor):
     def _load(self):
         import jax
 
-        jax.config.update("jax_enable_x64", True)  # see the module docstring
+        _x64.load(jax)  # 64-bit types for arrayx's own calls only, not the process's (see the module docstring)
         if _config.get("ARRAYX_JAX_REUSE_MEMORY"):
             from arrayx.executors.common.heap import reuse_large_blocks
 
@@ -626,7 +634,7 @@ class JaxExecutor(Executor):
 
         _HOST_THREAD = ThreadPoolExecutor(1, thread_name_prefix="arrayx-jax-host")
         _HOST_THREAD.submit(int).result()  # its thread starts here, with the default floating-point mode
-        _XLA_FLUSHES = bool(jnp.asarray(np.float64(5e-324)) * jnp.float64(1) == 0)
+        _XLA_FLUSHES = _xla_flushes_subnormals()
         _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
                            jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
         self._jax = jax
@@ -640,9 +648,12 @@ class JaxExecutor(Executor):
                 pass
         self._devices = [Device(self.name, f"{d.platform}:{d.id}", d) for d in natives]
         self._by_native = {d.native: d for d in self._devices}
-        return jnp
+        return _x64.Namespace(jnp)  # ``xp``: jax.numpy, each function run with 64-bit types on
 
     def finish_impl(self, prim, fn):
+        return _Scoped(self._eager_impl(prim, fn))  # run with 64-bit types on (x64.py)
+
+    def _eager_impl(self, prim, fn):
         raw = fn
         fn = _Jitted(fn) if prim.name not in _EAGER_ONLY and self.jit_ops else fn
         if prim.name == "pow":
@@ -661,6 +672,8 @@ class JaxExecutor(Executor):
     def raw_impl(self, prim):
         """The jax.numpy implementation of ``prim`` without the per-op ``jax.jit`` of eager mode."""
         fn = self.impls.get(prim) or self.resolve(prim)
+        if fn.__class__ is _Scoped:
+            fn = fn.fn
         if isinstance(fn, _permuted.Deferring):
             return fn.raw
         if isinstance(fn, (_SameDtypeShares, _SquareForTwo)):
@@ -675,17 +688,25 @@ class JaxExecutor(Executor):
                              consts_of=lambda a: _plain(_buffer_for(self, a)))
 
     def compile(self, graph, donate_argnums: tuple = ()):
+        # traced and called with 64-bit types on: called without, jax.jit would trace it again in 32 bits
+        prev = _x64.swap(True)
+        try:
+            return _Scoped(self._compile(graph, donate_argnums))
+        finally:
+            _x64.restore(prev)
+
+    def _compile(self, graph, donate_argnums: tuple = ()):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
         # differentiated and batched it, so JAX only compiles
         if not donate_argnums:
             deferred = _programs.deferred_outputs(graph)
             if deferred is not None:  # outputs that are large transposes come out as Permuted
                 graph, axes_of = deferred
-                return _programs.PermutedOutputs(self.compile(graph), axes_of)
+                return _programs.PermutedOutputs(self._compile(graph), axes_of)
             if _CUT_BEFORE_LAPACK and not graph.consts:
                 cut = _lapack_cut(graph)
                 if cut is not None:
-                    return _programs.in_pieces(self.compile, graph, cut)
+                    return _programs.in_pieces(self._compile, graph, cut)
         lowered = self.lower(graph)
         jitted = self._jax.jit(lowered, donate_argnums=tuple(donate_argnums))
         # traced here on the graph's avals (jax keeps the trace for the first call), so a shape XLA
@@ -726,8 +747,15 @@ class JaxExecutor(Executor):
         # sharded over several devices: report the first, as JAX's own ``.device`` would refuse
         return self._by_native.get(sorted(natives, key=lambda d: d.id)[0], self._devices[0])
 
+    @_in_x64
     def to_device(self, buf, device: Device):
         return self._jax.device_put(_plain(buf), self._native(device, "to_device"))
+
+    @staticmethod
+    def scoped(fn):
+        """``fn`` called with 64-bit types on (x64.py): what runs a JAX program arrayx built outside this
+        class (``pmap``'s, ``shard_map``'s) goes through it."""
+        return _Scoped(fn)
 
     def _native(self, device: Device, fname: str):
         if device.executor != self.name or device.native is None:
@@ -740,9 +768,11 @@ class JaxExecutor(Executor):
             return out
         return self.xp.asarray(out)
 
+    @_in_x64
     def index_range(self, buf) -> tuple[int, int]:
         return super().index_range(_plain(buf))
 
+    @_in_x64
     def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
         native = None if device is None else self._native(device, "asarray")
         if copy is None and isinstance(obj, np.ndarray) and obj.flags.writeable:
@@ -754,6 +784,7 @@ class JaxExecutor(Executor):
             return self._jax.device_put(np.array(obj, copy=True, order="C"), native)
         return self.xp.asarray(obj, dtype=dtype, copy=copy, device=native)
 
+    @_in_x64
     def from_dlpack(self, obj, copy=None):
         if copy is None:
             copy = True  # a zero-copy import would alias a producer that may write in place later
@@ -768,12 +799,14 @@ class JaxExecutor(Executor):
                 raise
             return self.xp.array(np.asarray(obj), copy=True)
 
+    @_in_x64
     def to_host(self, buf) -> np.ndarray:
         return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
 
     def dlpack_buffer(self, buf):
         return _DLPackExport(_plain(buf))
 
+    @_in_x64
     def from_foreign(self, buf, source: Executor):
         """Copy ``buf`` of ``source`` here: DLPack when the source can export it, else via the host."""
         if source.name != "numpy":

@@ -30,6 +30,8 @@ import operator
 
 import numpy as np
 
+from arrayx.executors.jax import x64 as _x64
+
 #: a transpose of this many bytes or more is deferred (smaller ones cost less than the bookkeeping)
 MIN_BYTES = 1 << 20
 
@@ -145,7 +147,11 @@ class Permuted:
         """The transpose as a ``jax.Array`` (computed on the first call, then kept)."""
         full = self._full
         if full is None:
-            full = self._full = _TRANSPOSE(self.base, axes=self.axes)
+            prev = _x64.swap(True)  # with arrayx's 64-bit types (x64.py): this may run from outside arrayx's calls
+            try:
+                full = self._full = _TRANSPOSE(self.base, axes=self.axes)
+            finally:
+                _x64.restore(prev)
         return full
 
     def __array__(self, dtype=None, copy=None):
