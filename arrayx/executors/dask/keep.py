@@ -147,9 +147,15 @@ def compute(buf, compute_kwargs: dict) -> np.ndarray:
     import dask
 
     _READS["values"] += 1
-    if _max_bytes == 0 or hasattr(compute_kwargs.get("scheduler"), "scatter"):
+    scheduler = compute_kwargs.get("scheduler")
+    if hasattr(scheduler, "scatter"):
         # with a distributed Client the values live on the workers (placed blocks, shardings):
-        # keeping them here would pull them into this process, so nothing is kept there
+        # keeping them here would pull them into this process, so nothing is kept there; a read
+        # of lost data raises (dask.cluster) instead of waiting for ever
+        from arrayx.executors.dask.cluster import gather
+
+        return np.asarray(gather(scheduler, [buf])[0])
+    if _max_bytes == 0:
         return np.asarray(buf.compute(**compute_kwargs))
     keep = _with_siblings(_needed_whole(buf), buf)
     self_too = _worth_keeping(buf)
@@ -269,7 +275,13 @@ def chunk_sizes(buf, compute_kwargs: dict) -> tuple:
         return sizes
     shapes = buf.map_blocks(_block_shape, dtype=np.int64, new_axis=buf.ndim,
                             chunks=tuple(len(c) * (1,) for c in buf.chunks) + ((buf.ndim,),))
-    results = dask.compute(shapes, *keep, **compute_kwargs)
+    scheduler = compute_kwargs.get("scheduler")
+    if hasattr(scheduler, "scatter"):  # nothing kept on a cluster; lost data raises (dask.cluster)
+        from arrayx.executors.dask.cluster import gather
+
+        results = gather(scheduler, [shapes, *keep], "size of a Dask array")
+    else:
+        results = dask.compute(shapes, *keep, **compute_kwargs)
     for a, values in zip(keep, results[1:]):
         _keep(a, np.asarray(values))
     _rebase_live([a.name for a in keep])
