@@ -29,11 +29,25 @@ own memory, so NumPy views of it see it then).  ``lazy()`` entered while another
 transform is tracing (inside ``jit``, ``grad``, ``vmap``) does nothing: the
 values are already staged.  A nested ``lazy()`` joins the enclosing one.
 
+Failures: when the recorded operations fail to compile or run (an error, a MemoryError,
+Ctrl-C), every array written in place whose write was part of that run gets back the value it
+had before the run (the writes of earlier runs stay), values made by the run say so when read,
+and the failure is raised; when the block itself raised, its exception is raised with the run's
+failure in a note (a Ctrl-C during the run is raised instead, chained to the block's exception).
+
+Threads, generators, scalars: a scope records the operations of the thread that entered it, and
+only while the code that entered it runs: a generator (or coroutine) suspended inside a scope
+leaves its caller computing eagerly (values it yielded compute when the caller reads them).
+Another thread that reads an array this scope wrote in place sees the value from before the
+scope; a value made inside the scope and read from another thread is computed then.  A Python
+scalar whose value changes between runs of the same recorded operations (a learning-rate
+schedule) becomes an input of the compiled program, as a scalar argument of ``jit`` does: one
+more compile, not one per value; scalars that keep their value stay written in the program.
+
 Limits: an operand is read when the graph runs, so memory written behind arrayx's back in
 between (through a NumPy view of a numpy/numba array) is seen then, not at the operation; a
-recorded value belongs to the thread (context) whose scope recorded it; a scope that never
-reads runs its operations in pieces of :data:`MAX_PENDING`.  Creation functions (no array
-operand) and operations whose result size depends on values run at once.
+scope that never reads runs its operations in pieces of :data:`MAX_PENDING`.  Creation
+functions (no array operand) and operations whose result size depends on values run at once.
 
 >>> import arrayx as ax
 >>> x = ax.linspace(0, 1, 5)
@@ -47,7 +61,9 @@ operand) and operations whose result size depends on values run at once.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
+import traceback
 import weakref
 from collections import OrderedDict
 
@@ -57,7 +73,7 @@ from arrayx.api._array import Array
 from arrayx.core.graph import Equation, Graph, Literal, Var, dce
 from arrayx.core.keys import exact_key
 from arrayx.core.primitives import _TRACE, Trace
-from arrayx.core.tracers import Tracer, abstract_eval, aval_of, bind_with
+from arrayx.core.tracers import ShapeDtypeStruct, Tracer, abstract_eval, aval_of, bind_with
 from arrayx.transforms.staging import StagingState
 
 __all__ = ["lazy", "LazyTracer", "LazyTrace", "stats"]
@@ -69,19 +85,25 @@ CACHE_SIZE = 256
 MAX_PENDING = 512
 
 _CACHE: OrderedDict = OrderedDict()
+#: structure of a graph -> (the scalar literals of its first run, the positions seen to change since)
+_SCALARS: OrderedDict = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 
 #: counters (tests and benchmarks read them): graphs run, programs compiled, operations recorded
 stats = {"runs": 0, "compiles": 0, "recorded": 0}
 
+# code flags of the frames that can be suspended with a scope open in them
+_SUSPENDABLE = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine, async generator
+
 
 class LazyState(StagingState):
-    __slots__ = ("ex", "device")
+    __slots__ = ("ex", "device", "failure")
 
     def __init__(self, trace, var: Var, ex, device):
         super().__init__(trace, var)
         self.ex = ex
         self.device = device
+        self.failure = None  # why the run that was to compute this value failed
 
 
 class LazyTracer(Tracer):
@@ -94,18 +116,32 @@ class LazyTracer(Tracer):
     __slots__ = ()
 
     def _force(self, what: str) -> Array:
-        state = self._buf
-        trace = state.trace
-        if not trace.alive:
-            raise RuntimeError(f"{what}: a value recorded by arrayx.lazy() was not computed when its scope "
-                               f"ended (the scope failed); recompute it")
-        trace.flush()
-        if self.__class__ is LazyTracer:  # pragma: no cover - flush materialises every live value
-            raise RuntimeError(f"{what}: arrayx.lazy() could not compute this value")
-        return self
+        while True:
+            state = self._buf
+            if not isinstance(state, LazyState):  # computed (or written again) by another thread meanwhile
+                return _wrapper(state, self._ex)
+            trace = state.trace
+            with trace.lock:
+                if self._buf is not state:
+                    continue
+                if trace.thread != threading.get_ident():
+                    # another thread: an array from before the scope reads as it was then
+                    before = trace.before_of(self)
+                    if before is not None:
+                        return _wrapper(*before)
+                if state.failure is None and trace.alive:
+                    trace.flush()
+                if self.__class__ is LazyTracer:
+                    raise RuntimeError(
+                        f"{what}: a value recorded by arrayx.lazy() was not computed: "
+                        f"{state.failure or 'its scope ended without running it'}; recompute it")
+            return self
 
     def _concrete(self, what: str) -> Array:
         return self._force(what)
+
+    #: how eager code of another thread (or of a generator's caller) reads it (core.primitives.eval_eager)
+    _read_outside = _force
 
     # the executor and device of the recorded value, known without computing
     @property
@@ -157,6 +193,13 @@ class LazyTracer(Tracer):
         return self._force("item").item(*args)
 
 
+def _wrapper(buf, ex) -> Array:
+    new = Array.__new__(Array)
+    new._buf = buf
+    new._ex = ex
+    return new
+
+
 class _Pending:
     """The operations recorded on one executor since its last run."""
 
@@ -169,29 +212,41 @@ class _Pending:
         self.const_vars: dict = {}  # id(array) -> Var
         self.const_values: list = []  # (Var, array, its buffer): keeps each array alive (its id stays unique)
         self.tracked: list = []  # weak references to the arrays that may hold a recorded value
-        self.written: list = []  # (array, its buffer and executor before an in-place write in the scope)
+        # id(array) -> (array, its buffer and executor before its first in-place write since the last run)
+        self.written: dict = {}
 
 
 class LazyTrace(Trace):
-    """Records every primitive on arrays; ``flush`` runs what was recorded."""
+    """Records every primitive on arrays; ``flush`` runs what was recorded.
 
-    __slots__ = ("pending", "depth", "running")
+    It records for one thread, and (when its scope was entered in a generator or coroutine) only
+    while that frame runs; other code that finds it current hands its operations to ``outer``.
+    """
 
-    def __init__(self):
+    __slots__ = ("pending", "depth", "running", "lock", "thread", "frame", "outer")
+
+    def __init__(self, outer=None, frame=None):
         super().__init__(None, "arrayx.lazy()")
         self.pending: dict = {}  # executor -> _Pending
         self.depth = 0
         self.running = False
+        self.lock = threading.RLock()  # another thread may compute a value recorded here
+        self.thread = threading.get_ident()
+        self.frame = frame  # the generator/coroutine frame the scope is open in, or None
+        self.outer = outer  # the trace current before this scope (None, or a suspended scope)
+
+    def active(self) -> bool:
+        """Whether the running code is the code this scope records."""
+        if not self.alive or self.thread != threading.get_ident():
+            return False
+        frame = self.frame
+        return frame is None or frame.f_back is not None  # a suspended frame has no caller
 
     # -- recording ------------------------------------------------------------------------------
     def _pending_of(self, args, params):
         for a in args:
             if a.__class__ is LazyTracer:
-                state = a._buf
-                if state.trace is not self:
-                    raise RuntimeError("arrayx.lazy(): a value recorded by a finished lazy() scope reached "
-                                       "another one; it was not computed")
-                return self.pending[state.ex]
+                return self.pending[a._buf.ex]
         for a in args:
             if isinstance(a, Array):  # concrete (other tracers never reach this trace)
                 ex = a._ex
@@ -201,7 +256,22 @@ class LazyTrace(Trace):
                 return p
         return None
 
+    def _own(self, args, what: str):
+        """``args`` with the values of other lazy() scopes (a suspended generator's) computed."""
+        for a in args:
+            if a.__class__ is LazyTracer and a._buf.trace is not self:
+                return tuple(a._force(what) if a.__class__ is LazyTracer and a._buf.trace is not self else a
+                             for a in args)
+        return args
+
     def process_primitive(self, prim, args, params):
+        if not self.active():
+            return bind_with(self.outer, prim, self._outside(args, prim.name), params)
+        with self.lock:
+            args = self._own(args, prim.name)
+            return self._record(prim, args, params)
+
+    def _record(self, prim, args, params):
         p = self._pending_of(args, params) if args else None
         if p is None or prim.data_dependent is not None or getattr(prim, "effectful", False) \
                 or self.running:
@@ -250,46 +320,79 @@ class LazyTrace(Trace):
         return t
 
     def process_call(self, prim, args, params):
+        if not self.active():
+            return bind_with(self.outer, prim, self._outside(args, prim.name), params)
         # jit calls, control flow, custom rules: run now (compiled where they are) on computed operands
-        return bind_with(None, prim, self._computed(args), params)
+        with self.lock:
+            return bind_with(None, prim, self._computed(self._own(args, prim.name)), params)
 
     def _computed(self, args):
         if any(a.__class__ is LazyTracer for a in args):
             self.flush()
         return args
 
+    @staticmethod
+    def _outside(args, what: str):
+        """``args`` as code this scope does not record sees them (values of lazy() scopes computed)."""
+        return tuple(a._force(what) if a.__class__ is LazyTracer else a for a in args)
+
     def remember(self, x) -> None:
         """``x`` is about to hold a recorded value (an in-place write): keep it computed at the next run."""
-        if x.__class__ is LazyTracer:
-            p = self.pending.get(x._buf.ex)
-        else:
-            p = self.pending.get(x._ex)
-            if p is not None and x.__class__ is Array:
-                p.written.append((x, x._buf, x._ex))
-        if p is not None:
-            p.tracked.append(weakref.ref(x))
+        with self.lock:
+            if x.__class__ is LazyTracer:
+                p = self.pending.get(x._buf.ex)
+            else:
+                p = self.pending.get(x._ex)
+                if p is not None and x.__class__ is Array:
+                    p.written.setdefault(id(x), (x, x._buf, x._ex))
+            if p is not None:
+                p.tracked.append(weakref.ref(x))
+
+    def before_of(self, x):
+        """(buffer, executor) ``x`` had before this scope's pending write into it, or None."""
+        for p in self.pending.values():
+            entry = p.written.get(id(x))
+            if entry is not None and entry[0] is x:
+                return entry[1], entry[2]
+        return None
 
     # -- running --------------------------------------------------------------------------------
     def flush(self) -> None:
-        """Run every pending graph; each live recorded array becomes a concrete one."""
-        if self.running:
-            return
-        self.running = True
-        token = _TRACE.set(None)  # the executors' compiled graphs run eagerly
-        try:
-            pending, self.pending = self.pending, {}
-            for p in pending.values():
-                if p.equations:
-                    _run(self, p)
-        finally:
-            _TRACE.reset(token)
-            self.running = False
+        """Run every pending graph; each live recorded array becomes a concrete one.  When a run
+        fails, its arrays written in place get their values back, the graphs of other executors
+        stay pending, and the failure is raised."""
+        with self.lock:
+            if self.running:
+                return
+            self.running = True
+            token = _TRACE.set(None)  # the executors' compiled graphs run eagerly
+            try:
+                pending, self.pending = self.pending, {}
+                items = list(pending.items())
+                for k, (ex, p) in enumerate(items):
+                    if p.equations:
+                        try:
+                            _run(self, p)
+                        except BaseException:
+                            for ex2, p2 in items[k + 1:]:  # not run: recorded still
+                                self.pending.setdefault(ex2, p2)
+                            raise
+            finally:
+                _TRACE.reset(token)
+                self.running = False
 
     def finish(self, outs=None):
-        try:
-            self.flush()
-        finally:
-            self.alive = False
+        with self.lock:
+            try:
+                self.flush()
+            except BaseException as e:
+                for p in self.pending.values():  # what the failure left unrun is lost with the scope
+                    _abandon(self, p, _live(self, p), e)
+                self.pending = {}
+                raise
+            finally:
+                self.alive = False
+                self.frame = None
         return outs
 
 
@@ -307,14 +410,12 @@ def _same_dtype_astype(trace: LazyTrace, p: _Pending, args, params):
             return trace._new(p, a._buf.var)
         return None
     if a.__class__ is Array and a.dtype == params.get("dtype"):
-        new = Array.__new__(Array)
-        new._buf = a._buf
-        new._ex = a._ex
-        return new
+        return _wrapper(a._buf, a._ex)
     return None
 
 
-def _run(trace: LazyTrace, p: _Pending) -> None:
+def _live(trace: LazyTrace, p: _Pending) -> list:
+    """The arrays of ``p`` that still hold one of its recorded values, each once."""
     seen = set()
     live = []
     for ref in p.tracked:
@@ -322,8 +423,38 @@ def _run(trace: LazyTrace, p: _Pending) -> None:
         if x is not None and x.__class__ is LazyTracer and x._buf.trace is trace and id(x) not in seen:
             seen.add(id(x))
             live.append(x)
+    return live
+
+
+def _abandon(trace: LazyTrace, p: _Pending, live: list, error: BaseException) -> None:
+    """The run of ``p`` failed with ``error``: arrays written in place get their values from before it
+    back; every other value it was to compute says why it was not."""
+    why = f"running the operations recorded by this arrayx.lazy() scope failed with " \
+          f"{traceback.format_exception_only(type(error), error)[-1].strip()}"
+    for x in live:
+        if x.__class__ is not LazyTracer:
+            continue
+        entry = p.written.get(id(x))
+        if entry is not None and entry[0] is x:
+            x._ex = entry[2]
+            x._buf = entry[1]
+            x.__class__ = Array
+        else:
+            x._buf.failure = why
+
+
+def _run(trace: LazyTrace, p: _Pending) -> None:
+    live = _live(trace, p)
     if not live:
         return
+    try:
+        _compute(trace, p, live)
+    except BaseException as e:
+        _abandon(trace, p, live, e)
+        raise
+
+
+def _compute(trace: LazyTrace, p: _Pending, live: list) -> None:
     outvars = []
     index = {}
     for x in live:
@@ -331,44 +462,82 @@ def _run(trace: LazyTrace, p: _Pending) -> None:
         if v not in index:
             index[v] = len(outvars)
             outvars.append(v)
-    graph, consts, key = _closed_graph(p, outvars)
-    fn = None
-    if key is not None:
-        with _CACHE_LOCK:
-            fn = _CACHE.get(key)
-            if fn is not None:
-                _CACHE.move_to_end(key)
-    if fn is None:
-        fn = p.ex.compile(graph)
-        stats["compiles"] += 1
-        if key is not None:
-            with _CACHE_LOCK:
-                _CACHE[key] = fn
-                while len(_CACHE) > CACHE_SIZE:
-                    _CACHE.popitem(last=False)
-    bufs = fn(*consts)
-    stats["runs"] += 1
+    graph, consts, key, scalars = _closed_graph(p, outvars)
     ex = p.ex
+    fn, lifted = _program(ex, graph, key, scalars)
+    bufs = fn(*consts, *(ex.asarray(scalars[k][2]) for k in lifted))
+    stats["runs"] += 1
     atype = ex.array_type
     bufs = [b if b.__class__ is atype else ex.coerce(b) for b in bufs]
     # arrays written in place that existed before: on executors written in place, into their memory
-    keep = {}
-    for x, buf, old_ex in p.written:
-        keep.setdefault(id(x), (buf, old_ex))
     for x in live:
         new = bufs[index[x._buf.var]]
-        old = keep.get(id(x))
-        if old is not None and old[1] is ex and ex.mutable and isinstance(old[0], np.ndarray) \
-                and old[0].flags.writeable and old[0].shape == new.shape and old[0].dtype == new.dtype:
-            np.copyto(old[0], np.array(new, copy=True) if np.may_share_memory(old[0], new) else new)
-            new = old[0]
-        x.__class__ = Array
-        x._buf = new
+        old = p.written.get(id(x))
+        if old is not None and old[0] is x and old[2] is ex and ex.mutable and isinstance(old[1], np.ndarray) \
+                and old[1].flags.writeable and old[1].shape == new.shape and old[1].dtype == new.dtype:
+            np.copyto(old[1], np.array(new, copy=True) if np.may_share_memory(old[1], new) else new)
+            new = old[1]
+        # buffer first, class last: another thread reading meanwhile sees one value or the other
         x._ex = ex
+        x._buf = new
+        x.__class__ = Array
+
+
+def _program(ex, graph: Graph, key, scalars: list):
+    """The compiled program for ``graph`` and the positions (in ``scalars``) of the scalar literals it
+    takes as inputs: the ones seen to change between runs of graphs of the same structure ``key``."""
+    if key is None:  # unhashable params: compiled for this run only
+        stats["compiles"] += 1
+        return ex.compile(graph), ()
+    values = tuple(exact_key(v) for _, _, v in scalars)
+    with _CACHE_LOCK:
+        seen = _SCALARS.get(key)
+        if seen is None:
+            lifted = ()
+            _SCALARS[key] = (values, lifted)
+            while len(_SCALARS) > CACHE_SIZE:
+                _SCALARS.popitem(last=False)
+        else:
+            _SCALARS.move_to_end(key)
+            first, lifted = seen
+            if first != values:
+                changed = {k for k, (a, b) in enumerate(zip(first, values)) if a != b}
+                if not changed.issubset(lifted):
+                    lifted = tuple(sorted(changed.union(lifted)))
+                    _SCALARS[key] = (first, lifted)
+        full_key = (key, lifted, tuple(v for k, v in enumerate(values) if k not in lifted))
+        fn = _CACHE.get(full_key)
+        if fn is not None:
+            _CACHE.move_to_end(full_key)
+            return fn, lifted
+    fn = ex.compile(_with_scalar_inputs(graph, scalars, lifted) if lifted else graph)
+    stats["compiles"] += 1
+    with _CACHE_LOCK:
+        _CACHE[full_key] = fn
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return fn, lifted
+
+
+def _with_scalar_inputs(graph: Graph, scalars: list, lifted) -> Graph:
+    """``graph`` with the scalar literals at ``lifted`` turned into 0-d inputs after its own."""
+    equations = list(graph.equations)
+    extra = []
+    for k in lifted:
+        e, i, value = scalars[k]
+        var = Var(ShapeDtypeStruct((), value.dtype))
+        extra.append(var)
+        eqn = equations[e]
+        inputs = list(eqn.inputs)
+        inputs[i] = var
+        equations[e] = Equation(eqn.prim, tuple(inputs), eqn.params, eqn.outputs)
+    return Graph((*graph.inputs, *extra), (), (), equations, graph.outputs, device=graph.device)
 
 
 def _closed_graph(p: _Pending, outvars: list):
-    """(Graph whose inputs are the constants, the constant arrays, structural cache key or None)."""
+    """(Graph whose inputs are the constants, the constant arrays, structural cache key or None, the
+    NumPy scalar literals as (equation index, operand index, value)).  The key holds each such
+    scalar's dtype, not its value: the caller decides which values the program is compiled for."""
     graph = dce(Graph((), [v for v, _, _ in p.const_values], [b for _, _, b in p.const_values], p.equations,
                       outvars, device=p.device))
     consts = list(graph.consts)
@@ -377,14 +546,18 @@ def _closed_graph(p: _Pending, outvars: list):
     for v in graph.inputs:
         number[v] = len(number)
     parts = [p.ex.name, p.device.label, tuple((v.aval.shape, v.aval.dtype.str, v.aval.weak_type) for v in graph.inputs)]
+    scalars = []
     try:
-        for eqn in graph.equations:
+        for e, eqn in enumerate(graph.equations):
             ins = []
-            for a in eqn.inputs:
+            for i, a in enumerate(eqn.inputs):
                 if a.__class__ is Var:
                     ins.append(number[a])
                 elif a is None:
                     ins.append(None)
+                elif isinstance(a.value, np.generic) and a.value.dtype.kind in "biufc":
+                    scalars.append((e, i, a.value))
+                    ins.append(("scalar", a.value.dtype.str))
                 else:
                     ins.append(("lit", exact_key(a.value)))
             for v in eqn.outputs:
@@ -395,11 +568,8 @@ def _closed_graph(p: _Pending, outvars: list):
         key = tuple(parts)
         hash(key)
     except (TypeError, KeyError):
-        key = None  # unhashable params: compiled for this run only
-    return graph, consts, key
-
-
-_LOCAL = threading.local()
+        key = None
+    return graph, consts, key, scalars
 
 
 class lazy(contextlib.ContextDecorator):
@@ -409,7 +579,7 @@ class lazy(contextlib.ContextDecorator):
     device reads compute nothing; reading a value (``float``, ``bool``, ``numpy.asarray``, ...)
     or leaving the scope runs everything recorded as one compiled graph on its executor.  The
     module docstring (``arrayx.transforms.laziness``) lists what computes and what stays
-    recorded.
+    recorded.  Each thread, and each call of a decorated function, has its own scope.
 
     >>> import arrayx as ax
     >>> @ax.lazy()
@@ -420,33 +590,76 @@ class lazy(contextlib.ContextDecorator):
     """
 
     def __init__(self):
-        self._tokens: list = []
+        self._local = threading.local()  # this thread's open scopes of this object: (token, trace)
+
+    def _recreate_cm(self):
+        return lazy()  # each call of a decorated function: its own scope
 
     def __enter__(self):
+        stack = self._local.__dict__.setdefault("stack", [])
         current = _TRACE.get()
-        if current is None:
-            trace = LazyTrace()
-            self._tokens.append((_TRACE.set(trace), trace))
-        elif isinstance(current, LazyTrace):
+        while isinstance(current, LazyTrace) and not current.alive:
+            current = current.outer
+        if current is None or isinstance(current, LazyTrace) and not current.active():
+            trace = LazyTrace(current, _suspendable_frame(sys._getframe(1)))
+            stack.append((_TRACE.set(trace), trace))
+        elif isinstance(current, LazyTrace):  # nested: joins the scope that records
             current.depth += 1
-            self._tokens.append((None, current))
+            stack.append((None, current))
         else:  # inside jit/grad/vmap: values are staged already
-            self._tokens.append((None, None))
+            stack.append((None, None))
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        token, trace = self._tokens.pop()
+        token, trace = self._local.stack.pop()
         if trace is None:
             return False
         if token is None:  # nested: the outer scope runs the graph
             trace.depth -= 1
             return False
-        _TRACE.reset(token)
-        if exc_type is None:
+        _leave(token, trace)
+        try:
             trace.finish()
-        else:
-            try:
-                trace.finish()
-            except Exception:  # noqa: BLE001 - the block's own exception is the one to see
-                pass
+        except BaseException as failure:
+            if exc is None or failure is exc:
+                raise
+            if not isinstance(failure, Exception) and isinstance(exc, Exception):
+                raise  # Ctrl-C while the graph ran: raised, with the block's exception as its context
+            _attach(exc, failure)
         return False
+
+
+def _suspendable_frame(frame):
+    """The innermost generator or coroutine frame running ``frame`` (it or a caller), or None."""
+    while frame is not None:
+        if frame.f_code.co_flags & _SUSPENDABLE:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _leave(token, trace: LazyTrace) -> None:
+    """Make the trace current before ``trace``'s scope current again (where it still is current:
+    scopes of generators may close out of order)."""
+    if _TRACE.get() is not trace:
+        return
+    try:
+        _TRACE.reset(token)
+    except ValueError:  # left in another context than the one it was entered in
+        _TRACE.set(trace.outer)
+    current = _TRACE.get()
+    if isinstance(current, LazyTrace) and not current.alive:
+        while isinstance(current, LazyTrace) and not current.alive:
+            current = current.outer
+        _TRACE.set(current)
+
+
+def _attach(exc: BaseException, failure: BaseException) -> None:
+    """The block raised ``exc`` and then running what it recorded failed: ``exc`` is raised, with
+    the failure in a note."""
+    note = ("arrayx.lazy(): running the operations recorded in this scope then failed too: "
+            + "".join(traceback.format_exception(type(failure), failure, failure.__traceback__)).rstrip())
+    add_note = getattr(exc, "add_note", None)
+    if add_note is None:  # Python 3.10: no notes; raise the failure, caused by the block's exception
+        raise failure from exc
+    add_note(note)
