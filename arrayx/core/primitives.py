@@ -268,7 +268,7 @@ def eval_eager(prim: Primitive, args: tuple, params: dict):
                 return eval_eager(prim, moved, params)
             append(a._buf)
         elif isinstance(a, Array):
-            raise _escaped_tracer(prim.name, a)
+            return eval_eager(prim, _read_outside(prim.name, args), params)
         else:
             append(a)
     if ex is None:
@@ -460,6 +460,21 @@ class _TracerExecutor:
 
 
 _TRACER_EXECUTOR = _TracerExecutor()
+
+
+def _read_outside(fname, args) -> tuple:
+    """``args`` with each tracer that has a value for code outside its transform replaced by it (an
+    ``arrayx.lazy()`` value read from another thread or a suspended generator's caller:
+    ``_read_outside``); any other tracer escaped its transform: raises."""
+    out = []
+    for a in args:
+        if isinstance(a, Array) and a.__class__ is not Array:
+            read = getattr(a, "_read_outside", None)
+            if read is None:
+                raise _escaped_tracer(fname, a)
+            a = read(fname)
+        out.append(a)
+    return tuple(out)
 
 
 def _escaped_tracer(fname, tracer):
