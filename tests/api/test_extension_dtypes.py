@@ -306,6 +306,22 @@ def test_dask_chunks_accumulate_in_float32():
         xd.set_chunks(saved)
 
 
+@pytest.mark.parametrize("name", EXT)
+def test_numba_runs_them_on_numpy(name):
+    # no Numba kernel takes a 16-bit float: the executor says so, and runs NumPy's (widened) functions
+    pytest.importorskip("numba", reason="the Numba executor needs numba")
+    from arrayx.core.executor import get
+
+    ex = get("numba")
+    if not ex.available():
+        pytest.skip(f"the Numba executor is unavailable: {ex.unavailable_reason}")
+    big = np.ones(1 << 22, dtype=getattr(xp, name))
+    assert f"dtype {name} is not run natively" in ex.explain("exp", big)
+    assert f"dtype {name} is not run natively" in ex.explain("add", big, big)
+    with xp.use_executor("numba"):
+        assert float(xp.sum(xp.asarray(big[:4096]))) == 4096.0
+
+
 def test_bfloat16_is_loaded_on_first_use():
     # ml_dtypes takes ~0.5 s to import: ``import arrayx`` leaves it alone
     code = (

@@ -8,7 +8,7 @@ functions, ``where``, ``clip`` and the reductions ``sum``/``prod``/``mean``/``va
 - the array has at least ``thresholds[kind]`` elements (below that NumPy is faster: a parallel
   launch costs tens of microseconds),
 - its dtype is one the kernel handles (bool, integers, float32, float64 as the operation
-  allows; complex always goes to NumPy), and
+  allows; complex, float16 and bfloat16 always go to NumPy, as in jit's fused regions), and
 - the operands are C-contiguous and of equal shape, or one is a scalar (anything else, such as
   general broadcasting, goes to NumPy), and
 - a reduction has its own threshold where its layout makes NumPy's pass cheap or costly: a sum or

@@ -176,11 +176,21 @@ def _reshape(x, shape, copy=None):
 
 
 def _sum(x, axis=None, dtype=None, keepdims=False):
+    if dtype is not None and dtype.itemsize == 2 and _narrow.is_narrow(dtype):  # float16/bfloat16: in float32
+        return np.add.reduce(x, axis=axis, dtype=_F32, keepdims=keepdims).astype(dtype)
     return np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def _prod(x, axis=None, dtype=None, keepdims=False):
+    if dtype is not None and dtype.itemsize == 2 and _narrow.is_narrow(dtype):
+        return np.multiply.reduce(x, axis=axis, dtype=_F32, keepdims=keepdims).astype(dtype)
     return np.multiply.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+_F32 = np.dtype(np.float32)
+#: the accumulating functions computed in float32 for float16/bfloat16 by a wrapper
+#: (common/narrow_floats.py); ``sum`` and ``prod`` test for it themselves, above
+_WIDENED = frozenset(_narrow.WIDENED) - {"sum", "prod"}
 
 
 def _clip(x, lo=None, hi=None):
@@ -262,14 +272,16 @@ class NumpyExecutor(Executor):
         return xp
 
     def finish_impl(self, prim, fn):
-        # float16/bfloat16 sums, products and contractions accumulate in float32 (common/narrow_floats.py)
-        return _narrow.widened(fn) if prim.name in _narrow.WIDENED else fn
+        # float16/bfloat16 moments, running sums and contractions accumulate in float32 (common/narrow_floats.py)
+        if prim.name not in _WIDENED:
+            return fn
+        return _narrow.widened_pair(fn) if prim.name == "matmul" else _narrow.widened(fn)
 
     def resolve_large(self, prim):
         """``resolve(prim)``'s function writing its result into a pooled buffer (ufuncs and matmul;
         other functions as they are): what the eager paths and jit call where a result may be large."""
         fn = self.impls.get(prim) or self.resolve(prim)
-        narrow = prim.name in _narrow.WIDENED
+        narrow = prim.name in _WIDENED
         if narrow:
             fn = fn.__wrapped__  # pooled below, then widened again
         if fn is _power:  # a ufunc in all but class: pooled like np.power
@@ -279,7 +291,7 @@ class NumpyExecutor(Executor):
         else:
             fn = _buffer_pool.pooled(fn, self.buffer_pool)
         if narrow:
-            fn = _narrow.widened(fn)
+            fn = _narrow.widened_pair(fn) if prim.name == "matmul" else _narrow.widened(fn)
         self.large_impls[prim] = fn
         return fn
 
