@@ -14,7 +14,7 @@ round, the GIL released) until ``counter[0] >= target`` or the rounds run out.  
 its kernel, waits so for the other threads' last chunks, for ``CALLER_SPIN_US`` (an eager kernel) or
 ``SPIN_US`` (a fused program's region, ``patient``), then sleeps in short steps (counted in
 ``Team.stalls``); a worker, after a job, watches the job counter so for about ``SPIN_US`` before it
-sleeps on the condition variable.  A sleeping thread
+sleeps on its bell (below).  A sleeping thread
 costs a wake-up (~50 us here) that back-to-back calls, and the regions of one jitted call, then
 do not pay.  ``wait_until`` is one loop of LLVM IR compiled by llvmlite (~8 ms, once per process)
 and called through ctypes, which releases the GIL: no Numba function to compile or cache.
@@ -26,16 +26,28 @@ fresh array (a worker may still hold an old job's: reused counters would count i
 another job).  Workers drop their references to a job's buffers as soon as they leave the kernel
 (the buffer pool hands a buffer out again only when nothing else references it).
 
-After a fork the child has none of the parent's threads, and a lock one of them held (a worker
-taking its next job) would stay held for good: in the child every Team, including the ones compiled
-regions keep, gets new locks and hands its callers to a new team made on first use (``run``), and
-the module's own locks are new.
+A caller takes no lock: it may be the main thread, where Ctrl-C raises KeyboardInterrupt at any
+bytecode, and a lock acquired by Python code (``threading.Condition``'s ``__enter__`` is Python) can
+be left held by an exception raised between the acquire and the ``with`` block (that leaked lock
+hung every later call).  So publishing a job is single steps that each either happen or not: store
+the job, store its number (``next`` of an ``itertools.count``), release the bell of each worker
+registered as asleep.  A worker's bell is a plain lock it holds while awake; to sleep it registers
+the bell, checks the job number again (a job published before the registration is seen here, one
+published after it rings the bell) and blocks acquiring it.  A ring that finds the worker awake
+only makes its next sleep return at once, to check again; a second ring of an open bell is a
+RuntimeError the caller ignores.  An interrupted caller leaves at worst a job that workers finish
+(its buffers alive while they use them) or a worker asleep until the next call rings it.
+
+After a fork the child has none of the parent's threads: in the child every Team, including the
+ones compiled regions keep, hands its callers to a new team made on first use (``run``), and the
+module's own locks are new.
 
 Importing this module imports Numba (the kernels import it; ``numba.fusion.run`` on first run).
 """
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import platform
 import threading
@@ -191,35 +203,39 @@ class Team:
         self.caller_spin = int(min(spin_us, CALLER_SPIN_US) * per_us)  # a caller waiting for the last chunks
         #: calls whose caller, after its own chunks, waited past ``CALLER_SPIN_US`` and slept
         self.stalls = 0
-        self._cv = threading.Condition(threading.Lock())
-        self._job = None  # (kernel, claims, args) of the newest call
-        self._jobs = np.zeros(1, np.int64)  # jobs published, where spinning workers watch it
+        self._job: list = []  # [kernel, claims, args] of the newest call; emptied when its caller returns
+        self._jobs = np.zeros(1, np.int64)  # number of the newest job published, where workers watch it
         self._jobs_address = self._jobs.ctypes.data
-        self._sleeping = 0  # workers waiting on _cv (notified only when some are)
+        self._published = itertools.count(1)  # job numbers (next() is one step: no lock)
+        self._bells: dict[int, threading.Lock] = {}  # worker index -> its bell, while it sleeps
         self.failures: list[str] = []  # what a worker's kernel call raised (none is expected)
         self._pid = os.getpid()  # the process whose threads serve it (a fork child's team has none)
         self._successor: Team | None = None  # in a fork child: the team that runs this one's calls
         _every_team.add(self)
         for i in range(size - 1):
-            threading.Thread(target=self._serve, name=f"arrayx-fused-{i}", daemon=True).start()
+            threading.Thread(target=self._serve, args=(i,), name=f"arrayx-fused-{i}", daemon=True).start()
 
-    def _serve(self) -> None:
+    def _serve(self, index: int) -> None:
         seen = 0
-        cv, jobs = self._cv, self._jobs
+        jobs, bells = self._jobs, self._bells
+        bell = threading.Lock()  # held while this worker is awake; a caller releases it to wake it
+        bell.acquire()
         while True:
             if self.spin:
                 wait_until(self._jobs_address, seen + 1, self.spin)  # a job that comes soon starts at once
-            with cv:
-                while jobs[0] == seen:
-                    self._sleeping += 1
-                    cv.wait()
-                    self._sleeping -= 1
-                seen = int(jobs[0])
-                job = self._job
-            if job is None:
+            while jobs[0] == seen:
+                bells[index] = bell  # asleep from here on: a caller that publishes a job now rings it
+                if jobs[0] == seen:  # (a job published before that is seen here instead)
+                    bell.acquire()  # returns at once after a ring that found it awake: checked again
+                bells.pop(index, None)
+            seen = int(jobs[0])
+            job = self._job
+            try:
+                kernel, claims, args = job
+            except ValueError:  # emptied: its caller is done with it
                 continue
-            kernel, claims, args = job
-            del job
+            finally:
+                del job
             try:
                 kernel(claims, *args)
             except BaseException as e:  # the caller finishes the chunks left; keep the team alive
@@ -227,10 +243,9 @@ class Team:
             del kernel, claims, args  # no buffer of this job kept alive while waiting
 
     def _forked(self) -> None:
-        """In a fork child: new locks (a parent thread may have held one), no job, no workers."""
-        self._cv = threading.Condition(threading.Lock())
-        self._job = None
-        self._sleeping = 0
+        """In a fork child: no job, no workers (their bells are gone with them)."""
+        self._job = []
+        self._bells = {}
         self._successor = None
 
     def run(self, kernel, chunks: int, args, patient: bool = False):
@@ -244,29 +259,32 @@ class Team:
                 self._successor = team(self.size)
             return self._successor.run(kernel, chunks, args, patient)
         claims = new_claims()
-        job = (kernel, claims, args)
-        cv = self._cv
-        with cv:
+        job = [kernel, claims, args]
+        try:
             self._job = job
-            self._jobs[0] += 1
-            if self._sleeping:
-                cv.notify_all()
-        mine = kernel(claims, *args)
-        # the other threads' last chunks: spin (CALLER_SPIN_US at most), then sleep in short steps.  A
-        # plain read of the count orders the reads of their stores after it on x86 only: elsewhere
-        # the atomic read does
-        if claims[1] < chunks or not _X86:
-            address = claims.ctypes.data
-            spin = self.spin if patient else self.caller_spin
-            if not wait_until(address + 8, chunks, spin):
-                self.stalls += 1
-                while not wait_until(address + 8, chunks, spin):
-                    if self.failures:
-                        raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
-                    time.sleep(2e-5)
-        with cv:
-            if self._job is job:
-                self._job = None
+            self._jobs[0] = next(self._published)
+            if self._bells:
+                for bell in list(self._bells.values()):  # the workers asleep: wake them
+                    try:
+                        bell.release()
+                    except RuntimeError:  # rung already (by another caller): awake or waking
+                        pass
+            mine = kernel(claims, *args)
+            # the other threads' last chunks: spin (CALLER_SPIN_US at most), then sleep in short steps.
+            # A plain read of the count orders the reads of their stores after it on x86 only:
+            # elsewhere the atomic read does
+            if claims[1] < chunks or not _X86:
+                address = claims.ctypes.data
+                spin = self.spin if patient else self.caller_spin
+                if not wait_until(address + 8, chunks, spin):
+                    self.stalls += 1
+                    while not wait_until(address + 8, chunks, spin):
+                        if self.failures:
+                            raise RuntimeError(f"a Numba kernel failed in a worker thread: {self.failures[-1]}")
+                        time.sleep(2e-5)
+        finally:  # a worker that has not taken the job finds it empty (all its chunks are done,
+            # or its caller was interrupted): no buffer of it kept alive by the team
+            job.clear()
         return mine
 
 

@@ -1,0 +1,120 @@
+"""Ctrl-C during Numba executor calls (arrayx/executors/numba/team.py): a KeyboardInterrupt raised at
+any bytecode of a call leaves the team of worker threads usable, and the next call right.
+
+A fresh process calls a fused jitted function (and an eager elementwise kernel) in a loop while a
+timer interrupts it at random points, each interrupt a KeyboardInterrupt caught by the loop; then a
+last call must return the values the first one did.  A call that hangs (a lock left held by an
+interrupted call: the bug this guards against) is caught by a time limit in the child, which prints
+every thread's stack, and a larger one in the parent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from arrayx.core import executor as base
+
+pytestmark = pytest.mark.skipif(not base.get("numba").available(), reason="numba is not installed")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# argv: repository, seconds of interrupting, interrupts wanted (stops at whichever comes last, or at
+# 4x the seconds), seed, seconds after the warm-up before the child gives up as hung
+_CHILD = r"""
+import faulthandler, json, random, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import arrayx as xp
+from arrayx.core import executor as base
+seconds, wanted, seed, limit = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+ex = base.get("numba")
+ex.fusion_min_size = ex.fusion_parallel_size = 0  # a parallel fused kernel: run by the team
+ex.min_team_share = 0  # the eager kernel runs on the team too, however little the workers take
+host = np.linspace(-3.0, 3.0, 60_001)
+fn = lambda x: xp.exp(x) * 2.0 - xp.sum(x * 0.5)
+with xp.use_executor("numba"):
+    jf, a = xp.jit(fn), xp.asarray(host)
+    calls = (lambda: jf(a), lambda: xp.tanh(a))
+    want = [np.asarray(c()).copy() for c in calls]
+    start = time.perf_counter()
+    for _ in range(20):
+        for c in calls:
+            c()
+    per_call = (time.perf_counter() - start) / 40
+    faulthandler.dump_traceback_later(limit, exit=True)  # hung: every thread's stack, exit 1
+    rng = random.Random(seed)
+    state = {"armed": False, "interrupts": 0}
+
+    def interrupt(signum, frame):  # Ctrl-C's KeyboardInterrupt, only inside the try below
+        if state["armed"]:
+            state["armed"] = False
+            state["interrupts"] += 1
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGALRM, interrupt)
+    done = 0
+    start = time.monotonic()
+    while True:
+        elapsed = time.monotonic() - start
+        if (elapsed >= seconds and state["interrupts"] >= wanted) or elapsed >= 4 * seconds:
+            break
+        call = calls[done % 2]
+        signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0, 1.5 * per_call))
+        try:
+            state["armed"] = True
+            call()
+            state["armed"] = False
+            done += 1
+        except KeyboardInterrupt:
+            state["armed"] = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    got = [np.asarray(c()) for c in calls]
+    faulthandler.cancel_dump_traceback_later()
+from arrayx.executors.numba import team as T
+print(json.dumps({
+    "interrupts": state["interrupts"], "completed": done,
+    "right": all(np.allclose(g, w, rtol=1e-12, atol=0) for g, w in zip(got, want)),
+    "teams": [t.size for t in T._teams.values()], "failures": [f for t in T._teams.values() for f in t.failures],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory):
+    """One kernel cache for the module's children (compiled by the first)."""
+    return tmp_path_factory.mktemp("interrupts") / "cache"
+
+
+def _interrupted(cache, seconds: float, wanted: int, seed: int) -> dict:
+    env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(cache),
+               NUMBA_NUM_THREADS=str(max(2, os.cpu_count() or 1)))  # a team, even on one core
+    limit = 4 * seconds + 30
+    try:
+        run = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), str(seconds), str(wanted), str(seed),
+                              str(limit)], env=env, cwd=cache.parent, capture_output=True, text=True,
+                             timeout=limit + 600)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the interrupted calls hung (killed after {e.timeout:.0f} s); stderr: {e.stderr!r}")
+    assert run.returncode == 0, f"hung or failed (exit {run.returncode}):\n{run.stderr[-6000:]}"
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["right"], out
+    assert out["teams"] and min(out["teams"]) >= 2, out  # the calls ran on a team of workers
+    assert out["failures"] == [], out
+    assert out["interrupts"] >= wanted, out
+    assert out["completed"] > 0, out  # interrupts land at random points, not always
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_interrupted_calls_leave_the_team_usable(kernel_cache, seed):
+    _interrupted(kernel_cache, seconds=2.0, wanted=300, seed=seed)
+
+
+@pytest.mark.slow
+def test_twenty_thousand_interrupted_calls_leave_the_team_usable(kernel_cache):
+    _interrupted(kernel_cache, seconds=20.0, wanted=20_000, seed=3)
