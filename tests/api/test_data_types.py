@@ -60,3 +60,21 @@ def test_finfo_iinfo():
     assert (i.min, i.max, i.bits) == (0, 255, 8)
     with pytest.raises(TypeError, match="finfo: expected a floating-point dtype"):
         xp.finfo(xp.int8)
+
+
+def test_standard_tables_ignore_the_extension_floats():
+    # the extension floats (float16, bfloat16) add rows to the tables; the standard's rows stay
+    from arrayx.api import _dtypes
+
+    std = _dtypes.all_dtypes
+    xp.bfloat16  # registered: its rows are in the tables too
+    assert len(std) == 13 and xp.float16 not in std and xp.bfloat16 not in std
+    assert all(_dtypes.PROMOTION[a, b] == np.result_type(a, b) for a in std for b in std)
+    for a in std:
+        for b in std:
+            mixed = {a.kind, b.kind}
+            undefined = ("b" in mixed and len(mixed) > 1 or bool(mixed & {"i", "u"} and mixed & {"f", "c"})
+                         or xp.uint64 in (a, b) and "i" in mixed)
+            assert ((a, b) in _dtypes.STANDARD_PROMOTION) is (not undefined), (a, b)
+    assert _dtypes.CATEGORIES["real floating"] & set(std) == {xp.float32, xp.float64}
+    assert xp.isdtype(xp.float16, "real floating") and not xp.isdtype(xp.float16, "complex floating")

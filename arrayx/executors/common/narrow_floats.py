@@ -42,6 +42,7 @@ def widened(fn):
 
     run.__name__ = getattr(fn, "__name__", "widened")
     run.__wrapped__ = fn
+    run.widens_narrow_floats = True
     return run
 
 
@@ -56,4 +57,5 @@ def widened_pair(fn):
 
     run.__name__ = getattr(fn, "__name__", "widened")
     run.__wrapped__ = fn
+    run.widens_narrow_floats = True
     return run

@@ -281,7 +281,7 @@ class NumpyExecutor(Executor):
         """``resolve(prim)``'s function writing its result into a pooled buffer (ufuncs and matmul;
         other functions as they are): what the eager paths and jit call where a result may be large."""
         fn = self.impls.get(prim) or self.resolve(prim)
-        narrow = prim.name in _WIDENED
+        narrow = getattr(fn, "widens_narrow_floats", False)
         if narrow:
             fn = fn.__wrapped__  # pooled below, then widened again
         if fn is _power:  # a ufunc in all but class: pooled like np.power
