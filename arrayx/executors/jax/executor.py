@@ -85,7 +85,7 @@ from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked a
 from arrayx.core.executor import Device, Executor
 from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, linalg as _jax_linalg, nn as _nn, parallel as _parallel, random as _random
-from arrayx.executors.jax import sharding as _sharding, x64 as _x64
+from arrayx.executors.jax import sharding as _sharding, tpu_limits as _tpu_limits, x64 as _x64
 from arrayx.executors.jax import permuted as _permuted, programs as _programs
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
@@ -553,6 +553,12 @@ def _data_dependent_error(graph) -> NotImplementedError:
     )
 
 
+def _basic_key(buf, key):
+    """``buf[key]`` for a basic key: one compiled window (``indexing.basic_index``) where it takes the key."""
+    out = _basic_index(buf, key)
+    return buf[key] if out is None else out
+
+
 @_in_x64
 def _xla_flushes_subnormals() -> bool:
     return bool(jnp.asarray(np.float64(5e-324)) * jnp.float64(1) == 0)
@@ -607,14 +613,16 @@ class JaxExecutor(Executor):
         **_sharding.TABLE,
     }
 
-    #: eager ``x[3:7]``, ``x[:, 2]``, ``x[i]`` as one compiled program (executors/jax/indexing.py)
-    basic_index = staticmethod(_Scoped(_basic_index))
+    #: eager ``x[3:7]``, ``x[:, 2]``, ``x[i]`` as one compiled program (executors/jax/indexing.py), other
+    #: basic keys (``x[::2]``, a 0-d ``x[...]``) by jax.Array's own indexing, with 64-bit types on
+    basic_index = staticmethod(_Scoped(_basic_key))
 
     def __init__(self) -> None:
         super().__init__()
         self._devices: list[Device] = []
         self._by_native: dict = {}
         self._jax = None
+        self._has_tpu = False  # set at load: whether tpu_limits' checks apply
 
     # -- availability ---------------------------------------------------------------
     def _load(self):
@@ -647,11 +655,13 @@ class JaxExecutor(Executor):
             except RuntimeError:
                 pass
         self._devices = [Device(self.name, f"{d.platform}:{d.id}", d) for d in natives]
+        self._has_tpu = any(d.platform == "tpu" for d in natives)
         self._by_native = {d.native: d for d in self._devices}
         return _x64.Namespace(jnp)  # ``xp``: jax.numpy, each function run with 64-bit types on
 
     def finish_impl(self, prim, fn):
-        return _Scoped(self._eager_impl(prim, fn))  # run with 64-bit types on (x64.py)
+        # run with 64-bit types on (x64.py); what XLA:TPU aborts on refused first (tpu_limits.py)
+        return _tpu_limits.guard(self, prim, _Scoped(self._eager_impl(prim, fn)))
 
     def _eager_impl(self, prim, fn):
         raw = fn
@@ -672,6 +682,8 @@ class JaxExecutor(Executor):
     def raw_impl(self, prim):
         """The jax.numpy implementation of ``prim`` without the per-op ``jax.jit`` of eager mode."""
         fn = self.impls.get(prim) or self.resolve(prim)
+        if fn.__class__ is _tpu_limits.Guarded:  # compiled graphs are checked whole (compile)
+            fn = fn.fn
         if fn.__class__ is _Scoped:
             fn = fn.fn
         if isinstance(fn, _permuted.Deferring):
@@ -689,6 +701,9 @@ class JaxExecutor(Executor):
 
     def compile(self, graph, donate_argnums: tuple = ()):
         # traced and called with 64-bit types on: called without, jax.jit would trace it again in 32 bits
+        if self._has_tpu:  # what XLA:TPU aborts on, refused before it compiles (tpu_limits.py)
+            device = graph.device if graph.device is not None else self.default_device()
+            _tpu_limits.check_graph(self, graph, self.platform_of(device))
         prev = _x64.swap(True)
         try:
             return _Scoped(self._compile(graph, donate_argnums))

@@ -1,0 +1,123 @@
+"""What XLA:TPU aborts on is refused before XLA compiles (arrayx/executors/jax/tpu_limits.py).
+
+There is no TPU here: the jax executor's CPU device stands in for one (its buffers and graphs
+are reported as living on a TPU), which is what the checks read.  On the chip itself the same
+cases run in benchmarks/tpu_check.sh (no process abort in the differential table or the suite).
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import arrayx as ax
+from arrayx.core import executor as base
+from tests.executors.conftest import only_on
+
+pytestmark = only_on("jax")
+
+PROBE = pathlib.Path(__file__).parents[2] / "conformance" / "results" / "tpu_probe.json"
+#: probe function -> the primitive that runs it (pinv computes through svd)
+PRIMITIVE_OF = {"linalg.svd": "svd", "linalg.pinv": "svd"}
+
+
+@pytest.fixture
+def as_tpu(monkeypatch):
+    """The jax executor, with its devices taken for TPUs and its eager implementations rebuilt; 64-bit
+    data kept as it is there (``tpu_64bit("emulate")``: the setting under which 64-bit types reach a TPU)."""
+    from arrayx.api import _device_dtypes
+    from arrayx.executors.jax import tpu_limits
+
+    ex = base.get("jax")
+    assert ex.available()
+    _device_dtypes.clear_caches()
+    monkeypatch.setattr(ex, "_has_tpu", True)
+    monkeypatch.setattr(tpu_limits, "_on_tpu", lambda buf: True)
+    monkeypatch.setattr(type(ex), "platform_of", lambda self, device: "tpu")
+    saved = dict(ex.impls)
+    ex.impls.clear()
+    with ax.tpu_64bit("emulate"):
+        yield ex
+    ex.impls.clear()
+    ex.impls.update(saved)
+    _device_dtypes.clear_caches()  # the per-device defaults were read with the devices taken for TPUs
+
+
+@pytest.mark.parametrize("name, dtype", [("abs", "complex128"), ("tanh", "complex128"), ("expm1", "complex128"),
+                                         ("signbit", "float64")])
+def test_listed_unary_refused_eagerly(as_tpu, name, dtype):
+    x = ax.asarray(np.ones((2, 3), dtype=dtype))
+    with pytest.raises(NotImplementedError, match=rf"{name}: {dtype} on a TPU.*x.to_device\('jax:cpu:0'\)"):
+        getattr(ax, name)(x)
+
+
+def test_other_dtypes_run(as_tpu):
+    x = np.array([[1.5, -2.0], [0.25, 3.0]])
+    for dtype in ("complex64", "float32"):
+        got = ax.abs(ax.asarray(x.astype(dtype)))
+        np.testing.assert_allclose(np.asarray(got), np.abs(x.astype(dtype)))
+    np.testing.assert_allclose(np.asarray(ax.divide(ax.asarray(x), ax.asarray(x + 4))), x / (x + 4))
+
+
+def test_binary_and_astype_refused(as_tpu):
+    a = ax.asarray(np.ones(3, dtype=np.complex128))
+    with pytest.raises(NotImplementedError, match="divide: complex128 on a TPU"):
+        a / a
+    with pytest.raises(NotImplementedError, match="astype: complex128 on a TPU"):
+        ax.astype(ax.asarray(np.ones(3, dtype=np.float32)), ax.complex128)
+    with pytest.raises(NotImplementedError, match="floor_divide: float64 on a TPU"):
+        ax.floor_divide(ax.asarray(np.ones(3)), ax.asarray(np.ones(3)))
+
+
+def test_svd_float32_refused_complex64_runs(as_tpu):
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((4, 3))
+    with pytest.raises(NotImplementedError, match="svd: float32 on a TPU"):
+        ax.linalg.svd(ax.asarray(m.astype(np.float32)))
+    with pytest.raises(NotImplementedError, match="svd: float32"):
+        ax.linalg.pinv(ax.asarray(m.astype(np.float32)))
+    s = ax.linalg.svdvals(ax.asarray(m.astype(np.float32)))  # svdvals ran on the chip
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(m, compute_uv=False), rtol=1e-5)
+
+
+def test_compiled_graph_refused_before_compiling(as_tpu):
+    c = ax.asarray(np.ones(3, dtype=np.complex128))
+    with pytest.raises(NotImplementedError, match="tanh: complex128 on a TPU \\(in a compiled function\\)"):
+        ax.jit(lambda v: ax.tanh(v) + 1)(c)
+    with pytest.raises(NotImplementedError, match="abs: complex128"):  # inside a control-flow body too
+        ax.jit(lambda v: ax.cond(True, lambda u: ax.abs(u), lambda u: ax.real(u), v))(c)
+    out = ax.jit(lambda v: ax.tanh(v) + 1)(ax.asarray(np.ones(3, dtype=np.complex64)))
+    np.testing.assert_allclose(np.asarray(out), np.tanh(np.ones(3, dtype=np.complex64)) + 1, rtol=1e-6)
+
+
+def test_nothing_refused_without_a_tpu():
+    ex = base.get("jax")
+    with ax.use_executor("jax"):
+        x = ax.asarray(np.array([1 + 1j, -2j]))
+        np.testing.assert_allclose(np.asarray(ax.abs(x)), np.abs(np.array([1 + 1j, -2j])))
+    if not ex._has_tpu:
+        assert all(type(fn).__name__ != "Guarded" for fn in ex.impls.values())
+
+
+def test_table_covers_every_abort_the_probe_saw():
+    """Every abort and internal XLA error in the committed probe is listed with its dtype."""
+    from arrayx.executors.jax import tpu_limits
+
+    data = json.loads(PROBE.read_text())
+    assert data["environment"]["jax"] == tpu_limits.MEASURED_ON["jax"]
+    assert data["environment"]["libtpu"] == tpu_limits.MEASURED_ON["libtpu"]
+    missing = []
+    for r in data["results"]:
+        if r["status"] not in ("abort", "xla-internal", "timeout"):
+            continue
+        name = PRIMITIVE_OF.get(r["func"], r["func"])
+        dtypes = [np.dtype(d) for d in r["dtypes"]]
+        if name == "astype":
+            dtypes = [np.dtype(r["id"].split("->")[1].rstrip("]"))]
+        elif any(d.kind in "iu" for d in dtypes) and name in ("signbit", "atan2", "copysign", "nextafter"):
+            dtypes = [np.dtype("float64")]  # integers are promoted to the default float before the primitive
+        if tpu_limits.reason(name, dtypes) is None:
+            missing.append(r["id"])
+    assert not missing, f"probe results not in tpu_limits.REFUSED: {missing}"
