@@ -31,7 +31,10 @@ def active_checks() -> frozenset:
 
 
 def _has(kind: str, x) -> bool:
-    if x is None or getattr(x, "dtype", None) is None or np.dtype(x.dtype).kind not in "fc":
+    if x is None or getattr(x, "dtype", None) is None:
+        return False
+    dt = np.dtype(x.dtype)
+    if dt.kind not in "fc" and dt.name != "bfloat16":  # (ml_dtypes' bfloat16 has NumPy kind "V")
         return False
     host = np.asarray(x._ex.to_host(x._buf)) if isinstance(x, Array) else np.asarray(x)
     return bool(np.isnan(host).any() if kind == "nan" else np.isinf(host).any())

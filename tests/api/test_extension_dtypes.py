@@ -307,6 +307,15 @@ def test_dask_chunks_accumulate_in_float32():
 
 
 @pytest.mark.parametrize("name", EXT)
+def test_debug_nans_sees_them(executor, name):
+    x = xp.asarray([-1.0, 4.0], dtype=getattr(xp, name))
+    with xp.debug_nans(), pytest.raises(FloatingPointError, match="debug_nans: sqrt produced a NaN"):
+        xp.sqrt(x)
+    with xp.debug_nans(), pytest.raises(FloatingPointError, match="debug_nans: sqrt produced a NaN"):
+        xp.jit(xp.sqrt)(x)
+
+
+@pytest.mark.parametrize("name", EXT)
 def test_numba_runs_them_on_numpy(name):
     # no Numba kernel takes a 16-bit float: the executor says so, and runs NumPy's (widened) functions
     pytest.importorskip("numba", reason="the Numba executor needs numba")
