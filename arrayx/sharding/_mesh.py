@@ -9,6 +9,9 @@ A :class:`Mesh` is an n-dimensional grid of devices of one executor with a name 
   (``arrayx.executors.dask.connect``), else ``ARRAYX_VIRTUAL_DEVICES`` virtual devices (threads);
 - numpy / numba / cupy: ``ARRAYX_VIRTUAL_DEVICES=N`` virtual devices (default 1: the executor's own
   device), whose shards are separate buffers run in turn.
+
+At most :data:`VIRTUAL_LIMIT` virtual devices (each member of a mesh over them is run in turn, so
+more would only be a mistake), and a mesh builds only the devices it uses.
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from arrayx.core.executor import Device, get, get_executor
 __all__ = ["Mesh", "make_mesh", "PartitionSpec", "P", "devices", "virtual_devices"]
 
 VIRTUAL_ENV = "ARRAYX_VIRTUAL_DEVICES"
+#: the most virtual devices an executor offers (``ARRAYX_VIRTUAL_DEVICES``, ``virtual_devices``)
+VIRTUAL_LIMIT = 65536
 
 
 def virtual_devices(executor: str, count: int) -> list[Device]:
@@ -29,6 +34,9 @@ def virtual_devices(executor: str, count: int) -> list[Device]:
     shard as a separate buffer, in turn; ``Device('numpy:virtual:0')``, ..."""
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise ValueError(f"virtual_devices: count must be a positive int, got {count!r}")
+    if count > VIRTUAL_LIMIT:
+        raise ValueError(f"virtual_devices: count {count} is more than the at most {VIRTUAL_LIMIT} virtual devices an "
+                         f"executor offers (their members run in turn); use fewer")
     name = get(executor).name
     if name == "jax":
         raise ValueError("virtual_devices: the 'jax' executor has real devices; on CPU set "
@@ -46,6 +54,9 @@ def _env_count() -> int | None:
         n = 0
     if n < 1:
         raise ValueError(f"{VIRTUAL_ENV}={raw!r}: expected a positive number of virtual devices")
+    if n > VIRTUAL_LIMIT:
+        raise ValueError(f"{VIRTUAL_ENV}={raw!r}: an executor offers at most {VIRTUAL_LIMIT} virtual devices (the "
+                         f"members of a mesh over them run in turn); set it to the number the mesh needs")
     return n
 
 
@@ -65,17 +76,21 @@ def _dask_workers() -> list[str]:
 
 def devices(executor: str | None = None) -> list[Device]:
     """The devices a :class:`Mesh` may use on ``executor`` (default: the current executor)."""
-    ex = get_executor() if executor is None else get(executor)
+    return _first_devices(get_executor() if executor is None else get(executor), None)
+
+
+def _first_devices(ex, count: int | None) -> list[Device]:
+    """The first ``count`` (None: all) of :func:`devices`; virtual ones beyond them are not built."""
     if ex.name == "jax":
-        return ex.devices()
+        return ex.devices()[:count]
     n = _env_count()
     if ex.name == "dask" and n is None:
         workers = _dask_workers()
         if workers:
-            return [Device("dask", f"worker:{w}", w) for w in workers]
+            return [Device("dask", f"worker:{w}", w) for w in workers][:count]
     if n is None:
         return ex.devices()[:1]
-    return virtual_devices(ex.name, n)
+    return virtual_devices(ex.name, n if count is None else max(1, min(n, count)))
 
 
 class PartitionSpec(tuple):
@@ -212,8 +227,9 @@ def make_mesh(axis_shapes, axis_names, *, devices=None, executor: str | None = N
     if len(axis_shapes) != len(axis_names):
         raise ValueError(f"make_mesh: {len(axis_shapes)} axis size(s) {axis_shapes} but {len(axis_names)} name(s) "
                          f"{axis_names}")
-    pool = list(globals()["devices"](executor)) if devices is None else list(devices)
     need = math.prod(axis_shapes)
+    pool = _first_devices(get_executor() if executor is None else get(executor), need) if devices is None \
+        else list(devices)
     if need > len(pool):
         ex = pool[0].executor if pool else (executor or get_executor().name)
         hint = ("XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX starts" if ex == "jax" else

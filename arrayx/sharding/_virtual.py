@@ -1,7 +1,9 @@
 """Running a shard_map member graph on the mesh's executor with no transform active.
 
 The member graph is staged once per argument signature on the blocks' shapes, with one extra int32
-input per mesh axis (the member's coordinate, what ``axis_index`` returns), then:
+input per mesh axis (the member's coordinate, what ``axis_index`` returns)
+(``_shard_map.stage_member``), its outputs checked against out_specs from the program alone
+(``_replication``: the same check on every executor and under jit), then:
 
 - numpy / numba: every member in turn on its own copy of its blocks, cut at the collectives
   (``parallel.segments``); a collective over axis ``a`` combines the members that differ only in
@@ -9,6 +11,9 @@ input per mesh axis (the member's coordinate, what ``axis_index`` returns), then
 - dask: the same, each member's segment one task (pinned to the worker the mesh names for the
   member when the mesh is made of workers);
 - jax: ``jax.shard_map`` of the lowered graph, jitted.
+
+Along a mesh axis an output's spec leaves out, the result is member 0's block (the check has shown
+the members agree, or ``check_rep=False`` asked for exactly that), on every executor.
 """
 from __future__ import annotations
 
@@ -19,73 +24,37 @@ import numpy as np
 from arrayx import pytree
 from arrayx.sharding import _records
 from arrayx.sharding._shardings import NamedSharding, shard_index, split_count
-from arrayx.core.tracers import ShapeDtypeStruct, aval_of
-from arrayx.transforms.parallel import _combine, _read, bind_axis, segments
-
-
-def _stage(f, fname, mesh, leaves, tree, specs, out_specs):
-    from arrayx.sharding._shard_map import _INSIDE, _check_spec, _specs_for
-    from arrayx.transforms.jitting import disable_jit
-    from arrayx.transforms.staging import StagingTrace, _as_output
-
-    ex = leaves[0]._ex if leaves else None
-    local = [ShapeDtypeStruct(tuple(n // split_count(s, mesh, d) for d, n in enumerate(x.shape)), x.dtype,
-                              aval_of(x).weak_type) for x, s in zip(leaves, specs)]
-    from arrayx.core.executor import get
-
-    ex = ex or get(mesh.executor)
-    trace = StagingTrace(None, ex.default_device(), fname)
-    ins = [trace.new_input(a) for a in local]
-    index = {a: trace.new_input(ShapeDtypeStruct((), np.dtype("int32"))) for a in mesh.axis_names}
-    info = {}
-
-    def body(*arrays):
-        import contextlib
-
-        with contextlib.ExitStack() as stack:
-            for a in mesh.axis_names:
-                stack.enter_context(bind_axis(a, mesh.shape[a], lambda a=a: index[a], "shard_map"))
-            stack.enter_context(disable_jit())
-            token = _INSIDE.set(mesh)
-            try:
-                out = f(*pytree.unflatten(tree, list(arrays)))
-            finally:
-                _INSIDE.reset(token)
-        outs, otree = pytree.flatten(out)
-        info["tree"] = otree
-        info["specs"] = [_check_spec(fname, "out_specs", s, mesh) for s in _specs_for("out_specs", out_specs, out,
-                                                                                     fname)]
-        return outs
-
-    outs = trace.run(body, ins)
-    graph = trace.to_graph(list(trace.inputs), [_as_output(o) for o in outs])
-    return graph, info["tree"], info["specs"], ex
+from arrayx.core.tracers import aval_of
+from arrayx.transforms.parallel import _combine, _read, segments
 
 
 _CACHE: dict = {}
 
 
 def run(f, fname, mesh, leaves, tree, specs, out_specs, check):
+    from arrayx.sharding._shard_map import check_member, local_aval, stage_member
+
     key = (f, mesh, tree, tuple(specs), repr(out_specs),
            tuple((tuple(x.shape), x.dtype, aval_of(x).weak_type, x._ex.name) for x in leaves))
     try:
-        staged = _CACHE.get(key)
+        member = _CACHE.get(key)
     except TypeError:
-        staged, key = None, None
-    if staged is None:
-        staged = _stage(f, fname, mesh, leaves, tree, specs, out_specs)
+        member, key = None, None
+    if member is None:
+        ex = leaves[0]._ex if leaves else None
+        member = stage_member(f, fname, mesh, [local_aval(x, s, mesh) for x, s in zip(leaves, specs)], tree, specs,
+                              out_specs, device=ex.default_device() if ex is not None else None)
         if key is not None and len(_CACHE) < 256:
-            _CACHE[key] = staged
-    graph, otree, ospecs, ex = staged
-    for o, s in zip(graph.outputs, ospecs):
-        if len(s) > len(o.aval.shape):
-            raise ValueError(f"{fname}: out_specs entry {s!r} has more entries than the result has dimensions "
-                             f"({o.aval.shape})")
-    runner = {"jax": _run_jax, "dask": _run_dask}.get(ex.name, _run_in_turn)
+            _CACHE[key] = member
+    check_member(fname, mesh, member, check)
+    from arrayx.core.executor import get
+
+    ex = leaves[0]._ex if leaves else get(mesh.executor)
     if ex.name == "cupy":
         raise NotImplementedError(f"{fname}: shard_map on the 'cupy' executor is not implemented; use 'jax' on GPUs")
-    outs = runner(ex, graph, fname, mesh, leaves, specs, ospecs, check)
-    return pytree.unflatten(otree, outs)
+    runner = {"jax": _run_jax, "dask": _run_dask}.get(ex.name, _run_in_turn)
+    outs = runner(ex, member.graph, fname, mesh, leaves, specs, member.out_specs)
+    return pytree.unflatten(member.out_tree, outs)
 
 
 # -- members in turn ------------------------------------------------------------------------------------
@@ -130,32 +99,18 @@ def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const, combine=_co
     return [[_read(env, o, consts) for env in envs] for o in graph.outputs]
 
 
-def _assemble(fname, mesh, coords, parts, spec, local_shape, ex, check, place):
-    """The global result from each member's block (replicas must agree when ``check``)."""
+def _assemble(mesh, coords, parts, spec, local_shape, place):
+    """The global result from each member's block; along an axis ``spec`` leaves out the first
+    member's (coordinate 0): the check has shown they agree, or check_rep=False asked for it."""
     shape = tuple(n * split_count(spec, mesh, d) for d, n in enumerate(local_shape))
     blocks: dict = {}
     for c, p in zip(coords, parts):
         idx = shard_index(spec, mesh, c, shape)
-        k = tuple((sl.start, sl.stop) for sl in idx)
-        if k in blocks:
-            if check and not _same(blocks[k][1], p):
-                unnamed = [a for a in mesh.axis_names if not any(a in spec.names_of(d) for d in range(len(spec)))]
-                raise ValueError(f"{fname}: out_specs {spec!r} does not name mesh axis {unnamed}, so the members along "
-                                 f"it must return equal values, but they differ; reduce over it (psum/pmean/...) or "
-                                 f"name it in out_specs (check_rep=False skips this check)")
-            continue
-        blocks[k] = (idx, p)
+        blocks.setdefault(tuple((sl.start, sl.stop) for sl in idx), (idx, p))
     return place(shape, blocks)
 
 
-def _same(a, b) -> bool:
-    try:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
-    except TypeError:
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-
-
-def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs, check):
+def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs):
     from arrayx.core.lowering import _buffer_for, lowered
     from arrayx.core.primitives import _wrap
 
@@ -180,23 +135,23 @@ def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs, check):
             out[idx] = p
         return out
 
-    return _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, check, place)
+    return _sharded_outputs(mesh, coords, graph, per_output, ospecs, ex, place)
 
 
-def _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, check, place) -> list:
+def _sharded_outputs(mesh, coords, graph, per_output, ospecs, ex, place) -> list:
     """Each output's blocks assembled into one array of ``ex``, with its NamedSharding recorded."""
     from arrayx.core.primitives import _wrap
 
     results = []
     for o, parts, s in zip(graph.outputs, per_output, ospecs):
-        buf = _assemble(fname, mesh, coords, parts, s, tuple(o.aval.shape), ex, check, place)
+        buf = _assemble(mesh, coords, parts, s, tuple(o.aval.shape), place)
         arr = _wrap(buf, ex)
         _records.attach(arr, NamedSharding(mesh, s))
         results.append(arr)
     return results
 
 
-def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
+def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
     import dask
     import dask.array as da
 
@@ -255,7 +210,7 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs, check):
             nested[tuple(starts[d].index(k[d]) for d in range(len(shape)))] = v
         return da.block(nested.tolist())
 
-    return _sharded_outputs(fname, mesh, coords, graph, per_output, ospecs, ex, False, place)
+    return _sharded_outputs(mesh, coords, graph, per_output, ospecs, ex, place)
 
 
 def _dask_block(b, idx, dev):
@@ -328,7 +283,7 @@ def _call_tuple(fn, *ins):
     return tuple(fn(*(np.asarray(b) for b in ins)))
 
 
-def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs, check):
+def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs):
     import jax
     import jax.numpy as jnp
 
@@ -339,7 +294,7 @@ def _run_jax(ex, graph, fname, mesh, leaves, specs, ospecs, check):
     if mesh.executor != "jax":
         raise ValueError(f"{fname}: the arguments live on 'jax' but {mesh!r} is over {mesh.executor!r} devices")
     names = mesh.axis_names
-    key = ("jax shard_map", mesh, tuple(specs), tuple(ospecs), bool(check))
+    key = ("jax shard_map", mesh, tuple(specs), tuple(ospecs))
     fn = graph.derived.get(key)
     if fn is None:
         body = ex.lower(graph)
