@@ -167,7 +167,7 @@ def _bind_checked(fname, prim, native_check, *args, **params):
 
 
 def _default_fill(dtype):
-    if dtype.kind in "fc":
+    if _dtypes.kind_of(dtype) in "fc":  # (bfloat16's NumPy kind is "V")
         return float("nan")
     if dtype.kind == "i":
         return int(np.iinfo(dtype).min)

@@ -241,6 +241,24 @@ def test_astype(executor, name):
     assert xp.astype(b, other).dtype == other
 
 
+@pytest.mark.parametrize("name", EXT)
+def test_indexing_and_manipulation(executor, name):
+    dt = getattr(xp, name)
+    x = xp.asarray(_DATA, dtype=dt)
+    ref = np.asarray(_DATA, dtype=dt)
+    got = x.at[xp.asarray([0, 5])].get(mode="fill")  # out of range: NaN, as for every float
+    assert got.dtype == dt and np.isnan(to_numpy(got)[1]).all() and to_numpy(got)[0].tolist() == ref[0].tolist()
+    assert to_numpy(x[1, ::2]).tolist() == ref[1, ::2].tolist()
+    assert to_numpy(x[x > 1.0]).tolist() == ref[ref > 1.0].tolist()
+    y = xp.asarray(x, copy=True)
+    y[0, 1] = 9.0
+    assert float(y[0, 1]) == 9.0 and y.dtype == dt
+    for got, want in ((xp.concat([x, x]), np.concatenate([ref, ref])), (xp.stack([x, x]), np.stack([ref, ref])),
+                      (xp.reshape(x, (3, 2)), ref.reshape(3, 2)), (xp.flip(x, axis=1), ref[:, ::-1]),
+                      (xp.sort(x, axis=1), np.sort(ref.astype(np.float32), axis=1).astype(dt))):
+        assert got.dtype == dt and to_numpy(got).tolist() == want.tolist()
+
+
 def test_linalg_decompositions_refuse_them(executor):
     x = xp.eye(2, dtype=xp.bfloat16)
     with pytest.raises(TypeError, match=r"inv: x has dtype bfloat16.*astype\(x, arrayx.float32\)"):
