@@ -145,6 +145,27 @@ def test_repr_of_a_lazy_draw_draws_only_what_it_shows(dask_chunks, shape):
     assert text.replace("dask:cpu", "numpy:cpu") == want
 
 
+_OF_DRAWS = {
+    "exp": lambda x: xp.exp(x),
+    "chain": lambda x: xp.sin(xp.exp(x) * 2.0 + 1.0),
+    "broadcast": lambda x: xp.where(x > 0, x, 2.0 * x) - x[..., :1] * 0.5,
+    "two draws": lambda x: xp.maximum(x, xp.random.uniform(xp.random.key(9), x.shape)),
+}
+
+
+@pytest.mark.parametrize("shape", [(2**21,), (3, 2**19)], ids=str)
+@pytest.mark.parametrize("name", list(_OF_DRAWS))
+def test_repr_of_elementwise_ops_of_a_lazy_draw_computes_only_what_it_shows(dask_chunks, shape, name):
+    # issue #40 point 8: repr of exp(normal(key, (2**24,))) computed the whole draw and exp (8-13 s)
+    dask_chunks("auto")
+    x = _OF_DRAWS[name](xp.random.normal(xp.random.key(5), shape))
+    with TaskCounter() as c:
+        text = repr(x)
+    assert c.largest < 2**16, (c.largest, c.names)  # edges, not the chunk (16 MiB)
+    want = repr(on_numpy(lambda: _OF_DRAWS[name](xp.random.normal(xp.random.key(5), shape))))
+    assert text.replace("dask:cpu", "numpy:cpu") == want
+
+
 @pytest.mark.parametrize("shape", [(2001,), (40, 60), (3, 2000, 4), (8,), (1001, 2)], ids=str)
 def test_repr_of_lazy_arrays_is_the_numpy_executors(dask_chunks, shape):
     dask_chunks(64)

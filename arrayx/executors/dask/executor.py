@@ -53,7 +53,9 @@ What reads keep
     Random draws are one task per chunk, the NumPy
     executor's sampler on the chunk's counters (``dask.random``: the NumPy executor's values bit
     for bit); a slice of a draw, and what ``repr`` shows of a large one, draws only its values.
-    ``repr`` of any large lazy array computes only the chunks its shown edges lie in.
+    ``repr`` of any large lazy array computes only the chunks its shown edges lie in; an elementwise
+    one-chunk operation of draws (``exp(normal(key, (2**24,)))``) only the values shown, the
+    operation run on the sliced draws (``onechunk.sliced``).
 
 Known deviation: large sums depend on the chunks in the last bit
     ``sum``, ``prod``, ``mean``, ``var`` and ``std`` whose reduced axes fit in one chunk of Dask's

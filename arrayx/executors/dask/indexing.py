@@ -197,14 +197,14 @@ def _summary_to_host(buf, edge: int) -> np.ndarray:
     first and last ``edge`` entries with the first entry again between them (NumPy formats a
     summarised array from its edges only; the entry between keeps the axis long enough to be
     elided).  Only the chunks those touch are computed; a random draw draws only those values."""
-    from arrayx.executors.dask.random import sliced_draw
+    from arrayx.executors.dask.onechunk import sliced
 
     long = [n > 2 * edge + 1 for n in buf.shape]
     if not any(long):
         return _compute(buf)
 
     def piece(key):
-        out = sliced_draw(buf, key)
+        out = sliced(buf, key)
         return buf[key] if out is None else out
 
     def nested(prefix, axis):

@@ -21,12 +21,13 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import weakref
 
 import numpy as np
 
 from arrayx.core.graph import Graph as _GRAPH
 
-__all__ = ["one_chunk"]
+__all__ = ["one_chunk", "sliced"]
 
 #: primitives never run as one task: sizes that depend on values, and those whose abstract rule
 #: assumes operands already broadcast as transforms bind them (eager callers bind them otherwise)
@@ -106,13 +107,71 @@ def one_chunk(prim, native, distributed):
         for o in outs:
             if any(d is None for d in o.shape) or o.dtype.itemsize * _size(o.shape) > limit:
                 return native(*bufs, **params)
-        return _build(prim, bufs, params, deps, outs, multiple)
+        out = _build(prim, bufs, params, deps, outs, multiple)
+        if elementwise:  # a slice of it (what repr shows) computes the op on sliced operands
+            _SLICEABLE[out.name] = recipe = _Recipe(prim, tuple(
+                (b.name, b.chunks, b._meta) if b.__class__ is darray else (b,) for b in bufs), params,
+                [r for b in deps for r in (getattr(b, "_arrayx_recipe", None), getattr(b, "_arrayx_elementwise", None))
+                 if r is not None])
+            out._arrayx_elementwise = recipe  # the recipe lives as long as the buffer does
+        return out
 
     impl.__name__ = f"{prim.name}_one_chunk"
     impl.__wrapped__ = native
     return impl
 
 
+
+
+#: Dask name -> how an elementwise one-chunk result was made (its primitive, operands, params):
+#: ``sliced`` computes a slice of it from slices of its operands
+_SLICEABLE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+class _Recipe:
+    __slots__ = ("prim", "operands", "params", "inner", "__weakref__")
+
+    def __init__(self, prim, operands, params, inner):
+        # operands: (name, chunks, meta) of a Dask operand (rebuilt from the result's own graph:
+        # holding the operand arrays would keep them alive for dask.keep), (value,) of any other;
+        # inner: the operands' own recipes (draws, elementwise ops), alive while this one is
+        self.prim, self.operands, self.params, self.inner = prim, operands, params, inner
+
+
+def sliced(buf, key: tuple):
+    """``buf[key]`` for a key of one slice per axis, computing only the sliced values where ``buf``
+    is a random draw (``dask.random``) or an elementwise one-chunk operation of such arrays
+    (``exp(normal(key, (2**24,)))``: the operation on the sliced draw); None otherwise."""
+    from arrayx.executors.dask.random import sliced_draw
+
+    out = sliced_draw(buf, key)
+    if out is not None:
+        return out
+    recipe = _SLICEABLE.get(buf.name)
+    if recipe is None or len(key) != buf.ndim or not all(isinstance(k, slice) for k in key):
+        return None
+    from dask.array import Array as darray
+
+    from arrayx.core import executor as base
+    from arrayx.core.primitives import _wrap
+
+    bufs = []
+    for op in recipe.operands:
+        if len(op) == 1:
+            bufs.append(op[0])
+            continue
+        name, chunks, meta = op
+        operand = darray(buf.dask, name, chunks, meta=meta)
+        # broadcast: the operand's axes are the result's last ones, a length-1 axis stays whole
+        own = tuple(slice(None) if n == 1 and m != 1 else k
+                    for k, n, m in zip(key[buf.ndim - operand.ndim:], operand.shape, buf.shape[buf.ndim - operand.ndim:]))
+        part = sliced(operand, own)
+        bufs.append(operand[own] if part is None else part)
+    deps = [b for b in bufs if b.__class__ is darray]
+    dask_ex = base.get("dask")
+    avals = [_wrap(b, dask_ex) if b.__class__ is darray else b for b in bufs]
+    out = recipe.prim.abstract_eval(*avals, **recipe.params)
+    return _build(recipe.prim, bufs, recipe.params, deps, (out,), False)
 
 
 def _elementwise(name: str) -> int:
