@@ -231,13 +231,20 @@ def test_dask_cluster_replication_check():
 # -- jax: 8 forced host devices --------------------------------------------------------------------------
 
 
-def test_jax_replication_check_and_create_device_mesh_in_subprocess():
+def _run_on_8_jax_devices(code: str) -> None:
     if not base.get("jax").available():
         pytest.skip("jax unavailable")
-    code = textwrap.dedent("""
-        import numpy as np, jax, arrayx as ax
-        from jax.experimental import mesh_utils as jmu
-        from arrayx.sharding import P, mesh_utils
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_jax_replication_check_in_subprocess():
+    _run_on_8_jax_devices("""
+        import numpy as np, arrayx as ax
+        from arrayx.sharding import P
         ax.set_executor("jax")
         mesh = ax.sharding.make_mesh((8,), ("x",))
         mesh2 = ax.sharding.make_mesh((2, 4), ("x", "y"))
@@ -260,6 +267,16 @@ def test_jax_replication_check_and_create_device_mesh_in_subprocess():
             np.testing.assert_array_equal(np.asarray(unchecked(x)), np.arange(128.0).reshape(8, 16).sum(1)[[0, 4]])
             one, two = wrap(ax.shard_map(lambda b: (1.5, b * 2), mesh=mesh, in_specs=P("x"), out_specs=(P(), P("x"))))(x)
             assert float(one) == 1.5 and one.shape == () and float(ax.sum(two)) == 2 * 8128.0
+        print("ok")
+    """)
+
+
+def test_jax_create_device_mesh_is_jax_s_in_subprocess():
+    _run_on_8_jax_devices("""
+        import arrayx as ax
+        from jax.experimental import mesh_utils as jmu
+        from arrayx.sharding import mesh_utils
+        ax.set_executor("jax")
         for shape in [(2, 4), (8,), (4, 2), (2, 2, 2), [2, 4]]:
             mine, theirs = mesh_utils.create_device_mesh(shape), jmu.create_device_mesh(shape)
             assert mine.shape == theirs.shape and mine.dtype == object
@@ -278,7 +295,3 @@ def test_jax_replication_check_and_create_device_mesh_in_subprocess():
                 raise AssertionError(shape)
         print("ok")
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

@@ -1,7 +1,8 @@
 """The sharding tutorial's programs (conformance/sharding.py, also the sharding rows of ``python -m
 conformance``) on every executor give jax.numpy's values and shardings: jax with 8 forced host
 devices, numpy/numba with 8 virtual devices, dask with 8 virtual devices on a LocalCluster of 2
-workers; each in its own process (XLA reads its flags once)."""
+workers; each in its own process (XLA reads its flags once).  Also the tutorial as it was written
+with ``mesh_utils.create_device_mesh`` (three programs), against jax itself."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,3 +54,155 @@ def test_tutorial_matches_jax(ex, reference):
     got = _run(ex)
     assert set(got) == set(reference)
     assert programs.mismatches(got, reference, sorted(reference)) == []
+
+
+# -- the tutorial as written before jax.make_mesh: meshes from mesh_utils.create_device_mesh ----------------
+# (JAX's sharded-computation tutorial until 2024-09, docs/sharded-computation.md; issue #42 point 1).
+# One program text for both libraries: ``ns`` names the functions of jax or of arrayx.
+
+
+def _tutorial_with_create_device_mesh(ns) -> dict:
+    P = ns.P
+    out = {}
+    arr = ns.reshape(ns.arange(32.0), (4, 8))
+    # program 1: a 2x4 mesh from create_device_mesh, device_put
+    devices = ns.mesh_utils.create_device_mesh((2, 4))
+    mesh = ns.Mesh(devices, ("x", "y"))
+    sharding = ns.NamedSharding(mesh, P("x", "y"))
+    arr_sharded = ns.device_put(arr, sharding)
+    out["mesh_devices"] = [[ns.position(d) for d in row] for row in devices]
+    out["sharded"] = np.asarray(arr_sharded).tolist()
+    out["sharded_spec"] = ns.spec(arr_sharded)
+    out["sharded_layout"] = ns.layout(arr_sharded)
+
+    # program 2: jit follows the data
+    @ns.jit
+    def f_elementwise(x):
+        return 2 * ns.sin(x) + 1
+
+    r = f_elementwise(arr_sharded)
+    out["elementwise"] = np.asarray(r).tolist()
+    out["elementwise_same_sharding"] = bool(r.sharding == arr_sharded.sharding)
+
+    @ns.jit
+    def f_contract(x):
+        return ns.sum(x, axis=0)
+
+    r = f_contract(arr_sharded)
+    out["contract"] = np.asarray(r).tolist()
+    out["contract_spec"] = ns.spec(r)
+    out["contract_layout"] = ns.layout(r)
+
+    # program 3: with_sharding_constraint to a mesh of 8 made inside jit
+    @ns.jit
+    def f_contract_2(x):
+        o = ns.sum(x, axis=0)
+        devices = ns.mesh_utils.create_device_mesh(8)
+        mesh = ns.Mesh(devices, "x")
+        sharding = ns.NamedSharding(mesh, P("x"))
+        return ns.with_sharding_constraint(o, sharding)
+
+    r = f_contract_2(arr_sharded)
+    out["contract2"] = np.asarray(r).tolist()
+    out["contract2_spec"] = ns.spec(r)
+    out["contract2_layout"] = ns.layout(r)
+    return out
+
+
+def _namespace(lib: str):
+    """The names the tutorial uses, from jax (``lib == "jax-itself"``) or from arrayx."""
+    from types import SimpleNamespace
+
+    if lib == "jax-itself":
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import mesh_utils as jax_mesh_utils
+
+        # JAX 0.10 wants a sequence (create_device_mesh(8): TypeError); it took an int when the tutorial was written
+        mesh_utils = SimpleNamespace(create_device_mesh=lambda shape: jax_mesh_utils.create_device_mesh(
+            (shape,) if isinstance(shape, int) else shape))
+        ns = SimpleNamespace(P=jax.sharding.PartitionSpec, Mesh=jax.sharding.Mesh,
+                             NamedSharding=jax.sharding.NamedSharding, mesh_utils=mesh_utils, device_put=jax.device_put, jit=jax.jit, reshape=jnp.reshape,
+                             arange=jnp.arange, sin=jnp.sin, sum=jnp.sum,
+                             with_sharding_constraint=jax.lax.with_sharding_constraint, position=lambda d: d.id)
+    else:
+        import arrayx as ax
+
+        devs = ax.sharding.devices()
+        ns = SimpleNamespace(P=ax.sharding.P, Mesh=ax.sharding.Mesh, NamedSharding=ax.sharding.NamedSharding,
+                             mesh_utils=ax.sharding.mesh_utils, device_put=ax.device_put, jit=ax.jit,
+                             reshape=ax.reshape, arange=ax.arange, sin=ax.sin, sum=ax.sum,
+                             with_sharding_constraint=ax.lax.with_sharding_constraint, position=devs.index)
+
+    def spec(x):  # one list of mesh axis names per dimension, trailing whole dimensions dropped
+        names = [list(e) if isinstance(e, tuple) else ([] if e is None else [e]) for e in x.sharding.spec]
+        while names and not names[-1]:
+            names.pop()
+        return names
+
+    def layout(x):  # each block (its start per dimension) and the devices (positions) that hold it
+        where: dict = {}
+        for s in x.addressable_shards:
+            where.setdefault(str([int(sl.start or 0) for sl in s.index]), []).append(ns.position(s.device))
+        return {k: sorted(v) for k, v in sorted(where.items())}
+
+    ns.spec, ns.layout = spec, layout
+    return ns
+
+
+def _jax_runs() -> dict:
+    """jax itself and arrayx on jax, in one process with 8 forced host devices."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = ("import json, arrayx as ax\n"
+            "from tests.sharding.test_tutorial import _namespace, _tutorial_with_create_device_mesh as run\n"
+            "ref = run(_namespace('jax-itself'))\n"
+            "with ax.use_executor('jax'):\n"
+            "    got = run(_namespace('arrayx'))\n"
+            "print(json.dumps({'jax-itself': ref, 'jax': got}))\n")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def jax_tutorial():
+    _available("jax")
+    return _jax_runs()
+
+
+def test_create_device_mesh_tutorial_on_jax_itself(jax_tutorial):
+    ref = jax_tutorial["jax-itself"]
+    assert ref["mesh_devices"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert ref["sharded_spec"] == [["x"], ["y"]] and ref["elementwise_same_sharding"] is True
+    assert ref["contract_spec"] == [["y"]] and ref["contract_layout"]["[0]"] == [0, 4]  # replicated over 'x'
+    assert ref["contract2_spec"] == [["x"]] and len(ref["contract2_layout"]) == 8
+
+
+@pytest.mark.parametrize("ex", ["numpy", "numba", "dask", "jax"])
+def test_create_device_mesh_tutorial_matches_jax(ex, jax_tutorial, monkeypatch):
+    _available(ex)
+    if ex == "jax":
+        got = jax_tutorial["jax"]
+    else:
+        import arrayx as ax
+
+        monkeypatch.setenv("ARRAYX_VIRTUAL_DEVICES", "8")
+        with ax.use_executor(ex):
+            got = _tutorial_with_create_device_mesh(_namespace("arrayx"))
+    ref = jax_tutorial["jax-itself"]
+    assert set(got) == set(ref)
+    for key in ref:
+        if key.endswith(("spec", "layout", "devices", "sharding")):
+            assert got[key] == ref[key], (key, got[key], ref[key])
+        else:  # jax computes in float32
+            np.testing.assert_allclose(got[key], ref[key], rtol=2e-6, atol=1e-6, err_msg=key)
