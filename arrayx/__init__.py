@@ -23,6 +23,7 @@ from arrayx.core.executor import (  # noqa: F401
 from arrayx.api import *  # noqa: F401,F403,E402
 from arrayx.api._modes import is_strict, strict  # noqa: F401,E402  (the two modes: default / strict)
 from arrayx.api._device_dtypes import tpu_64bit  # noqa: F401,E402  (64-bit data on a TPU: downcast, emulate, refuse)
+from arrayx.core.precision import default_matmul_precision  # noqa: F401,E402  (float32 products on XLA)
 
 # -- extensions -------------------------------------------------------------------
 from arrayx import fft, linalg  # noqa: E402,F401

@@ -146,6 +146,12 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
              "what 64-bit data (float64, int64, uint64, complex128) does on a device without native 64-bit "
              "types (a TPU): becomes the device's 32-bit default with one warning, is kept (XLA emulates it, "
              "slowly), or raises; an explicit 64-bit dtype= there needs emulate (arrayx.tpu_64bit() scopes it)"),
+    Variable("ARRAYX_MATMUL_PRECISION", _choice("default", "high", "highest", "bfloat16", "tensorfloat32",
+                                                "float32"), None,
+             "default, high or highest (JAX's names; also bfloat16, tensorfloat32, float32)",
+             "the precision of float32/complex64 products on the jax executor (matmul, tensordot, conv, "
+             "linalg): unset is JAX's own setting (XLA's default: bfloat16 passes on a TPU); "
+             "arrayx.default_matmul_precision() scopes it"),
     Variable("ARRAYX_CHECK_GRAPHS", _flag, False, _YES_NO, "whether every graph staging builds is type-checked"),
     Variable("ARRAYX_DEBUG_NANS", _flag, False, _YES_NO, "whether the first primitive that makes a NaN raises"),
     Variable("ARRAYX_DEBUG_INFS", _flag, False, _YES_NO, "whether the first primitive that makes an infinity raises"),

@@ -704,11 +704,8 @@ class JaxExecutor(Executor):
         if self._has_tpu:  # what XLA:TPU aborts on, refused before it compiles (tpu_limits.py)
             device = graph.device if graph.device is not None else self.default_device()
             _tpu_limits.check_graph(self, graph, self.platform_of(device))
-        prev = _x64.swap(True)
-        try:
-            return _Scoped(self._compile(graph, donate_argnums))
-        finally:
-            _x64.restore(prev)
+        # (and at arrayx's matmul precision, if one is named: the trace and the calls see the same)
+        return _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
 
     def _compile(self, graph, donate_argnums: tuple = ()):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already

@@ -30,17 +30,34 @@ from __future__ import annotations
 import functools
 import types
 
+from arrayx.core.precision import current as _precision
+
 __all__ = ["load", "in_x64", "Scoped", "Namespace", "swap", "restore"]
 
 #: ``swap(True)`` turns the calling thread's 64-bit setting on and returns what it was;
 #: ``restore(that)`` puts it back (set by :func:`load`: JAX is imported only when the executor is used)
 swap = None
 restore = None
+#: the same pair for ``jax.default_matmul_precision``, used while ``arrayx.default_matmul_precision``
+#: (or ARRAYX_MATMUL_PRECISION) names a precision (arrayx/core/precision.py); None leaves JAX's own
+precision_swap = None
+precision_restore = None
 
 
 def load(jax) -> None:
     """Take the per-thread switch from ``jax`` (``jax.enable_x64``'s own swap, else its context manager)."""
     global swap, restore
+    global precision_swap, precision_restore
+    precision = jax.default_matmul_precision
+    if hasattr(precision, "swap_local") and hasattr(precision, "set_local"):
+        precision_swap, precision_restore = precision.swap_local, precision.set_local
+    else:  # older JAX: its context manager
+        def swap_precision(value):
+            cm = precision(value)
+            cm.__enter__()
+            return cm
+
+        precision_swap, precision_restore = swap_precision, lambda cm: cm.__exit__(None, None, None)
     state = getattr(jax, "enable_x64", None)
     if hasattr(state, "swap_local") and hasattr(state, "set_local"):  # JAX >= 0.8: a C++ per-thread value
         swap, restore = state.swap_local, state.set_local
@@ -59,13 +76,26 @@ def in_x64(fn):
     """``fn`` that runs with the calling thread's 64-bit types on, the caller's setting restored after."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        prev = swap(True)
+        return call_scoped(fn, args, kwargs)
+
+    return run
+
+
+def call_scoped(fn, args, kwargs):
+    """``fn(*args, **kwargs)`` with 64-bit types on and arrayx's matmul precision, if one is named."""
+    prev = swap(True)
+    wanted = _precision()
+    if wanted is None:
         try:
             return fn(*args, **kwargs)
         finally:
             restore(prev)
-
-    return run
+    before = precision_swap(wanted)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        precision_restore(before)
+        restore(prev)
 
 
 class Scoped:
@@ -79,9 +109,17 @@ class Scoped:
 
     def __call__(self, *args, **kwargs):
         prev = swap(True)
+        wanted = _precision()
+        if wanted is None:
+            try:
+                return self.fn(*args, **kwargs)
+            finally:
+                restore(prev)
+        before = precision_swap(wanted)  # the jit cache keys on it: traced and called at the same precision
         try:
             return self.fn(*args, **kwargs)
         finally:
+            precision_restore(before)
             restore(prev)
 
     def __getattr__(self, name):

@@ -1,0 +1,311 @@
+"""arrayx's jax executor against JAX itself on the default JAX device (a TPU on the chip machine),
+side by side in one process, with the same dtypes and the same matmul precision on both sides.
+
+Run:  python benchmarks/bench_tpu.py [--quick] [--output PATH]
+      (on the chip: ``bash benchmarks/tpu_check.sh run`` with STEPS=bench; writes
+      benchmarks/results/tpu_bench.json, or tpu_bench_quick.json with --quick; docs/benchmarks.rst plots it)
+
+Rows (issue 41, point 7): eager dispatch of a tiny op; eager exp of 16M; 4096^2 matmul in float32 and
+bfloat16; jit SELU of 64M; an MLP train step jit(grad) in float32 and bfloat16 (batch 2048,
+1024-4096-4096-1024); ten SGD steps under jit(fori_loop); per-example gradients jit(vmap(grad));
+a CNN step through lax.conv; an attention block (jit of value_and_grad); and the same MLP written
+with each library's defaults (no dtype arguments, weights from NumPy float64 data: arrayx gives the
+device's defaults, float32 on a TPU; JAX gives float32 unless x64 is on).  "speed vs jax" is JAX's
+time / arrayx's time (1.0: the same; the issue's goal is >= 0.97).  Each row checks that both
+libraries agree on the result first.
+
+Matmul precision (issue 41, point 5): a 4096^2 float32 product timed at each precision
+("default": XLA's choice, bfloat16 passes on a TPU; "highest": float32 accuracy) under
+``arrayx.default_matmul_precision``, with its largest relative error against NumPy's float64 product.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # this checkout's arrayx
+
+import numpy as np  # noqa: E402
+
+import arrayx as ax  # noqa: E402
+
+TITLE = "arrayx's jax executor vs JAX on the default JAX device (TPU v5e on the chip machine)"
+
+
+def _best(fn, rounds: int, repeat: int) -> float:
+    fn()
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _pair_times(fa, fj, rounds, repeat):
+    """Best seconds of each, interleaved round by round."""
+    fa(), fj()
+    ta = tj = float("inf")
+    for _ in range(rounds):
+        ta = min(ta, _best(fa, 1, repeat))
+        tj = min(tj, _best(fj, 1, repeat))
+    return ta, tj
+
+
+def _host(v):
+    leaves = ax.pytree.leaves(v) if not hasattr(v, "shape") else [v]
+    return [np.asarray(x, dtype=np.float32) if str(getattr(x, "dtype", "")) == "bfloat16" else np.asarray(x)
+            for x in leaves]
+
+
+def _agree(a, j, rtol):
+    for x, y in zip(_host(a), _host(j)):
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        scale = max(np.max(np.abs(y)), 1e-30)
+        err = float(np.max(np.abs(x - y)) / scale) if x.size else 0.0
+        if not err <= rtol:
+            raise AssertionError(f"arrayx and jax differ: {err:.3g} > {rtol}")
+
+
+def _mlp(lib, sizes_in, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    params = [((rng.standard_normal((m, n)) / np.sqrt(m)).astype(dtype), np.zeros(n, dtype))
+              for m, n in zip(sizes_in[:-1], sizes_in[1:])]
+    return params
+
+
+def _mlp_loss(lib, relu):
+    def loss(params, x, y):
+        h = x
+        for i, (w, b) in enumerate(params):
+            h = h @ w + b
+            if i < len(params) - 1:
+                h = relu(h)
+        return lib.mean((h - y) ** 2)
+
+    return loss
+
+
+def workloads(quick: bool):
+    import jax
+    import jax.numpy as jnp
+
+    bf16 = jnp.bfloat16
+    n_exp = 2**16 if quick else 2**24
+    n_selu = 2**16 if quick else 2**26
+    mm = 256 if quick else 4096
+    batch, sizes = (64, (128, 256, 256, 128)) if quick else (2048, (1024, 4096, 4096, 1024))
+    rng = np.random.default_rng(1)
+
+    def tree_j(t, dt=None):
+        return jax.tree.map(lambda a: jnp.asarray(a, dtype=dt), t)
+
+    def tree_a(t, dt=None):
+        return ax.pytree.map(lambda a: ax.asarray(a, dtype=dt), t)
+
+    def blk(v):
+        return jax.block_until_ready(v) if not isinstance(v, ax.Array) and not (
+            isinstance(v, (tuple, list, dict)) and any(isinstance(x, ax.Array) for x in ax.pytree.leaves(v))) \
+            else _block_ax(v)
+
+    rows = {}
+    # eager dispatch of a tiny op
+    a8, b8 = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    xa, ya, xj, yj = ax.asarray(a8), ax.asarray(b8), jnp.asarray(a8), jnp.asarray(b8)
+    rows["eager a + b, 8 float32"] = (lambda: _block_ax(xa + ya), lambda: jax.block_until_ready(xj + yj), 0)
+    # eager exp
+    e = rng.standard_normal(n_exp).astype(np.float32)
+    ea, ej = ax.asarray(e), jnp.asarray(e)
+    rows[f"eager exp, {n_exp} float32"] = (lambda: _block_ax(ax.exp(ea)), lambda: jax.block_until_ready(jnp.exp(ej)), 1e-6)
+    # matmul, float32 and bfloat16
+    m = rng.standard_normal((mm, mm)).astype(np.float32)
+    for name, dt_a, dt_j in (("float32", ax.float32, jnp.float32), ("bfloat16", ax.bfloat16, bf16)):
+        ma, mj = ax.asarray(m, dtype=dt_a), jnp.asarray(m, dtype=dt_j)
+        rows[f"matmul {mm}^2 {name}"] = (lambda ma=ma: _block_ax(ma @ ma), lambda mj=mj: jax.block_until_ready(mj @ mj),
+                                        2e-2 if name == "bfloat16" else 1e-5)
+    # jit SELU
+    s = rng.standard_normal(n_selu).astype(np.float32)
+    sa, sj = ax.asarray(s), jnp.asarray(s)
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+
+    def selu(lib):
+        return lambda x: scale * lib.where(x > 0, x, alpha * (lib.exp(x) - 1))
+
+    fa, fj = ax.jit(selu(ax)), jax.jit(selu(jnp))
+    rows[f"jit selu, {n_selu} float32"] = (lambda: _block_ax(fa(sa)), lambda: jax.block_until_ready(fj(sj)), 1e-6)
+    # MLP train step, float32 and bfloat16
+    params = _mlp(None, sizes, np.float32)
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = rng.standard_normal((batch, sizes[-1])).astype(np.float32)
+    la, lj = _mlp_loss(ax, lambda h: ax.maximum(h, 0)), _mlp_loss(jnp, jax.nn.relu)
+
+    def sgd(value_and_grad, tree_map, loss):
+        def step(p, x, y):
+            v, g = value_and_grad(loss)(p, x, y)
+            return v, tree_map(lambda w, d: w - 0.01 * d, p, g)
+        return step
+
+    step_a = ax.jit(sgd(ax.value_and_grad, ax.pytree.map, la))
+    step_j = jax.jit(sgd(jax.value_and_grad, jax.tree.map, lj))
+    for name, dt_a, dt_j, tol in (("float32", ax.float32, jnp.float32, 1e-4), ("bfloat16", ax.bfloat16, bf16, 5e-2)):
+        pa, pj = tree_a(params, dt_a), tree_j(params, dt_j)
+        xa_, xj_ = ax.asarray(x, dtype=dt_a), jnp.asarray(x, dtype=dt_j)
+        ya_, yj_ = ax.asarray(y, dtype=dt_a), jnp.asarray(y, dtype=dt_j)
+        rows[f"mlp train step jit(value_and_grad) {name}"] = (
+            lambda pa=pa, xa_=xa_, ya_=ya_: _block_ax(step_a(pa, xa_, ya_)),
+            lambda pj=pj, xj_=xj_, yj_=yj_: jax.block_until_ready(step_j(pj, xj_, yj_)), tol)
+    # the same MLP with each library's defaults: weights and data straight from NumPy float64
+    params64 = _mlp(None, sizes, np.float64)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    pa, pj = tree_a(params64), tree_j(params64)
+    xa_, xj_, ya_, yj_ = ax.asarray(x64), jnp.asarray(x64), ax.asarray(y64), jnp.asarray(y64)
+    rows["mlp train step, each library's default dtypes (from NumPy float64)"] = (
+        lambda: _block_ax(step_a(pa, xa_, ya_)), lambda: jax.block_until_ready(step_j(pj, xj_, yj_)), 1e-3)
+    # ten SGD steps under jit(fori_loop)
+    pa, pj = tree_a(params, ax.float32), tree_j(params, jnp.float32)
+    xa_, xj_, ya_, yj_ = ax.asarray(x), jnp.asarray(x), ax.asarray(y), jnp.asarray(y)
+    one_a, one_j = sgd(ax.value_and_grad, ax.pytree.map, la), sgd(jax.value_and_grad, jax.tree.map, lj)
+    ten_a = ax.jit(lambda p, x, y: ax.fori_loop(0, 10, lambda i, p: one_a(p, x, y)[1], p))
+    ten_j = jax.jit(lambda p, x, y: jax.lax.fori_loop(0, 10, lambda i, p: one_j(p, x, y)[1], p))
+    rows["ten sgd steps jit(fori_loop) float32"] = (lambda: _block_ax(ten_a(pa, xa_, ya_)),
+                                                    lambda: jax.block_until_ready(ten_j(pj, xj_, yj_)), 1e-3)
+    # per-example gradients
+    pe_sizes = (784, 512, 512, 10)
+    pe_batch = 16 if quick else 128
+    pp = _mlp(None, pe_sizes, np.float32)
+    px = rng.standard_normal((pe_batch, pe_sizes[0])).astype(np.float32)
+    py = rng.standard_normal((pe_batch, pe_sizes[-1])).astype(np.float32)
+    pea = ax.jit(ax.vmap(ax.grad(la), in_axes=(None, 0, 0)))
+    pej = jax.jit(jax.vmap(jax.grad(lj), in_axes=(None, 0, 0)))
+    ppa, ppj = tree_a(pp), tree_j(pp)
+    pxa, pxj, pya, pyj = ax.asarray(px), jnp.asarray(px), ax.asarray(py), jnp.asarray(py)
+    rows[f"per-example grads jit(vmap(grad)) batch {pe_batch} float32"] = (
+        lambda: _block_ax(pea(ppa, pxa, pya)), lambda: jax.block_until_ready(pej(ppj, pxj, pyj)), 1e-4)
+    # CNN step through lax.conv
+    from benchmarks.bench_cnn import _data, _step, cnn_loss
+
+    cb = 16 if quick else 256
+    images, labels, cparams = _data(cb)
+    jloss = cnn_loss(jnp, jax.lax.conv, lambda h: jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
+                                                                     (1, 1, 2, 2), "VALID"),
+                     jax.nn.log_softmax, lambda t, n: jax.nn.one_hot(t, n, dtype=jnp.float32))
+    aloss = cnn_loss(ax, ax.lax.conv, lambda h: ax.lax.max_pool(h, (2, 2)), ax.nn.log_softmax,
+                     lambda t, n: ax.nn.one_hot(t, n, dtype=ax.float32))
+    cj = jax.jit(_step(jax.value_and_grad(jloss), jax.tree.map))
+    ca = ax.jit(_step(ax.value_and_grad(aloss), ax.pytree.map))
+    cja = (tree_j(cparams), jnp.asarray(images), jnp.asarray(labels.astype(np.int32)))
+    caa = (tree_a(cparams), ax.asarray(images), ax.asarray(labels.astype(np.int32)))
+    rows[f"cnn train step lax.conv batch {cb} float32"] = (lambda: _block_ax(ca(*caa)),
+                                                         lambda: jax.block_until_ready(cj(*cja)), 1e-3)
+    # attention block: softmax(q k^T / sqrt(d)) v, value_and_grad of its mean square
+    ab, seq, d, heads = (2, 64, 64, 4) if quick else (8, 1024, 512, 8)
+    q = rng.standard_normal((ab, seq, d)).astype(np.float32)
+    wq = (rng.standard_normal((3, d, d)) / np.sqrt(d)).astype(np.float32)
+
+    def attention(lib, softmax):
+        def f(w, q):
+            hd = d // heads
+            qs, ks, vs = (lib.reshape(q @ w[i], (ab, seq, heads, hd)) for i in range(3))
+            qs, ks, vs = (lib.permute_dims(t, (0, 2, 1, 3)) for t in (qs, ks, vs))
+            att = softmax((qs @ lib.matrix_transpose(ks)) / np.float32(np.sqrt(hd)), axis=-1)
+            return lib.mean((att @ vs) ** 2)
+        return f
+
+    att_a = ax.jit(ax.value_and_grad(attention(ax, ax.nn.softmax)))
+    att_j = jax.jit(jax.value_and_grad(attention(jnp, jax.nn.softmax)))
+    qa, qj, wa, wj = ax.asarray(q), jnp.asarray(q), ax.asarray(wq), jnp.asarray(wq)
+    rows[f"attention block jit(value_and_grad) {ab}x{seq}x{d}, {heads} heads float32"] = (
+        lambda: _block_ax(att_a(wa, qa)), lambda: jax.block_until_ready(att_j(wj, qj)), 1e-3)
+    return rows, mm
+
+
+def _block_ax(v):
+    for leaf in ax.pytree.leaves(v):
+        buf = leaf._buf if isinstance(leaf, ax.Array) else leaf
+        if hasattr(buf, "block_until_ready"):
+            buf.block_until_ready()
+        elif hasattr(buf, "base") and hasattr(buf.base, "block_until_ready"):
+            buf.base.block_until_ready()
+    return v
+
+
+def precision_rows(mm: int, rounds: int, repeat: int) -> list:
+    """A float32 product at each matmul precision: time, and largest error against float64."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((mm, mm)).astype(np.float32) for _ in range(2))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    out = []
+    aa, ba, aj, bj = ax.asarray(a), ax.asarray(b), jnp.asarray(a), jnp.asarray(b)
+    for precision in ("default", "high", "highest"):
+        with ax.default_matmul_precision(precision):
+            def fa():
+                return _block_ax(aa @ ba)
+            got = np.asarray(fa()).astype(np.float64)
+            ta = _best(fa, rounds, repeat)
+        with jax.default_matmul_precision(precision):
+            def fj():
+                return jax.block_until_ready(aj @ bj)
+            gotj = np.asarray(fj()).astype(np.float64)
+            tj = _best(fj, rounds, repeat)
+        err = float(np.max(np.abs(got - exact)) / np.max(np.abs(exact)))
+        errj = float(np.max(np.abs(gotj - exact)) / np.max(np.abs(exact)))
+        out.append({"case": f"matmul {mm}^2 float32 at precision {precision!r}", "arrayx ms": ta * 1e3,
+                    "jax ms": tj * 1e3, "speed vs jax": tj / ta, "TFLOP/s (arrayx)": 2 * mm**3 / ta / 1e12,
+                    "max error vs float64 / max |exact| (arrayx)": err, "same (jax)": errj})
+        print(json.dumps(out[-1]), flush=True)
+    return out
+
+
+def main(quick: bool = False) -> dict:
+    import jax
+
+    ax.set_executor("jax")
+    rounds, repeat = (2, 2) if quick else (5, 5)
+    load_before = os.getloadavg()
+    rows = []
+    work, mm = workloads(quick)
+    for name, (fa, fj, tol) in work.items():
+        row = {"case": name}
+        try:
+            if tol:
+                _agree(fa(), fj(), tol)
+            ta, tj = _pair_times(fa, fj, rounds, repeat)
+            row.update({"arrayx ms": ta * 1e3, "jax ms": tj * 1e3, "speed vs jax": tj / ta})
+        except Exception as e:  # noqa: BLE001 - a row that fails is reported, the others still run
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    try:
+        rows += precision_rows(mm, rounds, repeat)
+    except Exception as e:  # noqa: BLE001
+        rows.append({"case": "matmul precision", "error": f"{type(e).__name__}: {e}"[:300]})
+    dev = jax.devices()[0]
+    return {"title": TITLE, "command": "python benchmarks/bench_tpu.py" + (" --quick" if quick else ""),
+            "device": f"{dev.platform} {getattr(dev, 'device_kind', '')}", "jax": jax.__version__,
+            "quick": quick, "rounds": rounds, "repeats per round": repeat,
+            "load average before (1, 5, 15 min)": load_before, "rows": rows,
+            "default dtypes (arrayx, this device)": {k: str(v) for k, v in
+                                                     ax.__array_namespace_info__().default_dtypes(
+                                                         device=ax.__array_namespace_info__().default_device()).items()}}
+
+
+if __name__ == "__main__":
+    import argparse
+
+    p = argparse.ArgumentParser(description=TITLE)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--output", type=pathlib.Path, default=None)
+    a = p.parse_args()
+    result = main(a.quick)
+    out = a.output or pathlib.Path(__file__).parent / "results" / ("tpu_bench_quick.json" if a.quick else "tpu_bench.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
