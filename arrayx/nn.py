@@ -20,6 +20,7 @@ import math
 
 from arrayx import api as ax
 from arrayx.api._checks import array_arg, normalize_axes
+from arrayx.api._dtypes import kind_of
 from arrayx.core.primitives import Primitive
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
 from arrayx.transforms.custom import stop_gradient
@@ -35,7 +36,7 @@ def _inexact(fname: str, x):
     x = array_arg(fname, x)
     if x.dtype.kind == "c":
         raise TypeError(f"{fname}: complex input ({x.dtype}) is not supported; pass real(x) or abs(x)")
-    return x if x.dtype.kind == "f" else ax.astype(x, ax.float64)
+    return x if kind_of(x.dtype) == "f" else ax.astype(x, ax.float64)  # (bfloat16's NumPy kind is "V")
 
 
 # -- the error function: primitives (executor libraries) --------------------------------------------

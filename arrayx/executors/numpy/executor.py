@@ -198,7 +198,8 @@ def _clip(x, lo=None, hi=None):
     # bound under vmap, raises); arrayx's clip has cast the bounds to x's dtype and clamped scalars
     if lo is None and hi is None:
         return x.copy()
-    return np.clip(x, lo, hi)
+    out = np.clip(x, lo, hi)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)  # bfloat16: NumPy's clip computes in float32
 
 
 def _complex_of(x):
