@@ -12,6 +12,7 @@ through ``Array.__array_ufunc__`` (``arrayx/api/_numpy_dispatch.py``): SciPy's i
 copies of the operands, the results moved back to the operands' executor and device.  So, as with
 SciPy's own last resort, a Dask operand is computed, a device array is copied to the host, and a
 traced operand (inside ``jit``/``grad``/``vmap``) raises the error ``numpy.asarray`` of it raises.
+Operands on two executors raise the TypeError that ``x + y`` raises for them.
 
 Not served (``AttributeError``, so SciPy takes its own path): names that are not ufuncs of
 ``scipy.special``, and ``rel_entr`` and ``xlogy``, which SciPy composes from standard functions

@@ -113,6 +113,7 @@ def array_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
         anchor = _anchor(out or ())
     if anchor is None:
         return NotImplemented
+    _one_executor(ufunc.__name__, (*inputs, *(out or ())))  # as x + y: NumPy on copies would mix them
     try:
         result = _as_arrayx(ufunc, method, inputs, kwargs, anchor.device)
     except TypeError:  # a dtype the standard's function refuses and NumPy's ufunc takes (sqrt of ints,
@@ -122,6 +123,22 @@ def array_ufunc(ufunc, method: str, inputs: tuple, kwargs: dict):
     if result is None:  # no arrayx counterpart for this call: NumPy computes it
         return _on_numpy_moved_back(getattr(ufunc, method), inputs, kwargs, out, anchor.device)
     return result if out is None else _write_out(ufunc, result, out[0])
+
+
+def _one_executor(fname: str, values, first=None):
+    """The TypeError of ``x + y`` where the concrete arrayx arrays among ``values`` (one level of
+    lists/tuples looked into) live on different executors; returns the first such array."""
+    for v in values:
+        if type(v) is Array:
+            if first is None:
+                first = v
+            elif v._ex is not first._ex:
+                from arrayx.core.primitives import _mixed_executors
+
+                raise _mixed_executors(fname, first._ex, v._ex)
+        elif isinstance(v, (list, tuple)):
+            first = _one_executor(fname, v, first)
+    return first
 
 
 def _concrete(values) -> bool:
