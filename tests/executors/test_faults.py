@@ -126,8 +126,8 @@ print(json.dumps({{"statuses": statuses, "pooled": pooled}}))
 # -- fork while another thread holds a lock ---------------------------------------------------------
 
 _HOLDERS = {
-    # a region's team: the lock a worker takes between jobs (the region keeps the parent's team)
-    "team": "lock = regions(JF, HOST)[0].team._cv",
+    # the teams' lock, taken while a team is made (a team's callers and workers take no lock)
+    "team": "import arrayx.executors.numba.team as _numba_team\nlock = _numba_team._teams_lock",
     # the buffer pool, which the kernels' outputs come from
     "pool": "import arrayx.executors.common.buffer_pool as _buffer_pool\nlock = _buffer_pool.POOL._lock",
     # arrayx's compile lock and Numba's: a compile in another thread at the fork
