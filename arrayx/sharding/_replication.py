@@ -40,7 +40,7 @@ def _collective(ins, eqn):
 
 
 def _call(ins, eqn):
-    graph = eqn.params.get("graph", eqn.params.get("fun"))
+    graph = eqn.params.get("graph")
     if isinstance(graph, Graph) and len(graph.inputs) == len(ins) and len(graph.outputs) == len(eqn.outputs):
         return output_axes(graph, ins)
     return _union(ins, eqn)
@@ -83,9 +83,11 @@ def _scan(ins, eqn):
     return [*carry, *output_axes(p["body"], [*consts, *carry, *xs])[k:]]
 
 
-#: primitive name -> rule (operands' axes, equation) -> results' axes; any other: the union
+#: primitive name -> rule (operands' axes, equation) -> results' axes; any other: the union (custom
+#: rules and checkpoint too: their vmap rules batch every result, and the vmaps under a transform
+#: must agree with this analysis)
 RULES = {"psum": _collective, "pmax": _collective, "pmin": _collective, "all_gather": _collective,
-         "call": _call, "checkpoint": _call, "cond": _cond, "while": _while, "scan": _scan}
+         "call": _call, "cond": _cond, "while": _while, "scan": _scan}
 
 
 def unnamed_axes(mesh, spec) -> list:

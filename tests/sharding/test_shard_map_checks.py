@@ -295,3 +295,36 @@ def test_jax_create_device_mesh_is_jax_s_in_subprocess():
                 raise AssertionError(shape)
         print("ok")
     """)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_control_flow_and_custom_rules_in_the_body(vex, mode):
+    # the analysis agrees with vmap's batching of cond/while/scan/custom_jvp/checkpoint under jit
+    mesh = _mesh(vex, (2, 4), ("x", "y"))
+    h = np.arange(32.0).reshape(4, 8)
+
+    def body(b, k):
+        s = ax.lax.psum(ax.sum(b), ("x", "y"))
+        c = ax.lax.cond(k > 0, lambda v: v * 2, lambda v: v, s)  # invariant operands: invariant
+        w = ax.lax.while_loop(lambda v: v < 1e4, lambda v: v * 2, s)
+        carry, ys = ax.lax.scan(lambda cr, xv: (cr + xv, cr * xv), s, ax.arange(3.0))
+        r = ax.checkpoint(lambda v: ax.nn.relu(v) + 1)(b)  # varies along both
+        return c + w + carry + ax.sum(ys), r
+
+    f = ax.shard_map(body, mesh=mesh, in_specs=(P("x", "y"), P()), out_specs=(P(), P("x", "y")))
+    f = ax.jit(f) if mode == "jit" else f
+    tot, r = f(ax.asarray(h), ax.asarray(1.0))
+    s = h.sum()
+    w = s
+    while w < 1e4:
+        w *= 2
+    carry, ys = s, 0.0
+    for xv in range(3):
+        carry, ys = carry + xv, ys + carry * xv
+    assert float(tot) == 2 * s + w + carry + ys
+    np.testing.assert_array_equal(np.asarray(r), np.maximum(h, 0) + 1)
+    # a branch chosen by a varying index makes the result vary
+    g = ax.shard_map(lambda b: ax.lax.cond(ax.sum(b) > 100, lambda: 1.0, lambda: 0.0), mesh=mesh,
+                     in_specs=P("x", "y"), out_specs=P())
+    with pytest.raises(ValueError, match="does not name mesh axis 'x', 'y'"):
+        (ax.jit(g) if mode == "jit" else g)(ax.asarray(h))
