@@ -499,10 +499,12 @@ def test_cache_directory_is_configurable(tmp_path):
 
 def test_stale_kernel_directories_of_other_versions_are_pruned(tmp_path):
     root = tmp_path / "kernels"
-    stale, recent = root / "kernels-0000000000000000", root / "kernels-1111111111111111"
+    stale, recent = (root / K.CACHE_SUBFOLDER / "kernels-0000000000000000",
+                     root / K.CACHE_SUBFOLDER / "kernels-1111111111111111")
     for d in (stale, recent):
         d.mkdir(parents=True)
         (d / "exp_v_float64_serial.py").write_text("# an older arrayx's kernel\n")
+        (d / K.MARKER).write_bytes(K.MARKER_TEXT)  # made by arrayx (see test_numba_cache.py for the rest)
     old = time.time() - (K.STALE_AFTER_DAYS + 1) * 86400
     os.utime(stale, (old, old))
     code = ("import arrayx; import arrayx.executors.numba.kernels as K; print(K.cache_dir())")
@@ -510,6 +512,6 @@ def test_stale_kernel_directories_of_other_versions_are_pruned(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
                          cwd=os.getcwd()).stdout
     current = pathlib.Path(out.strip())
-    assert current.is_dir() and current.parent == root
+    assert current.is_dir() and current.parent == root / K.CACHE_SUBFOLDER
     assert not stale.exists()  # unused for longer than STALE_AFTER_DAYS: removed
     assert recent.exists()  # possibly in use by another installation: kept

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -23,6 +24,11 @@ pytestmark = pytest.mark.skipif(not base.get("numba").available(), reason="numba
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOBODY = 65534  # a uid that is not ours, to give a folder away (root only)
+# the cache's layout on disk (arrayx/executors/numba/kernels.py): its own subfolder of the folder
+# given, and in each kernel folder it made, its marker file with this text
+SUBFOLDER = "arrayx-numba-kernels"
+MARKER, MARKER_TEXT = "ARRAYX_KERNEL_CACHE", b"arrayx Numba kernel cache: made by arrayx, which removes it when unused for 30 days\n"
+STALE_AFTER_DAYS = 30
 
 # One process's use of two kernels (a native exp and the C library's log), reported as JSON.
 _USE = r"""
@@ -105,8 +111,8 @@ def test_a_folder_others_can_write_is_never_loaded_from(scratch):
     first = _run(cache)  # learn the kernel folder's name, then plant pickles in it
     assert first["dir"] is None and "writable by other users (mode 0777)" in first["problem"]
     assert any("without a disk cache" in w for w in first["warnings"])
-    kernels = next(iter(cache.glob("kernels-*")), None) or cache / "kernels-x"
-    kernels.mkdir(exist_ok=True)
+    kernels = next(iter(cache.glob(f"{SUBFOLDER}/kernels-*")), None) or cache / SUBFOLDER / "kernels-x"
+    kernels.mkdir(parents=True, exist_ok=True)
     kernels.chmod(0o777)
     marker = scratch / "pwned"
     _planted_index(kernels, marker)
@@ -174,3 +180,99 @@ def test_a_read_only_cache_with_valid_kernels_is_used(scratch):
     out = _run(cache, obey_permissions=True)
     assert out["dir"] == str(d) and out["hits"] >= 2 and out["misses"] == 0, out
     assert out["warnings"] == [], out
+
+
+# -- where the cache is, and what its pruning may remove ---------------------------------------------
+
+_WHERE = r"""
+import json, os, sys
+if sys.argv[1] == "no-passwd-entry":  # a uid the password database does not know (containers)
+    import pwd
+    def unknown(uid):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+    pwd.getpwuid = unknown
+import arrayx.executors.numba.kernels as K
+print(json.dumps({"dir": None if K.cache_dir() is None else str(K.cache_dir()), "problem": K.cache_problem()}))
+"""
+
+
+def _where(cwd: pathlib.Path, env: dict, how: str = "") -> dict:
+    run = subprocess.run([sys.executable, "-c", _WHERE, how], cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def _env_without_cache_settings(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOME", "XDG_CACHE_HOME", "ARRAYX_NUMBA_CACHE_DIR", "ARRAYX_CACHE_DIR")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return dict(env, **extra)
+
+
+@pytest.mark.parametrize("home", ["unset", "relative"])
+def test_without_a_home_folder_the_cache_is_a_private_temporary_folder(scratch, home):
+    """HOME unset (and no password entry to fall back on) or relative: never a folder literally
+    named ``~`` (or ``home``) in the working directory, but this user's folder in the temporary area."""
+    cwd, tmp = scratch / "cwd", scratch / "tmp"
+    cwd.mkdir()
+    tmp.mkdir(mode=0o700)
+    env = _env_without_cache_settings(TMPDIR=str(tmp))
+    if home == "relative":
+        env.update(HOME="home", XDG_CACHE_HOME="xdg")  # relative XDG_CACHE_HOME is ignored (XDG spec)
+    out = _where(cwd, env, "no-passwd-entry")
+    assert list(cwd.iterdir()) == []  # nothing made in the working directory
+    assert out["problem"] is None, out
+    where = pathlib.Path(out["dir"])
+    assert where.parent == tmp / f"arrayx-cache-{os.getuid()}" / "arrayx" / "numba" / SUBFOLDER
+    assert stat.S_IMODE((tmp / f"arrayx-cache-{os.getuid()}").stat().st_mode) == 0o700
+    assert (where / MARKER).read_bytes() == MARKER_TEXT
+
+
+def test_an_absolute_xdg_cache_home_is_used(scratch):
+    env = _env_without_cache_settings(HOME=str(scratch / "home"), XDG_CACHE_HOME=str(scratch / "xdg"))
+    out = _where(scratch, env)
+    assert pathlib.Path(out["dir"]).parent == scratch / "xdg" / "arrayx" / "numba" / SUBFOLDER
+
+
+def _aged(folder: pathlib.Path, days: float) -> None:
+    t = time.time() - days * 86400
+    os.utime(folder, (t, t), follow_symlinks=False)
+
+
+def test_pruning_removes_only_stale_folders_the_cache_made(scratch):
+    """The cache folder given may hold the user's own ``kernels-*`` folders: arrayx keeps its
+    kernels in its own subfolder and removes only stale folders there that carry its marker."""
+    root = scratch / "given"
+    ours = root / SUBFOLDER
+    ours.mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    old = STALE_AFTER_DAYS + 1
+
+    def folder(path: pathlib.Path, marker: bytes | None, days: float) -> pathlib.Path:
+        path.mkdir(mode=0o700)
+        (path / "notes.txt").write_text("the user's own file\n")
+        if marker is not None:
+            (path / MARKER).write_bytes(marker)
+        _aged(path, days)
+        return path
+
+    backup = folder(root / "kernels-backup", None, old)  # the user's, next to arrayx's subfolder
+    beside = folder(root / "kernels-0000000000000000", MARKER_TEXT, old)  # marked, but not in arrayx's subfolder
+    unmarked = folder(ours / "kernels-1111111111111111", None, old)
+    wrong = folder(ours / "kernels-2222222222222222", b"something else\n", old)
+    recent = folder(ours / "kernels-3333333333333333", MARKER_TEXT, STALE_AFTER_DAYS - 1)
+    stale = folder(ours / "kernels-4444444444444444", MARKER_TEXT, old)
+    target = folder(scratch / "linked", MARKER_TEXT, old)  # a link to a marked folder: not followed
+    link = ours / "kernels-5555555555555555"
+    link.symlink_to(target)
+    _aged(link, old)
+
+    out = _where(scratch, _env_without_cache_settings(HOME=str(scratch), ARRAYX_NUMBA_CACHE_DIR=str(root)))
+    for kept in (backup, beside, unmarked, wrong, recent, target):
+        assert (kept / "notes.txt").read_text() == "the user's own file\n", kept
+    assert link.is_symlink()
+    current = pathlib.Path(out["dir"])
+    assert current.parent == ours and (current / MARKER).read_bytes() == MARKER_TEXT
+    assert not stale.exists()  # arrayx's, unused for longer than STALE_AFTER_DAYS: removed
+    assert sorted(p.name for p in root.iterdir()) == sorted([SUBFOLDER, backup.name, beside.name])

@@ -361,12 +361,29 @@ def _sources_digest() -> str:
 
 
 def _default_root() -> pathlib.Path:
+    """The folder the kernel cache is kept in (in its own subfolder ``CACHE_SUBFOLDER``)."""
     if _config.is_set("ARRAYX_NUMBA_CACHE_DIR"):
         return _config.get("ARRAYX_NUMBA_CACHE_DIR")
     if _config.is_set("ARRAYX_CACHE_DIR"):
         return _config.get("ARRAYX_CACHE_DIR") / "numba"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "arrayx" / "numba"
+    return _user_cache() / "arrayx" / "numba"
+
+
+def _user_cache() -> pathlib.Path:
+    """``$XDG_CACHE_HOME`` (when absolute), else ``~/.cache``, else, with no home folder known (HOME
+    unset or relative and no password entry: ``~`` would name a folder ``~`` in the working
+    directory), a folder of this user in the temporary area (``tempfile.gettempdir()``)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
+        return pathlib.Path(xdg)
+    home = os.path.expanduser("~")
+    if os.path.isabs(home) and os.path.realpath(home) != os.path.realpath(os.sep):
+        return pathlib.Path(home) / ".cache"
+    import tempfile
+
+    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    # (a folder of that name someone else made first is refused by the checks in cache_dir)
+    return pathlib.Path(tempfile.gettempdir()) / f"arrayx-cache-{user}"
 
 
 _dir: pathlib.Path | None = None
@@ -420,26 +437,32 @@ os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                     after_in_child=_after_fork_in_child)
 
 
-def _make_private(path: pathlib.Path) -> None:
-    """Create the missing folders of ``path`` with mode 0700 (existing ones are left as they are)."""
+def _make_private(path: pathlib.Path) -> bool:
+    """Create the missing folders of ``path`` with mode 0700 (existing ones are left as they are);
+    whether this call created ``path`` itself."""
     missing = []
     while not path.exists():
         missing.append(path)
         path = path.parent
+    made = False
     for d in reversed(missing):
         try:
             d.mkdir(mode=0o700)
+            made = True
         except FileExistsError:
-            pass
+            made = False
+    return made
 
 
 def cache_dir() -> pathlib.Path | None:
     """Folder of the generated kernel sources and of Numba's compiled code for them, or None when
     no safe folder exists here (kernels are then compiled in memory; ``cache_problem()`` says why).
 
-    ``ARRAYX_NUMBA_CACHE_DIR``, else ``$ARRAYX_CACHE_DIR/numba``, else ``~/.cache/arrayx/numba``
-    (``$XDG_CACHE_HOME`` respected).  Folders arrayx creates are private (0700); before anything
-    is loaded the folder must be owned by this user and writable by no one else (see
+    The folder ``kernels-<digest of the kernel sources>`` in the subfolder ``CACHE_SUBFOLDER`` of
+    ``ARRAYX_NUMBA_CACHE_DIR``, else of ``$ARRAYX_CACHE_DIR/numba``, else of ``~/.cache/arrayx/numba``
+    (``$XDG_CACHE_HOME`` respected; with no home folder, ``<tempfile.gettempdir()>/arrayx-cache-<uid>``
+    instead of ``~/.cache``).  Folders arrayx creates are private (0700); before anything is loaded
+    the folder must be owned by this user and writable by no one else (see
     ``numba.cache.verify_private``), else it is not used.  A read-only folder is used as it is.
     """
     global _dir, _dir_fd, _dir_problem
@@ -474,37 +497,72 @@ def _choose_dir() -> tuple[tuple[str, int] | None, str | None]:
     """((resolved folder, held handle on it), None), or (None, why no folder is used)."""
     from arrayx.executors.numba.cache import open_private, verify_private
 
-    d = _default_root() / f"kernels-{_sources_digest()}"
+    d = _default_root() / CACHE_SUBFOLDER / f"kernels-{_sources_digest()}"
     try:
-        _make_private(d)
+        made = _make_private(d)
     except OSError as e:
         if not d.is_dir():
             return None, f"cannot create {d} ({e.strerror})"
+        made = False
     problem = verify_private(str(d.parent))
     opened = open_private(str(d)) if problem is None else problem
     if isinstance(opened, str):
         return None, f"{opened}; use a private folder (ARRAYX_NUMBA_CACHE_DIR)"
+    if made:
+        _mark(opened[1])
     _prune_stale(pathlib.Path(opened[0]))
     return opened, None
 
 
+#: arrayx's own folder inside the cache folder: only its ``kernels-*`` folders are ever pruned
+CACHE_SUBFOLDER = "arrayx-numba-kernels"
+#: the file in each kernel folder arrayx made, and its text: a folder without it is never removed
+MARKER = "ARRAYX_KERNEL_CACHE"
+MARKER_TEXT = b"arrayx Numba kernel cache: made by arrayx, which removes it when unused for 30 days\n"
 STALE_AFTER_DAYS = 30
 
 
-def _prune_stale(current: pathlib.Path) -> None:
-    """Remove the kernel directories of other arrayx versions not used for STALE_AFTER_DAYS.
+def _mark(fd: int) -> None:
+    """Put the marker in the kernel folder held by ``fd`` (arrayx just made it)."""
+    from arrayx.executors.numba.cache import write_file
 
-    A process marks its own directory as used (its mtime) when it starts, so a directory in use
-    by another installation is never older than that.
+    try:
+        write_file(fd, MARKER, MARKER_TEXT)
+    except OSError:  # unmarked: kept for good, never removed
+        pass
+
+
+def _marked(folder: pathlib.Path) -> bool:
+    """``folder`` is a real folder (not a link) holding arrayx's marker file (a regular file)."""
+    import stat
+
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return False
+        marker = folder / MARKER
+        return stat.S_ISREG(os.lstat(marker).st_mode) and marker.read_bytes() == MARKER_TEXT
+    except OSError:
+        return False
+
+
+def _prune_stale(current: pathlib.Path) -> None:
+    """Remove the kernel folders of other arrayx versions not used for STALE_AFTER_DAYS: only
+    ``kernels-*`` folders in arrayx's own subfolder that carry its marker (``MARKER``); anything
+    else there, and everything outside it, is never touched.
+
+    A process marks its own folder as used (its mtime) when it starts, so a folder in use by
+    another installation is never older than that.
     """
     try:
         os.utime(current)
     except OSError:  # a read-only cache: nothing to prune either
         return
+    if current.parent.name != CACHE_SUBFOLDER:  # (never: cache_dir makes it so)
+        return
     cutoff = time.time() - STALE_AFTER_DAYS * 86400
     for other in current.parent.glob("kernels-*"):
         try:
-            if other != current and other.is_dir() and other.stat().st_mtime < cutoff:
+            if other != current and _marked(other) and os.lstat(other).st_mtime < cutoff:
                 shutil.rmtree(other, ignore_errors=True)
         except OSError:
             continue
