@@ -201,7 +201,8 @@ def test_create_device_mesh_on_virtual_devices(vex, monkeypatch):
 # -- dask on a cluster of two workers ---------------------------------------------------------------
 
 
-def test_dask_cluster_replication_check():
+@pytest.mark.parametrize("processes", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_dask_cluster_replication_check(processes):
     pytest.importorskip("distributed")
     if not base.get("dask").available():
         pytest.skip("dask unavailable")
@@ -209,7 +210,7 @@ def test_dask_cluster_replication_check():
 
     import arrayx.executors.dask as dex
 
-    cluster = LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, processes=processes, threads_per_worker=1, dashboard_address=None)
     try:
         dex.connect(cluster)
         mesh = ax.sharding.make_mesh((2,), ("w",), executor="dask")
