@@ -92,7 +92,7 @@ for step in $STEPS; do
         if [ -d "$ROOT/.official/array_api_tests" ]; then
             echo "== official array-api-tests on the jax executor (the chip)"
             timeout "${OFFICIAL_S:-280}" $PY -m conformance.official --suite "$ROOT/.official" --executor jax \
-                --label tpu -n 0 --max-examples "${MAX_EXAMPLES:-20}" > "$OUT/official.log" 2>&1
+                --label tpu --skip-dtypes float64,complex128,int64,uint64 -n 0 --max-examples "${MAX_EXAMPLES:-20}" > "$OUT/official.log" 2>&1
             echo "official exit $?"; tail -15 "$OUT/official.log"
             cp conformance/results/official-jax-tpu.json "$OUT/" 2>/dev/null
         fi ;;

@@ -55,17 +55,26 @@ def main(argv=None) -> int:
     p.add_argument("--executor", default="numpy")
     p.add_argument("--max-examples", type=int, default=20)
     p.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (0 = none)")
+    p.add_argument("--label", default="",
+                   help="a platform label for the results and known failures (--label tpu: "
+                        "official-jax-tpu.json, known_failures/jax-tpu.txt)")
+    p.add_argument("--skip-dtypes", default="",
+                   help="dtypes the device does not hold, passed to the suite as ARRAY_API_TESTS_SKIP_DTYPES "
+                        "(a TPU: float64,complex128,int64,uint64; dtypes(device=) lists what it holds)")
     p.add_argument("--update-known-failures", action="store_true",
                    help="rewrite known_failures/<executor>.txt with this run's failures (reasons kept)")
     p.add_argument("pytest_args", nargs="*")
     args = p.parse_args(argv)
 
-    known = read_known_failures(args.executor)
+    name = f"{args.executor}-{args.label}" if args.label else args.executor
+    known = read_known_failures(name)
     report = pathlib.Path(tempfile.mkdtemp()) / "report.json"
     xfails = report.with_name("xfails.txt")
     xfails.write_text("" if args.update_known_failures else "\n".join(known) + "\n")
     env = dict(os.environ, ARRAY_API_TESTS_MODULE="arrayx", ARRAYX_EXECUTOR=args.executor,
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    if args.skip_dtypes:
+        env["ARRAY_API_TESTS_SKIP_DTYPES"] = args.skip_dtypes
     cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
            f"--max-examples={args.max_examples}", "--disable-deadline", "--xfails-file", str(xfails),
            "--json-report", f"--json-report-file={report}", "-o", "xfail_strict=false"]
@@ -84,6 +93,7 @@ def main(argv=None) -> int:
     failed = sorted(outcomes.get("failed", []) + outcomes.get("error", []))
     summary = {
         "executor": args.executor,
+        **({"label": args.label, "skipped dtypes": args.skip_dtypes} if args.label else {}),
         "command": " ".join([f"{k}={v}" for k, v in sorted(os.environ.items())
                              if k.startswith("ARRAYX_") and not k.endswith("_DIR")]  # a folder is this machine's
                             + ["python -m conformance.official"]
@@ -98,17 +108,17 @@ def main(argv=None) -> int:
     }
     mode = "strict" if _strict_run() else "default"
     summary["mode"] = mode
-    out = HERE / "results" / f"official-{args.executor}{'-strict' if mode == 'strict' else ''}.json"
+    out = HERE / "results" / f"official-{name}{'-strict' if mode == 'strict' else ''}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(summary, indent=2) + "\n")
-    record_mode(args.executor, mode, summary, len(known))
+    record_mode(name, mode, summary, len(known))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("new_failures", "xpassed")}, indent=2))
     if args.update_known_failures:
-        write_known_failures(args.executor, {t: known.get(t, "") for t in failed})
-        print(f"wrote {len(failed)} known failures for {args.executor!r}")
+        write_known_failures(name, {t: known.get(t, "") for t in failed})
+        print(f"wrote {len(failed)} known failures for {name!r}")
         return proc.returncode if proc.returncode not in (0, 1) else 0
     if summary["new_failures"]:
-        print(f"{len(summary['new_failures'])} failures not in known_failures/{args.executor}.txt:")
+        print(f"{len(summary['new_failures'])} failures not in known_failures/{name}.txt:")
         for t in summary["new_failures"]:
             print("  ", t)
     return 1 if summary["new_failures"] else proc.returncode if proc.returncode not in (1,) else 0
