@@ -98,6 +98,70 @@ DEVIATIONS: tuple[Deviation, ...] = (
 )
 
 
+# -- per platform: what a kind of hardware computes differently, whichever executor drives it ----------
+
+
+@dataclass(frozen=True)
+class PlatformDeviation:
+    """A difference of one kind of hardware (a device platform), found by running the table there.
+
+    These are not rechecked on this machine (it has no such hardware): ``measured`` names the
+    committed results that show them, and ``conformance/tpu_probe.py --summarize`` classifies a
+    chip run's disagreements against them (by function and input dtype), listing any other.
+    """
+
+    id: str
+    platform: str
+    functions: tuple            # standard names, "*" for all
+    dtypes: tuple               # input dtypes where it shows
+    reason: str
+    measured: str
+
+    def covers(self, platform: str, function: str, dtypes) -> bool:
+        return (platform == self.platform and ("*" in self.functions or function in self.functions)
+                and any(d in self.dtypes for d in dtypes))
+
+
+_PRODUCTS = ("matmul", "tensordot", "vecdot", "linalg.matmul", "linalg.tensordot", "linalg.vecdot",
+             "linalg.matrix_power", "linalg.eigh", "linalg.eigvalsh", "linalg.qr", "linalg.svd", "linalg.svdvals",
+             "linalg.pinv", "linalg.solve", "linalg.inv", "linalg.cholesky", "linalg.det", "linalg.slogdet",
+             "linalg.matrix_norm", "linalg.matrix_rank", "linalg.outer", "linalg.cross")
+_TRANSCENDENTAL = ("exp", "expm1", "log", "log1p", "log2", "log10", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                   "logaddexp", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "hypot", "sqrt")
+
+PLATFORM_DEVIATIONS: tuple[PlatformDeviation, ...] = (
+    PlatformDeviation(
+        "tpu-matmul-default-precision", "tpu", _PRODUCTS, ("float32", "complex64"),
+        "At JAX's default matmul precision (arrayx's default too: arrayx.default_matmul_precision) XLA:TPU "
+        "multiplies float32 in one bfloat16 pass: products agree with NumPy to about three digits (largest "
+        "seen 6.4e-3 relative, tensordot); under default_matmul_precision('highest') they run at float32 "
+        "accuracy, which the chip's differential run uses",
+        "conformance/results/tpu_probe.json (examples32: matmul, tensordot, eigh, qr, svd, matrix_power)"),
+    PlatformDeviation(
+        "tpu-float32-transcendentals", "tpu", _TRANSCENDENTAL,
+        ("float32", "complex64", "bool", "int8", "int16", "uint8", "uint16"),
+        "XLA:TPU computes float32 and complex64 transcendentals with its own approximations: most agree "
+        "with NumPy within a few ulp more than the table's tolerance (3e-6 relative typical; 1.8e-4 at "
+        "the first differing element of logaddexp); small integers and bool promote to float32 first",
+        "conformance/results/tpu_probe.json (sweep: float32, complex64, int8/16, uint8/16, bool rows)"),
+    PlatformDeviation(
+        "tpu-emulated-64bit", "tpu", ("*",), ("float64", "complex128", "int64", "uint64", "int32", "uint32"),
+        "XLA:TPU has no 64-bit floating point: under ARRAYX_TPU_64BIT=emulate float64 is a pair of float32 "
+        "(about 48 bits of mantissa), so values do not survive a round trip exactly (flip, sort, max of "
+        "float64 differ in the last bits) and functions differ by up to 2.4e-14 relative; int32/uint32 "
+        "transcendentals promote to float64 and inherit it. The default (downcast) keeps 64-bit data off the chip",
+        "conformance/results/tpu_probe.json (sweep: float64/complex128 rows; int32/uint32 tan, sinh, hypot)"),
+)
+
+
+def classify_platform(platform: str, function: str, dtypes) -> PlatformDeviation | None:
+    """The per-platform entry that covers ``function`` on ``dtypes`` there, or None."""
+    for dev in PLATFORM_DEVIATIONS:
+        if dev.covers(platform, function, dtypes):
+            return dev
+    return None
+
+
 def classify(d) -> Deviation | None:
     """The entry that covers disagreement ``d``, or None."""
     for dev in DEVIATIONS:

@@ -115,11 +115,11 @@ def _record(group, case, outcome, seconds):
             "status": status, "detail": detail, "seconds": round(seconds, 3)}
 
 
-def child(groups, start: int, progress: str) -> int:
+def child(groups, start: int, progress: str, first: int | None = None) -> int:
     """Run the cases from ``start`` on, appending ``B i`` / ``E i {json}`` lines to ``progress``."""
     from conformance import report
 
-    cases = all_cases(groups)
+    cases = all_cases(groups)[:first]
     abort_at = os.environ.get("ARRAYX_PROBE_ABORT_CASE")  # the supervisor's own test: die at this case id
     with open(progress, "a", buffering=1) as log:
         for i in range(start, len(cases)):
@@ -152,8 +152,8 @@ def environment() -> dict:
     return info
 
 
-def supervise(groups, budget: float, path: pathlib.Path, progress=print) -> dict:
-    cases = all_cases(groups)
+def supervise(groups, budget: float, path: pathlib.Path, progress=print, first: int | None = None) -> dict:
+    cases = all_cases(groups)[:first]
     log_path = path.with_suffix(".progress")
     log_path.unlink(missing_ok=True)
     results: dict[int, dict] = {}
@@ -162,7 +162,7 @@ def supervise(groups, budget: float, path: pathlib.Path, progress=print) -> dict
     while start < len(cases) and time.monotonic() - t0 < budget:
         left = budget - (time.monotonic() - t0)
         cmd = [sys.executable, "-W", "ignore", "-m", "conformance.tpu_probe", "--child", str(start), "--progress", str(log_path),
-               "--only", ",".join(groups)]
+               "--only", ",".join(groups)] + (["--first", str(first)] if first else [])
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(left, 5))
             rc, err = proc.returncode, proc.stderr
@@ -215,11 +215,35 @@ def supervise(groups, budget: float, path: pathlib.Path, progress=print) -> dict
     return out
 
 
+def summarize(data: dict) -> dict:
+    """The run's results classified: agreements, disagreements that a per-platform deviation of
+    ``conformance/deviations.py`` covers (by id), calls refused before XLA (``tpu_limits``: GAP),
+    and everything else, which is a failure (``unexplained``)."""
+    from conformance import deviations
+
+    platform = data.get("environment", {}).get("platform", "tpu")
+    out = {"ok": 0, "not-applicable": 0, "covered": {}, "refused before XLA": 0, "unexplained": []}
+    for r in data["results"]:
+        status = r["status"]
+        if status in ("ok", "not-applicable"):
+            out[status] += 1
+        elif status == "GAP" and "tpu_limits.py" in r["detail"]:
+            out["refused before XLA"] += 1
+        elif status == "DIFFERS" and (dev := deviations.classify_platform(platform, r["func"], r["dtypes"])):
+            out["covered"][dev.id] = out["covered"].get(dev.id, 0) + 1
+        else:
+            out["unexplained"].append(f"{r['id']}: {status}: {r['detail'][:200]}")
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.tpu_probe", description=__doc__.splitlines()[0])
     p.add_argument("--json", type=pathlib.Path, default=DEFAULT_JSON)
     p.add_argument("--budget", type=float, default=480.0, help="seconds for the whole probe (default 480)")
     p.add_argument("--only", default=",".join(GROUPS), help="groups, in order: " + ",".join(GROUPS))
+    p.add_argument("--first", type=int, default=None, help="only the first N cases (a quick look)")
+    p.add_argument("--summarize", type=pathlib.Path, default=None, metavar="JSON",
+                   help="classify a run's results against conformance/deviations.py's per-platform entries")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--progress", default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -228,8 +252,12 @@ def main(argv=None) -> int:
     if bad:
         p.error(f"unknown groups {bad}; choose from {', '.join(GROUPS)}")
     if a.child is not None:
-        return child(groups, a.child, a.progress)
-    out = supervise(groups, a.budget, a.json)
+        return child(groups, a.child, a.progress, a.first)
+    if a.summarize is not None:
+        summary = summarize(json.loads(a.summarize.read_text()))
+        print(json.dumps(summary, indent=1))
+        return 1 if summary["unexplained"] else 0
+    out = supervise(groups, a.budget, a.json, first=a.first)
     print(json.dumps({"environment": out["environment"], "counts": out["counts"], "children": out["children"],
                       "cases_run": out["cases_run"], "cases_total": out["cases_total"]}, indent=1))
     return 0

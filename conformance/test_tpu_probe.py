@@ -1,0 +1,56 @@
+"""The TPU probe's supervisor survives a child that dies, and its committed results are explained:
+every disagreement seen on the chip is a per-platform deviation (conformance/deviations.py), every
+abort or internal XLA error is refused before XLA (arrayx/executors/jax/tpu_limits.py's test)."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conformance import deviations, tpu_probe
+
+REPO = pathlib.Path(__file__).parents[1]
+RESULTS = sorted((REPO / "conformance" / "results").glob("tpu_probe*.json"))
+
+
+def test_a_dying_child_is_one_abort_and_the_rest_still_run(tmp_path):
+    cases = tpu_probe.all_cases(["sweep"])[:6]
+    victim = cases[2][1].id
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, ARRAYX_PROBE_ABORT_CASE=victim, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
+    run = subprocess.run([sys.executable, "-m", "conformance.tpu_probe", "--only", "sweep", "--first", "6",
+                          "--budget", "240", "--json", str(out)], env=env, cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert [r["id"] for r in data["results"]] == [c.id for _, c in cases]
+    statuses = {r["id"]: r["status"] for r in data["results"]}
+    assert statuses.pop(victim) == "abort"
+    assert set(statuses.values()) <= {"ok", "not-applicable"}, statuses
+    assert data["children"] == 2
+    assert data["environment"]["platform"] == "cpu"
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.name for p in RESULTS])
+def test_every_disagreement_on_the_chip_is_a_listed_deviation(path):
+    data = json.loads(path.read_text())
+    assert data["environment"]["platform"] == "tpu"
+    summary = tpu_probe.summarize(data)
+    differs = [u for u in summary["unexplained"] if ": DIFFERS: " in u]
+    assert not differs, differs
+    assert summary["ok"] > 0
+
+
+def test_platform_entries_are_reasoned():
+    ids = [d.id for d in deviations.PLATFORM_DEVIATIONS]
+    assert len(ids) == len(set(ids))
+    for d in deviations.PLATFORM_DEVIATIONS:
+        assert d.id.startswith(d.platform + "-") and len(d.reason.split()) >= 15 and d.measured
+    dev = deviations.classify_platform("tpu", "exp", ["float32"])
+    assert dev is not None and dev.id == "tpu-float32-transcendentals"
+    assert deviations.classify_platform("cpu", "exp", ["float32"]) is None
+    assert deviations.classify_platform("tpu", "add", ["float32"]) is None  # exact there: not excused
