@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -45,6 +46,12 @@ ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uin
               "float32", "float64", "complex64", "complex128")
 NARROW = {"float64": "float32", "complex128": "complex64", "int64": "int32", "uint64": "uint32"}
 GROUPS = ("examples32", "sweep", "examples")
+#: folders of the machine that ran the probe, kept out of the committed results
+_MACHINE_PATH = re.compile(r"(?<![\w.])/(work|tmp|home|root|Users|private|var/folders)/\S*")
+
+
+def _clean(text: str) -> str:
+    return _MACHINE_PATH.sub("<path>", text)
 #: XLA's own words: an error whose text has one of these came from inside XLA, not from arrayx
 XLA_INTERNAL = ("RET_CHECK", "INTERNAL:", "UNIMPLEMENTED:", "XlaRuntimeError", "INVALID_ARGUMENT:",
                 "Check failed", "Unsupported")
@@ -105,7 +112,7 @@ def all_cases(groups) -> list:
 def _record(group, case, outcome, seconds):
     from conformance import report
 
-    detail = outcome.detail.splitlines()[0][:400] if outcome.detail else ""
+    detail = _clean(outcome.detail.splitlines()[0][:400]) if outcome.detail else ""
     status = outcome.status
     if status == report.ERROR and outcome.detail.startswith("on the reference executor"):
         status = "not-applicable"  # NumPy's executor refuses these dtypes too (the standard's categories)
@@ -191,7 +198,7 @@ def supervise(groups, budget: float, path: pathlib.Path, progress=print, first: 
         tail = [ln for ln in err.strip().splitlines() if ln.strip()][-6:]
         results[begun] = {"group": group, "id": case.id, "func": case.func, "dtypes": [a.dtype for a in case.args],
                           "status": "abort" if rc != "timeout" else "timeout", "returncode": rc,
-                          "detail": " | ".join(tail)[-600:]}
+                          "detail": _clean(" | ".join(tail))[-600:]}
         progress(f"[{time.monotonic() - t0:6.0f} s] case {begun} {case.id}: {results[begun]['status']} ({rc}) "
                  f"{results[begun]['detail'][-200:]}")
         start = begun + 1
