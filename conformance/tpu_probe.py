@@ -212,7 +212,7 @@ def supervise(groups, budget: float, path: pathlib.Path, progress=print, first: 
     for r in ordered:
         g = counts.setdefault(r["group"], {})
         g[r["status"]] = g.get(r["status"], 0) + 1
-    out = {"command": "python -m conformance.tpu_probe " + " ".join(sys.argv[1:]),
+    out = {"command": _clean("python -m conformance.tpu_probe " + " ".join(sys.argv[1:])),
            "environment": env_info, "cases_total": len(cases), "cases_run": len(ordered),
            "children": restarts + 1, "duration_s": round(time.monotonic() - t0, 1), "counts": counts,
            "results": ordered}
