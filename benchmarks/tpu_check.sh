@@ -18,7 +18,9 @@
 #      that may die); `run` writes tpu.txt (versions, devices), tests.log/.xml (tests -m jax on the
 #      chip), differential.txt (python -m conformance.report on numpy and jax), official-jax-tpu.json
 #      (python -m conformance.official --label tpu) and tpu_bench.json (benchmarks/bench_tpu.py).
-#      STEPS="tests official" limits `run` to some of: env tests differential official bench.
+#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench
+#      (probe: the hand-picked examples in crash-proof children, 32-bit and 64-bit under emulate;
+#      main: python -m arrayx; differential: python -m conformance.report, one process).
 #   3. here: copy what came back to conformance/results/ (tpu_probe.json, official-jax-tpu.json,
 #      parity-tpu.json) and benchmarks/results/ (tpu_bench.json), and commit.
 set -u
@@ -70,7 +72,7 @@ if [ "$MODE" = probe ]; then
     exit 0
 fi
 
-STEPS=${STEPS:-env tests differential official bench}
+STEPS=${STEPS:-env tests main probe bench official}
 for step in $STEPS; do
     case $step in
     env)
@@ -78,11 +80,22 @@ for step in $STEPS; do
           $PY -c "import arrayx; print(arrayx.__array_namespace_info__().devices()); print('defaults on the chip:', arrayx.__array_namespace_info__().default_dtypes(device=arrayx.__array_namespace_info__().default_device()))"
         } > "$OUT/tpu.txt" 2>&1; cat "$OUT/tpu.txt" ;;
     tests)
-        echo "== tests -m jax on the chip"
-        timeout "${TESTS_S:-200}" $PY -m pytest -q -p no:cacheprovider -m jax -x --maxfail=50 \
-            --junitxml="$OUT/tests.xml" ${TEST_PATHS:-tests/executors/test_jax.py tests/api tests/transforms} \
+        echo "== the chip's own tests (tests/executors/test_tpu_chip.py), then -m jax tests with the chip as default"
+        timeout 120 $PY -m pytest -q -p no:cacheprovider -rs tests/executors/test_tpu_chip.py \
+            tests/executors/test_jax_precision.py > "$OUT/tests_chip.log" 2>&1
+        echo "pytest exit $?"; tail -8 "$OUT/tests_chip.log"
+        timeout "${TESTS_S:-150}" $PY -m pytest -q -p no:cacheprovider -m jax --maxfail=200 \
+            --junitxml="$OUT/tests.xml" ${TEST_PATHS:-tests/executors/test_jax.py tests/transforms/test_jit.py} \
             > "$OUT/tests.log" 2>&1
-        echo "pytest exit $?"; tail -25 "$OUT/tests.log" ;;
+        echo "pytest exit $?"; tail -6 "$OUT/tests.log" ;;
+    main)
+        echo "== python -m arrayx on the chip"
+        timeout 150 $PY -m arrayx --executor jax > "$OUT/main_job.txt" 2>&1
+        echo "main exit $?"; cat "$OUT/main_job.txt" ;;
+    probe)
+        echo "== the table's hand-picked examples on the chip, 32-bit and as they are (emulate), highest precision"
+        ARRAYX_TPU_64BIT=emulate ARRAYX_MATMUL_PRECISION=highest timeout "${PROBE_S:-300}" $PY -m conformance.tpu_probe \
+            --only examples32,examples --budget "${PROBE_BUDGET:-280}" --json "$OUT/tpu_probe_final.json" 2>&1 | tail -25 ;;
     differential)
         echo "== differential table (hand-picked examples) on numpy and jax"
         timeout "${DIFF_S:-150}" $PY -m conformance.report --executors numpy,jax --json "$OUT/parity-tpu.json" \
