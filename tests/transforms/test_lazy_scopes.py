@@ -242,26 +242,33 @@ def test_threads_reading_while_a_loop_records_see_no_errors(executor):
 
 
 def test_one_decorated_function_called_from_threads_at_once(executor):
-    barrier = threading.Barrier(3, timeout=60)
+    """Thread 0 calls, thread 1 calls, thread 0 returns first: each call has its own scope."""
+    entered = [threading.Event(), threading.Event()]
+    returned = threading.Event()
 
     @ax.lazy()
-    def f(x):
+    def f(x, k):
         y = x * 2.0
-        barrier.wait()  # every thread is inside its scope at once
-        lazy_inside = type(y) is laziness.LazyTracer
-        return y + 1.0, lazy_inside
+        entered[k].set()
+        assert entered[1 - k].wait(60)  # both threads are inside their scopes
+        if k == 1:
+            assert returned.wait(60)
+        return y + 1.0, type(y) is laziness.LazyTracer
 
-    def call(v):
+    def call(k):
         with ax.use_executor(executor):
-            out, lazy_inside = f(ax.asarray([v, v]))
-            return np.asarray(out).tolist(), lazy_inside, current_trace() is None
+            if k == 1:
+                assert entered[0].wait(60)
+            out, recording = f(ax.asarray([float(k)] * 2), k)
+            returned.set()
+            return np.asarray(out).tolist(), recording, type(out) is ax.Array, current_trace() is None
 
-    runs = [_in_thread(call, float(v)) for v in range(3)]
+    runs = [_in_thread(call, k) for k in range(2)]
     for t, _ in runs:
         t.join(120)
-    for v, (_, out) in enumerate(runs):
+    for k, (_, out) in enumerate(runs):
         assert "error" not in out, out.get("error")
-        assert out["value"] == ([2.0 * v + 1.0] * 2, True, True)
+        assert out["value"] == ([2.0 * k + 1.0] * 2, True, True, True)
 
 
 def test_one_scope_object_entered_by_threads_at_once(executor):
@@ -404,3 +411,23 @@ def test_a_generator_closed_inside_its_scope_computes_what_it_recorded(executor)
     assert type(w + 0.0) is ax.Array
     g.close()
     assert_same(w, np.asarray([10.0, 20.0]))
+
+
+def test_an_async_generator_suspended_inside_its_scope(executor):
+    """The same for an async generator driven by ``async for`` in one task (one context)."""
+    asyncio = pytest.importorskip("asyncio")
+    x = ax.asarray([1.0, 2.0])
+
+    async def agen():
+        with ax.lazy():
+            for k in range(2):
+                yield x * float(k + 2), type(x * 1.0) is laziness.LazyTracer
+                await asyncio.sleep(0)
+
+    async def main():
+        got = []
+        async for y, recording in agen():
+            got.append((np.asarray(y).tolist(), recording, type(x + 1.0) is ax.Array))
+        return got
+
+    assert asyncio.run(main()) == [([2.0, 4.0], True, True), ([3.0, 6.0], True, True)]
