@@ -3,7 +3,10 @@
 arrayx dtypes are NumPy dtype instances, so every executor (and every client
 that passes NumPy dtypes) speaks them.  arrayx owns promotion: results get the
 same dtype on every executor because the dtype is decided here, before any
-executor is called.
+executor is called.  Where the standard leaves a case undefined (mixed
+signed/unsigned 64-bit, int with float arrays, bool with numbers, int ``/``)
+the default mode follows NumPy 2 (NEP 50) on every executor, and strict mode
+(``arrayx.strict()``) refuses it, as array-api-strict does.
 
 Two extension floats sit beside the standard's dtypes: ``float16`` (NumPy's own) and ``bfloat16``
 (``ml_dtypes``', the dtype JAX uses).  They count as "real floating" in every category, so the
@@ -11,15 +14,13 @@ standard's functions take them, but they are not in ``all_dtypes`` (the standard
 ``__array_namespace_info__().dtypes()`` enumerates).  Their promotion is JAX's lattice (integers
 and bool promote to them; float16 with bfloat16 gives float32; a Python float keeps them).
 ``ml_dtypes`` costs ~0.5 s to import, so bfloat16 is registered on first use
-(``load_bfloat16``): the attribute ``arrayx.bfloat16``, a dtype argument or an array of it.  Where the standard leaves a case undefined (mixed
-signed/unsigned 64-bit, int with float arrays, bool with numbers, int ``/``)
-the default mode follows NumPy 2 (NEP 50) on every executor, and strict mode
-(``arrayx.strict()``) refuses it, as array-api-strict does.
+(``load_bfloat16``): the attribute ``arrayx.bfloat16``, a dtype argument or an array of it.
 """
 from __future__ import annotations
 
 import builtins as _builtins
 import sys as _sys
+import threading as _threading
 
 import numpy as np
 
@@ -238,7 +239,7 @@ ON_BFLOAT16: list = []
 def load_bfloat16() -> np.dtype:
     """bfloat16 (``numpy.dtype(ml_dtypes.bfloat16)``, JAX's), registered in the categories and the
     promotion tables on the first call.  ml_dtypes is imported here, not by ``import arrayx``."""
-    global bfloat16
+    global bfloat16, extension_dtypes
     dt = globals().get("bfloat16")
     if dt is not None:
         return dt
@@ -249,18 +250,22 @@ def load_bfloat16() -> np.dtype:
             "arrayx.bfloat16 needs the ml_dtypes package (JAX's own bfloat16); "
             "install it with `pip install ml_dtypes`"
         ) from None
-    global extension_dtypes
-    dt = np.dtype(ml_dtypes.bfloat16)
-    extension_dtypes = extension_dtypes + (dt,)
-    CATEGORIES.update(_categories(extension_dtypes))
-    COMPLEX_OF[dt] = complex64
-    pairs = _extension_pairs(dt)
-    PROMOTION.update(pairs)
-    STANDARD_PROMOTION.update({pair: out for pair, out in pairs.items() if _standard_pair(*pair)})
-    bfloat16 = dt
-    for hook in ON_BFLOAT16:
-        hook()
-    return dt
+    with _LOADING:  # once, whichever thread comes first
+        if globals().get("bfloat16") is None:
+            dt = np.dtype(ml_dtypes.bfloat16)
+            extension_dtypes = extension_dtypes + (dt,)
+            COMPLEX_OF[dt] = complex64
+            pairs = _extension_pairs(dt)
+            PROMOTION.update(pairs)
+            STANDARD_PROMOTION.update({pair: out for pair, out in pairs.items() if _standard_pair(*pair)})
+            CATEGORIES.update(_categories(extension_dtypes))  # last: a dtype in them has its table rows
+            for hook in ON_BFLOAT16:
+                hook()
+            bfloat16 = dt
+    return bfloat16
+
+
+_LOADING = _threading.Lock()
 
 
 def __getattr__(name: str):
