@@ -1,6 +1,6 @@
 """``python -m benchmarks``: every registered ratio benchmark, its peers side by side, plots and a summary.
 
-    python -m benchmarks [--quick] [--only eager,jit] [--rounds N] [--tag gpu] [--list]
+    python -m benchmarks [--quick] [--only eager,jit] [--rounds N] [--tag gpu] [--timeout S] [--list]
 
 **Registry convention** (how a bench file joins the runner): a ``benchmarks/bench_*.py`` module
 that defines
@@ -20,43 +20,96 @@ to warm it up, calibrates how many calls make one timing, then times every label
 all alike) and keeps the best round.  Files without ``workloads`` stay runnable alone and are
 listed as standalone.  Each file also keeps its own ``python benchmarks/bench_X.py`` command.
 
-Writes, under ``benchmarks/results/`` (``--tag`` adds a suffix, e.g. GPU runs: ``--tag gpu``):
-``runner[-tag].json`` (every time and ratio), ``plots/<bench>[-tag].png`` (per workload, bars of
-each label's speed relative to the first peer, whose line is 1) and ``summary[-tag].md``.
-A ratio is peer time / arrayx time: above 1 arrayx is faster.  The closing note prints the
-headline ratios (geometric mean per arrayx label and peer) and the paths of the plots.
+**One process per benchmark.**  The runner reads the bench files without importing them (their
+source: ``TITLE`` and whether ``workloads`` is defined) and runs each registered bench in a fresh
+Python process (``python -m benchmarks --one NAME``), so what one bench sets before an import
+(``bench_clients`` sets ``SCIPY_ARRAY_API=1`` before SciPy loads), the libraries it loads and the
+threads they start do not reach the next.  A bench whose import or ``workloads`` needs a library
+that is not installed here is **skipped**, with the missing module named; any other exception, a
+crash, or a bench still running after ``--timeout`` seconds is a **failure**.  The command exits 1
+when a bench failed, else 0 (skipped benches do not fail it).
+
+Writes, under ``benchmarks/results/`` (``--output`` elsewhere; ``--tag`` adds a suffix, e.g. GPU
+runs: ``--tag gpu``): ``runner[-tag].json`` (every time and ratio, and each bench's ``skipped`` or
+``error``), ``plots/<bench>[-tag].png`` (per workload, bars of each label's speed relative to the
+first peer, whose line is 1) and ``summary[-tag].md``.  A ratio is peer time / arrayx time: above
+1 arrayx is faster.  The closing note prints the headline ratios (geometric mean per arrayx label
+and peer), the skipped and failed benches, and the paths of the plots.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import json
 import math
 import pathlib
 import platform
+import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # this checkout's arrayx, not an installed copy
 HERE = ROOT / "benchmarks"
 RESULTS = HERE / "results"
+#: what a skipped bench's reason suggests
+INSTALL_PEERS = "pip install -e '.[all]'"
 
 from benchmarks._harness import block, installed  # noqa: E402,F401  (what bench files use too)
 
 
-def discover() -> tuple[dict, list]:
-    """``({name: module}, [standalone file names])`` of the bench files, sorted by name."""
+@dataclass(frozen=True)
+class Bench:
+    """A registered bench file, read from its source: importing it may need a peer, or set process state."""
+
+    name: str
+    path: pathlib.Path
+    title: str
+    doc: str
+
+    def load(self):
+        """The bench module (in a ``--one`` process: the runner itself never imports a bench)."""
+        if self.path.parent == HERE:
+            return importlib.import_module(f"benchmarks.{self.path.stem}")
+        spec = importlib.util.spec_from_file_location(self.path.stem, self.path)  # a --folder of the tests
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[self.path.stem] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+def _read(path: pathlib.Path) -> tuple[bool, str, str]:
+    """``(defines workloads, TITLE, docstring)`` of a bench file, from its syntax tree."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    title = ""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TITLE" for t in node.targets):
+            try:
+                title = str(ast.literal_eval(node.value))
+            except ValueError:
+                title = ""
+    defines = any(isinstance(n, ast.FunctionDef) and n.name == "workloads" for n in tree.body)
+    return defines, title, ast.get_docstring(tree) or ""
+
+
+def discover(folder: pathlib.Path = HERE) -> tuple[dict, list]:
+    """``({name: Bench}, [standalone file names])`` of the bench files, sorted by name.  A file that
+    does not parse is registered (with that as its title) so that running it reports the failure."""
     registered, standalone = {}, []
-    for path in sorted(HERE.glob("bench_*.py")):
+    for path in sorted(pathlib.Path(folder).glob("bench_*.py")):
+        name = path.stem[len("bench_"):]
         try:
-            mod = importlib.import_module(f"benchmarks.{path.stem}")
-        except Exception as e:  # noqa: BLE001 - one broken file must not stop the others
-            standalone.append(f"{path.name} (import failed: {type(e).__name__}: {e})")
+            defines, title, doc = _read(path)
+        except SyntaxError as e:
+            registered[name] = Bench(name, path, f"(does not parse: {e})", "")
             continue
-        if callable(getattr(mod, "workloads", None)):
-            registered[path.stem[len("bench_"):]] = mod
+        if defines:
+            registered[name] = Bench(name, path, title, doc)
         else:
             standalone.append(path.name)
     return registered, standalone
@@ -142,6 +195,73 @@ def plot(name: str, bench: dict, path: pathlib.Path) -> bool:
     return True
 
 
+def missing_peer(e: BaseException) -> str | None:
+    """The top-level module an import error names when it is not installed here, else ``None``: a
+    broken import of arrayx, of the benchmarks or of an installed package is a failure, not a skip."""
+    name = getattr(e, "name", None)
+    if not isinstance(e, ModuleNotFoundError) or not name:
+        return None
+    top = name.split(".")[0]
+    if top in ("arrayx", "benchmarks"):
+        return None
+    try:
+        return top if importlib.util.find_spec(top) is None else None
+    except (ImportError, ValueError):
+        return top
+
+
+def run_one(bench: Bench, quick: bool, rounds: int, target_s: float) -> dict:
+    """One bench timed in this process: ``{"title", "workloads", "seconds"}`` and ``skipped`` (a library
+    its import or ``workloads`` needs is not installed) or ``error`` (any other exception)."""
+    out = {"title": bench.title, "workloads": {}}
+    t0 = time.perf_counter()
+    try:
+        for w, fns in bench.load().workloads(quick).items():
+            times = time_workload(fns, rounds, target_s)
+            out["workloads"][w] = {"times_s": times, "ratios": ratios(times)}
+            print(f"{bench.name:<10} {w:<34} " + "  ".join(f"{k} {t * 1e6:.3g}us" for k, t in times.items()),
+                  flush=True)
+    except Exception as e:  # noqa: BLE001 - reported in the result, which the runner reads
+        peer = missing_peer(e)
+        if peer is not None and not out["workloads"]:
+            out["skipped"] = f"needs {peer}, which is not installed here ({INSTALL_PEERS})"
+        else:
+            out["error"] = f"{type(e).__name__}: {e}"
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def run_in_process(bench: Bench, quick: bool, rounds: int, timeout_s: float) -> dict:
+    """``run_one`` of ``bench`` in a fresh ``python -m benchmarks --one`` process; its progress lines
+    print as they come.  A crash, a non-zero exit or ``timeout_s`` without a result is an ``error``."""
+    with tempfile.TemporaryDirectory(prefix="arrayx-bench-") as tmp:
+        result = pathlib.Path(tmp) / "result.json"
+        cmd = [sys.executable, "-m", "benchmarks", "--one", bench.name, "--result", str(result),
+               "--rounds", str(rounds), "--folder", str(bench.path.parent)] + (["--quick"] if quick else [])
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as e:
+            _echo(e.stderr)
+            return {"title": bench.title, "workloads": {}, "seconds": round(time.perf_counter() - t0, 1),
+                    "error": f"still running after {timeout_s:g} s (--timeout): stopped"}
+        _echo(proc.stderr)
+        data = json.loads(result.read_text()) if result.is_file() else None
+    if data is None:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        return {"title": bench.title, "workloads": {}, "seconds": round(time.perf_counter() - t0, 1),
+                "error": f"its process exited with code {proc.returncode} before writing a result: {tail}"}
+    if proc.returncode != 0 and "error" not in data:
+        data["error"] = f"its process exited with code {proc.returncode}"
+    return data
+
+
+def _echo(text) -> None:
+    if text:
+        sys.stderr.write(text if isinstance(text, str) else text.decode(errors="replace"))
+        sys.stderr.flush()
+
+
 def markdown(data: dict) -> str:
     lines = [f"# Benchmarks ({data['command']})", "", f"{data['machine']}, python {data['python']}, "
              f"{data['created']}; ratio = peer time / arrayx time (above 1: arrayx is faster), best of "
@@ -150,6 +270,9 @@ def markdown(data: dict) -> str:
         lines += [f"## {name}: {b['title']}", ""]
         if b.get("error"):
             lines += [f"failed: `{b['error']}`", ""]
+            continue
+        if b.get("skipped"):
+            lines += [f"skipped: {b['skipped']}", ""]
             continue
         labels = sorted({k for w in b["workloads"].values() for k in w["times_s"]})
         lines += ["| workload | " + " | ".join(f"{k} (us)" for k in labels) + " | ratios |",
@@ -172,20 +295,31 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 7; --quick 3)")
     p.add_argument("--tag", default="", help="suffix of the output files (e.g. gpu)")
     p.add_argument("--output", default=str(RESULTS), help=f"folder of the results (default {RESULTS})")
+    p.add_argument("--timeout", type=float, default=1800.0,
+                   help="seconds one bench may run before it is stopped and counted as failed (default 1800)")
     p.add_argument("--list", action="store_true", help="list the registered and standalone benches and exit")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)     # the process of one bench (run_in_process)
+    p.add_argument("--result", default=None, help=argparse.SUPPRESS)  # where that process writes its result
+    p.add_argument("--folder", default=str(HERE), help=argparse.SUPPRESS)  # of the bench files (the tests' own)
     args = p.parse_args(argv)
-    registered, standalone = discover()
+    registered, standalone = discover(pathlib.Path(args.folder))
+    rounds = args.rounds or (3 if args.quick else 7)
+    target = 0.01 if args.quick else 0.05
+    if args.one is not None:
+        if args.one not in registered or not args.result:
+            p.error(f"--one: needs a registered bench and --result; registered: {', '.join(registered)}")
+        bench = run_one(registered[args.one], args.quick, rounds, target)
+        pathlib.Path(args.result).write_text(json.dumps(bench) + "\n")
+        return 1 if bench.get("error") else 0
     if args.list:
-        for name, mod in registered.items():
-            print(f"{name:<16} {getattr(mod, 'TITLE', '')}")
+        for name, bench in registered.items():
+            print(f"{name:<16} {bench.title}")
         print("standalone:", ", ".join(standalone))
         return 0
     names = args.only.split(",") if args.only else list(registered)
     unknown = sorted(set(names) - set(registered))
     if unknown:
         p.error(f"--only: not registered: {unknown}; registered: {', '.join(registered)}")
-    rounds = args.rounds or (3 if args.quick else 7)
-    target = 0.01 if args.quick else 0.05
     suffix = f"-{args.tag}" if args.tag else ""
     data = {"command": "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": platform.platform(),
@@ -194,18 +328,11 @@ def main(argv=None) -> int:
     out = pathlib.Path(args.output)
     start = time.perf_counter()
     for name in names:
-        mod = registered[name]
-        bench = {"title": getattr(mod, "TITLE", name), "workloads": {}}
-        t0 = time.perf_counter()
-        try:
-            for w, fns in mod.workloads(args.quick).items():
-                times = time_workload(fns, rounds, target)
-                bench["workloads"][w] = {"times_s": times, "ratios": ratios(times)}
-                print(f"{name:<10} {w:<34} " + "  ".join(f"{k} {t * 1e6:.3g}us" for k, t in times.items()), flush=True)
-        except Exception as e:  # noqa: BLE001 - one broken bench must not lose the others' results
-            bench["error"] = f"{type(e).__name__}: {e}"
+        bench = run_in_process(registered[name], args.quick, rounds, args.timeout)
+        if bench.get("skipped"):
+            print(f"{name}: skipped: {bench['skipped']}", flush=True)
+        elif bench.get("error"):
             print(f"{name}: failed: {bench['error']}", flush=True)
-        bench["seconds"] = round(time.perf_counter() - t0, 1)
         bench["headline"] = headline(bench)
         if bench["workloads"]:
             path = out / "plots" / f"{name}{suffix}.png"
@@ -219,11 +346,18 @@ def main(argv=None) -> int:
     out_md.write_text(markdown(data))
     print(f"\nheadline ratios (peer time / arrayx time, geometric mean over workloads; {data['duration_s']} s):")
     for name, b in data["benches"].items():
-        heads = ", ".join(f"{pair} {v:.3g}x" for pair, v in b["headline"].items()) or b.get("error", "no workloads")
-        print(f"  {name:<10} {heads}")
+        heads = ", ".join(f"{pair} {v:.3g}x" for pair, v in b["headline"].items())
+        if b.get("error"):
+            heads = f"FAILED: {b['error']}"
+        elif b.get("skipped"):
+            heads = f"skipped: {b['skipped']}"
+        print(f"  {name:<10} {heads or 'no workloads'}")
     print(f"plots: {', '.join(str(out / b['plot']) for b in data['benches'].values() if b.get('plot'))}")
     print(f"wrote {out_json} and {out_md}")
-    return 1 if any(b.get("error") for b in data["benches"].values()) else 0
+    failed = [name for name, b in data["benches"].items() if b.get("error")]
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
