@@ -56,7 +56,7 @@ __all__ = ["DeviceDtypes", "DowncastWarning", "PLATFORMS", "STANDARD", "TPU", "t
 class DeviceDtypes:
     """The default dtypes of one kind of device, and whether it runs 64-bit types natively."""
 
-    __slots__ = ("real", "complex", "integral", "index", "unsigned", "native64", "narrow")
+    __slots__ = ("real", "complex", "integral", "index", "unsigned", "native64", "narrow", "index_params")
 
     def __init__(self, real, complex, integral, index, *, native64: bool):  # noqa: A002 - the kinds' names
         self.real, self.complex, self.integral, self.index = real, complex, integral, index
@@ -67,6 +67,10 @@ class DeviceDtypes:
         self.narrow = {} if native64 else {
             _dtypes.float64: real, _dtypes.complex128: complex, _dtypes.int64: integral,
             _dtypes.uint64: self.unsigned}
+        #: the params an index-returning primitive gets here: none where the index dtype is the
+        #: standard's int64 (graphs and results of every 64-bit device stay as they were), else
+        #: ``index_dtype`` (read by its abstract-eval rule and by :func:`_index_adapter`)
+        self.index_params = {} if index == _dtypes.int64 else {"index_dtype": index}
 
     def answer(self) -> dict:
         """``__array_namespace_info__().default_dtypes()``'s dict."""
@@ -109,7 +113,8 @@ WIDE = frozenset({_dtypes.float64, _dtypes.complex128, _dtypes.int64, _dtypes.ui
 
 # -- lookups (cached: creation functions ask on every call) ---------------------------------------
 
-_cache: dict = {}  # (executor name, device label or None for its default device) -> DeviceDtypes
+_cache: dict = {}  # (executor name, device label) -> DeviceDtypes
+_of_default: dict = {}  # executor name -> the DeviceDtypes of its default device
 _uniform: dict = {}  # executor name -> the DeviceDtypes all its devices share, or None where they differ
 
 
@@ -119,12 +124,16 @@ def _lookup(ex, device) -> DeviceDtypes:
 
 def for_device(ex, device=None) -> DeviceDtypes:
     """The defaults of ``device`` of executor ``ex`` (None: its default device)."""
-    try:
-        return _cache[ex.name, None if device is None else device.label]
-    except KeyError:
-        out = _lookup(ex, ex.default_device() if device is None else device)
-        _cache[ex.name, None if device is None else device.label] = out
+    if device is None:
+        out = _of_default.get(ex.name)
+        if out is None:
+            out = _of_default[ex.name] = _lookup(ex, ex.default_device())
         return out
+    key = (ex.name, device.label)
+    out = _cache.get(key)
+    if out is None:
+        out = _cache[key] = _lookup(ex, device)
+    return out
 
 
 def for_executor(ex) -> DeviceDtypes | None:
@@ -154,20 +163,18 @@ def for_request(device, fname: str) -> tuple:
     return ex, dev, for_device(ex, dev)
 
 
-_NO_PARAMS: dict = {}  # (never written: only unpacked)
-
-
-def index_params(dd: DeviceDtypes) -> dict:
-    """The params an index-returning primitive gets for a device: none where its index dtype is the
-    standard's int64 (the graphs and results of every 64-bit device stay as they were), else
-    ``index_dtype`` (its abstract-eval rule and the executors' implementations read it)."""
-    return _NO_PARAMS if dd.index == _dtypes.int64 else {"index_dtype": dd.index}
+def index_params(x) -> dict:
+    """The params an index-returning primitive of ``x`` (an array or tracer) gets: its device's
+    ``DeviceDtypes.index_params`` (never written: only unpacked)."""
+    out = _uniform.get(x._ex.name)  # for_array's first step, inline: argmax and friends call this
+    return (out if out is not None else for_array(x)).index_params
 
 
 def clear_caches() -> None:
     """Forget the cached lookups and the executors' resolved index primitives (after a change of
     :data:`PLATFORMS` or of an executor's ``platform_of``: tests do)."""
     _cache.clear()
+    _of_default.clear()
     _uniform.clear()
     for name in list(_exec._registry):
         ex = _exec._registry[name]

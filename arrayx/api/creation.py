@@ -26,9 +26,21 @@ __all__ = [
 ]
 
 
-def _dtype_arg(fname: str, dtype, dd, ex, dev):
+_OF_DEFAULT = _device_dtypes._of_default  # executor name -> its default device's DeviceDtypes
+
+
+def _defaults(ex, dev):
+    """The default dtypes of ``dev`` of ``ex`` (None: its default device), ``api/_device_dtypes.py``."""
+    dd = _OF_DEFAULT.get(ex.name) if dev is None else None  # for_device's first step, inline (hot path)
+    return dd if dd is not None else _device_dtypes.for_device(ex, dev)
+
+
+def _dtype_arg(fname: str, dtype, ex, dev):
     """An explicit ``dtype`` (checked against the device's 64-bit setting), else the device's
-    default real floating dtype (``dd``: the device's defaults, ``api/_device_dtypes.py``)."""
+    default real floating dtype."""
+    dd = _OF_DEFAULT.get(ex.name) if dev is None else None  # _defaults, inline (zeros, ones: hot path)
+    if dd is None:
+        dd = _device_dtypes.for_device(ex, dev)
     if dtype is None:
         return dd.real
     dt = _dtypes.as_dtype(dtype, fname)
@@ -92,7 +104,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if isinstance(obj, Array):
         return _from_arrayx(obj, dtype, device, copy)
     ex, dev = _exec.resolve_device(device, "asarray")
-    dd = _device_dtypes.for_device(ex, dev)
+    dd = _OF_DEFAULT.get(ex.name) if dev is None else None  # _defaults, inline (hot path)
+    if dd is None:
+        dd = _device_dtypes.for_device(ex, dev)
     if dtype is not None and not dd.native64:
         dtype = _device_dtypes.requested(dtype, dd, ex, dev, "asarray")
     if isinstance(obj, (bool, int, float, complex)):
@@ -160,7 +174,7 @@ def _from_arrayx(x: Array, dtype, device, copy) -> Array:
 
     if device is not None:
         ex, dev = _exec.resolve_device(device, "asarray")
-        dd = _device_dtypes.for_device(ex, dev)
+        dd = _defaults(ex, dev)
         if not dd.native64 and (x.dtype in _device_dtypes.WIDE or dtype in _device_dtypes.WIDE):
             # the device's 64-bit setting; converted before moving, so 64-bit never lands there
             if dtype is not None:
@@ -199,7 +213,7 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
         raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack (__dlpack__)")
     ex, dev = _exec.resolve_device(device, "from_dlpack")
     out = _place(ex, ex.from_dlpack(x, copy=copy), dev)
-    dd = _device_dtypes.for_device(ex, dev)
+    dd = _defaults(ex, dev)
     if not dd.native64 and out.dtype in _device_dtypes.WIDE:  # the device's 64-bit setting
         to = _device_dtypes.arriving(out.dtype, dd, ex, dev, "from_dlpack")
         if to != out.dtype:
@@ -272,7 +286,7 @@ def zeros(shape, *, dtype=None, device=None) -> Array:
     """An array of zeros (the device's default float dtype unless ``dtype``)."""
     shape = shape_arg("zeros", shape)
     ex, dev = _exec.resolve_device(device, "zeros")
-    dt = _dtype_arg("zeros", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    dt = _dtype_arg("zeros", dtype, ex, dev)
     return _creation("zeros", full_p, ex, dev, shape, dt, fill_value=False if dt == _dtypes.bool else 0)
 
 
@@ -280,7 +294,7 @@ def ones(shape, *, dtype=None, device=None) -> Array:
     """An array of ones (the device's default float dtype unless ``dtype``)."""
     shape = shape_arg("ones", shape)
     ex, dev = _exec.resolve_device(device, "ones")
-    dt = _dtype_arg("ones", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    dt = _dtype_arg("ones", dtype, ex, dev)
     return _creation("ones", full_p, ex, dev, shape, dt, fill_value=True if dt == _dtypes.bool else 1)
 
 
@@ -288,7 +302,7 @@ def empty(shape, *, dtype=None, device=None) -> Array:
     """An uninitialised array (zeros on executors that cannot leave memory uninitialised)."""
     shape = shape_arg("empty", shape)
     ex, dev = _exec.resolve_device(device, "empty")
-    dt = _dtype_arg("empty", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    dt = _dtype_arg("empty", dtype, ex, dev)
     return _creation("empty", full_p, ex, dev, shape, dt, fill_value=None)
 
 
@@ -328,7 +342,7 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     """An array filled with ``fill_value`` (dtype inferred from the Python scalar)."""
     shape = shape_arg("full", shape)
     ex, dev = _exec.resolve_device(device, "full")
-    dd = _device_dtypes.for_device(ex, dev)
+    dd = _defaults(ex, dev)
     fill_value, dt = _fill_dtype("full", fill_value, dtype, dd)
     if dtype is not None and not dd.native64:
         dt = _device_dtypes.requested(dt, dd, ex, dev, "full")
@@ -368,7 +382,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     if stop is None:
         start, stop = 0, start
     ex, dev = _exec.resolve_device(device, "arange")
-    dd = _device_dtypes.for_device(ex, dev)
+    dd = _defaults(ex, dev)
     if dtype is None:
         dt = dd.real if builtins.any(isinstance(v, float) for v in (start, stop, step)) else dd.integral
     else:
@@ -416,7 +430,7 @@ def eye(n_rows, n_cols=None, /, *, k: int = 0, dtype=None, device=None) -> Array
     n_rows = shape_arg("eye", n_rows)[0]
     n_cols = n_rows if n_cols is None else shape_arg("eye", n_cols)[0]
     ex, dev = _exec.resolve_device(device, "eye")
-    dt = _dtype_arg("eye", dtype, _device_dtypes.for_device(ex, dev), ex, dev)
+    dt = _dtype_arg("eye", dtype, ex, dev)
     return _creation("eye", eye_p, ex, dev, (n_rows, n_cols), dt, k=int_arg("eye", k, "k"))
 
 
@@ -434,7 +448,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = T
     stop = _number_arg("linspace", "stop", stop, "iufc")
     num = shape_arg("linspace", num)[0]
     ex, dev = _exec.resolve_device(device, "linspace")
-    dd = _device_dtypes.for_device(ex, dev)
+    dd = _defaults(ex, dev)
     if dtype is None:
         dt = dd.complex if builtins.any(isinstance(v, complex) for v in (start, stop)) else dd.real
     else:

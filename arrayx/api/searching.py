@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._device_dtypes import for_array, index_params
+from arrayx.api._device_dtypes import index_params
 from arrayx.api._checks import (
     array_arg, broadcast_shapes_for, cast, normalize_axes, normalize_axis, promote_binary, promote_dtypes,
     scalar_operand,
@@ -41,7 +41,7 @@ def _arg_reduce(fname: str, prim: Primitive, x, axis, keepdims) -> Array:
         axis = normalize_axis(fname, axis, x.ndim)
         if x.shape[axis] == 0:
             raise ValueError(f"{fname}: axis {axis} of x (shape {x.shape}) is empty; there is no index to return")
-    return prim.bind(x, axis=axis, keepdims=bool(keepdims), **index_params(for_array(x)))
+    return prim.bind(x, axis=axis, keepdims=bool(keepdims), **index_params(x))
 
 
 def argmax(x, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
@@ -58,7 +58,7 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
     """Number of non-zero elements along ``axis`` (all axes when None), as the default index dtype."""
     x = array_arg("count_nonzero", x)
     axes = normalize_axes("count_nonzero", axis, x.ndim)
-    return count_nonzero_p.bind(x, axis=axes, keepdims=bool(keepdims), **index_params(for_array(x)))
+    return count_nonzero_p.bind(x, axis=axes, keepdims=bool(keepdims), **index_params(x))
 
 
 def nonzero(x, /) -> tuple:
@@ -66,7 +66,7 @@ def nonzero(x, /) -> tuple:
     x = array_arg("nonzero", x)
     if x.ndim == 0:
         raise ValueError("nonzero: x must have at least one dimension; use reshape(x, (1,)) for a 0-d array")
-    return tuple(nonzero_p.bind(x, **index_params(for_array(x))))
+    return tuple(nonzero_p.bind(x, **index_params(x)))
 
 
 def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
@@ -103,7 +103,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
         raise TypeError(
             f"searchsorted: x2 must be an arrayx array or a Python int/float, got {type(x2).__name__}"
         )
-    return searchsorted_p.bind(x1, x2, side=side, **index_params(for_array(x1)))
+    return searchsorted_p.bind(x1, x2, side=side, **index_params(x1))
 
 
 def where(condition, x1, x2, /) -> Array:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api._device_dtypes import for_array, index_params
+from arrayx.api._device_dtypes import index_params
 from arrayx.api._checks import array_arg, cast, promote_dtypes, scalar_operand
 from arrayx.api._modes import is_strict
 from arrayx.core.primitives import Primitive
@@ -71,19 +71,19 @@ def isin(x1, x2, /, *, invert: bool = False) -> Array:
 def unique_all(x, /) -> UniqueAllResult:
     """Unique values of x, the first index of each, the inverse indices and the counts."""
     x = array_arg("unique_all", x)
-    return UniqueAllResult(*unique_all_p.bind(x, **index_params(for_array(x))))
+    return UniqueAllResult(*unique_all_p.bind(x, **index_params(x)))
 
 
 def unique_counts(x, /) -> UniqueCountsResult:
     """Unique values of x and how often each occurs."""
     x = array_arg("unique_counts", x)
-    return UniqueCountsResult(*unique_counts_p.bind(x, **index_params(for_array(x))))
+    return UniqueCountsResult(*unique_counts_p.bind(x, **index_params(x)))
 
 
 def unique_inverse(x, /) -> UniqueInverseResult:
     """Unique values of x and the indices (shaped like x) that rebuild x from them."""
     x = array_arg("unique_inverse", x)
-    return UniqueInverseResult(*unique_inverse_p.bind(x, **index_params(for_array(x))))
+    return UniqueInverseResult(*unique_inverse_p.bind(x, **index_params(x)))
 
 
 def unique_values(x, /) -> Array:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, normalize_axis
-from arrayx.api._device_dtypes import for_array, index_params
+from arrayx.api._device_dtypes import index_params
 from arrayx.core.primitives import Primitive
 
 __all__ = ["argsort", "sort"]
@@ -36,7 +36,7 @@ def _sort_args(fname: str, x, axis, descending, stable) -> tuple:
 def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """Indices that sort x along ``axis``."""
     x, params = _sort_args("argsort", x, axis, descending, stable)
-    return argsort_p.bind(x, **params, **index_params(for_array(x)))
+    return argsort_p.bind(x, **params, **index_params(x))
 
 
 def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:

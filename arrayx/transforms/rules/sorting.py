@@ -8,7 +8,7 @@ from __future__ import annotations
 from arrayx import api as ax
 from arrayx.api import _dtypes
 from arrayx.api import sorting as so
-from arrayx.api._device_dtypes import for_array, index_params
+from arrayx.api._device_dtypes import index_params
 from arrayx.core.tracers import ShapeDtypeStruct
 from arrayx.transforms.rules._define import defabstract, defjvp_zero
 
@@ -19,7 +19,7 @@ def _sort_jvp(primals, tangents, *, axis, descending, stable):
     (x,), (t,) = primals, tangents
     out = so.sort_p.bind(x, axis=axis, descending=descending, stable=stable)
     # the permutation in x's device's index dtype, as argsort(x) would give it
-    perm = so.argsort_p.bind(x, axis=axis, descending=descending, stable=stable, **index_params(for_array(x)))
+    perm = so.argsort_p.bind(x, axis=axis, descending=descending, stable=stable, **index_params(x))
     return out, ax.take_along_axis(t, perm, axis=axis)
 
 
