@@ -138,7 +138,7 @@ class LazyTracer(Tracer):
             return self
 
     def _concrete(self, what: str) -> Array:
-        return self._force(what)
+        return LazyTracer._force(self, what)
 
     #: how eager code of another thread (or of a generator's caller) reads it (core.primitives.eval_eager)
     _read_outside = _force
@@ -153,44 +153,44 @@ class LazyTracer(Tracer):
         return self._buf.device.executor
 
     def to_device(self, device, /, *, stream=None) -> Array:
-        return self._force("to_device").to_device(device, stream=stream)
+        return LazyTracer._force(self, "to_device").to_device(device, stream=stream)
 
     # -- reads that compute -------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        return self._force("numpy.asarray()").__array__(dtype=dtype, copy=copy)
+        return LazyTracer._force(self, "numpy.asarray()").__array__(dtype=dtype, copy=copy)
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self._force("__dlpack__").__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                                                     copy=copy)
+        return LazyTracer._force(self, "__dlpack__").__dlpack__(stream=stream, max_version=max_version,
+                                                                dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        return self._force("__dlpack_device__").__dlpack_device__()
+        return LazyTracer._force(self, "__dlpack_device__").__dlpack_device__()
 
     def __format__(self, spec: str) -> str:
-        return self._force("format()").__format__(spec)
+        return LazyTracer._force(self, "format()").__format__(spec)
 
     def __reduce__(self):
-        return self._force("pickle").__reduce__()
+        return LazyTracer._force(self, "pickle").__reduce__()
 
     def __copy__(self):
-        return self._force("copy").__copy__()
+        return LazyTracer._force(self, "copy").__copy__()
 
     def __deepcopy__(self, memo):
-        return self._force("copy").__deepcopy__(memo)
+        return LazyTracer._force(self, "copy").__deepcopy__(memo)
 
     def block_until_ready(self):
-        return self._force("block_until_ready").block_until_ready()
+        return LazyTracer._force(self, "block_until_ready").block_until_ready()
 
     def __repr__(self) -> str:
-        return self._force("repr()").__repr__()
+        return LazyTracer._force(self, "repr()").__repr__()
 
     __str__ = __repr__
 
     def tolist(self):
-        return self._force("tolist").tolist()
+        return LazyTracer._force(self, "tolist").tolist()
 
     def item(self, *args):
-        return self._force("item").item(*args)
+        return LazyTracer._force(self, "item").item(*args)
 
 
 def _wrapper(buf, ex) -> Array:
@@ -260,7 +260,7 @@ class LazyTrace(Trace):
         """``args`` with the values of other lazy() scopes (a suspended generator's) computed."""
         for a in args:
             if a.__class__ is LazyTracer and a._buf.trace is not self:
-                return tuple(a._force(what) if a.__class__ is LazyTracer and a._buf.trace is not self else a
+                return tuple(LazyTracer._force(a, what) if a.__class__ is LazyTracer and a._buf.trace is not self else a
                              for a in args)
         return args
 
@@ -334,7 +334,7 @@ class LazyTrace(Trace):
     @staticmethod
     def _outside(args, what: str):
         """``args`` as code this scope does not record sees them (values of lazy() scopes computed)."""
-        return tuple(a._force(what) if a.__class__ is LazyTracer else a for a in args)
+        return tuple(LazyTracer._force(a, what) if a.__class__ is LazyTracer else a for a in args)
 
     def remember(self, x) -> None:
         """``x`` is about to hold a recorded value (an in-place write): keep it computed at the next run."""
