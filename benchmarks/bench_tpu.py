@@ -91,7 +91,7 @@ def _mlp_loss(lib, relu):
     return loss
 
 
-def workloads(quick: bool):
+def tpu_rows(quick: bool):
     import jax
     import jax.numpy as jnp
 
@@ -271,7 +271,7 @@ def main(quick: bool = False) -> dict:
     rounds, repeat = (2, 2) if quick else (5, 5)
     load_before = os.getloadavg()
     rows = []
-    work, mm = workloads(quick)
+    work, mm = tpu_rows(quick)
     for name, (fa, fj, tol) in work.items():
         row = {"case": name}
         try:
