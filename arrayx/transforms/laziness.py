@@ -257,11 +257,11 @@ class LazyTrace(Trace):
         return None
 
     def _own(self, args, what: str):
-        """``args`` with the values of other lazy() scopes (a suspended generator's) computed."""
+        """``args`` with the values of other lazy() scopes (a suspended generator's) computed; a value
+        of this scope whose run failed raises, naming the failure."""
         for a in args:
-            if a.__class__ is LazyTracer and a._buf.trace is not self:
-                return tuple(LazyTracer._force(a, what) if a.__class__ is LazyTracer and a._buf.trace is not self else a
-                             for a in args)
+            if a.__class__ is LazyTracer and (a._buf.trace is not self or a._buf.failure is not None):
+                return tuple(LazyTracer._force(a, what) if a.__class__ is LazyTracer else a for a in args)
         return args
 
     def process_primitive(self, prim, args, params):
@@ -338,6 +338,10 @@ class LazyTrace(Trace):
 
     def remember(self, x) -> None:
         """``x`` is about to hold a recorded value (an in-place write): keep it computed at the next run."""
+        if not self.active():  # an eager write by code this scope does not record
+            if self.outer is not None:
+                self.outer.remember(x)
+            return
         with self.lock:
             if x.__class__ is LazyTracer:
                 p = self.pending.get(x._buf.ex)

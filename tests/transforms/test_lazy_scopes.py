@@ -101,11 +101,14 @@ def test_a_failed_read_inside_the_scope_restores_and_the_scope_goes_on(executor,
     failing = _Failing(monkeypatch, w._ex, MemoryError, "run")
     with ax.lazy():
         w += g
+        made = w * 2.0
         failing.armed = True
         with pytest.raises(MemoryError):
             float(ax.sum(w))
         assert type(w) is ax.Array
         assert_same(w, before)
+        with pytest.raises(RuntimeError, match="MemoryError"):
+            made + 1.0  # a value of the failed run: not computed, and says why
         w *= 3.0  # recording goes on
     assert_same(w, before * 3.0)
 
@@ -431,3 +434,24 @@ def test_an_async_generator_suspended_inside_its_scope(executor):
         return got
 
     assert asyncio.run(main()) == [([2.0, 4.0], True, True), ([3.0, 6.0], True, True)]
+
+
+def test_the_caller_writes_eagerly_while_a_generator_is_suspended_in_its_scope(executor):
+    w = ax.asarray([1.0, 2.0])
+
+    def gen():
+        with ax.lazy():
+            yield
+            w[...] = w + 1.0  # reads the caller's writes
+            yield
+
+    g = gen()
+    next(g)
+    w[0] = 5.0  # the caller's writes are eager
+    w += 10.0
+    assert type(w) is ax.Array
+    assert_same(w, np.asarray([15.0, 12.0]))
+    next(g)
+    with pytest.raises(StopIteration):
+        next(g)
+    assert_same(w, np.asarray([16.0, 13.0]))
