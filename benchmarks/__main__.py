@@ -216,7 +216,11 @@ def run_one(bench: Bench, quick: bool, rounds: int, target_s: float) -> dict:
     out = {"title": bench.title, "workloads": {}}
     t0 = time.perf_counter()
     try:
-        for w, fns in bench.load().workloads(quick).items():
+        table = bench.load().workloads(quick)
+        if not isinstance(table, dict) or not all(isinstance(fns, dict) for fns in table.values()):
+            raise TypeError(f"bench_{bench.name}.workloads(quick) returned a {type(table).__name__}, not the "
+                            "runner's {workload: {label: callable}}; rename it if the file is meant to run alone")
+        for w, fns in table.items():
             times = time_workload(fns, rounds, target_s)
             out["workloads"][w] = {"times_s": times, "ratios": ratios(times)}
             print(f"{bench.name:<10} {w:<34} " + "  ".join(f"{k} {t * 1e6:.3g}us" for k, t in times.items()),

@@ -84,6 +84,11 @@ def workloads(quick):
     os._exit(3)
 """,
     "bench_f_standalone.py": "print('no workloads: runs alone')\n",
+    "bench_h_wrong_table.py": """
+TITLE = "its workloads returns something else than the convention's table"
+def workloads(quick):
+    return [("rows",)], 256
+""",
 }
 
 
@@ -118,14 +123,15 @@ def test_each_bench_runs_in_its_own_process_and_only_failures_fail_the_run(fake_
 
 def test_a_bench_that_raises_or_dies_fails_the_run_and_the_others_still_run(fake_benches, tmp_path):
     out = _run("--folder", str(fake_benches), "--quick", "--rounds", "1", "--output", str(tmp_path),
-               "--only", "d_raises,e_dies,a_sets_state")
+               "--only", "d_raises,e_dies,h_wrong_table,a_sets_state")
     assert out.returncode == 1, out.stdout + out.stderr
     benches = json.loads((tmp_path / "runner.json").read_text())["benches"]
     assert benches["d_raises"]["error"] == "ValueError: d: a broken bench"
     assert "exited with code 3" in benches["e_dies"]["error"]
+    assert "returned a tuple, not the runner's {workload: {label: callable}}" in benches["h_wrong_table"]["error"]
     assert benches["a_sets_state"]["workloads"] and "error" not in benches["a_sets_state"]
     assert "d_raises   FAILED: ValueError: d: a broken bench" in out.stdout
-    assert "failed: d_raises, e_dies" in out.stderr
+    assert "failed: d_raises, e_dies, h_wrong_table" in out.stderr
 
 
 def test_a_bench_past_its_time_limit_is_stopped_and_fails(fake_benches, tmp_path):
