@@ -283,6 +283,8 @@ class LazyTrace(Trace):
             if same is not None:
                 return same
         out_aval = abstract_eval(prim, args, params)  # may compute operands (a data-dependent rule)
+        if self.pending.get(p.ex) is not p:  # it did: that run emptied the pending graph
+            p = self._pending_of(args, params)
         if any((a._buf.ex if a.__class__ is LazyTracer else a._ex) is not p.ex for a in args if isinstance(a, Array)):
             # mixed executors: eager raises the message naming both
             return bind_with(None, prim, self._computed(args), params)
@@ -597,7 +599,7 @@ class lazy(contextlib.ContextDecorator):
         self._local = threading.local()  # this thread's open scopes of this object: (token, trace)
 
     def _recreate_cm(self):
-        return lazy()  # each call of a decorated function: its own scope
+        return type(self)()  # each call of a decorated function: its own scope
 
     def __enter__(self):
         stack = self._local.__dict__.setdefault("stack", [])
