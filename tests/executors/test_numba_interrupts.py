@@ -1,9 +1,11 @@
 """Ctrl-C during Numba executor calls (arrayx/executors/numba/team.py): a KeyboardInterrupt raised at
 any bytecode of a call leaves the team of worker threads usable, and the next call right.
 
-A fresh process calls a fused jitted function (and an eager elementwise kernel) in a loop while a
-timer interrupts it at random points, each interrupt a KeyboardInterrupt caught by the loop; then a
-last call must return the values the first one did.  A call that hangs (a lock left held by an
+A fresh process calls a fused jitted function, an eager elementwise kernel (on the team) and an
+eager reduction (a parallel Numba kernel) in a loop while a timer interrupts it at random points,
+each interrupt a KeyboardInterrupt caught by the loop; then last calls must return the values the
+first ones did, and the reduction must still run as a Numba kernel, from this thread and another
+one (not on NumPy for good: a launch guard left taken).  A call that hangs (a lock left held by an
 interrupted call: the bug this guards against) is caught by a time limit in the child, which prints
 every thread's stack, and a larger one in the parent.
 """
@@ -35,17 +37,26 @@ seconds, wanted, seed, limit = float(sys.argv[2]), int(sys.argv[3]), int(sys.arg
 ex = base.get("numba")
 ex.fusion_min_size = ex.fusion_parallel_size = 0  # a parallel fused kernel: run by the team
 ex.min_team_share = 0  # the eager kernel runs on the team too, however little the workers take
+ex.thresholds["reduction"] = 1  # the sum below runs as Numba's parallel kernel
+native = []  # whether each eager kernel ran (False: it went to NumPy)
+real_call = ex._call
+def spy(*args, **kw):
+    ran = real_call(*args, **kw)
+    native.append(ran)
+    return ran
+ex._call = spy
 host = np.linspace(-3.0, 3.0, 60_001)
 fn = lambda x: xp.exp(x) * 2.0 - xp.sum(x * 0.5)
 with xp.use_executor("numba"):
     jf, a = xp.jit(fn), xp.asarray(host)
-    calls = (lambda: jf(a), lambda: xp.tanh(a))
+    m = xp.reshape(a[:60_000], (30, 2000))
+    calls = (lambda: jf(a), lambda: xp.tanh(a), lambda: xp.sum(m, axis=1))
     want = [np.asarray(c()).copy() for c in calls]
     start = time.perf_counter()
     for _ in range(20):
         for c in calls:
             c()
-    per_call = (time.perf_counter() - start) / 40
+    per_call = (time.perf_counter() - start) / 60
     faulthandler.dump_traceback_later(limit, exit=True)  # hung: every thread's stack, exit 1
     rng = random.Random(seed)
     state = {"armed": False, "interrupts": 0}
@@ -63,7 +74,7 @@ with xp.use_executor("numba"):
         elapsed = time.monotonic() - start
         if (elapsed >= seconds and state["interrupts"] >= wanted) or elapsed >= 4 * seconds:
             break
-        call = calls[done % 2]
+        call = calls[done % 3]
         signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0, 1.5 * per_call))
         try:
             state["armed"] = True
@@ -74,10 +85,15 @@ with xp.use_executor("numba"):
             state["armed"] = False
     signal.setitimer(signal.ITIMER_REAL, 0)
     got = [np.asarray(c()) for c in calls]
+    native_here = native[-1]
+    import threading
+    elsewhere = threading.Thread(target=calls[2])
+    elsewhere.start()
+    elsewhere.join()
     faulthandler.cancel_dump_traceback_later()
 from arrayx.executors.numba import team as T
 print(json.dumps({
-    "interrupts": state["interrupts"], "completed": done,
+    "interrupts": state["interrupts"], "completed": done, "native": [native_here, native[-1]],
     "right": all(np.allclose(g, w, rtol=1e-12, atol=0) for g, w in zip(got, want)),
     "teams": [t.size for t in T._teams.values()], "failures": [f for t in T._teams.values() for f in t.failures],
 }))
@@ -105,6 +121,7 @@ def _interrupted(cache, seconds: float, wanted: int, seed: int) -> dict:
     assert out["right"], out
     assert out["teams"] and min(out["teams"]) >= 2, out  # the calls ran on a team of workers
     assert out["failures"] == [], out
+    assert out["native"] == [True, True], out  # the reduction's kernel ran, here and in another thread
     assert out["interrupts"] >= wanted, out
     assert out["completed"] > 0, out  # interrupts land at random points, not always
     return out

@@ -181,8 +181,11 @@ class NumbaExecutor(NumpyExecutor):
         #: (primitive name, dtype name) -> why its kernel could not be compiled
         self.failed: dict[tuple[str, str], str] = {}
         # The workqueue layer must not be entered by two threads at once: a call that finds
-        # the lock taken runs on NumPy instead of waiting.
-        self._launch = threading.Lock()
+        # another thread inside runs on NumPy instead of waiting.  {"thread": its ident} while one
+        # is inside, taken with one dict.setdefault: Ctrl-C between a lock's acquire and the try
+        # after it left a lock held for good (every later parallel kernel ran on NumPy); an
+        # interrupted call leaves its thread's ident, which that thread's next call takes over.
+        self._launch: dict = {}
         #: memory-bound elementwise kernels (``MEMORY_BOUND``) run natively only while the team's
         #: workers ran at least this fraction of their chunks on average over the last calls (on a
         #: loaded machine a descheduled worker leaves the caller alone, and one thread of the kernel
@@ -214,7 +217,12 @@ class NumbaExecutor(NumpyExecutor):
     def threads(self) -> int:
         """Threads a call may use: Numba's thread count (1 where kernels are single-threaded,
         ``ARRAYX_NUMBA_PARALLEL=0``); starts Numba's threading layer, so only for large calls."""
-        return self._numba().get_num_threads() if self.parallel else 1
+        if not self.parallel:
+            return 1
+        self._numba()  # the threading layer set first
+        from arrayx.executors.numba.team import numba_threads
+
+        return numba_threads()  # (not through Numba's launch lock, which Ctrl-C can leave held)
 
     def team_pays(self) -> bool:
         """Whether a memory-bound elementwise call should run natively now: the workers' mean share
@@ -409,16 +417,16 @@ class NumbaExecutor(NumpyExecutor):
             if name in MEMORY_BOUND and (team is not None or chunks > 1):
                 self._record_share(1.0 - mine / chunks)
             return True
-        if self.parallel:
-            if not self._launch.acquire(False):
-                return False
+        me = threading.get_ident()
+        if self.parallel and self._launch.setdefault("thread", me) != me:
+            return False
         try:
             kernel(*args)
         except Exception as e:
             return self._failed(kernels, key, name, dtype, e)
         finally:
-            if self.parallel:
-                self._launch.release()
+            if self.parallel and self._launch.get("thread") == me:  # (no other thread changes it)
+                self._launch.pop("thread", None)
         return True
 
     def _failed(self, kernels: dict, key: tuple, name: str, dtype: np.dtype, e: Exception) -> bool:
@@ -456,7 +464,7 @@ def _fft_threads() -> int:
 
 def _after_fork_in_child() -> None:
     for ex in list(_EXECUTORS):  # a parent thread inside a parallel kernel held it: new in the child
-        ex._launch = threading.Lock()
+        ex._launch = {}
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

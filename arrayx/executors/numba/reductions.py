@@ -55,7 +55,7 @@ def _splits(ex, outer: int, red: int, inner: int) -> tuple[int, int]:
     too few output rows to keep every thread busy."""
     if not ex.parallel:
         return red, 1
-    target = 4 * ex._numba().get_num_threads()  # (starts Numba's threads: the layer set first)
+    target = 4 * ex.threads()  # (starts Numba's threads: the layer set first)
     if outer >= target:
         return red, 1
     nsplit = max(1, min(-(-target // outer), (red * inner) // 16384, red))

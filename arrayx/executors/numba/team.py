@@ -63,7 +63,7 @@ from numba.extending import intrinsic
 from arrayx.core import config as _config
 
 __all__ = ["claim", "finish", "Team", "team", "new_claims", "claimed_claims", "cuts", "wait_until", "SPIN_US",
-           "CALLER_SPIN_US"]
+           "CALLER_SPIN_US", "numba_threads"]
 
 #: microseconds a worker, after a job, spins watching for the next one before it sleeps
 #: (``ARRAYX_NUMBA_SPIN_US``; 0: always sleep)
@@ -189,6 +189,25 @@ def _rounds_per_us() -> float:
         wait_until(address, 1, rounds)
         best = min(best, time.perf_counter() - t)
     return rounds / max(best * 1e6, 1.0)
+
+
+def numba_threads() -> int:
+    """``numba.get_num_threads()``, without Numba's launch locks once its threads run.
+
+    Numba's ``get_num_threads`` enters its process-wide launch lock (a multiprocessing RLock, whose
+    ``__enter__`` is Python) on every call: Ctrl-C there leaves it held by the main thread, and
+    every other thread's next call waits for good.  Once the threads run, the count (this thread's
+    setting, what ``get_num_threads`` returns) is read from the threading layer itself.  Starts
+    Numba's threads when they do not run yet: its threading layer must be set first (``layer``).
+    """
+    from numba.np.ufunc import parallel
+
+    read = getattr(parallel, "_get_num_threads", None)  # set when the threads start
+    if parallel._is_initialized and read is not None:
+        n = read()
+        if n > 0:
+            return n
+    return parallel.get_num_threads()
 
 
 # -- the team ---------------------------------------------------------------------------------------

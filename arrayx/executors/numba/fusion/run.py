@@ -394,7 +394,11 @@ def _threads() -> int:
 
     numba = _numba()  # the threading layer set before anything can start it
 
-    return numba.get_num_threads() if parallel._is_initialized else numba.config.NUMBA_NUM_THREADS
+    if not parallel._is_initialized:
+        return numba.config.NUMBA_NUM_THREADS
+    from arrayx.executors.numba.team import numba_threads
+
+    return numba_threads()  # (not through Numba's launch lock, which Ctrl-C can leave held)
 
 
 def _inputs(plan_: _Plan) -> tuple:
