@@ -9,6 +9,8 @@
   that ``arrayx.random`` gives jax.random's bits);
 - ``parallel``: the collectives (``jax.lax.psum`` ... inside a ``jax.pmap``);
 - ``sharding``: ``with_sharding_constraint`` (``jax.lax.with_sharding_constraint``).
+- ``x64``: the 64-bit types of arrayx's own calls into JAX, per call and per thread, never the
+  process-wide ``jax_enable_x64`` (the user's JAX keeps its setting).
 """
 from __future__ import annotations
 

@@ -191,6 +191,7 @@ class Permuted:
         return (_rebuild, (self.__array__(),))
 
 
+@_x64.in_x64  # a float64 buffer unpickles as float64, whatever the caller's JAX setting
 def _rebuild(host):
     return _jax.numpy.asarray(host)
 
