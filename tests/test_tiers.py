@@ -62,3 +62,17 @@ def test_executor_markers_come_from_the_parameter_and_the_file_name(folder, mark
     # dask: test_on[dask] by its parameter, test_by_file by tests/executors/test_dask_*.py
     result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", marker)
     assert _passed(result) == count, result.outlines[-3:]
+
+
+def test_deep_profile_runs_every_tier(folder, monkeypatch):
+    monkeypatch.setenv("ARRAYX_TEST_PROFILE", "deep")
+    result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 7 and "deselected" not in outcomes, outcomes
+
+
+def test_the_slow_tier_names_only_marked_tests(folder):
+    # -m slow with no slow test left is pytest's "no tests" (exit 5), which .ci/run turns into a failure
+    (folder.path / "test_mixed.py").write_text(_PARAMETRISED.replace("@pytest.mark.slow\n", ""))
+    result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", "slow")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
