@@ -65,9 +65,113 @@ __all__ = [
 
 from arrayx._threefry import (  # noqa: E402  the bit generator (threefry2x32, counters, draws)
     _PARTITIONABLE, _U32, _U64, _UINT_OF_BITS, _bits_range, _draw, _hash_flat, _hash_pairs, _hash_range,
-    _random_bits, threefry2x32, threefry_partitionable, values_partitionable,
+    threefry2x32, threefry_partitionable, values_partitionable,
 )
+from arrayx._threefry import _random_bits as _threefry_random_bits  # noqa: E402
 _KEY_HINT = "make keys with arrayx.random.key(seed) and derive new ones with split or fold_in"
+
+# -- eager draws as one compiled loop (NumPy and Numba executors) -----------------------------------
+# Eagerly on the NumPy and Numba executors, with Numba installed, a draw is one Numba kernel
+# (arrayx/executors/numba/random_kernels.py): each element's threefry2x32 hash and the
+# sampler's transform in one loop, the same IEEE operations (and XLA's fmas, as llvm.fma), so
+# the same bits as the arrayx operations below, which every other case runs: under a transform
+# (jit, vmap, grad, make_graph), on the other executors, in threefry_partitionable(False), and
+# without Numba (then the NumPy executor runs them in cache-sized slices, ``_draw``).
+# ``KERNELS = False`` switches the kernels off (to measure or compare the two routes).
+KERNELS = True
+_KERNEL_EXECUTORS = frozenset({"numpy", "numba"})
+_numba_found: bool | None = None
+_kernel_problem: str | None = None  # why the kernels failed to build, once they did
+
+
+def _kernel_route(key: Array) -> bool:
+    """Whether this draw runs as a compiled kernel (see above)."""
+    global _numba_found
+    if not KERNELS or _kernel_problem is not None or current_trace() is not None or not _PARTITIONABLE.get():
+        return False
+    if key._ex.name not in _KERNEL_EXECUTORS or not isinstance(key._buf, np.ndarray):
+        return False
+    if _numba_found is None:
+        import importlib.util
+
+        _numba_found = importlib.util.find_spec("numba") is not None
+    return _numba_found
+
+
+def _kernel_call(build, *args) -> bool:
+    """Run the kernel that ``build()`` returns; False (after one warning) if it cannot be built."""
+    global _kernel_problem
+    try:
+        fn = build()
+    except Exception as e:  # a broken Numba/LLVM install: the arrayx operations give the same bits
+        _kernel_problem = f"{type(e).__name__}: {e}"
+        import warnings
+
+        warnings.warn(f"arrayx.random: eager draws run as arrayx operations (several times slower) because "
+                      f"their Numba kernels failed to build ({_kernel_problem}); reinstall Numba for speed",
+                      RuntimeWarning, stacklevel=4)
+        return False
+    fn(*args)
+    return True
+
+
+def _key_words(key: Array) -> tuple:
+    words = np.asarray(key._buf)
+    return np.uint64(words[0]), np.uint64(words[1])
+
+
+def _scalar_of(value, dtype):
+    """A bound as a NumPy scalar of ``dtype`` (Python numbers, NumPy scalars, 0-d host arrays), else None."""
+    if isinstance(value, Array):
+        if value.ndim or not isinstance(value._buf, np.ndarray):
+            return None
+        value = value._buf[()]
+    return dtype.type(value)
+
+
+def _affine_mode(lo, hi, dtype, always_fma: bool = False):
+    """(lo, span, mode) of ``_affine`` for scalar bounds (mode 0: as is, 1: exact product, 2: fma),
+    or None where a bound or the span is not finite (the kernels assume finite ones)."""
+    lo, span = dtype.type(lo), dtype.type(hi) - dtype.type(lo)
+    if not (np.isfinite(lo) and np.isfinite(span)):
+        return None
+    if always_fma:
+        return lo, span, 2
+    if span == 1 and lo == 0 and not np.signbit(lo):
+        return lo, span, 0
+    if span == 0 or abs(math.frexp(float(span))[0]) == 0.5:
+        return lo, span, 1
+    return lo, span, 2
+
+
+def _kernel_floats(sampler: str, key: Array, shape: tuple, dtype, lo=0.0, hi=1.0, *,
+                   always_fma: bool = False, offset: int = 0):
+    """``sampler``'s values over ``shape`` from its kernel, or None where the kernels do not apply."""
+    if not _kernel_route(key):
+        return None
+    params = _affine_mode(lo, hi, dtype, always_fma)
+    if params is None:
+        return None
+    from arrayx.executors.numba import random_kernels
+
+    out = np.empty(math.prod(shape), dtype)
+    if not _kernel_call(lambda: random_kernels.kernel(sampler, dtype), *_key_words(key), 0, offset, out, *params):
+        return None
+    return Array._new(out.reshape(shape), key._ex)
+
+
+def _random_bits(key: Array, bit_width: int, shape: tuple) -> Array:
+    """Random unsigned integers of ``bit_width`` bits and the given shape (no argument checks)."""
+    if _kernel_route(key):
+        from arrayx.executors.numba import random_kernels
+
+        dtype = _UINT_OF_BITS[bit_width]
+        out = np.empty(math.prod(shape), dtype)
+        if _kernel_call(lambda: random_kernels.bits_kernel(dtype), *_key_words(key), 0, out):
+            return Array._new(out.reshape(shape), key._ex)
+    return _threefry_random_bits(key, bit_width, shape)
+
+
 
 # -- argument checks --------------------------------------------------------------------------------
 
@@ -291,6 +395,12 @@ def _uniform_range(key: Array, dtype, minval, maxval, start: int, count: int) ->
 
 def _uniform(key: Array, shape: tuple, dtype, minval, maxval) -> Array:
     if _is_scalar(minval) and _is_scalar(maxval):
+        lo, hi = _scalar_of(minval, dtype), _scalar_of(maxval, dtype)
+        array_bounds = isinstance(minval, Array) or isinstance(maxval, Array)  # _affine: always an fma
+        fast = None if lo is None or hi is None else _kernel_floats(
+            "uniform", key, shape, dtype, lo, hi, always_fma=array_bounds)
+        if fast is not None:
+            return fast
         return _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, ops[1], ops[2], start, count),
                      minval, maxval)
     floats = _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, 0.0, 1.0, start, count))
@@ -351,6 +461,9 @@ def normal(key, shape=(), dtype=None) -> Array:
 
 def _normal_real(key: Array, shape: tuple, dtype) -> Array:
     lo, hi = np.nextafter(dtype.type(-1.0), dtype.type(0.0)), dtype.type(1.0)
+    fast = _kernel_floats("normal", key, shape, dtype, lo, hi)
+    if fast is not None:
+        return fast
     sqrt2 = float(dtype.type(math.sqrt(2)))
     return _draw(key, shape, lambda ops, start, count: erf_inv(_uniform_range(ops[0], dtype, lo, hi, start, count)) * sqrt2)
 
@@ -378,6 +491,11 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
         return xp.clip(erf_inv(u) * float(sqrt2), above, below)
 
     if _is_scalar(a) and _is_scalar(b):
+        a_s, b_s = _scalar_of(a, dt), _scalar_of(b, dt)
+        fast = None if a_s is None or b_s is None else _kernel_floats(
+            "normal", key, shape, dt, a_s, b_s, always_fma=True)  # erf_inv(u) * sqrt(2)
+        if fast is not None:
+            return xp.clip(fast, above, below)
         return _draw(key, shape, lambda ops, start, count: clipped(
             _uniform_range(ops[0], dt, ops[1], ops[2], start, count), ops[3], ops[4]), a, b, above, below)
     return clipped(_uniform(key, shape, dt, a, b), above, below)
@@ -390,6 +508,9 @@ def exponential(key, shape=(), dtype=None) -> Array:
     dt = _float_dtype("exponential", dtype, key)
     check_size("exponential", shape, dt, key._ex)
     zero, one = dt.type(0.0), dt.type(1.0)
+    fast = _kernel_floats("exponential", key, shape, dt, zero, one)
+    if fast is not None:
+        return fast
     return _draw(key, shape, lambda ops, start, count: -log1p(-_uniform_range(ops[0], dt, zero, one, start, count)))
 
 
@@ -420,11 +541,17 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
             raise NotImplementedError("gumbel: mode='highest' is not implemented for float32; use 'high' or float64")
         mode = "high"  # as in JAX, 'highest' is 'high' for float64
     if mode == "high":
+        fast = _kernel_floats("gumbel_high", key, shape, dtype, offset=math.prod(shape))
+        if fast is not None:  # u[1] below: counters size .. 2 * size - 1
+            return fast
         u = _uniform(key, (2, *shape), dtype, dtype.type(0.0), dtype.type(1.0))
         high, low = u[0], u[1]
         x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
         return -log(-log1p(-x))
     tiny, one = dtype.type(info.tiny), dtype.type(1.0)
+    fast = _kernel_floats("gumbel", key, shape, dtype, tiny, one)
+    if fast is not None:
+        return fast
     return _draw(key, shape, lambda ops, start, count: -log(-log(_uniform_range(ops[0], dtype, tiny, one, start, count))))
 
 
@@ -457,6 +584,9 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
         return u[1] * float(2.0 ** -np.finfo(dt).nmant) < p - u[0]
     zero, one = dt.type(0.0), dt.type(1.0)
     if _is_scalar(p):
+        fast = _kernel_floats("uniform", key, shape, dt, zero, one)
+        if fast is not None:
+            return fast < p
         return _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dt, zero, one, start, count) < ops[1], p)
     return _uniform(key, shape, dt, zero, one) < p
 
@@ -526,7 +656,7 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
         offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
         return lo + xp.astype(offset, dtype)
 
-    if span.ndim == 0 and lo.ndim == 0:
+    if span.ndim == 0 and lo.ndim == 0 and not _kernel_route(key):
         return _draw(k1, shape, lambda ops, start, count: values(
             _bits_range(ops[0], nbits, start, count), _bits_range(ops[1], nbits, start, count), *ops[2:]),
             k2, lo, span, multiplier)

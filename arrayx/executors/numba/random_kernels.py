@@ -1,0 +1,315 @@
+"""``arrayx.random``'s eager draws as Numba kernels: one pass, threefry2x32 and the transform per element.
+
+Eagerly on the NumPy and Numba executors (with Numba installed) a draw is one loop over its
+counters: each element's threefry2x32 hash, its float and the sampler's transform, written
+once, instead of ~110 whole-array passes.  The values are the same bits as the arrayx
+operations of ``arrayx.random`` (and so as ``jax.random``): the kernels do the same IEEE
+operations in the same order, in the sampler's dtype, compiled with ``fastmath`` off (LLVM then
+contracts nothing), and every multiply-add that XLA fuses (the Horner steps of erf^-1, of
+log1p's rational approximation and of XLA's float32 log; uniform's ``u * span + min``) is an
+explicit ``llvm.fma`` (``numba.math.fma``: correctly rounded everywhere, one instruction where
+the CPU has FMA), where the arrayx operations emulate it.  Float64 log is the C library's
+(``executors/libm.py``), as XLA's.
+
+Kernels are generated per (sampler, dtype) into the Numba executor's kernel cache
+(``kernels._cached``: a source file and Numba's disk cache in the verified folder) and compiled
+on first use; they run on one thread without the GIL (``nogil``), so Dask's worker threads may
+call them at once.
+
+This module does not import Numba; ``kernel`` does (through ``kernels``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from arrayx.executors.numba import kernels as _kernels
+
+__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel"]
+
+#: samplers with a float kernel: (k0, k1, start, offset, out, lo, span, mode) -> None
+FLOAT_SAMPLERS = ("uniform", "normal", "exponential", "gumbel", "gumbel_high")
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_KEY_PARITY = 0x1BD11BDA
+
+
+def _threefry_source() -> str:
+    """threefry2x32 on 32-bit words held in uint64 (Numba widens uint32 arithmetic), unrolled."""
+    lines = ["@njit(**_INLINE)", "def threefry(k0, k1, k2, x0, x1):", "    x0 = (x0 + k0) & M32",
+             "    x1 = (x1 + k1) & M32"]
+    ks = ("k0", "k1", "k2")
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            lines.append("    x0 = (x0 + x1) & M32")
+            lines.append(f"    x1 = (((x1 << np.uint64({r})) | (x1 >> np.uint64({32 - r}))) & M32) ^ x0")
+        lines.append(f"    x0 = (x0 + {ks[(i + 1) % 3]}) & M32")
+        lines.append(f"    x1 = (x1 + {ks[(i + 2) % 3]} + np.uint64({i + 1})) & M32")
+    lines.append("    return x0, x1")
+    return "\n".join(lines) + "\n"
+
+
+def _f(value: float, dtype: np.dtype) -> str:
+    """A literal of ``dtype`` (rounded to it) in the generated source."""
+    return f"T({float(dtype.type(value))!r})"
+
+
+def _horner(name: str, coefficients, dtype: np.dtype) -> str:
+    """``name(t)``: Horner's rule with an fma per step, coefficients rounded to ``dtype``."""
+    body = [f"@njit(**_INLINE)", f"def {name}(t):", f"    p = {_f(coefficients[0], dtype)}"]
+    body += [f"    p = nm.fma(p, t, {_f(c, dtype)})" for c in coefficients[1:]]
+    body.append("    return p")
+    return "\n".join(body) + "\n"
+
+
+def _math_source(dtype: np.dtype) -> str:
+    """log, log1p and erf^-1 as XLA:CPU computes them (see arrayx/_random_math.py), in ``dtype``."""
+    from arrayx import _random_math as rm
+
+    out = []
+    if dtype == np.float32:
+        for k, chain in enumerate(rm._LOG32_CHAINS):
+            out.append(_horner(f"log_chain{k}", chain, dtype))
+        out.append(f'''
+TINY = {_f(rm._TINY32, dtype)}
+SQRT_HALF = {_f(rm._SQRT_HALF32, dtype)}
+LN2_HIGH = {_f(rm._LN2_HIGH, dtype)}
+LN2_LOW = {_f(rm._LN2_LOW, dtype)}
+
+
+@njit(**_INLINE)
+def xla_log(x):
+    """XLA:CPU's float32 log (Cephes' logf, its fmas), subnormal x read as zero."""
+    if not (x >= TINY and x < T(np.inf)):
+        if x < T(0.0):
+            return T(np.nan)
+        if x < TINY:
+            return T(-np.inf)
+        return x  # inf, NaN
+    bits = nm.bits_of_f32(x)
+    e = ((bits >> 23) & 0xFF) - 126  # x = m * 2**e, m in [0.5, 1)
+    m = nm.f32_from_bits((bits & 0x7FFFFF) | (126 << 23))
+    if m < SQRT_HALF:
+        e -= 1
+        r = (m - T(1.0)) + m  # 2m - 1, exact
+    else:
+        r = m - T(1.0)
+    r2 = r * r
+    r3 = r2 * r
+    y = nm.fma(nm.fma(log_chain0(r), r3, log_chain1(r)), r3, log_chain2(r))
+    e32 = T(e)
+    y = nm.fma(y, r3, e32 * LN2_LOW)
+    return ((r - T(0.5) * r2) + y) + e32 * LN2_HIGH
+''')
+    else:
+        out.append('''
+@njit(**_INLINE)
+def xla_log(x):
+    """XLA:CPU's float64 log: the C library's."""
+    return c_log(x)
+''')
+    out.append(_horner("log1p_p", rm._LOG1P_P, dtype))
+    out.append(_horner("log1p_q", rm._LOG1P_Q, dtype))
+    out.append(f'''
+@njit(**_INLINE)
+def xla_log1p(x):
+    if abs(x) < {_f(rm._SQRT2_MINUS_1, dtype)}:
+        ratio = log1p_p(x) / log1p_q(x)
+        z = x * x
+        return x + (x * z * ratio - T(0.5) * z)
+    return xla_log(x + T(1.0))
+
+
+@njit(**_INLINE)
+def log1p_is_near(x):
+    return abs(x) < {_f(rm._SQRT2_MINUS_1, dtype)}
+
+
+@njit(**_INLINE)
+def log1p_near_or_argument(x):
+    """xla_log1p(x) where it is a polynomial, else the argument x + 1 of its log (``log1p_finish``)."""
+    if log1p_is_near(x):
+        ratio = log1p_p(x) / log1p_q(x)
+        z = x * x
+        return x + (x * z * ratio - T(0.5) * z)
+    return x + T(1.0)
+''')
+    pieces = rm._ERFINV32 if dtype == np.float32 else rm._ERFINV64
+    for k, (_, _, coefficients) in enumerate(pieces):
+        out.append(_horner(f"erf_inv_piece{k}", coefficients, dtype))
+    branches = [f"    if w < {_f(pieces[0][0], dtype)}:\n        p = erf_inv_piece0(w - {_f(pieces[0][1], dtype)})"]
+    for k, (bound, shift, _) in enumerate(pieces[1:], start=1):
+        test = f"elif w < {_f(bound, dtype)}:" if bound != math.inf else "else:"
+        branches.append(f"    {test}\n        p = erf_inv_piece{k}(np.sqrt(w) - {_f(shift, dtype)})")
+    out.append(f'''
+@njit(**_INLINE)
+def xla_erf_inv(x):
+    w = -xla_log1p(-(x * x))
+{chr(10).join(branches)}
+    if abs(x) == T(1.0):
+        return T(np.inf) if x > T(0.0) else T(-np.inf)
+    return p * x
+
+
+@njit(**_INLINE)
+def erf_inv_from_w(w, x):
+    """xla_erf_inv(x) given its w = -log1p(-x * x)."""
+{chr(10).join(branches)}
+    if abs(x) == T(1.0):
+        return T(np.inf) if x > T(0.0) else T(-np.inf)
+    return p * x
+''')
+    return "\n".join(out)
+
+
+_PRELUDE = '''
+from numba import types
+
+from arrayx.executors import libm as _libm
+from arrayx.executors.numba import vectors as vec
+
+_libm.register_log_symbol()
+c_log = types.ExternalFunction(_libm.LOG_SYMBOL, types.float64(types.float64))
+
+# fastmath off: no contraction, every operation rounded as written (the fmas are explicit)
+_FLAGS = dict(cache=False, nogil=True, error_model="numpy", fastmath=False)
+# the helpers are inlined by Numba itself, so that LLVM sees whole loops and vectorises them
+_INLINE = dict(_FLAGS, inline="always")
+M32 = np.uint64(0xFFFFFFFF)
+PARITY = np.uint64(0x1BD11BDA)
+
+'''
+
+_FLOAT_BODY = '''
+
+@njit(**_INLINE)
+def unit(k0, k1, k2, c):
+    """The [0, 1) float of counter c: its hash's high mantissa bits over 2**-nmant."""
+    y0, y1 = threefry(k0, k1, k2, c >> np.uint64(32), c & M32)
+{unit}
+
+
+@njit(**_INLINE)
+def affine(f, lo, span, mode):
+    """max(lo, f * span + lo) as arrayx.random's _affine: 0 as is, 1 exact product, 2 one fma."""
+    if mode == 0:
+        return f
+    u = f * span + lo if mode == 1 else nm.fma(f, span, lo)
+    return u if u >= lo else lo
+
+
+@njit(**_FLAGS)
+def kernel(k0, k1, start, offset, out, lo, span, mode):
+{width}    # blocks of BLOCK values: the hashes in one loop, the transform in another, each vectorised
+    # (where the transform calls the C library's log, the second loop is scalar)
+    k2 = k0 ^ k1 ^ PARITY
+    n = out.size
+    u = np.empty(BLOCK, T)
+    v = np.empty(BLOCK, T)
+    for b0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - b0)
+        base = np.uint64(start + b0)
+        o = out[b0:b0 + m]
+{value}
+'''
+
+BLOCK = 1024
+
+_UNIT = {
+    "float32": "    return T((y0 ^ y1) >> np.uint64(9)) * T(2.0 ** -23)",
+    # (through int64: the value is below 2**52, and int64 -> float64 vectorises)
+    "float64": "    return T(np.int64(((y0 << np.uint64(32)) | y1) >> np.uint64(12))) * T(2.0 ** -52)",
+}
+_HASH = '''        for j in range(m):
+            u[j] = affine(unit(k0, k1, k2, base + np.uint64(j)), lo, span, mode)
+        for j in range(m):
+'''
+_VALUES = {
+    "uniform": '''        for j in range(m):
+            o[j] = affine(unit(k0, k1, k2, base + np.uint64(j)), lo, span, mode)''',
+    "normal": _HASH + "            o[j] = xla_erf_inv(u[j]) * SQRT2",
+    "exponential": _HASH + "            o[j] = -xla_log1p(-u[j])",
+    "gumbel": _HASH + "            o[j] = -xla_log(-xla_log(u[j]))",
+    # mode 'high': a second uniform (counter + offset) refines values below 0.5
+    "gumbel_high": '''        second = base + np.uint64(offset)
+        for j in range(m):
+            u[j] = unit(k0, k1, k2, base + np.uint64(j))
+            v[j] = unit(k0, k1, k2, second + np.uint64(j))
+        for j in range(m):
+            high = u[j]
+            if not high >= T(0.5):
+                high = (high + v[j] * EPS) + TINY_NORMAL
+            o[j] = -xla_log(-xla_log1p(-high))''',
+}
+
+# Float64: XLA's log is the C library's, an external call that stops LLVM vectorising a loop, so
+# log1p's polynomial (and erf^-1's pieces) run in vectorised loops and its log in a scalar loop
+# over the elements that need it.
+_LOG1P_SPLIT = '''        for j in range(m):
+            v[j] = log1p_near_or_argument({a})
+        for j in range(m):
+            if not log1p_is_near({a}):
+                v[j] = xla_log(v[j])
+'''
+_VALUES64 = {
+    "normal": _HASH.rsplit("        for j", 1)[0] + _LOG1P_SPLIT.format(a="-(u[j] * u[j])") + '''        for j in range(m):
+            o[j] = erf_inv_from_w(-v[j], u[j]) * SQRT2''',
+    "exponential": _HASH.rsplit("        for j", 1)[0] + _LOG1P_SPLIT.format(a="-u[j]") + '''        for j in range(m):
+            o[j] = -v[j]''',
+}
+
+
+def _width() -> str:
+    """The kernel's first line asking for 512-bit vector loops where the CPU runs them at full speed."""
+    from arrayx.executors.numba.vectors import kernel_line
+
+    return kernel_line()
+
+
+def kernel(sampler: str, dtype: np.dtype):
+    """``kernel(k0, k1, start, offset, out, lo, span, mode)``: ``out[i]`` = ``sampler``'s value of
+    counter ``start + i`` (uint64 key words; ``lo``/``span`` of ``dtype``, ``mode`` as ``affine``;
+    ``offset``: the second counter's distance, gumbel_high only)."""
+    dtype = np.dtype(dtype)
+
+    def make():
+        info = np.finfo(dtype)
+        values = {**_VALUES, **_VALUES64} if dtype == np.float64 else _VALUES
+        text = (_kernels._HEADER.format(what=f"random {sampler}", dtype=dtype.name, acc=dtype.name) + _PRELUDE
+                + _threefry_source() + "\n" + _math_source(dtype)
+                + f"\nSQRT2 = {_f(math.sqrt(2), dtype)}\nEPS = {_f(2.0 ** -info.nmant, dtype)}\n"
+                + f"TINY_NORMAL = {_f(float(info.tiny), dtype)}\nBLOCK = {BLOCK}\n"
+                + _FLOAT_BODY.format(unit=_UNIT[dtype.name], value=values[sampler], width=_width()))
+        return f"random_{sampler}_{dtype.name}", text
+    return _kernels._cached(("random", sampler, dtype), make)
+
+
+_BITS_BODY = '''
+
+@njit(**_FLAGS)
+def kernel(k0, k1, start, out):
+{width}    k2 = k0 ^ k1 ^ PARITY
+    n = out.size
+    base = np.uint64(start)
+    for i in range(n):
+        c = base + np.uint64(i)
+        y0, y1 = threefry(k0, k1, k2, c >> np.uint64(32), c & M32)
+{value}
+'''
+
+
+def bits_kernel(dtype: np.dtype):
+    """``kernel(k0, k1, start, out)``: random bits of counters ``start + i`` as ``arrayx.random.bits``
+    lays them out (64 bits: the two words; fewer: their xor, truncated)."""
+    dtype = np.dtype(dtype)
+
+    def make():
+        if dtype.itemsize == 8:
+            value = "        out[i] = (y0 << np.uint64(32)) | y1"
+        else:
+            value = f"        out[i] = T((y0 ^ y1) & np.uint64({2 ** (8 * dtype.itemsize) - 1}))"
+        text = (_kernels._HEADER.format(what="random bits", dtype=dtype.name, acc=dtype.name) + _PRELUDE
+                + _threefry_source() + _BITS_BODY.format(value=value, width=_width()))
+        return f"random_bits_{dtype.name}", text
+    return _kernels._cached(("random_bits", dtype), make)
