@@ -363,10 +363,11 @@ def _bytes_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def check_size(fname: str, shape: tuple, dtype, executor=None) -> None:
+def check_size(fname: str, shape: tuple, dtype, executor=None, *, where: str | None = None) -> None:
     """ValueError naming ``fname``, the shape and the limit when no buffer of ``shape`` and ``dtype``
     can exist: more than MAX_BUFFER_BYTES (zero dimensions do not count: executors multiply the
-    others first), or, for an ``executor`` that allocates now, more than its ``memory_limit()``."""
+    others first), or, for an ``executor`` that allocates now, more than its ``memory_limit()``
+    (``where``: where the buffer is, when the executor is not the one the caller uses)."""
     itemsize = dtype.itemsize if isinstance(dtype, np.dtype) else np.dtype(dtype).itemsize
     extent = 1
     for d in shape:
@@ -383,8 +384,8 @@ def check_size(fname: str, shape: tuple, dtype, executor=None) -> None:
     nbytes = 0 if 0 in shape else extent * itemsize
     if limit is not None and nbytes > limit[0]:
         raise ValueError(
-            f"{fname}: shape {tuple(shape)} of {dtype} ({extent} elements) needs {_bytes_text(nbytes)} on the "
-            f"{executor.name!r} executor, more than one array can have there ({_bytes_text(limit[0])}: "
+            f"{fname}: shape {tuple(shape)} of {dtype} ({extent} elements) needs {_bytes_text(nbytes)} "
+            f"{where or f'on the {executor.name!r} executor'}, more than one array can have there ({_bytes_text(limit[0])}: "
             f"{limit[1]}); pass a smaller shape"
         )
 

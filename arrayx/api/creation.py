@@ -457,7 +457,8 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint: bool = T
             dt = _device_dtypes.requested(dt, dd, ex, dev, "linspace")
         if dt.kind != "c" and builtins.any(isinstance(v, complex) for v in (start, stop)):
             raise TypeError(f"linspace: complex start/stop need a complex dtype, got {dt}")
-    check_size("linspace", (num,), dt, _exec.get("numpy"))  # the values are computed on the host first
+    check_size("linspace", (num,), dt, _exec.get("numpy"),  # the values are computed on the host first
+               where=f"in host memory (linspace computes the values there for the {ex.name!r} executor)")
     if dt.kind in "iu" and num:
         with np.errstate(invalid="ignore"):
             ends = np.floor(np.linspace(start, stop, num, endpoint=endpoint, dtype=np.float64)[[0, -1]])

@@ -333,7 +333,11 @@ class NumbaExecutor(NumpyExecutor):
             from arrayx.core.executor import get
 
             numpy_ex = get("numpy")
-            fallback = numpy_ex.resolve_large(prim) if large else numpy_ex.resolve(prim)
+            try:
+                fallback = numpy_ex.resolve_large(prim) if large else numpy_ex.resolve(prim)
+            except NotImplementedError as e:  # the error names the executor used, not the one behind it
+                raise NotImplementedError(f"{prim.name} is not implemented by the {self.name!r} executor, "
+                                          f"nor by the NumPy implementations it falls back to ({e})") from None
             self.available()
             build = _BUILDERS.get(prim.name)
             fn = build(self, prim.name, fallback) if build is not None and prim.name in NATIVE else fallback
