@@ -49,7 +49,8 @@ def _lowering(ex, params):
     fn = params["fn"]
     if ex.name == "jax":
         jax = ex._jax
-        return lambda *bufs: jax.debug.callback(lambda *hs: _impl(*hs, fn=fn), *bufs) or ()
+        # the user's function at the user's own JAX 64-bit setting, not arrayx's (executors/jax/x64.py)
+        return lambda *bufs: jax.debug.callback(lambda *hs: ex.table["debug_callback"](*hs, fn=fn), *bufs) or ()
     return lambda *bufs: _impl(*bufs, fn=fn)
 
 

@@ -323,7 +323,7 @@ class _DLPackExport:
 # change from call to call (an index, a fill value, a shift), which would compile once per value.
 _EAGER_ONLY = frozenset({
     "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
-    "boolean_mask", "full_like", "roll",
+    "boolean_mask", "full_like", "roll", "debug_callback",
 })
 
 
@@ -553,6 +553,13 @@ def _data_dependent_error(graph) -> NotImplementedError:
     )
 
 
+def _debug_callback(*bufs, fn):
+    """``arrayx.debug.callback``'s user function on host copies, at the user's own JAX 64-bit setting
+    (it may call ``jax.numpy`` itself), not arrayx's."""
+    _x64.as_process(fn, *(np.asarray(b) for b in bufs))
+    return ()
+
+
 def _basic_key(buf, key):
     """``buf[key]`` for a basic key: one compiled window (``indexing.basic_index``) where it takes the key."""
     out = _basic_index(buf, key)
@@ -586,6 +593,7 @@ class JaxExecutor(Executor):
         "dynamic_slice": _dynamic_slice,
         "dynamic_update_slice": _dynamic_update_slice,
         "searchsorted": _searchsorted,
+        "debug_callback": _debug_callback,
         "boolean_mask": _boolean_mask,
         "nonzero": _nonzero,
         "floor_divide": _floor_divide,

@@ -32,7 +32,7 @@ import types
 
 from arrayx.core.precision import current as _precision
 
-__all__ = ["load", "in_x64", "Scoped", "Namespace", "swap", "restore"]
+__all__ = ["load", "in_x64", "as_process", "Scoped", "Namespace", "swap", "restore"]
 
 #: ``swap(True)`` turns the calling thread's 64-bit setting on and returns what it was;
 #: ``restore(that)`` puts it back (set by :func:`load`: JAX is imported only when the executor is used)
@@ -59,6 +59,8 @@ def load(jax) -> None:
 
         precision_swap, precision_restore = swap_precision, lambda cm: cm.__exit__(None, None, None)
     state = getattr(jax, "enable_x64", None)
+    global process_value
+    process_value = getattr(state, "get_global", None)
     if hasattr(state, "swap_local") and hasattr(state, "set_local"):  # JAX >= 0.8: a C++ per-thread value
         swap, restore = state.swap_local, state.set_local
         return
@@ -70,6 +72,25 @@ def load(jax) -> None:
         return cm
 
     swap, restore = swap_cm, lambda cm: cm.__exit__(None, None, None)
+
+
+#: the process-wide setting (the user's: ``JAX_ENABLE_X64``, ``jax.config.update``), None where JAX
+#: does not say (set by :func:`load`)
+process_value = None
+
+
+def as_process(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with the calling thread at JAX's process-wide 64-bit setting, the user's,
+    not arrayx's: for the user's own code that arrayx calls back (``arrayx.debug.callback``), which
+    may call ``jax.numpy`` itself.  (A thread setting of the user's own around the arrayx call is
+    not seen there; older JAX without ``get_global``: the callback sees arrayx's.)"""
+    if process_value is None:
+        return fn(*args, **kwargs)
+    prev = swap(process_value())
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        restore(prev)
 
 
 def in_x64(fn):
