@@ -25,8 +25,12 @@ _CAT = _dtypes.CATEGORIES
 def _unary(prim: Primitive, x):
     # Eager fast path (no transform active, a concrete array of an allowed dtype): the
     # executor's function on the buffer.  Everything else goes through bind.
-    if x.__class__ is Array and x._buf.dtype in _ACCEPTED[prim] and _TRACE.get() is None:
-        return run_eager1(prim, x._ex, x._buf)
+    # (the trace first, then the buffer and executor read once: a lazy() scope in another thread
+    # may rebind x's buffer between reads, as _binary below does too)
+    if _TRACE.get() is None and x.__class__ is Array:
+        buf = x._buf
+        if buf.dtype in _ACCEPTED[prim]:
+            return run_eager1(prim, x._ex, buf)
     fname = prim.name
     category = UNARY[fname]
     x = as_array(fname, x)
