@@ -25,12 +25,13 @@ _CAT = _dtypes.CATEGORIES
 def _unary(prim: Primitive, x):
     # Eager fast path (no transform active, a concrete array of an allowed dtype): the
     # executor's function on the buffer.  Everything else goes through bind.
-    # (the trace first, then the buffer and executor read once: a lazy() scope in another thread
-    # may rebind x's buffer between reads, as _binary below does too)
-    if _TRACE.get() is None and x.__class__ is Array:
+    # (the class, buffer and executor read with no call between them, so no other thread runs in
+    # between: a lazy() scope in another thread may change x's class and buffer; then the trace)
+    if x.__class__ is Array:
         buf = x._buf
-        if buf.dtype in _ACCEPTED[prim]:
-            return run_eager1(prim, x._ex, buf)
+        ex = x._ex
+        if buf.dtype in _ACCEPTED[prim] and _TRACE.get() is None:
+            return run_eager1(prim, ex, buf)
     fname = prim.name
     category = UNARY[fname]
     x = as_array(fname, x)
