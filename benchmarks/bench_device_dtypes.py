@@ -2,7 +2,8 @@
 
 Creation functions now look up the defaults of the device they create on (a dict lookup cached
 per executor and device) and index results that of their operand's device.  This times those
-calls on the numpy executor, microseconds per call, best of interleaved rounds:
+calls on the numpy executor, microseconds of CPU time per call (the process's own, so that other
+processes on a shared machine disturb it less), best of interleaved rounds:
 
     python benchmarks/bench_device_dtypes.py [--rounds 7] [--number 20000]
 
@@ -12,6 +13,7 @@ alternating; the figures measured are in docs/executors.rst ("Default dtypes per
 from __future__ import annotations
 
 import argparse
+import time
 import timeit
 
 import numpy as np
@@ -47,7 +49,7 @@ def main() -> None:
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(args.rounds):
         for name, fn in fns.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=args.number) / args.number)
+            best[name] = min(best[name], timeit.timeit(fn, number=args.number, timer=time.process_time) / args.number)
     for name, t in best.items():
         print(f"{name:24s} {t * 1e6:7.3f} us")
 

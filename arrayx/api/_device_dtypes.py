@@ -113,8 +113,7 @@ WIDE = frozenset({_dtypes.float64, _dtypes.complex128, _dtypes.int64, _dtypes.ui
 
 # -- lookups (cached: creation functions ask on every call) ---------------------------------------
 
-_cache: dict = {}  # (executor name, device label) -> DeviceDtypes
-_of_default: dict = {}  # executor name -> the DeviceDtypes of its default device
+_cache: dict = {}  # (executor name, device label) -> DeviceDtypes (the default device's: ex.device_dtypes)
 _uniform: dict = {}  # executor name -> the DeviceDtypes all its devices share, or None where they differ
 
 
@@ -125,9 +124,9 @@ def _lookup(ex, device) -> DeviceDtypes:
 def for_device(ex, device=None) -> DeviceDtypes:
     """The defaults of ``device`` of executor ``ex`` (None: its default device)."""
     if device is None:
-        out = _of_default.get(ex.name)
+        out = ex.device_dtypes  # the executor keeps its default device's (creation functions read it inline)
         if out is None:
-            out = _of_default[ex.name] = _lookup(ex, ex.default_device())
+            out = ex.device_dtypes = _lookup(ex, ex.default_device())
         return out
     key = (ex.name, device.label)
     out = _cache.get(key)
@@ -174,10 +173,10 @@ def clear_caches() -> None:
     """Forget the cached lookups and the executors' resolved index primitives (after a change of
     :data:`PLATFORMS` or of an executor's ``platform_of``: tests do)."""
     _cache.clear()
-    _of_default.clear()
     _uniform.clear()
     for name in list(_exec._registry):
         ex = _exec._registry[name]
+        ex.device_dtypes = None
         for table in (ex.impls, ex.large_impls):
             for prim in [p for p in table if p.name in INDEX_OUTPUTS]:
                 del table[prim]

@@ -26,19 +26,16 @@ __all__ = [
 ]
 
 
-_OF_DEFAULT = _device_dtypes._of_default  # executor name -> its default device's DeviceDtypes
-
-
 def _defaults(ex, dev):
     """The default dtypes of ``dev`` of ``ex`` (None: its default device), ``api/_device_dtypes.py``."""
-    dd = _OF_DEFAULT.get(ex.name) if dev is None else None  # for_device's first step, inline (hot path)
+    dd = ex.device_dtypes if dev is None else None  # for_device's first step, inline (hot path)
     return dd if dd is not None else _device_dtypes.for_device(ex, dev)
 
 
 def _dtype_arg(fname: str, dtype, ex, dev):
     """An explicit ``dtype`` (checked against the device's 64-bit setting), else the device's
     default real floating dtype."""
-    dd = _OF_DEFAULT.get(ex.name) if dev is None else None  # _defaults, inline (zeros, ones: hot path)
+    dd = ex.device_dtypes if dev is None else None  # _defaults, inline (zeros, ones: hot path)
     if dd is None:
         dd = _device_dtypes.for_device(ex, dev)
     if dtype is None:
@@ -104,7 +101,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
     if isinstance(obj, Array):
         return _from_arrayx(obj, dtype, device, copy)
     ex, dev = _exec.resolve_device(device, "asarray")
-    dd = _OF_DEFAULT.get(ex.name) if dev is None else None  # _defaults, inline (hot path)
+    dd = ex.device_dtypes if dev is None else None  # _defaults, inline (hot path)
     if dd is None:
         dd = _device_dtypes.for_device(ex, dev)
     if dtype is not None and not dd.native64:

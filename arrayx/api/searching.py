@@ -41,7 +41,10 @@ def _arg_reduce(fname: str, prim: Primitive, x, axis, keepdims) -> Array:
         axis = normalize_axis(fname, axis, x.ndim)
         if x.shape[axis] == 0:
             raise ValueError(f"{fname}: axis {axis} of x (shape {x.shape}) is empty; there is no index to return")
-    return prim.bind(x, axis=axis, keepdims=bool(keepdims), **index_params(x))
+    index = index_params(x)  # {} on 64-bit devices: the plain call, without unpacking (hot path)
+    if index:
+        return prim.bind(x, axis=axis, keepdims=bool(keepdims), **index)
+    return prim.bind(x, axis=axis, keepdims=bool(keepdims))
 
 
 def argmax(x, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
@@ -58,7 +61,10 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
     """Number of non-zero elements along ``axis`` (all axes when None), as the default index dtype."""
     x = array_arg("count_nonzero", x)
     axes = normalize_axes("count_nonzero", axis, x.ndim)
-    return count_nonzero_p.bind(x, axis=axes, keepdims=bool(keepdims), **index_params(x))
+    index = index_params(x)
+    if index:
+        return count_nonzero_p.bind(x, axis=axes, keepdims=bool(keepdims), **index)
+    return count_nonzero_p.bind(x, axis=axes, keepdims=bool(keepdims))
 
 
 def nonzero(x, /) -> tuple:
@@ -103,7 +109,8 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
         raise TypeError(
             f"searchsorted: x2 must be an arrayx array or a Python int/float, got {type(x2).__name__}"
         )
-    return searchsorted_p.bind(x1, x2, side=side, **index_params(x1))
+    index = index_params(x1)
+    return searchsorted_p.bind(x1, x2, side=side, **index) if index else searchsorted_p.bind(x1, x2, side=side)
 
 
 def where(condition, x1, x2, /) -> Array:

@@ -36,7 +36,8 @@ def _sort_args(fname: str, x, axis, descending, stable) -> tuple:
 def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """Indices that sort x along ``axis``."""
     x, params = _sort_args("argsort", x, axis, descending, stable)
-    return argsort_p.bind(x, **params, **index_params(x))
+    params.update(index_params(x))  # the device's index dtype where it is not int64
+    return argsort_p.bind(x, **params)
 
 
 def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:

@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 _CAT = _dtypes.CATEGORIES
+_UNIFORM = _device_dtypes._uniform  # executor name -> the defaults all its devices share
 
 cumulative_prod_p = Primitive("cumulative_prod")
 cumulative_sum_p = Primitive("cumulative_sum")
@@ -80,7 +81,7 @@ def accumulation_dtype(fname: str, x: Array, dtype):
     kind = x.dtype.kind
     if kind not in "biu":
         return x.dtype
-    dd = _device_dtypes.for_array(x)
+    dd = _UNIFORM.get(x._ex.name) or _device_dtypes.for_array(x)  # for_array's first step, inline
     if kind == "b":
         return dd.integral
     if kind == "i" and x.dtype.itemsize < dd.integral.itemsize:

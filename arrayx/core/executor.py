@@ -114,6 +114,8 @@ class Executor:
     #: the buffers' own integer-array indexing raises IndexError (naming index and size) out of
     #: range, so eager indexing need not check first (NumPy); JAX clamps, CuPy wraps
     checks_index_bounds: bool = False
+    #: see ``__init__`` (the class's value serves executors whose ``__init__`` does not call ours)
+    device_dtypes = None
     #: eager ops run in this process on host memory at little cost per call (random draws are
     #: then computed in cache-sized slices); False where dispatch or graph size dominates
     eager_on_host: bool = False
@@ -140,6 +142,9 @@ class Executor:
         # read on every eager op: Python 3.11 specialises reads of instance attributes, not of class ones
         self.array_type = type(self).array_type
         self.unknown_shapes = type(self).unknown_shapes
+        #: the default dtypes of the default device, a ``DeviceDtypes`` that ``api/_device_dtypes.py``
+        #: fills on first use (None until then): the creation functions read it on every call
+        self.device_dtypes = None
         self._xp = None
         self._unavailable: str | None = None
         self._checked = False
