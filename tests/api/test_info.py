@@ -65,6 +65,27 @@ def test_default_dtypes():
         assert info.default_dtypes(device=d) == expected
 
 
+def test_default_dtypes_and_dtypes_follow_the_device_table(monkeypatch):
+    # the answers come from the platform table (api/_device_dtypes.py): a platform marked as a TPU's
+    # answers 32-bit defaults and the 8/16/32-bit dtypes; the others are untouched
+    from arrayx.api import _device_dtypes
+
+    monkeypatch.setitem(_device_dtypes.PLATFORMS, "cpu", _device_dtypes.TPU)
+    _device_dtypes.clear_caches()
+    try:
+        info = xp.__array_namespace_info__()
+        assert info.default_dtypes(device="numpy") == {
+            "real floating": xp.float32, "complex floating": xp.complex64, "integral": xp.int32, "indexing": xp.int32}
+        assert list(info.dtypes(device="numpy", kind="numeric")) == [
+            "int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "complex64"]
+        assert list(info.dtypes(device="numpy", kind="real floating")) == ["float32"]
+    finally:
+        monkeypatch.undo()
+        _device_dtypes.clear_caches()
+    assert xp.__array_namespace_info__().default_dtypes(device="numpy")["real floating"] == xp.float64
+    assert "float64" in xp.__array_namespace_info__().dtypes(device="numpy")
+
+
 @pytest.mark.parametrize("kind, names", [
     (None, ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
             "float32", "float64", "complex64", "complex128"]),
