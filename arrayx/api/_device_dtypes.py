@@ -306,8 +306,11 @@ def _user_stacklevel() -> int:
 def _from_arrayx_itself() -> bool:
     """Whether the public function asking was called by arrayx's own code (an index key's int64, the
     float64 steps of float32 random draws), not by the user: such requests are kept (emulated)."""
+    from arrayx.api import _numpy_methods  # x.astype(np.float64): the user's request, passed through
+
+    passing = _numpy_methods.astype.__code__
     frame = sys._getframe(2)
-    while frame is not None and frame.f_globals.get("__name__") in _ENTRY_MODULES:
+    while frame is not None and (frame.f_globals.get("__name__") in _ENTRY_MODULES or frame.f_code is passing):
         frame = frame.f_back
     name = "" if frame is None else frame.f_globals.get("__name__", "")
     return name == "arrayx" or name.startswith("arrayx.")

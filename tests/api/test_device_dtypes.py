@@ -168,6 +168,7 @@ def test_downcast_converts_and_warns_once(tpu_jax):
     ("asarray", lambda: ax.asarray(np.ones(2, np.float32), dtype=ax.float64)),
     ("asarray", lambda: ax.asarray([1, 2], dtype=ax.uint64)),
     ("astype", lambda: ax.astype(ax.ones(2), ax.float64)),
+    ("astype", lambda: ax.ones(2).astype(np.float64)),  # NumPy's method: the user's request too
     ("sum", lambda: ax.sum(ax.ones(2), dtype=ax.float64)),
     ("cumulative_sum", lambda: ax.cumulative_sum(ax.arange(3), dtype=ax.int64)),
     ("full_like", lambda: ax.zeros_like(ax.ones(2), dtype=ax.float64)),
