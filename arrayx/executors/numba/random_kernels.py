@@ -26,7 +26,7 @@ import numpy as np
 
 from arrayx.executors.numba import kernels as _kernels
 
-__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel"]
+__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "transform_kernel"]
 
 #: samplers with a float kernel: (k0, k1, start, offset, out, lo, span, mode) -> None
 FLOAT_SAMPLERS = ("uniform", "normal", "exponential", "gumbel", "gumbel_high")
@@ -221,16 +221,21 @@ _UNIT = {
     # (through int64: the value is below 2**52, and int64 -> float64 vectorises)
     "float64": "    return T(np.int64(((y0 << np.uint64(32)) | y1) >> np.uint64(12))) * T(2.0 ** -52)",
 }
-_HASH = '''        for j in range(m):
+_FILL = '''        for j in range(m):
             u[j] = affine(unit(k0, k1, k2, base + np.uint64(j)), lo, span, mode)
-        for j in range(m):
 '''
+#: sampler -> the loops that turn the block's uniforms u[:m] into o[:m] (v: scratch)
+_TRANSFORMS = {
+    "normal": '''        for j in range(m):
+            o[j] = xla_erf_inv(u[j]) * SQRT2''',
+    "exponential": '''        for j in range(m):
+            o[j] = -xla_log1p(-u[j])''',
+    "gumbel": '''        for j in range(m):
+            o[j] = -xla_log(-xla_log(u[j]))''',
+}
 _VALUES = {
     "uniform": '''        for j in range(m):
             o[j] = affine(unit(k0, k1, k2, base + np.uint64(j)), lo, span, mode)''',
-    "normal": _HASH + "            o[j] = xla_erf_inv(u[j]) * SQRT2",
-    "exponential": _HASH + "            o[j] = -xla_log1p(-u[j])",
-    "gumbel": _HASH + "            o[j] = -xla_log(-xla_log(u[j]))",
     # mode 'high': a second uniform (counter + offset) refines values below 0.5
     "gumbel_high": '''        second = base + np.uint64(offset)
         for j in range(m):
@@ -252,12 +257,22 @@ _LOG1P_SPLIT = '''        for j in range(m):
             if not log1p_is_near({a}):
                 v[j] = xla_log(v[j])
 '''
-_VALUES64 = {
-    "normal": _HASH.rsplit("        for j", 1)[0] + _LOG1P_SPLIT.format(a="-(u[j] * u[j])") + '''        for j in range(m):
+_TRANSFORMS64 = {
+    "normal": _LOG1P_SPLIT.format(a="-(u[j] * u[j])") + '''        for j in range(m):
             o[j] = erf_inv_from_w(-v[j], u[j]) * SQRT2''',
-    "exponential": _HASH.rsplit("        for j", 1)[0] + _LOG1P_SPLIT.format(a="-u[j]") + '''        for j in range(m):
+    "exponential": _LOG1P_SPLIT.format(a="-u[j]") + '''        for j in range(m):
             o[j] = -v[j]''',
 }
+
+
+def _transforms(dtype: np.dtype) -> dict:
+    return {**_TRANSFORMS, **_TRANSFORMS64} if dtype == np.float64 else _TRANSFORMS
+
+
+def _constants(dtype: np.dtype) -> str:
+    info = np.finfo(dtype)
+    return (f"\nSQRT2 = {_f(math.sqrt(2), dtype)}\nEPS = {_f(2.0 ** -info.nmant, dtype)}\n"
+            f"TINY_NORMAL = {_f(float(info.tiny), dtype)}\nBLOCK = {BLOCK}\n")
 
 
 def _width() -> str:
@@ -274,13 +289,11 @@ def kernel(sampler: str, dtype: np.dtype):
     dtype = np.dtype(dtype)
 
     def make():
-        info = np.finfo(dtype)
-        values = {**_VALUES, **_VALUES64} if dtype == np.float64 else _VALUES
+        transforms = _transforms(dtype)
+        value = _FILL + transforms[sampler] if sampler in transforms else _VALUES[sampler]
         text = (_kernels._HEADER.format(what=f"random {sampler}", dtype=dtype.name, acc=dtype.name) + _PRELUDE
-                + _threefry_source() + "\n" + _math_source(dtype)
-                + f"\nSQRT2 = {_f(math.sqrt(2), dtype)}\nEPS = {_f(2.0 ** -info.nmant, dtype)}\n"
-                + f"TINY_NORMAL = {_f(float(info.tiny), dtype)}\nBLOCK = {BLOCK}\n"
-                + _FLOAT_BODY.format(unit=_UNIT[dtype.name], value=values[sampler], width=_width()))
+                + _threefry_source() + "\n" + _math_source(dtype) + _constants(dtype)
+                + _FLOAT_BODY.format(unit=_UNIT[dtype.name], value=value, width=_width()))
         return f"random_{sampler}_{dtype.name}", text
     return _kernels._cached(("random", sampler, dtype), make)
 
@@ -313,3 +326,31 @@ def bits_kernel(dtype: np.dtype):
                 + _threefry_source() + _BITS_BODY.format(value=value, width=_width()))
         return f"random_bits_{dtype.name}", text
     return _kernels._cached(("random_bits", dtype), make)
+
+
+_TRANSFORM_BODY = '''
+
+@njit(**_FLAGS)
+def kernel(units, out):
+{width}    n = out.size
+    v = np.empty(BLOCK, T)
+    for b0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - b0)
+        u = units[b0:b0 + m]
+        o = out[b0:b0 + m]
+{value}
+'''
+
+
+def transform_kernel(sampler: str, dtype: np.dtype):
+    """``kernel(units, out)``: the transform of ``sampler`` ("normal", "exponential" or "gumbel") applied
+    to given uniforms (the draw's ``u`` after its bounds), the same loops as in ``kernel``: to check
+    them on chosen inputs (every float32 uniform, in tests/test_random_kernels.py)."""
+    dtype = np.dtype(dtype)
+
+    def make():
+        text = (_kernels._HEADER.format(what=f"random {sampler} transform", dtype=dtype.name, acc=dtype.name)
+                + _PRELUDE + _math_source(dtype) + _constants(dtype)
+                + _TRANSFORM_BODY.format(value=_transforms(dtype)[sampler], width=_width()))
+        return f"random_{sampler}_transform_{dtype.name}", text
+    return _kernels._cached(("random_transform", sampler, dtype), make)
