@@ -1,6 +1,9 @@
 """Eager cost of tiny ops on the JAX executor, to see what arrayx's 64-bit scope costs per call.
 
 Run:  python benchmarks/bench_jax_x64_scope.py [--tree PATH] [--rounds N]
+      python benchmarks/bench_jax_x64_scope.py --compare BEFORE AFTER... [--passes 3]
+      (runs one process per tree, the trees alternating, ``--passes`` times; keeps each tree's best
+      per op and writes benchmarks/results/jax_x64_scope.json)
 
 ``--tree`` runs the arrayx package found under PATH instead of this checkout's (e.g. an export of
 an earlier commit: ``git archive <commit> arrayx | tar -x -C /tmp/base``), so two trees can be
@@ -24,7 +27,11 @@ def main() -> dict:
     p.add_argument("--tree", default=str(pathlib.Path(__file__).resolve().parent.parent))
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--number", type=int, default=300)
+    p.add_argument("--compare", nargs="+", metavar="TREE")
+    p.add_argument("--passes", type=int, default=3)
     args = p.parse_args()
+    if args.compare:
+        return compare(args)
     sys.path.insert(0, args.tree)
     import numpy as np
 
@@ -71,6 +78,28 @@ def main() -> dict:
            "jax_numpy_us": {k: round(v[1] * 1e6, 2) for k, v in best.items()}}
     print(json.dumps(out))
     return out
+
+
+def compare(args) -> dict:
+    import subprocess
+
+    best: dict = {}
+    for _ in range(args.passes):
+        for tree in args.compare:
+            out = subprocess.run([sys.executable, __file__, "--tree", tree, "--rounds", str(args.rounds),
+                                  "--number", str(args.number)], capture_output=True, text=True, check=True)
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            mine = best.setdefault(tree, {"arrayx_us": {}, "jax_numpy_us": {}})
+            mine["global_x64_after"] = row["global_x64_after"]
+            for part in ("arrayx_us", "jax_numpy_us"):
+                for op, us in row[part].items():
+                    mine[part][op] = min(us, mine[part].get(op, float("inf")))
+    result = {"command": "python benchmarks/bench_jax_x64_scope.py --compare " + " ".join(args.compare)
+              + f" --passes {args.passes} --rounds {args.rounds}", "trees": best}
+    print(json.dumps(result, indent=1))
+    out = pathlib.Path(__file__).parent / "results" / "jax_x64_scope.json"
+    out.write_text(json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":
