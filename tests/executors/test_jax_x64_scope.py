@@ -188,14 +188,19 @@ JAX_ONLY = {
 }
 
 
-@pytest.fixture(scope="module", params=["user x64 off", "user JAX_ENABLE_X64=1"])
+_SETTINGS = {"user x64 off": {}, "user JAX_ENABLE_X64=1": {"JAX_ENABLE_X64": "1"},
+             # each eager op as plain jax.numpy calls, not one jax.jit per op
+             "user x64 off, ARRAYX_JAX_JIT_OPS=0": {"ARRAYX_JAX_JIT_OPS": "0"}}
+
+
+@pytest.fixture(scope="module", params=list(_SETTINGS))
 def report(request):
-    return request.param, _run({} if request.param == "user x64 off" else {"JAX_ENABLE_X64": "1"})
+    return request.param, _run(_SETTINGS[request.param])
 
 
 def test_user_jax_state_is_left_as_it_was(report):
     kind, rep = report
-    user = USER_32 if kind == "user x64 off" else USER_64
+    user = USER_64 if "JAX_ENABLE_X64=1" in kind else USER_32
     assert rep["before_import"] == user
     for when in ("after_import", "after_executors", "end"):
         assert rep[when] == user, when
