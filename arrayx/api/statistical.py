@@ -103,13 +103,15 @@ def _reduced_size(x: Array, axes) -> int | None:
 
 def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:  # noqa: A001
     """Sum of x over ``axis``; narrower integers accumulate in the default integer type."""
-    if x.__class__ is Array and dtype is None and _TRACE.get() is None:
-        # eager fast path for a floating array: the same call the primitive would make
+    if x.__class__ is Array and dtype is None:
+        # eager fast path for a floating array: the same call the primitive would make (class, buffer
+        # and executor read with no call between them: a lazy() scope in another thread may change them)
         buf = x._buf
+        ex = x._ex
         dt = buf.dtype
-        if dt.kind in "fc" and (axis is None or axis.__class__ is int):
+        if dt.kind in "fc" and (axis is None or axis.__class__ is int) and _TRACE.get() is None:
             axes = None if axis is None else (normalize_axis("sum", axis, buf.ndim),)
-            return run_eager(sum_p, x._ex, (buf,), {"axis": axes, "dtype": dt, "keepdims": bool(keepdims)})
+            return run_eager(sum_p, ex, (buf,), {"axis": axes, "dtype": dt, "keepdims": bool(keepdims)})
     x = _check_summable("sum", x)
     axes = normalize_axes("sum", axis, x.ndim)
     return sum_p.bind(x, axis=axes, dtype=accumulation_dtype("sum", x, dtype), keepdims=bool(keepdims))
