@@ -14,8 +14,10 @@ Compatibility with ``jax.random``
     Everything is written once, in arrayx operations on ``uint32`` arrays (add
     wraps, rotations are two shifts and an or), with no host round-trip on data,
     so every executor produces the same bits, and the transforms can stage it.
-    (Eagerly on the NumPy and Numba executors, large draws are computed in cache-sized
-    slices of the counter range: same values, several times faster.)
+    (Eagerly on the NumPy and Numba executors a draw is one Numba kernel that hashes each
+    counter and applies the sampler's transform in the same loop, the same IEEE operations
+    and XLA's fmas: same values; without Numba, the arrayx operations in cache-sized slices
+    of the counter range.  See ``KERNELS`` below.)
     The bits equal those of ``jax.random`` with its default ``threefry2x32``
     implementation and JAX 0.10's default ``jax_threefry_partitionable=True``:
     element ``i`` (row-major) of an array of random bits is the hash of the
@@ -341,6 +343,13 @@ def split(key, num: int | tuple = 2) -> Array:
     if not _PARTITIONABLE.get():
         counts = xp.arange(2 * math.prod(shape), dtype=_U32, device=key.device)
         return xp.reshape(_hash_flat(key, counts), (*shape, 2))
+    if _kernel_route(key):  # the two words of each counter's hash, from the 64-bit bits kernel
+        from arrayx.executors.numba import random_kernels
+
+        words = np.empty(math.prod(shape), np.uint64)
+        if _kernel_call(lambda: random_kernels.bits_kernel(_U64), *_key_words(key), 0, words):
+            pairs = np.stack([(words >> np.uint64(32)).astype(np.uint32), words.astype(np.uint32)], axis=-1)
+            return Array._new(pairs.reshape((*shape, 2)), key._ex)
     y1, y2 = _hash_range(key, 0, math.prod(shape))
     return xp.reshape(xp.stack([y1, y2], axis=-1), (*shape, 2))
 
@@ -484,18 +493,19 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     lo_a = lo if isinstance(lo, Array) else xp.asarray(lo, device=key.device)
     hi_a = hi if isinstance(hi, Array) else xp.asarray(hi, device=key.device)
     inv_sqrt2 = float(dt.type(1.0) / sqrt2)  # XLA compiles jax's division by the constant sqrt(2) to this product
-    a, b = erf(lo_a * inv_sqrt2), erf(hi_a * inv_sqrt2)
     above, below = xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf)  # the open interval
+    if lo_a.ndim == 0 and hi_a.ndim == 0 and _kernel_route(key):
+        ends = erf(xp.stack([lo_a, hi_a]) * inv_sqrt2)  # both erfs in one pass: the same values
+        fast = _kernel_floats("normal", key, shape, dt, _scalar_of(ends[0], dt), _scalar_of(ends[1], dt),
+                              always_fma=True)  # erf_inv(u) * sqrt(2), u = fma(floats, b - a, a)
+        if fast is not None:
+            return xp.clip(fast, above, below)
+    a, b = erf(lo_a * inv_sqrt2), erf(hi_a * inv_sqrt2)
 
     def clipped(u, above, below):
         return xp.clip(erf_inv(u) * float(sqrt2), above, below)
 
     if _is_scalar(a) and _is_scalar(b):
-        a_s, b_s = _scalar_of(a, dt), _scalar_of(b, dt)
-        fast = None if a_s is None or b_s is None else _kernel_floats(
-            "normal", key, shape, dt, a_s, b_s, always_fma=True)  # erf_inv(u) * sqrt(2)
-        if fast is not None:
-            return xp.clip(fast, above, below)
         return _draw(key, shape, lambda ops, start, count: clipped(
             _uniform_range(ops[0], dt, ops[1], ops[2], start, count), ops[3], ops[4]), a, b, above, below)
     return clipped(_uniform(key, shape, dt, a, b), above, below)
@@ -656,6 +666,16 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
         offset = _urem(_urem(higher, span) * multiplier + _urem(lower, span), span)
         return lo + xp.astype(offset, dtype)
 
+    if span.ndim == 0 and lo.ndim == 0 and _kernel_route(key) and all(
+            isinstance(v._buf, np.ndarray) for v in (lo, span, multiplier)):
+        from arrayx.executors.numba import random_kernels
+
+        words = [np.uint64(int(np.asarray(v._buf).astype(np.uint64 if v.dtype.kind == "u" else np.int64))
+                           % 2**64) for v in (lo, span, multiplier)]
+        out = np.empty(math.prod(shape), dtype)
+        if _kernel_call(lambda: random_kernels.randint_kernel(dtype), *_key_words(k1), *_key_words(k2), 0, out,
+                        *words):
+            return Array._new(out.reshape(shape), key._ex)
     if span.ndim == 0 and lo.ndim == 0 and not _kernel_route(key):
         return _draw(k1, shape, lambda ops, start, count: values(
             _bits_range(ops[0], nbits, start, count), _bits_range(ops[1], nbits, start, count), *ops[2:]),

@@ -1,22 +1,21 @@
-"""Throughput of arrayx.random (NumPy executor) against jax.random (eager and jitted) and numpy.random.Generator.
+"""Throughput of eager arrayx.random (NumPy and Numba executors) against jax.random (eager and jitted) and numpy.random.Generator.
 
 Run:  python benchmarks/bench_random.py                 (1e7 values; writes benchmarks/results/random.json)
       python benchmarks/bench_random.py --n 1000000 --repeat 3
+      python -m benchmarks --only random                (1e6 values, every row, interleaved rounds)
 
-Each case draws ``n`` uniform, normal, exponential or Gumbel floats (float64 and float32)
-once per repeat; the best time counts.  ``--executor`` runs arrayx on another executor.  arrayx computes threefry2x32 with whole-array
-uint32 operations on the NumPy executor (about 110 passes over the counters),
-so the interesting figures are the ratios: arrayx / numpy.random.Generator
-(a different generator: PCG64 and ziggurat normals) and arrayx / jax.random
-(the same bits; XLA fuses the whole computation into one loop).
+Each case draws ``n`` values of one distribution (uniform, normal, exponential, Gumbel, Gumbel
+mode="high", Bernoulli, truncated normal: float64 and float32; bits uint32; randint int32) once
+per repeat; the best time counts.  jax.random gives the same bits; numpy.random.Generator is a
+different generator (PCG64, ziggurat normals) and has no truncated normal or Gumbel "high".
 
-Normal costs most: bit-equality with XLA needs its fused multiply-adds, emulated
-with error-free transformations (about 18 float64 operations per Horner step).
-Eager arrayx allocates an array per operation, and glibc's malloc may hand freed
-blocks of a few hundred KB back to the system and page-fault them in again; on
-some machines that costs more than the arithmetic, and the times then depend on
-what the process allocated before (normal float64 runs 2-3x faster after a
-process has freed one block of several MB, or with MALLOC_TOP_PAD_=100000000).
+Routes of an eager arrayx draw (arrayx/random.py): with Numba installed, one Numba kernel per
+draw (threefry2x32 and the transform in one loop, arrayx/executors/numba/random_kernels.py), on
+the NumPy executor (``arrayx[numpy]``) and the Numba executor (``arrayx[numba]``);
+``arrayx[numpy, no Numba]`` is what the NumPy executor runs without Numba: whole-array arrayx
+operations in cache-sized slices (about 110 passes over the counters, XLA's fmas emulated with
+error-free transformations) and float64 log by ``math.log``.  The standalone command's
+``--executor`` picks the executor of the ``arrayx`` column.
 """
 from __future__ import annotations
 
@@ -45,6 +44,37 @@ def best_time(fn, repeat: int) -> float:
     return min(times)
 
 
+def _arrayx_routes(executor: str) -> dict:
+    """label -> (executor, whether the eager Numba kernels are on): the routes an eager draw takes."""
+    routes = {"arrayx": (executor, True)}
+    if executor == "numpy" and hasattr(xr, "KERNELS"):  # (an arrayx from before the kernels has one route)
+        routes["arrayx (no Numba)"] = ("numpy", False)  # what the NumPy executor runs without Numba
+    return routes
+
+
+def _on(route, draw):
+    """``draw`` (a zero-argument callable) run on the route's executor, kernels on or off.
+
+    Kernels off stands for a NumPy executor without Numba: the arrayx operations, and float64
+    log by ``math.log`` (``executors/libm.py``'s route without Numba), as such a process runs them.
+    """
+    from arrayx.executors import libm
+
+    executor, kernels = route
+
+    def run():
+        saved, saved_log = getattr(xr, "KERNELS", True), libm.route()
+        xr.KERNELS = kernels
+        if not kernels:
+            libm._route = "python"
+        try:
+            with xp.use_executor(executor):
+                return np.asarray(draw())
+        finally:
+            xr.KERNELS, libm._route = saved, saved_log
+    return run
+
+
 def cases(n: int, executor: str = "numpy") -> dict:
     """case name -> {library name -> zero-argument callable that draws n values and waits for them}."""
     out = {}
@@ -58,22 +88,50 @@ def cases(n: int, executor: str = "numpy") -> dict:
         jkey = jr.PRNGKey(0)
     except ImportError:  # the jax columns are left out
         jax = None
-    peers = {  # numpy.random.Generator's counterpart (its gumbel is float64 only)
+    peers = {  # numpy.random.Generator's counterpart (its gumbel is float64 only; it has no truncated normal)
         "uniform": lambda t: generator.random(n, dtype=t),
         "normal": lambda t: generator.standard_normal(n, dtype=t),
         "exponential": lambda t: generator.standard_exponential(n, dtype=t),
         "gumbel": lambda t: generator.gumbel(size=n).astype(t, copy=False),
+        "bernoulli": lambda t: generator.random(n, dtype=t) < 0.3,
     }
-    for dist in ("uniform", "normal", "exponential", "gumbel"):
+    # (arrayx draw, jax.random draw) of n values of dtype t, for the distributions beyond the four
+    extra = {
+        "bernoulli": (lambda k, t: xr.bernoulli(k, t.type(0.3), (n,)), lambda k, t: jr.bernoulli(k, t.type(0.3), (n,))),
+        "truncated_normal": (lambda k, t: xr.truncated_normal(k, -1.5, 2.0, (n,), t),
+                             lambda k, t: jr.truncated_normal(k, -1.5, 2.0, (n,), t)),
+        "gumbel high": (lambda k, t: xr.gumbel(k, (n,), t, mode="high"), lambda k, t: jr.gumbel(k, (n,), t, mode="high")),
+    }
+    routes = _arrayx_routes(executor)
+
+    def add(case, arrayx_draw, jax_draw, peer):
+        row = {label: _on(route, arrayx_draw) for label, route in routes.items()}
+        if peer is not None:
+            row["numpy.Generator"] = peer
+        if jax is not None:
+            row["jax.random"] = lambda: jax_draw(jkey).block_until_ready()
+            jitted = jax.jit(jax_draw)
+            row["jax.random (jit)"] = lambda f=jitted: f(jkey).block_until_ready()
+        out[case] = row
+
+    for dist in ("uniform", "normal", "exponential", "gumbel", *extra):
         for dtype in (xp.float64, xp.float32):
-            row = {"arrayx": (lambda d=dist, t=dtype: np.asarray(getattr(xr, d)(key, (n,), t)))}
-            row["numpy.Generator"] = lambda d=dist, t=dtype: peers[d](t)
-            if jax is not None:
-                sampler = getattr(jr, dist)
-                row["jax.random"] = lambda s=sampler, t=dtype: s(jkey, (n,), t).block_until_ready()
-                jitted = jax.jit(lambda k, s=sampler, t=dtype: s(k, (n,), t))
-                row["jax.random (jit)"] = lambda f=jitted: f(jkey).block_until_ready()
-            out[f"{dist} {np.dtype(dtype).name}"] = row
+            t = np.dtype(dtype)
+            if dist in extra:
+                draw, jdraw = extra[dist]
+                arrayx_draw = (lambda d=draw, t=t: d(key, t))
+                jax_draw = (lambda k, d=jdraw, t=t: d(k, t)) if jax is not None else None
+            else:
+                arrayx_draw = (lambda d=dist, t=dtype: getattr(xr, d)(key, (n,), t))
+                jax_draw = (lambda k, d=dist, t=dtype: getattr(jr, d)(k, (n,), t)) if jax is not None else None
+            peer = (lambda d=dist, t=dtype: peers[d](t)) if dist in peers else None
+            add(f"{dist} {t.name}", arrayx_draw, jax_draw, peer)
+    add("bits uint32", lambda: xr.bits(key, (n,), xp.uint32),
+        (lambda k: jr.bits(k, (n,), np.uint32)) if jax is not None else None,
+        lambda: generator.integers(0, 2**32, n, dtype=np.uint32))
+    add("randint int32", lambda: xr.randint(key, (n,), 0, 1000, xp.int32),
+        (lambda k: jr.randint(k, (n,), 0, 1000, np.int32)) if jax is not None else None,
+        lambda: generator.integers(0, 1000, n, dtype=np.int32))
     return out
 
 
@@ -86,7 +144,7 @@ def main() -> dict:
     args = parser.parse_args()
 
     results = {}
-    libs = ["arrayx", "numpy.Generator", "jax.random", "jax.random (jit)"]
+    libs = ["arrayx", "arrayx (no Numba)", "numpy.Generator", "jax.random", "jax.random (jit)"]
     print(f"n = {args.n:.0e} values per draw, best of {args.repeat}; times in ms (M values/s)")
     print(f"{'case':<16}" + "".join(f"{lib:>24}" for lib in libs) + f"{'vs numpy':>10}{'vs jax':>9}{'vs jit':>9}")
     for case, row in cases(args.n, args.executor).items():
@@ -126,9 +184,21 @@ TITLE = "random draws (threefry, bit-exact with jax.random) vs numpy.random.Gene
 
 def workloads(quick: bool = False) -> dict:
     table = cases(10**5 if quick else 10**6)
-    rows = {k: v for k, v in table.items() if not quick or k.endswith("float32")}
-    return {k: {**{lib: fn for lib, fn in v.items() if lib != "arrayx"}, "arrayx[numpy]": v["arrayx"]}
-            for k, v in rows.items()}
+    numba = cases(10**5 if quick else 10**6, "numba") if _numba_installed() else {}
+    rows = {k: v for k, v in table.items() if not quick or not k.endswith("float64")}
+    labels = {"arrayx": "arrayx[numpy]", "arrayx (no Numba)": "arrayx[numpy, no Numba]"}
+    out = {}
+    for k, v in rows.items():
+        out[k] = {labels.get(lib, lib): fn for lib, fn in v.items()}
+        if k in numba:
+            out[k]["arrayx[numba]"] = numba[k]["arrayx"]
+    return out
+
+
+def _numba_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
 
 
 if __name__ == "__main__":

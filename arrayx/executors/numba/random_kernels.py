@@ -354,3 +354,75 @@ def transform_kernel(sampler: str, dtype: np.dtype):
                 + _TRANSFORM_BODY.format(value=_transforms(dtype)[sampler], width=_width()))
         return f"random_{sampler}_transform_{dtype.name}", text
     return _kernels._cached(("random_transform", sampler, dtype), make)
+
+
+_RANDINT_BODY = '''
+
+@njit(**_INLINE)
+def bits(k0, k1, k2, c):
+    y0, y1 = threefry(k0, k1, k2, c >> np.uint64(32), c & M32)
+{bits}
+
+
+{urem}
+
+
+@njit(**_FLAGS)
+def kernel(a0, a1, b0, b1, start, out, lo, span, multiplier):
+{width}    # blocks: both hashes in one vectorised loop, the modular arithmetic in another
+    a2 = a0 ^ a1 ^ PARITY
+    b2 = b0 ^ b1 ^ PARITY
+    n = out.size
+    hs = np.empty(BLOCK, np.uint64)
+    ls = np.empty(BLOCK, np.uint64)
+    for q0 in range(0, n, BLOCK):
+        m = min(BLOCK, n - q0)
+        base = np.uint64(start + q0)
+        o = out[q0:q0 + m]
+        for j in range(m):
+            hs[j] = bits(a0, a1, a2, base + np.uint64(j))
+            ls[j] = bits(b0, b1, b2, base + np.uint64(j))
+        for j in range(m):
+            offset = urem(((urem(hs[j], span) * multiplier) & MASK) + urem(ls[j], span) & MASK, span)
+            o[j] = T((lo + offset) & MASK)
+'''
+
+
+_UREM64 = '''@njit(**_INLINE)
+def urem(a, b):
+    """a % b with XLA's convention a % 0 == a."""
+    return a if b == np.uint64(0) else a % b'''
+# 32-bit operands: the quotient in float64 (off by at most one: |a / b| < 2**32, relative error
+# 2**-53), corrected once; LLVM vectorises this, not an integer division
+_UREM32 = '''@njit(**_INLINE)
+def urem(a, b):
+    """a % b for a, b < 2**32 (held in uint64), with XLA's convention a % 0 == a."""
+    if b == np.uint64(0):
+        return a
+    ia, ib = np.int64(a), np.int64(b)
+    r = ia - np.int64(np.floor(np.float64(ia) / np.float64(ib))) * ib
+    if r < 0:
+        r += ib
+    elif r >= ib:
+        r -= ib
+    return np.uint64(r)'''
+
+
+def randint_kernel(dtype: np.dtype):
+    """``kernel(a0, a1, b0, b1, start, out, lo, span, multiplier)``: ``arrayx.random.randint``'s values of
+    counters ``start + i`` for an integer ``dtype`` of 32 or 64 bits: twice the bits per value (keys
+    ``a`` and ``b``, the halves of ``split(key)``), reduced modulo ``span`` as JAX does; ``lo``, ``span``
+    and ``multiplier`` (``2**nbits % span``, squared, mod ``span``) as uint64 words, arithmetic wraps
+    at the dtype's width."""
+    dtype = np.dtype(dtype)
+    nbits = dtype.itemsize * 8
+
+    def make():
+        value = ("    return (y0 << np.uint64(32)) | y1" if nbits == 64 else "    return y0 ^ y1")
+        urem = _UREM64 if nbits == 64 else _UREM32
+        mask = 2 ** nbits - 1
+        text = (_kernels._HEADER.format(what="random randint", dtype=dtype.name, acc=dtype.name) + _PRELUDE
+                + f"MASK = np.uint64({mask})\nBLOCK = {BLOCK}\n" + _threefry_source()
+                + _RANDINT_BODY.format(bits=value, urem=urem, width=_width()))
+        return f"random_randint_{dtype.name}", text
+    return _kernels._cached(("random_randint", dtype), make)
