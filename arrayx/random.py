@@ -57,6 +57,7 @@ from arrayx.api._array import Array
 from arrayx.api._device_dtypes import for_array as _defaults_of
 from arrayx.api._checks import check_size, normalize_axis, shape_arg
 from arrayx.core.primitives import current_trace
+from arrayx import _random_math
 from arrayx._random_math import erf, erf_inv, fma, log, log1p
 
 __all__ = [
@@ -157,7 +158,7 @@ def _kernel_floats(sampler: str, key: Array, shape: tuple, dtype, lo=0.0, hi=1.0
     from arrayx.executors.numba import random_kernels
 
     out = np.empty(math.prod(shape), dtype)
-    if not _kernel_call(lambda: random_kernels.kernel(sampler, dtype), *_key_words(key), 0, offset, out, *params):
+    if not _kernel_call(lambda: random_kernels.kernel(sampler, dtype, _random_math), *_key_words(key), 0, offset, out, *params):
         return None
     return Array._new(out.reshape(shape), key._ex)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
-from arrayx import _threefry
+from arrayx import _random_math, _threefry
 from arrayx import random as xr
 
 numba = pytest.importorskip("numba", reason="the eager random kernels are Numba kernels")
@@ -130,7 +130,7 @@ def _transform(name: str, u: np.ndarray) -> np.ndarray:
     from arrayx.executors.numba import random_kernels
 
     out = np.empty_like(u)
-    random_kernels.transform_kernel(name, u.dtype)(u, out)
+    random_kernels.transform_kernel(name, u.dtype, _random_math)(u, out)
     return out
 
 

@@ -63,10 +63,9 @@ def _horner(name: str, coefficients, dtype: np.dtype) -> str:
     return "\n".join(body) + "\n"
 
 
-def _math_source(dtype: np.dtype) -> str:
-    """log, log1p and erf^-1 as XLA:CPU computes them (see arrayx/_random_math.py), in ``dtype``."""
-    from arrayx import _random_math as rm
-
+def _math_source(dtype: np.dtype, rm) -> str:
+    """log, log1p and erf^-1 as XLA:CPU computes them, in ``dtype``; ``rm``: the module with their
+    coefficients, ``arrayx._random_math`` (passed in: the executors do not import arrayx.random's modules)."""
     out = []
     if dtype == np.float32:
         for k, chain in enumerate(rm._LOG32_CHAINS):
@@ -282,17 +281,18 @@ def _width() -> str:
     return kernel_line()
 
 
-def kernel(sampler: str, dtype: np.dtype):
+def kernel(sampler: str, dtype: np.dtype, tables):
     """``kernel(k0, k1, start, offset, out, lo, span, mode)``: ``out[i]`` = ``sampler``'s value of
     counter ``start + i`` (uint64 key words; ``lo``/``span`` of ``dtype``, ``mode`` as ``affine``;
-    ``offset``: the second counter's distance, gumbel_high only)."""
+    ``offset``: the second counter's distance, gumbel_high only).  ``tables``: ``arrayx._random_math``,
+    whose coefficients the kernel evaluates."""
     dtype = np.dtype(dtype)
 
     def make():
         transforms = _transforms(dtype)
         value = _FILL + transforms[sampler] if sampler in transforms else _VALUES[sampler]
         text = (_kernels._HEADER.format(what=f"random {sampler}", dtype=dtype.name, acc=dtype.name) + _PRELUDE
-                + _threefry_source() + "\n" + _math_source(dtype) + _constants(dtype)
+                + _threefry_source() + "\n" + _math_source(dtype, tables) + _constants(dtype)
                 + _FLOAT_BODY.format(unit=_UNIT[dtype.name], value=value, width=_width()))
         return f"random_{sampler}_{dtype.name}", text
     return _kernels._cached(("random", sampler, dtype), make)
@@ -342,7 +342,7 @@ def kernel(units, out):
 '''
 
 
-def transform_kernel(sampler: str, dtype: np.dtype):
+def transform_kernel(sampler: str, dtype: np.dtype, tables):
     """``kernel(units, out)``: the transform of ``sampler`` ("normal", "exponential" or "gumbel") applied
     to given uniforms (the draw's ``u`` after its bounds), the same loops as in ``kernel``: to check
     them on chosen inputs (every float32 uniform, in tests/test_random_kernels.py)."""
@@ -350,7 +350,7 @@ def transform_kernel(sampler: str, dtype: np.dtype):
 
     def make():
         text = (_kernels._HEADER.format(what=f"random {sampler} transform", dtype=dtype.name, acc=dtype.name)
-                + _PRELUDE + _math_source(dtype) + _constants(dtype)
+                + _PRELUDE + _math_source(dtype, tables) + _constants(dtype)
                 + _TRANSFORM_BODY.format(value=_transforms(dtype)[sampler], width=_width()))
         return f"random_{sampler}_transform_{dtype.name}", text
     return _kernels._cached(("random_transform", sampler, dtype), make)
