@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from arrayx.api import _dtypes
+from arrayx.api import _device_dtypes, _dtypes
 from arrayx.api._array import Array
 from arrayx.api._modes import is_strict
 from arrayx.core.primitives import _TRACE, ConcretizationError, _TracerExecutor
@@ -77,11 +77,13 @@ def _mixed_refusal(fname: str, category: str, d1, d2, strict: bool) -> TypeError
     return TypeError(f"{fname}: expected {category} dtypes, got {d1} and {d2}")
 
 
-def _float_result(fname: str, dt, category: str):
+def _float_result(fname: str, dt, category: str, x=None):
     """In the default mode a floating-point function computes bool/integer operands in a float
-    dtype (``_dtypes.inexact_of``: NumPy 2's choice, float32 for its float16)."""
+    dtype (``_dtypes.inexact_of``: NumPy 2's choice, float32 for its float16), the default of x's
+    device where that is narrower (a TPU: ``_device_dtypes.chosen_default``)."""
     if dt is not None and dt.kind in "biu" and category in _dtypes.FLOAT_ONLY:
-        return _dtypes.inexact_of(dt, fname)
+        out = _dtypes.inexact_of(dt, fname)
+        return out if x is None else _device_dtypes.chosen_default(out, x)
     return dt
 
 
@@ -108,7 +110,7 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                         raise _mixed_refusal(fname, category, d1, d2, True)
                 else:
                     dt = _float_result(fname, _PROMOTION.get((d1, d2)) if not weak
-                                       else _traced_result_dtype(x1, x2, False), category)
+                                       else _traced_result_dtype(x1, x2, False), category, x1)
                     if dt is None or dt not in allowed:
                         raise _mixed_refusal(fname, category, d1, d2, False)
                 x1 = cast(x1, dt)
@@ -134,14 +136,14 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
             if isinstance(x2, np.generic) or isinstance(x2, np.ndarray) and not strict:  # numpy (op) arrayx
                 return promote_binary(fname, x1, _from_numpy(x2, x1), category)
             raise _operand_error(fname, x2, "x2")
-        dt = _scalar_promotion(fname, category, d1, x2, strict, True)
+        dt = _scalar_promotion(fname, category, d1, x2, strict, True, x1)
         return cast(x1, dt), scalar_operand(fname, x2, dt)
     if isinstance(x2, Array):
         if not isinstance(x1, _PY_SCALARS):
             if isinstance(x1, np.generic) or isinstance(x1, np.ndarray) and not strict:
                 return promote_binary(fname, _from_numpy(x1, x2), x2, category)
             raise _operand_error(fname, x1, "x1")
-        dt = _scalar_promotion(fname, category, x2.dtype, x1, strict, False)
+        dt = _scalar_promotion(fname, category, x2.dtype, x1, strict, False, x2)
         return scalar_operand(fname, x1, dt), cast(x2, dt)
     if not strict and isinstance(x1, _PY_SCALARS + (np.ndarray, np.generic)) and isinstance(
             x2, _PY_SCALARS + (np.ndarray, np.generic)):
@@ -156,7 +158,7 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
     )
 
 
-def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, array_first: bool):
+def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, array_first: bool, x=None):
     """Result dtype of an array of dtype ``dt`` with a Python ``scalar`` (TypeError when refused).
     The operands' description is formatted only for an error (``str(dtype)`` costs ~1 us a call)."""
     def operands():
@@ -168,10 +170,15 @@ def _scalar_promotion(fname: str, category: str, dt, scalar, strict: bool, array
         if why is not None:
             raise TypeError(f"{fname}: {why} in strict mode, got {operands()}; cast the array or leave arrayx.strict()")
         out = _dtypes.scalar_result_dtype(dt, scalar)
+        if out != dt and x is not None:  # a default chosen for the scalar: the device's
+            out = _device_dtypes.chosen_default(out, x)
         if out not in allowed_of(category) or dt not in allowed_of(category):
             raise TypeError(f"{fname}: expected {category} dtypes, got {operands()}")
         return out
-    out = _float_result(fname, _dtypes.scalar_result_dtype(dt, scalar), category)
+    out = _dtypes.scalar_result_dtype(dt, scalar)
+    if out != dt and x is not None:  # a default chosen for the scalar: the device's
+        out = _device_dtypes.chosen_default(out, x)
+    out = _float_result(fname, out, category, x)
     if out not in allowed_of(category):
         raise TypeError(f"{fname}: expected {category} dtypes, got {operands()}")
     return out

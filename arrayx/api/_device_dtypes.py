@@ -156,6 +156,20 @@ def for_array(x) -> DeviceDtypes:
     return for_executor(ex) or for_device(ex, device)
 
 
+def chosen_default(dt, x):
+    """``dt``, a dtype that promotion chose as a *default* for operand ``x`` (NumPy's float64 for an
+    integer operand of a floating-point function, float64/complex128 for an integer array with a
+    Python float/complex, int64 for bool with a Python int), made the default of x's device: on a
+    device without native 64-bit types (a TPU) the 32-bit one, so that no emulated op reaches it by
+    way of a default.  Operands that are 64-bit themselves are not passed here (their width stays)."""
+    if dt is None:
+        return dt
+    dd = for_array(x)
+    if dd.native64 or x.dtype in dd.narrow:  # a 64-bit operand (emulate) keeps NumPy's 64-bit choice
+        return dt
+    return dd.narrow.get(dt, dt)
+
+
 def for_request(device, fname: str) -> tuple:
     """``(executor, device or None, DeviceDtypes)`` for a ``device=`` argument (None: the current one)."""
     ex, dev = _exec.resolve_device(device, fname)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.api import _dtypes, _inplace
+from arrayx.api import _device_dtypes, _dtypes, _inplace
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
 from arrayx.api._modes import is_strict
@@ -39,7 +39,7 @@ def _unary(prim: Primitive, x):
         if x.dtype.kind in "biu" and category in _dtypes.FLOAT_ONLY and not is_strict():
             # the default mode computes bool/integer input to a floating-point function in a
             # float dtype (NumPy 2's, see _dtypes.INEXACT_OF); strict mode refuses it, as the standard
-            return prim.bind(cast(x, _dtypes.inexact_of(x.dtype, fname)))
+            return prim.bind(cast(x, _device_dtypes.chosen_default(_dtypes.inexact_of(x.dtype, fname), x)))
         if x.dtype == _dtypes.bool and fname in _BOOL_AS_NUMPY and not is_strict():
             return _BOOL_AS_NUMPY[fname](x)
         raise TypeError(
