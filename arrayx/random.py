@@ -102,10 +102,15 @@ def _kernel_route(key: Array) -> bool:
 
 
 def _kernel_call(build, *args) -> bool:
-    """Run the kernel that ``build()`` returns; False (after one warning) if it cannot be built."""
+    """Run the kernel that ``build()`` returns on ``args`` (its output among them: the one array of
+    them that is written, ``random_kernels.run``); False (after one warning) if it cannot be built."""
     global _kernel_problem
+    from arrayx.executors.numba import random_kernels
+
     try:
         fn = build()
+        out = next(a for a in args if isinstance(a, np.ndarray))
+        random_kernels.warm(fn, *args)  # compiled here, so that a failure is caught
     except Exception as e:  # a broken Numba/LLVM install: the arrayx operations give the same bits
         _kernel_problem = f"{type(e).__name__}: {e}"
         import warnings
@@ -114,7 +119,7 @@ def _kernel_call(build, *args) -> bool:
                       f"their Numba kernels failed to build ({_kernel_problem}); reinstall Numba for speed",
                       RuntimeWarning, stacklevel=4)
         return False
-    fn(*args)
+    random_kernels.run(fn, out, *args)
     return True
 
 

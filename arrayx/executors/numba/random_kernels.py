@@ -26,7 +26,7 @@ import numpy as np
 
 from arrayx.executors.numba import kernels as _kernels
 
-__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "transform_kernel"]
+__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "randint_kernel", "transform_kernel", "run", "warm"]
 
 #: samplers with a float kernel: (k0, k1, start, offset, out, lo, span, mode) -> None
 FLOAT_SAMPLERS = ("uniform", "normal", "exponential", "gumbel", "gumbel_high")
@@ -166,6 +166,7 @@ _PRELUDE = '''
 from numba import types
 
 from arrayx.executors import libm as _libm
+from arrayx.executors.numba import team as team
 from arrayx.executors.numba import vectors as vec
 
 _libm.register_log_symbol()
@@ -199,18 +200,27 @@ def affine(f, lo, span, mode):
 
 
 @njit(**_FLAGS)
-def kernel(k0, k1, start, offset, out, lo, span, mode):
-{width}    # blocks of BLOCK values: the hashes in one loop, the transform in another, each vectorised
-    # (where the transform calls the C library's log, the second loop is scalar)
+def kernel(claims, k0, k1, start, offset, out, lo, span, mode):
+{width}    # blocks of BLOCK values, claimed by the threads that enter (numba.team): in each, the hashes
+    # in one loop and the transform in another, each vectorised (where the transform calls the C
+    # library's log, that loop is scalar)
     k2 = k0 ^ k1 ^ PARITY
     n = out.size
+    blocks = (n + BLOCK - 1) // BLOCK
     u = np.empty(BLOCK, T)
     v = np.empty(BLOCK, T)
-    for b0 in range(0, n, BLOCK):
+    mine = 0
+    b = team.claim(claims)
+    while b < blocks:
+        b0 = b * BLOCK
         m = min(BLOCK, n - b0)
         base = np.uint64(start + b0)
         o = out[b0:b0 + m]
 {value}
+        team.finish(claims)
+        mine += 1
+        b = team.claim(claims)
+    return mine
 '''
 
 BLOCK = 1024
@@ -274,6 +284,37 @@ def _constants(dtype: np.dtype) -> str:
             f"TINY_NORMAL = {_f(float(info.tiny), dtype)}\nBLOCK = {BLOCK}\n")
 
 
+#: draws of fewer values run on the calling thread alone (waking the team costs ~50 us)
+TEAM_MIN = 1 << 15
+_warm: set = set()  # kernels already compiled for their (only) signature
+
+
+def warm(kernel, *args) -> None:
+    """Compile ``kernel`` for ``args`` (on this thread, never in a worker), running no block."""
+    if kernel not in _warm:
+        from arrayx.executors.numba import team as _team
+
+        kernel(_team.claimed_claims(), *args)
+        _warm.add(kernel)
+
+
+def run(kernel, out: np.ndarray, *args) -> None:
+    """``kernel(claims, *args, out, ...)``-style call of one of this module's kernels over ``out``: its
+    blocks claimed by the calling thread and, for large draws, the Numba executor's team of threads
+    (``numba.team``; one thread where ``ARRAYX_NUMBA_PARALLEL=0``).  ``args`` are the kernel's
+    arguments after ``claims`` (``out`` among them)."""
+    from arrayx.core.executor import get
+    from arrayx.executors.numba import team as _team
+
+    warm(kernel, *args)
+    blocks = -(-out.size // BLOCK)
+    crew = get("numba")._team(blocks) if out.size >= TEAM_MIN else None
+    if crew is None:
+        kernel(_team.new_claims(), *args)
+    else:
+        crew.run(kernel, blocks, args)
+
+
 def _width() -> str:
     """The kernel's first line asking for 512-bit vector loops where the CPU runs them at full speed."""
     from arrayx.executors.numba.vectors import kernel_line
@@ -301,14 +342,25 @@ def kernel(sampler: str, dtype: np.dtype, tables):
 _BITS_BODY = '''
 
 @njit(**_FLAGS)
-def kernel(k0, k1, start, out):
+def kernel(claims, k0, k1, start, out):
 {width}    k2 = k0 ^ k1 ^ PARITY
     n = out.size
-    base = np.uint64(start)
-    for i in range(n):
-        c = base + np.uint64(i)
-        y0, y1 = threefry(k0, k1, k2, c >> np.uint64(32), c & M32)
+    blocks = (n + BLOCK - 1) // BLOCK
+    mine = 0
+    b = team.claim(claims)
+    while b < blocks:
+        b0 = b * BLOCK
+        m = min(BLOCK, n - b0)
+        base = np.uint64(start + b0)
+        o = out[b0:b0 + m]
+        for j in range(m):
+            c = base + np.uint64(j)
+            y0, y1 = threefry(k0, k1, k2, c >> np.uint64(32), c & M32)
 {value}
+        team.finish(claims)
+        mine += 1
+        b = team.claim(claims)
+    return mine
 '''
 
 
@@ -319,11 +371,11 @@ def bits_kernel(dtype: np.dtype):
 
     def make():
         if dtype.itemsize == 8:
-            value = "        out[i] = (y0 << np.uint64(32)) | y1"
+            value = "            o[j] = (y0 << np.uint64(32)) | y1"
         else:
-            value = f"        out[i] = T((y0 ^ y1) & np.uint64({2 ** (8 * dtype.itemsize) - 1}))"
+            value = f"            o[j] = T((y0 ^ y1) & np.uint64({2 ** (8 * dtype.itemsize) - 1}))"
         text = (_kernels._HEADER.format(what="random bits", dtype=dtype.name, acc=dtype.name) + _PRELUDE
-                + _threefry_source() + _BITS_BODY.format(value=value, width=_width()))
+                + f"BLOCK = {BLOCK}\n" + _threefry_source() + _BITS_BODY.format(value=value, width=_width()))
         return f"random_bits_{dtype.name}", text
     return _kernels._cached(("random_bits", dtype), make)
 
@@ -368,14 +420,19 @@ def bits(k0, k1, k2, c):
 
 
 @njit(**_FLAGS)
-def kernel(a0, a1, b0, b1, start, out, lo, span, multiplier):
-{width}    # blocks: both hashes in one vectorised loop, the modular arithmetic in another
+def kernel(claims, a0, a1, b0, b1, start, out, lo, span, multiplier):
+{width}    # blocks claimed by the threads that enter: both hashes in one vectorised loop, the modular
+    # arithmetic in another
     a2 = a0 ^ a1 ^ PARITY
     b2 = b0 ^ b1 ^ PARITY
     n = out.size
+    blocks = (n + BLOCK - 1) // BLOCK
     hs = np.empty(BLOCK, np.uint64)
     ls = np.empty(BLOCK, np.uint64)
-    for q0 in range(0, n, BLOCK):
+    mine = 0
+    b = team.claim(claims)
+    while b < blocks:
+        q0 = b * BLOCK
         m = min(BLOCK, n - q0)
         base = np.uint64(start + q0)
         o = out[q0:q0 + m]
@@ -385,6 +442,10 @@ def kernel(a0, a1, b0, b1, start, out, lo, span, multiplier):
         for j in range(m):
             offset = urem(((urem(hs[j], span) * multiplier) & MASK) + urem(ls[j], span) & MASK, span)
             o[j] = T((lo + offset) & MASK)
+        team.finish(claims)
+        mine += 1
+        b = team.claim(claims)
+    return mine
 '''
 
 
