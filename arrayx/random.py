@@ -418,7 +418,9 @@ def _uniform(key: Array, shape: tuple, dtype, minval, maxval) -> Array:
             return fast
         return _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, ops[1], ops[2], start, count),
                      minval, maxval)
-    floats = _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, 0.0, 1.0, start, count))
+    floats = _kernel_floats("uniform", key, shape, dtype)  # [0, 1), then the array bounds
+    if floats is None:
+        floats = _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dtype, 0.0, 1.0, start, count))
     return _affine(floats, minval, maxval)
 
 
