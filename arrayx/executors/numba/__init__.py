@@ -8,6 +8,7 @@
   (``cache``: private, verified files); ``math``/``math_defs``: inline transcendentals
   (``arrayx.executors.libm``, the C library's log for host buffers, is shared with the NumPy executor); ``layer``: importing Numba with its
   threading layer set; ``team``: the threads that run kernel chunks; ``vectors``: the vector width;
+- ``random_kernels``: ``arrayx.random``'s eager draws (NumPy and Numba executors) as one kernel each;
 - ``fusion/``: jit's fused kernels (``lowering``: one ``@njit`` kernel per region of the graph,
   ``run``: calling them, ``contract``: fused multiply-add recognition, ``fold``/``pointers``:
   kernel pieces).
