@@ -83,6 +83,7 @@ _KEY_HINT = "make keys with arrayx.random.key(seed) and derive new ones with spl
 # ``KERNELS = False`` switches the kernels off (to measure or compare the two routes).
 KERNELS = True
 _KERNEL_EXECUTORS = frozenset({"numpy", "numba"})
+_KERNEL_FLOATS = frozenset({_dtypes.float32, _dtypes.float64})  # (float16 draws: the arrayx operations)
 _numba_found: bool | None = None
 _kernel_problem: str | None = None  # why the kernels failed to build, once they did
 
@@ -155,7 +156,7 @@ def _affine_mode(lo, hi, dtype, always_fma: bool = False):
 def _kernel_floats(sampler: str, key: Array, shape: tuple, dtype, lo=0.0, hi=1.0, *,
                    always_fma: bool = False, offset: int = 0):
     """``sampler``'s values over ``shape`` from its kernel, or None where the kernels do not apply."""
-    if not _kernel_route(key):
+    if dtype not in _KERNEL_FLOATS or not _kernel_route(key):
         return None
     params = _affine_mode(lo, hi, dtype, always_fma)
     if params is None:
