@@ -230,10 +230,11 @@ def _copy(filled, tmp_path) -> tuple[pathlib.Path, pathlib.Path]:
 
 
 @pytest.mark.parametrize("suffix", [".nbc", ".nbi"])
-@pytest.mark.parametrize("where", [0.02, 0.25, 0.5, 0.75, 0.98])
+@pytest.mark.parametrize("where", [0.02, 0.5, 0.98])  # the header, the payload, the end (checksummed alike)
 def test_bit_flipped_cache_files_are_compiled_again(filled, tmp_path, suffix, where):
     """A flipped bit in a cached kernel's file never reaches Numba's loader (which crashed on some:
-    SIGSEGV/SIGILL/SIGABRT, in this and every later run): the kernel is compiled again."""
+    SIGSEGV/SIGILL/SIGABRT, in this and every later run): the kernel is compiled again.  (0.25 and
+    0.75 were dropped: two more flips inside the payload, each two processes that compile again.)"""
     cache, kernels = _copy(filled, tmp_path)
     flipped = 0
     for p in sorted(kernels.glob(f"fused_*{suffix}")):
