@@ -128,6 +128,8 @@ def main(argv=None) -> int:
             print(f"{m['id']}: " + (f"ERROR {result['error']}" if "error" in result else
                                     f"killed by {', '.join(result['killed_by'])}" if result["killed_by"] else "SURVIVED"),
                   flush=True)
+            data["rerun"] = {**rerun, "killed": f"{killed} of {len(rerun['mutations'])} so far"}
+            path.write_text(json.dumps(data, indent=1) + "\n")  # each mutation kept as it ends
     finally:
         if holder is not None:
             holder.cleanup()
