@@ -5,7 +5,8 @@
 Each mutation in ``conformance/results/mutations.json`` is a patch that breaks one function's rule
 or implementation (never committed).  For each, this command copies the committed tree (``git
 archive HEAD``) into a scratch folder, applies the patch there (never in the checkout, which others
-may be testing), collects the default run (``python -m pytest --collect-only -q``), keeps the tests
+may be testing; a patch whose file has moved since is applied as the same one-line replacements in
+the file that now holds each line, recorded as ``ported_to``), collects the default run (``python -m pytest --collect-only -q``), keeps the tests
 whose name or parameters match the mutation's ``selector`` (a regular expression on the part after
 ``::``), splits them into the file's sweeps and runs each sweep with ``-x`` (one failure kills it):
 a mutation is killed when some sweep fails.  Numba's kernel cache is a private folder per mutation,
@@ -57,6 +58,28 @@ def _scratch_tree(folder: pathlib.Path) -> str:
     return commit
 
 
+def port(patch: str, tree: pathlib.Path) -> list[str] | str:
+    """Apply a patch of one-line replacements where each removed line now is (the one file under
+    ``arrayx/`` that holds it once); returns the files changed, or why it cannot."""
+    pairs, removed = [], None
+    for line in patch.splitlines():
+        if line.startswith("-") and not line.startswith("---"):
+            removed = line[1:]
+        elif line.startswith("+") and not line.startswith("+++"):
+            if removed is None:
+                return "a hunk that adds lines without removing one"
+            pairs.append((removed, line[1:]))
+            removed = None
+    changed = []
+    for old, new in pairs:
+        holders = [f for f in sorted((tree / "arrayx").rglob("*.py")) if f.read_text().count(old + "\n") == 1]
+        if len(holders) != 1:
+            return f"{len(holders)} files hold {old.strip()!r} once"
+        holders[0].write_text(holders[0].read_text().replace(old + "\n", new + "\n"))
+        changed.append(str(holders[0].relative_to(tree)))
+    return changed or "no replaced line"
+
+
 def _python(folder: pathlib.Path, args: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -68,8 +91,12 @@ def run_mutation(mutation: dict, scratch: pathlib.Path, timeout: float) -> dict:
     commit = _scratch_tree(tree)
     applied = subprocess.run(["git", "apply", "-C1", "-"], cwd=tree, input=mutation["patch"] + "\n",
                              capture_output=True, text=True)
-    if applied.returncode != 0:
-        return {"commit": commit, "error": f"the patch does not apply: {applied.stderr.strip()[:400]}"}
+    ported = None
+    if applied.returncode != 0:  # files moved since the patch was made: the same line replaced where it is now
+        ported = port(mutation["patch"], tree)
+        if isinstance(ported, str):
+            return {"commit": commit, "error": f"the patch does not apply ({applied.stderr.strip()[:200]}) and "
+                                               f"cannot be ported: {ported}"}
     env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(scratch / f"{mutation['id']}-numba-cache"),
                PYTHONDONTWRITEBYTECODE="1")
     env.pop("ARRAYX_TEST_PROFILE", None)  # the default (ci) profile: the README's command
@@ -84,6 +111,8 @@ def run_mutation(mutation: dict, scratch: pathlib.Path, timeout: float) -> dict:
         if selector.search(test_id.split("::", 1)[1]):
             per_sweep.setdefault(sweep_of(test_id), []).append(test_id)
     out = {"commit": commit, "collected": len(ids), "per_sweep": {}, "killed_by": []}
+    if ported:
+        out["ported_to"] = ported
     for sweep, tests in sorted(per_sweep.items()):
         listing = tree / f"selected-{sweep}.txt"
         listing.write_text("\n".join(tests) + "\n")
