@@ -355,7 +355,9 @@ def main(argv=None) -> int:
             heads = f"FAILED: {b['error']}"
         elif b.get("skipped"):
             heads = f"skipped: {b['skipped']}"
-        print(f"  {name:<10} {heads or 'no workloads'}")
+        if not heads:
+            heads = "no peer here to compare with (times in the JSON)" if b["workloads"] else "no workloads"
+        print(f"  {name:<10} {heads}")
     print(f"plots: {', '.join(str(out / b['plot']) for b in data['benches'].values() if b.get('plot'))}")
     print(f"wrote {out_json} and {out_md}")
     failed = [name for name, b in data["benches"].items() if b.get("error")]
