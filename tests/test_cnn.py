@@ -11,7 +11,14 @@ import arrayx as ax
 from benchmarks.bench_cnn import cnn_loss as _loss  # the model the CNN benchmark times
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True, scope="module")
+def _jax_peer_in_64_bits():
+    """JAX, the peer these tests compare with, computes in 64 bits here (this thread, these tests
+    only): arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    with jax.enable_x64(True):
+        yield
+
 jnp = jax.numpy
 
 STEPS = 4

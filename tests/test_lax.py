@@ -8,7 +8,14 @@ import arrayx as ax
 from tests.conftest import to_numpy
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)  # what arrayx's jax executor sets too
+
+@pytest.fixture(autouse=True, scope="module")
+def _jax_peer_in_64_bits():
+    """JAX, the peer these tests compare with, computes in 64 bits here (this thread, these tests
+    only): arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    with jax.enable_x64(True):
+        yield
+
 jnp = jax.numpy
 
 TOL = {np.dtype("float32"): dict(rtol=2e-4, atol=2e-5), np.dtype("float64"): dict(rtol=1e-11, atol=1e-12)}

@@ -16,7 +16,14 @@ import arrayx as ax
 from arrayx import _random_math
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True, scope="module")
+def _jax_peer_in_64_bits():
+    """JAX, the peer these tests compare with, computes in 64 bits here (this thread, these tests
+    only): arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    with jax.enable_x64(True):
+        yield
+
 jnp = jax.numpy
 
 

@@ -9,7 +9,14 @@ import arrayx as xp
 from tests.conftest import assert_same
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True, scope="module")
+def _jax_peer_in_64_bits():
+    """JAX, the peer these tests compare with, computes in 64 bits here (this thread, these tests
+    only): arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    with jax.enable_x64(True):
+        yield
+
 jnp = jax.numpy
 
 A = np.arange(1.0, 25.0).reshape(2, 3, 4)

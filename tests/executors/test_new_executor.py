@@ -360,7 +360,7 @@ class ImmutableExecutor(base.Executor):
     def _load(self):
         import jax
 
-        jax.config.update("jax_enable_x64", True)  # as the jax executor does
+        jax.config.update("jax_enable_x64", True)  # process-wide, for this toy only (the jax executor scopes it per call)
         type(self).array_type = self.array_type = jax.Array
         return jax.numpy
 

@@ -14,7 +14,14 @@ import pytest
 import arrayx as ax
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True, scope="module")
+def _jax_peer_in_64_bits():
+    """JAX, the peer these tests compare with, computes in 64 bits here (this thread, these tests
+    only): arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    with jax.enable_x64(True):
+        yield
+
 jnp = jax.numpy
 
 X = np.linspace(-1.0, 1.0, 7)  # 3 positive elements: the true branch runs 3 times, the false one 4

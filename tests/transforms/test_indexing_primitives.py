@@ -16,6 +16,19 @@ A = np.arange(1.0, 25.0).reshape(2, 3, 4)
 V = np.array([3.0, -1.0, 4.0, 1.5, 5.0])
 
 
+@pytest.fixture(autouse=True)
+def _jax_peer_in_64_bits():
+    """JAX, the peer some tests here compare with, computes in 64 bits (this thread, this test only):
+    arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    try:
+        import jax
+    except ImportError:
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
+
+
 def _i(v):
     return xp.asarray(np.asarray(v, dtype=np.int64))
 
@@ -125,7 +138,6 @@ def test_executors_do_not_parse_an_arrayx_key_format():
 
 def _jax64():
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     return jax
 
 

@@ -10,6 +10,19 @@ import pytest
 import arrayx as ax
 
 
+@pytest.fixture(autouse=True)
+def _jax_peer_in_64_bits():
+    """JAX, the peer some tests here compare with, computes in 64 bits (this thread, this test only):
+    arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    try:
+        import jax
+    except ImportError:
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
+
+
 def _names(graph):
     return [e.prim.name for e in graph.equations]
 
@@ -141,7 +154,6 @@ def _scan_loss(m, scan, reverse):
 @pytest.mark.parametrize("reverse", [False, True])
 def test_jit_grad_of_scan_is_not_unrolled(executor, reverse):
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     args = (np.array([0.5, 1.0]), np.linspace(0, 1, 10).reshape(5, 2), np.array(0.3))
     g = ax.jit(ax.grad(_scan_loss(ax, ax.scan, reverse), argnums=(0, 1, 2)))
@@ -159,7 +171,6 @@ def test_jit_grad_of_scan_is_not_unrolled(executor, reverse):
 
 def test_grad_of_fori_loop_and_hessian_through_scan(executor):
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     jnp, lax = jax.numpy, jax.lax
     g = ax.jit(ax.grad(lambda x: ax.sum(ax.fori_loop(0, 6, lambda i, v: ax.sin(v) * 1.1 + i, x))))
     want = jax.grad(lambda x: jnp.sum(lax.fori_loop(0, 6, lambda i, v: jnp.sin(v) * 1.1 + i, x)))(jnp.array([0.2, 0.4]))

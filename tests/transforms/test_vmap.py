@@ -23,6 +23,19 @@ B = 3
 VMAP_CASES = profile.sample("vmap compositions", CASES, 40)
 
 
+@pytest.fixture(autouse=True)
+def _jax_peer_in_64_bits():
+    """JAX, the peer some tests here compare with, computes in 64 bits (this thread, this test only):
+    arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
+    try:
+        import jax
+    except ImportError:
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
+
+
 def _members(case):
     return [make_inputs(case, seed=s) for s in range(B)]
 
@@ -190,7 +203,6 @@ def test_per_example_gradients_vmap_of_grad(executor):
 
 def test_per_example_gradients_match_jax():
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
     params, xs, ys = _mlp_data(seed=3)
