@@ -8,7 +8,8 @@ archive HEAD``) into a scratch folder, applies the patch there (never in the che
 may be testing; a patch whose file has moved since is applied as the same one-line replacements in
 the file that now holds each line, recorded as ``ported_to``), collects the default run (``python -m pytest --collect-only -q``), keeps the tests
 whose name or parameters match the mutation's ``selector`` (a regular expression on the part after
-``::``), splits them into the file's sweeps and runs each sweep with ``-x`` (one failure kills it):
+``::``) and those its ``also`` names (id prefixes: a killing test whose id does not name the
+function), splits them into the file's sweeps and runs each sweep with ``-x`` (one failure kills it):
 a mutation is killed when some sweep fails.  Numba's kernel cache is a private folder per mutation,
 so a mutated kernel never reaches another run's cache.
 
@@ -107,8 +108,9 @@ def run_mutation(mutation: dict, scratch: pathlib.Path, timeout: float) -> dict:
     ids = [line.strip() for line in collected.stdout.splitlines() if "::" in line]
     selector = re.compile(mutation["selector"])
     per_sweep: dict[str, list[str]] = {}
+    also = tuple(mutation.get("also", ()))  # tests that kill it though their ids do not name the function
     for test_id in ids:
-        if selector.search(test_id.split("::", 1)[1]):
+        if selector.search(test_id.split("::", 1)[1]) or test_id.startswith(also):
             per_sweep.setdefault(sweep_of(test_id), []).append(test_id)
     out = {"commit": commit, "collected": len(ids), "per_sweep": {}, "killed_by": []}
     if ported:
