@@ -16,15 +16,26 @@ forward time of each library (goal for arrayx: <= 3).
 Times are the best of several runs of CPU time (``time.process_time``), which is
 far less disturbed than wall time on a shared machine; ``--clock wall`` measures wall
 time instead.  BLAS runs on one thread (``--threads``) for the same reason.
+
+**The cheap-gradient rule under jit** (issue #44 point 3): ``python benchmarks/bench_grad.py --jit``
+times ``jit(f)`` and ``jit(grad(f))`` on the NumPy executor and ``jax.jit`` of the same two, all four
+interleaved in one process (wall time, BLAS threads left as they are, best of ``--rounds`` rounds),
+for logistic regression and the MLP above (float64) and the CNN of bench_cnn.py (float32, batch 64),
+and prints the ratio gradient / function of each library side by side (goal for arrayx: <= 2.0);
+it writes benchmarks/results/grad_jit.json.  The same rows are registered with ``python -m
+benchmarks`` (workloads "<model> jit(f)" and "<model> jit(grad)", jax.jit beside arrayx).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
+import sys
 import time
 
-import numpy as np
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's arrayx
+
+import numpy as np  # noqa: E402
 
 
 CLOCK = time.process_time
@@ -117,13 +128,88 @@ def bench_jax(data):
     }
 
 
+# -- the cheap-gradient rule under jit: jit(grad(f)) / jit(f), arrayx's numpy executor beside jax.jit ----
+
+
+def jit_pairs(data, quick: bool = False) -> dict:
+    """{model: {"arrayx[numpy] jit" | "jax.jit": {"f": call, "grad": call}}}: each call runs the jitted
+    loss or its jitted gradient once and waits for it (JAX with 64-bit types: the models are float64,
+    the CNN float32); every gradient is checked against JAX's first."""
+    import jax
+    import jax.numpy as jnp
+
+    import arrayx as ax
+    from benchmarks import bench_cnn
+    from benchmarks._harness import block
+
+    jax.config.update("jax_enable_x64", True)
+    (w, X, y), (params, Xm, labels) = data
+    images, classes, cnn_params = bench_cnn._data(16 if quick else 64)
+    ax_cnn = bench_cnn.cnn_loss(ax, ax.lax.conv, lambda h: ax.lax.max_pool(h, (2, 2)), ax.nn.log_softmax,
+                                lambda t, n: ax.nn.one_hot(t, n, dtype=ax.float32))
+    jax_cnn = bench_cnn.cnn_loss(
+        jnp, jax.lax.conv,
+        lambda h: jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
+        jax.nn.log_softmax, lambda t, n: jax.nn.one_hot(t, n, dtype=jnp.float32))
+    models = {  # name: (arrayx loss, jax loss, arguments; the gradient is taken of the first)
+        "logistic": (lambda w, X, y: logistic(ax, ax.log1p, w, X, y), lambda w, X, y: logistic(jnp, jnp.log1p, w, X, y),
+                     (w, X, y)),
+        "mlp": (lambda p, X, t: mlp(ax, p, X, t), lambda p, X, t: mlp(jnp, p, X, t), (params, Xm, labels)),
+        "cnn": (ax_cnn, jax_cnn, (cnn_params, images, classes)),
+    }
+    out = {}
+    for name, (fa, fj, args) in models.items():
+        aa = ax.pytree.map(ax.asarray, args)
+        ja = jax.tree_util.tree_map(jnp.asarray, args)
+        jf, jg = ax.jit(fa), ax.jit(ax.grad(fa))
+        kf, kg = jax.jit(fj), jax.jit(jax.grad(fj))
+        for got, want in zip(ax.pytree.leaves(jg(*aa)), jax.tree_util.tree_leaves(kg(*ja))):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-4, atol=1e-6)
+        out[name] = {"jax.jit": {"f": lambda kf=kf, ja=ja: block(kf(*ja)), "grad": lambda kg=kg, ja=ja: block(kg(*ja))},
+                     "arrayx[numpy] jit": {"f": lambda jf=jf, aa=aa: block(jf(*aa)),
+                                           "grad": lambda jg=jg, aa=aa: block(jg(*aa))}}
+    return out
+
+
+def jit_main(quick: bool, rounds: int) -> dict:
+    """The --jit run: per model, the four calls interleaved in one process, best of ``rounds``."""
+    import os
+
+    from benchmarks._harness import interleaved_best, run_record
+
+    load_before = os.getloadavg()
+    rows = []
+    print(f"{'model':<10}{'library':<20}{'jit(f)':>12}{'jit(grad)':>12}{'ratio':>8}")
+    for model, sides in jit_pairs(_data(np.random.default_rng(0)), quick).items():
+        calls = {f"{lib} {which}": fn for lib, pair in sides.items() for which, fn in pair.items()}
+        t = interleaved_best(calls, rounds, repeat=5 if model == "logistic" else 2)
+        row = {"case": f"{model} jit(grad)/jit(f)", "goal": "arrayx ratio <= 2.0"}
+        for lib in sides:
+            f, g = t[f"{lib} f"], t[f"{lib} grad"]
+            row[lib] = {"f_ms": f * 1e3, "grad_ms": g * 1e3, "ratio": g / f}
+            print(f"{model:<10}{lib:<20}{f * 1e3:>10.3f}ms{g * 1e3:>10.3f}ms{g / f:>8.2f}", flush=True)
+        rows.append(row)
+    return run_record(quick, rounds, 5, load_before, rows, command="python benchmarks/bench_grad.py --jit"
+                      + (" --quick" if quick else "") + f" --rounds {rounds}",
+                      environment={"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")})
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--jit", action="store_true",
+                        help="the cheap-gradient rows: jit(grad)/jit(f) on the numpy executor and in jax.jit")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of the --jit run (default 9)")
     parser.add_argument("--clock", choices=("process", "wall"), default="process",
                         help="CPU time of this process (default) or wall time")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = parser.parse_args(argv)
+    if args.jit:
+        from benchmarks._harness import write_results
+
+        record = jit_main(args.quick, args.rounds)
+        write_results("grad_jit", args.quick, record)
+        return record
     repeat = 5 if args.quick else 20
     global CLOCK
     CLOCK = time.process_time if args.clock == "process" else time.perf_counter
@@ -170,7 +256,8 @@ def main(argv=None) -> dict:
 
 # -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
 
-TITLE = "eager reverse-mode gradients (no jit): arrayx.grad on the numpy executor vs autograd and jax.grad"
+TITLE = ("reverse-mode gradients on the numpy executor: eager arrayx.grad vs autograd and jax.grad; "
+         "jit(f) and jit(grad(f)) of logistic regression, an MLP and a CNN vs jax.jit")
 
 
 def workloads(quick: bool = False) -> dict:
@@ -183,7 +270,13 @@ def workloads(quick: bool = False) -> dict:
     if installed("jax"):
         libs["jax.grad"] = bench_jax(data)
     order = [k for k in libs if not k.startswith("arrayx")] + ["arrayx[numpy]"]
-    return {f"{model} grad": {lib: libs[lib][model][1] for lib in order} for model in ("logistic", "mlp")}
+    out = {f"{model} grad": {lib: libs[lib][model][1] for lib in order} for model in ("logistic", "mlp")}
+    if installed("jax"):  # the cheap-gradient rows: jit(f) and jit(grad(f)), jax.jit beside arrayx's numpy jit
+        for model, sides in jit_pairs(data, quick).items():
+            for which in ("f", "grad"):
+                out[f"{model} jit({which})"] = {"jax.jit": sides["jax.jit"][which],
+                                                "arrayx[numpy] jit": sides["arrayx[numpy] jit"][which]}
+    return out
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Run:  nice python benchmarks/bench_vmap.py [--quick] [--runs N]
       (writes benchmarks/results/vmap.json; --runs N: N whole runs in turn, each figure the median
       over the runs, every run kept under "runs"; the JSON records OPENBLAS_NUM_THREADS)
+      or, the per-example gradients row only, with the other benches:  python -m benchmarks --only vmap
 
 OpenBLAS's threads, measured (3 runs each, through /work/wt/bench_quiet.sh, load 1.4-2.6): the loop
 swung alike with 2 threads (275 / 646 / 601 ms, vmap.json) and with OPENBLAS_NUM_THREADS=1 (294 /
@@ -221,6 +222,40 @@ def main():
                                "quick": QUICK, "rows": rows, **({"of_runs": n_runs, "runs": each} if n_runs > 1 else {})},
                               indent=1) + "\n")
     print(f"wrote {out}")
+
+
+# -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
+
+TITLE = "per-example MLP gradients: vmap(grad) and jit(vmap(grad)) on the numpy executor vs hand-batched NumPy, jax.jit"
+
+
+def workloads(quick: bool = False) -> dict:
+    """Issue #44 point 2: the per-example gradients row, peers first (hand-written batched NumPy backprop,
+    ``jax.jit(jax.vmap(jax.grad))``), then arrayx's eager ``vmap(grad)`` and ``jit(vmap(grad))`` on the
+    numpy executor; the values are checked against the hand-written backprop once (--quick: a batch of 16)."""
+    from benchmarks._harness import installed
+
+    rng = np.random.default_rng(0)
+    batch = 16 if quick else BATCH
+    p = mlp_params(rng)
+    x = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
+    y = rng.standard_normal((batch, SIZES[-1])).astype(np.float32)
+    pa, xa, ya = ax.pytree.map(ax.asarray, p), ax.asarray(x), ax.asarray(y)
+    vg = ax.vmap(ax.grad(lambda q, a, b: mlp_loss(ax, q, a, b)), in_axes=(None, 0, 0))
+    jit_vg = ax.jit(vg)
+    for got, want in zip(ax.pytree.leaves(jit_vg(pa, xa, ya)), ax.pytree.leaves(numpy_per_example(p, x, y))):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=2e-3, atol=2e-4)
+    row = {"hand-written NumPy": lambda: numpy_per_example(p, x, y)}
+    if installed("jax"):
+        import jax
+        import jax.numpy as jnp
+
+        pj, xj, yj = jax.tree_util.tree_map(jnp.asarray, p), jnp.asarray(x), jnp.asarray(y)
+        jax_vg = jax.jit(jax.vmap(jax.grad(lambda q, a, b: mlp_loss(jnp, q, a, b)), in_axes=(None, 0, 0)))
+        row["jax.jit(jax.vmap(jax.grad))"] = lambda: jax.block_until_ready(jax_vg(pj, xj, yj))
+    row["arrayx[numpy] vmap(grad)"] = lambda: vg(pa, xa, ya)
+    row["arrayx[numpy] jit(vmap(grad))"] = lambda: jit_vg(pa, xa, ya)
+    return {f"per-example grads MLP {'-'.join(map(str, SIZES))} batch {batch} f32": row}
 
 
 if __name__ == "__main__":
