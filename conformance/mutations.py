@@ -6,7 +6,8 @@ Each mutation in ``conformance/results/mutations.json`` is a patch that breaks o
 or implementation (never committed).  For each, this command copies the committed tree (``git
 archive HEAD``) into a scratch folder, applies the patch there (never in the checkout, which others
 may be testing; a patch whose file has moved since is applied as the same one-line replacements in
-the file that now holds each line, recorded as ``ported_to``), collects the default run (``python -m pytest --collect-only -q``), keeps the tests
+the file that now holds each line, recorded as ``ported_to``; one whose lines changed carries a
+``current_patch``, the same mutation on today's code), collects the default run (``python -m pytest --collect-only -q``), keeps the tests
 whose name or parameters match the mutation's ``selector`` (a regular expression on the part after
 ``::``) and those its ``also`` names (id prefixes: a killing test whose id does not name the
 function), splits them into the file's sweeps and runs each sweep with ``-x`` (one failure kills it):
@@ -90,11 +91,12 @@ def run_mutation(mutation: dict, scratch: pathlib.Path, timeout: float) -> dict:
     tree = scratch / mutation["id"]
     tree.mkdir()
     commit = _scratch_tree(tree)
-    applied = subprocess.run(["git", "apply", "-C1", "-"], cwd=tree, input=mutation["patch"] + "\n",
+    patch = mutation.get("current_patch", mutation["patch"])  # the same mutation rewritten for moved code
+    applied = subprocess.run(["git", "apply", "-C1", "-"], cwd=tree, input=patch + "\n",
                              capture_output=True, text=True)
     ported = None
     if applied.returncode != 0:  # files moved since the patch was made: the same line replaced where it is now
-        ported = port(mutation["patch"], tree)
+        ported = port(patch, tree)
         if isinstance(ported, str):
             return {"commit": commit, "error": f"the patch does not apply ({applied.stderr.strip()[:200]}) and "
                                                f"cannot be ported: {ported}"}
