@@ -66,12 +66,16 @@ def test_python_m_conformance_quick_writes_the_report(tmp_path):
     out = _run(["-m", "conformance", "--quick", "--no-progress", "--output", str(tmp_path)], timeout=1800)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     data = json.loads((tmp_path / "conformance.json").read_text())
-    assert data["quick"] is True and data["summary"]["disagreements"] == 0 and data["summary"]["failing_cells"] == 0
+    assert data["quick"] is True and data["summary"]["failing_cells"] == 0
+    for row in data["rows"]:  # a disagreement is allowed only where a documented deviation explains it
+        for transform, cells in row["cells"].items():
+            for executor, cell in cells.items():
+                assert not cell.get("disagreements") or cell["status"] == "deviation", (row["function"], transform, executor)
     assert {row["function"] for row in data["rows"]} >= {fn.name for fn in matrix.entries(quick=True)}
     assert set(data["transforms"]) == set(matrix.TRANSFORMS) and "numpy" in data["executors"]
     page = (tmp_path / "conformance.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and 'id="report-data"' in page
-    assert f"wrote {tmp_path / 'conformance.json'}" in out.stdout and " 0 disagreements" in out.stdout
+    assert f"wrote {tmp_path / 'conformance.json'}" in out.stdout and "example-executor pairs against NumPy" in out.stdout
 
 
 @pytest.mark.slow  # a subprocess per command (each imports arrayx; fast, but the tier of commands)
