@@ -85,3 +85,26 @@ def run_in_threads(target, n: int) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def _jax_in_64_bits():
+    try:
+        import jax
+    except ImportError:
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
+
+
+@pytest.fixture
+def jax_peer_in_64_bits():
+    """JAX, the peer a test compares with, computes in 64 bits: jax.enable_x64 for this thread and
+    this test only (arrayx never sets the process-wide jax_enable_x64, and neither do its tests)."""
+    yield from _jax_in_64_bits()
+
+
+@pytest.fixture(scope="module")
+def jax_peer_in_64_bits_module():
+    """:func:`jax_peer_in_64_bits` for a whole module."""
+    yield from _jax_in_64_bits()

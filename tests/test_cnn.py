@@ -13,11 +13,8 @@ from benchmarks.bench_cnn import cnn_loss as _loss  # the model the CNN benchmar
 jax = pytest.importorskip("jax")
 
 @pytest.fixture(autouse=True, scope="module")
-def _jax_peer_in_64_bits():
-    """JAX, the peer these tests compare with, computes in 64 bits here (this thread, these tests
-    only): arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
-    with jax.enable_x64(True):
-        yield
+def _jax_peer(jax_peer_in_64_bits_module):  # JAX, the peer here, in 64 bits (tests/conftest.py)
+    yield
 
 jnp = jax.numpy
 

@@ -17,16 +17,8 @@ V = np.array([3.0, -1.0, 4.0, 1.5, 5.0])
 
 
 @pytest.fixture(autouse=True)
-def _jax_peer_in_64_bits():
-    """JAX, the peer some tests here compare with, computes in 64 bits (this thread, this test only):
-    arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
-    try:
-        import jax
-    except ImportError:
-        yield
-        return
-    with jax.enable_x64(True):
-        yield
+def _jax_peer(jax_peer_in_64_bits):  # JAX, the peer some tests here compare with, in 64 bits (tests/conftest.py)
+    yield
 
 
 def _i(v):

@@ -11,16 +11,8 @@ import arrayx as ax
 
 
 @pytest.fixture(autouse=True)
-def _jax_peer_in_64_bits():
-    """JAX, the peer some tests here compare with, computes in 64 bits (this thread, this test only):
-    arrayx never sets the process-wide jax_enable_x64, and neither do its tests."""
-    try:
-        import jax
-    except ImportError:
-        yield
-        return
-    with jax.enable_x64(True):
-        yield
+def _jax_peer(jax_peer_in_64_bits):  # JAX, the peer some tests here compare with, in 64 bits (tests/conftest.py)
+    yield
 
 
 def _names(graph):
