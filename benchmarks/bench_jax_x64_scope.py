@@ -89,12 +89,14 @@ def compare(args) -> dict:
             out = subprocess.run([sys.executable, __file__, "--tree", tree, "--rounds", str(args.rounds),
                                   "--number", str(args.number)], capture_output=True, text=True, check=True)
             row = json.loads(out.stdout.strip().splitlines()[-1])
-            mine = best.setdefault(tree, {"arrayx_us": {}, "jax_numpy_us": {}})
+            # a tree by its folder's name: the results name no folder of this machine
+            mine = best.setdefault(pathlib.Path(tree).name, {"arrayx_us": {}, "jax_numpy_us": {}})
             mine["global_x64_after"] = row["global_x64_after"]
             for part in ("arrayx_us", "jax_numpy_us"):
                 for op, us in row[part].items():
                     mine[part][op] = min(us, mine[part].get(op, float("inf")))
-    result = {"command": "python benchmarks/bench_jax_x64_scope.py --compare " + " ".join(args.compare)
+    result = {"command": "python benchmarks/bench_jax_x64_scope.py --compare "
+              + " ".join(pathlib.Path(t).name for t in args.compare)
               + f" --passes {args.passes} --rounds {args.rounds}", "trees": best}
     print(json.dumps(result, indent=1))
     out = pathlib.Path(__file__).parent / "results" / "jax_x64_scope.json"
