@@ -192,7 +192,7 @@ def test_pmap_on_four_jax_cpu_devices():
 # -- dask on a LocalCluster with 2 workers ---------------------------------------------------------------
 
 
-def test_pmap_on_a_dask_cluster_runs_one_task_per_member():
+def test_pmap_on_a_dask_cluster_runs_one_task_per_worker():
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
 
@@ -215,6 +215,79 @@ def test_pmap_on_a_dask_cluster_runs_one_task_per_member():
     np.testing.assert_allclose(s, np.broadcast_to((np.sin(x) * y).sum(axis=0), x.shape), rtol=1e-12)
     np.testing.assert_allclose(g, np.broadcast_to(x + 1.0, (4,) + x.shape), rtol=1e-12)
     shard_tasks = [t for t in stream.data if "pmap-shard" in str(t["key"])]
-    # one task per member for each compute segment (before the psum; between psum and all_gather)
-    assert len(shard_tasks) % 4 == 0 and len(shard_tasks) >= 4, [t["key"] for t in stream.data]
-    assert {t["worker"] for t in shard_tasks} <= workers
+    # the 4 members in 2 groups, one per worker: one task per group for the one compute segment (the
+    # psum and the all_gather are one task after it), each group on its own worker
+    assert len(shard_tasks) == 2, [t["key"] for t in stream.data]
+    assert {t["worker"] for t in shard_tasks} == workers
+    collective_tasks = [t for t in stream.data if "pmap-collectives" in str(t["key"])]
+    assert len(collective_tasks) == 1, [t["key"] for t in stream.data]
+
+
+def _train(lib, steps, n_dev=8):
+    """JAX's pmap tutorial's data-parallel linear regression: a gradient step with pmean, on ``lib``."""
+    def loss_fn(params, xs, ys):
+        w, b = params
+        return ax.mean((w * xs + b - ys) ** 2)
+
+    def update(params, xs, ys):
+        loss, grads = ax.value_and_grad(loss_fn)(params, xs, ys)
+        grads, loss = ax.pmean(grads, axis_name="d"), ax.pmean(loss, axis_name="d")
+        return tuple(p - g * 0.005 for p, g in zip(params, grads)), loss
+
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(16 * n_dev, 1))
+    ys = xs * 3 - 1 + 0.5 * rng.normal(size=xs.shape)
+    with ax.use_executor(lib):
+        step = ax.pmap(update, axis_name="d")
+        params = (ax.asarray(np.full(n_dev, 0.3)), ax.asarray(np.full(n_dev, -0.2)))
+        xsp, ysp = ax.asarray(xs.reshape(n_dev, -1, 1)), ax.asarray(ys.reshape(n_dev, -1, 1))
+        losses, bufs = [], []
+        for i in range(steps):
+            params, loss = step(params, xsp, ysp)
+            bufs.append(params[0]._buf)
+            if i % 2 == 0:
+                losses.append(float(loss[0]))
+        return [to_numpy(p) for p in params], losses, bufs
+
+
+def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
+    # issue #42 point 2: one graph per step, submitted at once; the per-device parameters are futures
+    # held on the workers (the next step reads them there, a read computes nothing again); with one
+    # thread per worker a step no longer computes on the cluster from inside a task (it waited for ever)
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    want_params, want_losses, _ = _train("numpy", 6)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        client = dask_executor.connect(cluster)
+        try:
+            got_params, got_losses, bufs = _train("dask", 6)
+            workers = set(cluster.scheduler.workers)
+            futures = list(dict(bufs[-1].__dask_graph__()).values())
+            client.gather(futures)
+            held = client.who_has(futures)
+        finally:
+            dask_executor.disconnect()
+    for g, w in zip(got_params, want_params):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-12)
+    for b in bufs:  # each step's result is its chunks' futures: no task of an earlier step in its graph
+        graph = dict(b.__dask_graph__())
+        assert set(graph) == set(b.__dask_keys__()), list(graph)[:5]
+        assert all(isinstance(v, distributed.Future) for v in graph.values())
+    # 8 members in 2 chunks of 4, one per worker
+    assert bufs[-1].chunks == ((4, 4),)
+    assert {w for ws in held.values() for w in ws} == workers and all(len(ws) >= 1 for ws in held.values())
+
+
+def test_pmap_training_loop_on_dask_without_a_cluster_matches_numpy():
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    want_params, want_losses, _ = _train("numpy", 4)
+    got_params, got_losses, bufs = _train("dask", 4)
+    for g, w in zip(got_params, want_params):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-12)
+    assert len(dict(bufs[-1].__dask_graph__())) == bufs[-1].npartitions  # computed: no graph of earlier steps
