@@ -42,6 +42,7 @@ from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._checks import array_arg, broadcast_shapes_for, cast, normalize_axis
 from arrayx.core.primitives import Primitive, _TRACE, _object_new, _wrap
+from arrayx.core import primitives as _prims
 from arrayx.api._index_keys import _Key, _concrete, _consecutive, basic_shape, gather_shape, parse_key  # noqa: F401
 
 __all__ = ["take", "take_along_axis"]
@@ -209,6 +210,23 @@ def _fill_operand(fname, y, fill):
 # -- getitem -------------------------------------------------------------------------------------
 
 
+class _BasicIndex:
+    """Stands for an eager ``x[key]`` of a basic key in the eager hook (the fast path binds no
+    primitive; the slices the other path binds do not say which dimensions were taken whole)."""
+
+    name = "basic_index"
+    multiple_results = False
+
+
+_BASIC_INDEX = _BasicIndex()
+
+
+def _basic_index_sharding(ex, buf, key, out):
+    """``out`` (``buf[key]``) given the sharding the eager hook gives it (issue #42 point 3: the
+    sharding layer gives JAX's; no hook, no sharded array, nothing done)."""
+    return _prims.eager_hook(_BASIC_INDEX, ex, (buf,), {"key": key}, out)
+
+
 def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool = True) -> Array:
     """``x[key]`` (basic and advanced indexing as the standard describes it).
 
@@ -229,6 +247,8 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool 
             new = _object_new(Array)  # _wrap, spelled out on the commonest path
             new._buf = out if out.__class__ is ex.array_type else ex.coerce(out)
             new._ex = ex
+            if _prims.eager_hook is not None:  # some array is sharded: the result's sharding (jax's)
+                new._buf = _basic_index_sharding(ex, buf, key, new._buf)
             return new
         entries = key if key.__class__ is tuple else (key,)
         shape = buf.shape
@@ -260,7 +280,10 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool 
             out = index(buf, key) if index is not None else None
             if out is None:
                 out = buf[key]
-            return _wrap(out if out.__class__ is ex.array_type else ex.coerce(out), ex)
+            out = out if out.__class__ is ex.array_type else ex.coerce(out)
+            if _prims.eager_hook is not None:  # some array is sharded: the result's sharding (jax's)
+                out = _basic_index_sharding(ex, buf, key, out)
+            return _wrap(out, ex)
     if view and mode is None and (x.__class__ is not Array or not x._ex.mutable or _TRACE.get() is not None) \
             and _is_view_key(key, x.ndim):
         return _view(x, key)
@@ -271,7 +294,22 @@ def getitem(x: Array, key, mode: str | None = None, fill_value=None, view: bool 
         mode = "fill"
     key = _mode_key(x, key, mode)
     k = parse_key(fname, x, key)
-    return _apply_key(fname, x, k, mode, fill_value)
+    out = _apply_key(fname, x, k, mode, fill_value)
+    if _prims.eager_hook is not None and x.__class__ is Array and out.__class__ is Array and mode is None \
+            and _TRACE.get() is None and _plain_basic(key):
+        out._buf = _basic_index_sharding(x._ex, x._buf, key, out._buf)
+    return out
+
+
+def _plain_basic(key) -> bool:
+    """Whether ``key`` holds only Python/NumPy ints, slices of ints, None and Ellipsis."""
+    for e in (key if key.__class__ is tuple else (key,)):
+        if e is None or e is Ellipsis or isinstance(e, (int, np.integer)) and not isinstance(e, bool):
+            continue
+        if isinstance(e, slice) and all(v is None or isinstance(v, (int, np.integer)) for v in (e.start, e.stop, e.step)):
+            continue
+        return False
+    return True
 
 
 def at_get(x: Array, key, mode: str | None = None, fill_value=None) -> Array:

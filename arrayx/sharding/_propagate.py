@@ -9,6 +9,8 @@ replicated result.  Values are not affected: they are computed whole and are the
 """
 from __future__ import annotations
 
+import numpy as np
+
 from arrayx.sharding._mesh import PartitionSpec
 from arrayx.sharding._shardings import NamedSharding
 
@@ -309,7 +311,10 @@ def eager_result(prim, ex, bufs, params, out):
     oshapes = [tuple(o.shape) for o in outs]
     if any(not isinstance(n, int) for sh in oshapes for n in sh):  # dask: sizes known only by computing
         return out
-    specs = spec_rule(prim.name, params or {}, shaped, oshapes)
+    if prim.name == "basic_index":  # an eager x[key] of a basic key (arrayx.api.indexing)
+        specs = [basic_index_spec(shaped[0][0], shaped[0][1], params["key"])] if shaped[0][1] is not None else [None]
+    else:
+        specs = spec_rule(prim.name, params or {}, shaped, oshapes)
     laid = []
     for o, spec, shape in zip(outs, specs, oshapes):
         if any(o is b for b in bufs):  # the operand itself (a no-op): it keeps its own record
@@ -318,6 +323,33 @@ def eager_result(prim, ex, bufs, params, out):
         s = _as_operand(_named(mesh, _fits(mesh, spec or (), shape)), got, bufs, len(shape))
         laid.append(_laid_out(ex, o, s))
     return tuple(laid) if prim.multiple_results else laid[0]
+
+
+def basic_index_spec(shape: tuple, s: tuple, key) -> tuple | None:
+    """The spec of ``x[key]`` (ints, slices, None, Ellipsis) for ``x`` of ``shape`` split as ``s``, as
+    JAX gives it: a dimension taken whole (a slice covering it forwards, step 1) keeps its split, a
+    sliced one is replicated, an int drops its dimension, None adds a replicated one."""
+    entries = key if key.__class__ is tuple else (key,)
+    s = _pad(s, len(shape))
+    n_indexing = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    out, i = [], 0
+    for e in entries:
+        if e is None:
+            out.append(())
+        elif e is Ellipsis:
+            for _ in range(len(shape) - n_indexing):
+                out.append(s[i])
+                i += 1
+        elif isinstance(e, slice):
+            whole = e.indices(shape[i]) == (0, shape[i], 1)
+            out.append(s[i] if whole else ())
+            i += 1
+        elif isinstance(e, (int, np.integer)):
+            i += 1
+        else:
+            return None
+    out.extend(s[i:])
+    return tuple(out)
 
 
 def _records_attach(buf, sharding):

@@ -616,8 +616,6 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     from arrayx.core.graph import Var
     from arrayx.core.lowering import lowered
     from arrayx.executors import dask as dask_executor
-    from arrayx.sharding._mesh import _dask_workers
-
     numpy_ex = get("numpy")
     client = dask_executor.get_scheduler()
     distributed = getattr(client, "scheduler_info", None) is not None
@@ -627,7 +625,7 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     if distributed and (held is None or held[0] is not client):
         fns = {id(seg): client.scatter(lowered(numpy_ex, seg.graph), broadcast=True, hash=False)
                for seg in segments(graph) if seg.eqn is None}
-        held = graph.derived[("pmap dask", id(client))] = (client, _dask_workers(), fns)
+        held = graph.derived[("pmap dask", id(client))] = (client, _cluster_workers(client), fns)
     workers = held[1] if distributed else []
     n_groups = max(1, min(n, len(workers)))
     sizes = [n // n_groups + (g < n % n_groups) for g in range(n_groups)]
@@ -709,6 +707,14 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
 
         outs = dask.persist(*outs, optimize_graph=False, scheduler=client)
     return [_wrap(o, ex) for o in outs]
+
+
+def _cluster_workers(client) -> list:
+    """The sorted addresses of the cluster's workers (all of them: newer clients list 5 by default)."""
+    try:
+        return sorted(client.scheduler_info(n_workers=-1)["workers"])
+    except TypeError:
+        return sorted(client.scheduler_info()["workers"])
 
 
 def _repeat(value, k):
