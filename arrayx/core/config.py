@@ -176,7 +176,7 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("ARRAYX_DASK_UNKNOWN_SHAPES", _choice("compute", "lazy"), "compute", "compute or lazy",
              "whether data-dependent shapes on Dask are computed or read None"),
     Variable("ARRAYX_NUMBA_CACHE_DIR", _folder, None, "a folder (not the filesystem root, not a file)",
-             "where the Numba kernels are cached (overrides ARRAYX_CACHE_DIR)"),
+             "where the Numba kernels are cached, in its subfolder arrayx-numba-kernels/ (overrides ARRAYX_CACHE_DIR)"),
     Variable("ARRAYX_NUMBA_THRESHOLD", _integer(0), None, "a whole number of elements >= 0",
              "the fewest elements every native Numba kernel runs for"),
     Variable("ARRAYX_NUMBA_PARALLEL", _flag, True, _YES_NO, "whether Numba kernels run on several threads"),

@@ -230,7 +230,8 @@ class Tracer(Array):
     def __format__(self, spec: str) -> str:
         if not spec:
             return repr(self)
-        return format(_PYTHON_SCALAR[self.dtype.kind](self), spec)  # raises where conversions do
+        # raises where conversions do; bfloat16 (NumPy kind "V", the one such dtype arrayx holds) is a float
+        return format(_PYTHON_SCALAR.get(self.dtype.kind, float)(self), spec)
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
         raise TypeError(

@@ -387,3 +387,16 @@ def test_bfloat16_is_loaded_on_first_use():
         "assert arrayx.isdtype(x.dtype, 'real floating')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_formatting_a_traced_bfloat16_raises_the_conversion_error():
+    """f"{t:.2f}" of a traced value is float(t): the same error for bfloat16 as for float32 (was a
+    KeyError on bfloat16's NumPy kind "V")."""
+    import arrayx as ax
+
+    for dt in (ax.float32, ax.bfloat16):
+        x = ax.asarray(np.ones(3, np.float32), dtype=dt)
+        assert f"{x[0]:.2f}" == "1.00"
+        with pytest.raises(TypeError) as err:
+            ax.jit(lambda v: f"{v[0]:.2f}" and v)(x)
+        assert "float()" in str(err.value) or "traced" in str(err.value).lower(), str(err.value)
