@@ -1,0 +1,136 @@
+"""Where ``jax.numpy`` differs from NumPy on values the standard leaves open, the jax executor's
+implementations that follow NumPy (as every other executor does): floor division and remainder
+(signed zeros, huge/tiny ratios, integer division by zero), sums from +0, complex mean and product,
+NaN-propagating max/min, ``abs`` at infinite parts, ``sign(-0.0)``.  Split from executor.py; the
+executor's table (``JaxExecutor.overrides``) names them.  ``load`` gives this module JAX once the
+executor loads (JAX is imported only when the executor is used).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+jnp = None  # jax.numpy, set by load
+_jax = None
+
+
+def load(jax) -> None:
+    global jnp, _jax
+    import jax.numpy
+
+    jnp, _jax = jax.numpy, jax
+
+
+# -- NumPy's floor division and remainder (arrayx follows NumPy where the standard leaves room;
+# JAX differs on signed zeros, on huge/tiny float ratios and on integer division by zero)
+
+def _float_divmod(a, b):
+    """(a // b, a % b) for floats, as NumPy's npy_divmod computes them."""
+    mod = jnp.fmod(a, b)
+    div = (a - mod) / b
+    exact = mod == 0
+    fix = ~exact & ((b < 0) != (mod < 0))
+    mod = jnp.where(fix, mod + b, mod)
+    div = jnp.where(fix, div - 1, div)
+    mod = jnp.where(exact, jnp.copysign(jnp.zeros_like(mod), b), mod)
+    floor = jnp.floor(div)
+    floor = jnp.where(div - floor > 0.5, floor + 1, floor)
+    floor = jnp.where(div == 0, jnp.copysign(jnp.zeros_like(div), a / b), floor)
+    return jnp.where(b == 0, a / b, floor), mod
+
+
+def _floor_divide(x1, x2):
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.dtype.kind == "f":
+        return _float_divmod(x1, x2)[0]
+    zero = x2 == 0  # NumPy gives 0 for integer division by zero
+    return jnp.where(zero, 0, jnp.floor_divide(x1, jnp.where(zero, 1, x2)))
+
+
+def _remainder(x1, x2):
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.dtype.kind == "f":
+        return _float_divmod(x1, x2)[1]
+    zero = x2 == 0
+    return jnp.where(zero, 0, jnp.remainder(x1, jnp.where(zero, 1, x2)))
+
+
+def _truth_reduction(name):
+    """``any``/``all`` where a complex element is true when either part is non-zero (XLA reads only the real part)."""
+    def impl(x, *, axis=None, keepdims=False):
+        if x.dtype.kind == "c":
+            x = x != 0
+        return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+
+    impl.__name__ = name
+    return impl
+
+
+def _sum_from_plus_zero(name):
+    """``name`` as a sum that starts from +0, as NumPy's sum and BLAS do: a sum of -0 terms is +0 (XLA gives -0)."""
+    def impl(*args, **params):
+        return _plus_zero(getattr(jnp, name)(*args, **params))
+
+    impl.__name__ = name
+    return impl
+
+
+def _mean(x, **params):
+    """NumPy's complex mean divides the sum by the count as a complex number, (a + b*0)/n + i(b - a*0)/n,
+    so a non-finite part makes the other part NaN (mean of nan+1j is nan+nanj); XLA divides each part."""
+    if not jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return _plus_zero(jnp.mean(x, **params))
+    total = _plus_zero(jnp.sum(x, **params))
+    a, b = total.real, total.imag
+    zero = jnp.zeros((), a.dtype)
+    scale = jnp.ones((), a.dtype) / jnp.asarray(x.size // max(total.size, 1) if x.size else 0, a.dtype)
+    return _jax.lax.complex((a + b * zero) * scale, (b - a * zero) * scale)
+
+
+def _prod(x, **params):
+    """NumPy's complex product starts from 1+0j, so one element a+bi gives (a*1 - b*0) + (a*0 + b*1)i:
+    nan+0j becomes nan+nanj; XLA returns a lone element as it is."""
+    out = jnp.prod(x, **params)
+    if out.dtype.kind != "c":
+        return out
+    re, im = out.real, out.imag
+    zero = jnp.zeros((), re.dtype)
+    return _jax.lax.complex(re - im * zero, re * zero + im)
+
+
+def _nan_propagating(name: str):
+    """``max``/``min`` that return NaN for a slice holding one: XLA:CPU (jax 0.10) loses NaNs in
+    reductions of some lengths (3x2048 float32 with a NaN: -inf or 1.0 instead of nan, eager and jit)."""
+    def run(x, **params):
+        reduce = getattr(jnp, name)  # jnp is set when the executor loads
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return reduce(x, **params)
+        nan = jnp.isnan(x)
+        fill = jnp.asarray(-jnp.inf if name == "max" else jnp.inf, x.dtype)
+        out = reduce(jnp.where(nan, fill, x), **params)
+        return jnp.where(jnp.any(nan, **params), jnp.asarray(jnp.nan, x.dtype), out)
+
+    run.__name__ = run.__qualname__ = f"_nan_propagating_{name}"
+    return run
+
+
+def _plus_zero(out):
+    """``out + 0`` in IEEE arithmetic (-0 becomes +0), written so that XLA cannot simplify it away."""
+    if out.dtype.kind == "f":
+        return jnp.where(out == 0, jnp.zeros((), out.dtype), out)
+    if out.dtype.kind == "c":
+        re, im = out.real, out.imag
+        zero = jnp.zeros((), re.dtype)
+        return _jax.lax.complex(jnp.where(re == 0, zero, re), jnp.where(im == 0, zero, im))
+    return out
+
+
+def _abs(x):
+    out = jnp.abs(x)
+    if x.dtype.kind != "c":
+        return out
+    # |a+bj| is +inf when a part is infinite, even if the other is NaN (the standard, C99's hypot)
+    return jnp.where(jnp.isinf(x.real) | jnp.isinf(x.imag), jnp.asarray(np.inf, out.dtype), out)
+
+
+def _sign(x):
+    return jnp.where(x == 0, jnp.zeros((), x.dtype), jnp.sign(x))  # sign(-0.0) is 0, not -0.0
