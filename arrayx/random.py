@@ -71,7 +71,9 @@ from arrayx._threefry import (  # noqa: E402  the bit generator (threefry2x32, c
     threefry2x32, threefry_partitionable, values_partitionable,
 )
 from arrayx._threefry import _random_bits as _threefry_random_bits  # noqa: E402
-_KEY_HINT = "make keys with arrayx.random.key(seed) and derive new ones with split or fold_in"
+from arrayx._random_checks import (  # noqa: E402  argument checks
+    _check_key, _check_shape, _float_dtype, _float_param, _shape_of,
+)
 
 # -- eager draws as one compiled loop (NumPy and Numba executors) -----------------------------------
 # Eagerly on the NumPy and Numba executors, with Numba installed, a draw is one Numba kernel
@@ -180,71 +182,6 @@ def _random_bits(key: Array, bit_width: int, shape: tuple) -> Array:
             return Array._new(out.reshape(shape), key._ex)
     return _threefry_random_bits(key, bit_width, shape)
 
-
-
-# -- argument checks --------------------------------------------------------------------------------
-
-def _check_key(fname: str, key) -> Array:
-    if not isinstance(key, Array):
-        raise TypeError(
-            f"{fname}: key must be an arrayx PRNG key (a uint32 array of shape (2,)), "
-            f"got {type(key).__name__}; {_KEY_HINT}"
-        )
-    if key.dtype != _U32:
-        raise TypeError(
-            f"{fname}: key must be a uint32 array of shape (2,), got dtype {key.dtype}; "
-            f"to use a seed, pass arrayx.random.key(seed)"
-        )
-    if key.shape != (2,):
-        if key.ndim >= 2 and key.shape[-1] == 2:
-            raise ValueError(
-                f"{fname}: accepts a single key of shape (2,), got a batch of keys of shape {key.shape}; "
-                f"map over them with arrayx.vmap or pick one (keys[i])"
-            )
-        raise ValueError(f"{fname}: key must have shape (2,), got shape {key.shape}; {_KEY_HINT}")
-    return key
-
-
-def _check_shape(fname: str, shape: tuple, *param_shapes) -> None:
-    """Parameters must broadcast to exactly ``shape``."""
-    try:
-        full = xp.broadcast_shapes(shape, *param_shapes)
-    except ValueError:
-        full = None
-    if full != tuple(shape):
-        raise ValueError(
-            f"{fname}: parameter shapes {list(param_shapes)} must broadcast to the requested shape {shape}; "
-            f"pass a shape they broadcast to, or reshape the parameters"
-        )
-
-
-def _float_dtype(fname: str, dtype, key, *, complex_ok: bool = False) -> np.dtype:
-    """``dtype`` checked, else the default float of the key's device (float32 on a TPU)."""
-    if dtype is None:
-        return _defaults_of(key).real
-    dt = _dtypes.as_dtype(dtype, fname)
-    allowed = "fc" if complex_ok else "f"
-    if dt.kind not in allowed:
-        kinds = "a floating-point" if complex_ok else "a real floating-point"
-        raise TypeError(f"{fname}: dtype must be {kinds} dtype (float32 or float64), got {dt}")
-    return dt
-
-
-def _float_param(fname: str, name: str, value, dtype):
-    """A real parameter converted to ``dtype``: a NumPy scalar for Python numbers, else an arrayx array."""
-    if isinstance(value, Array):
-        if value.dtype.kind not in "biuf":
-            raise TypeError(f"{fname}: {name} must be real, got dtype {value.dtype}")
-        return xp.astype(value, dtype) if value.dtype != dtype else value
-    if isinstance(value, (bool, int, float, np.integer, np.floating)):
-        return dtype.type(value)
-    raise TypeError(
-        f"{fname}: {name} must be a Python number or an arrayx array, got {type(value).__name__}"
-    )
-
-
-def _shape_of(v) -> tuple:
-    return v.shape if isinstance(v, Array) else ()
 
 
 # -- keys ---------------------------------------------------------------------------------------------
