@@ -498,14 +498,16 @@ def test_cache_directory_is_configurable(tmp_path):
 
 
 def test_stale_kernel_directories_of_other_versions_are_pruned(tmp_path):
+    from arrayx.executors.numba import cache as C
+
     root = tmp_path / "kernels"
     stale, recent = (root / K.CACHE_SUBFOLDER / "kernels-0000000000000000",
                      root / K.CACHE_SUBFOLDER / "kernels-1111111111111111")
     for d in (stale, recent):
         d.mkdir(parents=True)
         (d / "exp_v_float64_serial.py").write_text("# an older arrayx's kernel\n")
-        (d / K.MARKER).write_bytes(K.MARKER_TEXT)  # made by arrayx (see test_numba_cache.py for the rest)
-    old = time.time() - (K.STALE_AFTER_DAYS + 1) * 86400
+        (d / C.MARKER).write_bytes(C.MARKER_TEXT)  # made by arrayx (see test_numba_cache.py for the rest)
+    old = time.time() - (C.STALE_AFTER_DAYS + 1) * 86400
     os.utime(stale, (old, old))
     code = ("import arrayx; import arrayx.executors.numba.kernels as K; print(K.cache_dir())")
     env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(root))

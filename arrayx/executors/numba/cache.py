@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pathlib
+import shutil
 import pickle
 import stat
+import time
 import uuid
 import warnings
 
@@ -320,3 +323,55 @@ def attach(dispatcher, folder=None) -> None:
     or in ``folder`` (a verified cache folder: for functions of arrayx's own modules)."""
     cache = KernelCache if folder is None else _cache_in(str(folder))
     dispatcher._cache = cache(dispatcher.py_func)
+
+
+# -- pruning: only the folders arrayx made (moved from kernels.py) ------------------------------------
+
+#: the file in each kernel folder arrayx made, and its text: a folder without it is never removed
+MARKER = "ARRAYX_KERNEL_CACHE"
+MARKER_TEXT = b"arrayx Numba kernel cache: made by arrayx, which removes it when unused for 30 days\n"
+STALE_AFTER_DAYS = 30
+
+
+def mark(fd: int) -> None:
+    """Put the marker in the kernel folder held by ``fd`` (arrayx just made it)."""
+    try:
+        write_file(fd, MARKER, MARKER_TEXT)
+    except OSError:  # unmarked: kept for good, never removed
+        pass
+
+
+def marked(folder: pathlib.Path) -> bool:
+    """``folder`` is a real folder (not a link) holding arrayx's marker file (a regular file)."""
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return False
+        marker = folder / MARKER
+        return stat.S_ISREG(os.lstat(marker).st_mode) and marker.read_bytes() == MARKER_TEXT
+    except OSError:
+        return False
+
+
+def prune_stale(current: pathlib.Path) -> None:
+    """Remove the kernel folders of other arrayx versions not used for STALE_AFTER_DAYS: only
+    ``kernels-*`` folders in arrayx's own subfolder that carry its marker (``MARKER``); anything
+    else there, and everything outside it, is never touched.
+
+    A process marks its own folder as used (its mtime) when it starts, so a folder in use by
+    another installation is never older than that.
+    """
+    try:
+        os.utime(current)
+    except OSError:  # a read-only cache: nothing to prune either
+        return
+    from arrayx.executors.numba.kernels import CACHE_SUBFOLDER
+
+    if current.parent.name != CACHE_SUBFOLDER:  # (never: cache_dir makes it so)
+        return
+    cutoff = time.time() - STALE_AFTER_DAYS * 86400
+    for other in current.parent.glob("kernels-*"):
+        try:
+            if other != current and marked(other) and os.lstat(other).st_mtime < cutoff:
+                shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            continue

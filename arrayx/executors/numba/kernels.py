@@ -21,10 +21,8 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-import shutil
 import sys
 import threading
-import time
 import types
 
 import numpy as np
@@ -344,6 +342,10 @@ _CLIP_TEMPLATE = '''\
                 oc[i] = {second}'''
 
 
+#: arrayx's own folder inside the cache folder: only its ``kernels-*`` folders are ever pruned
+#: (cache.prune_stale, which also owns the marker file)
+CACHE_SUBFOLDER = "arrayx-numba-kernels"
+
 # -- where the files go ---------------------------------------------------------------------------
 
 def _sources_digest() -> str:
@@ -495,7 +497,7 @@ def cache_problem() -> str | None:
 
 def _choose_dir() -> tuple[tuple[str, int] | None, str | None]:
     """((resolved folder, held handle on it), None), or (None, why no folder is used)."""
-    from arrayx.executors.numba.cache import open_private, verify_private
+    from arrayx.executors.numba.cache import mark, open_private, prune_stale, verify_private
 
     d = _default_root() / CACHE_SUBFOLDER / f"kernels-{_sources_digest()}"
     try:
@@ -509,63 +511,9 @@ def _choose_dir() -> tuple[tuple[str, int] | None, str | None]:
     if isinstance(opened, str):
         return None, f"{opened}; use a private folder (ARRAYX_NUMBA_CACHE_DIR)"
     if made:
-        _mark(opened[1])
-    _prune_stale(pathlib.Path(opened[0]))
+        mark(opened[1])
+    prune_stale(pathlib.Path(opened[0]))
     return opened, None
-
-
-#: arrayx's own folder inside the cache folder: only its ``kernels-*`` folders are ever pruned
-CACHE_SUBFOLDER = "arrayx-numba-kernels"
-#: the file in each kernel folder arrayx made, and its text: a folder without it is never removed
-MARKER = "ARRAYX_KERNEL_CACHE"
-MARKER_TEXT = b"arrayx Numba kernel cache: made by arrayx, which removes it when unused for 30 days\n"
-STALE_AFTER_DAYS = 30
-
-
-def _mark(fd: int) -> None:
-    """Put the marker in the kernel folder held by ``fd`` (arrayx just made it)."""
-    from arrayx.executors.numba.cache import write_file
-
-    try:
-        write_file(fd, MARKER, MARKER_TEXT)
-    except OSError:  # unmarked: kept for good, never removed
-        pass
-
-
-def _marked(folder: pathlib.Path) -> bool:
-    """``folder`` is a real folder (not a link) holding arrayx's marker file (a regular file)."""
-    import stat
-
-    try:
-        if not stat.S_ISDIR(os.lstat(folder).st_mode):
-            return False
-        marker = folder / MARKER
-        return stat.S_ISREG(os.lstat(marker).st_mode) and marker.read_bytes() == MARKER_TEXT
-    except OSError:
-        return False
-
-
-def _prune_stale(current: pathlib.Path) -> None:
-    """Remove the kernel folders of other arrayx versions not used for STALE_AFTER_DAYS: only
-    ``kernels-*`` folders in arrayx's own subfolder that carry its marker (``MARKER``); anything
-    else there, and everything outside it, is never touched.
-
-    A process marks its own folder as used (its mtime) when it starts, so a folder in use by
-    another installation is never older than that.
-    """
-    try:
-        os.utime(current)
-    except OSError:  # a read-only cache: nothing to prune either
-        return
-    if current.parent.name != CACHE_SUBFOLDER:  # (never: cache_dir makes it so)
-        return
-    cutoff = time.time() - STALE_AFTER_DAYS * 86400
-    for other in current.parent.glob("kernels-*"):
-        try:
-            if other != current and _marked(other) and os.lstat(other).st_mtime < cutoff:
-                shutil.rmtree(other, ignore_errors=True)
-        except OSError:
-            continue
 
 
 def _source_file(stem: str, source: str) -> pathlib.Path | None:
