@@ -10,6 +10,8 @@ public function: a submodule attribute would shadow the function of the same nam
 Import cycles: ``control_flow`` and ``control_flow_reverse``: the second holds the
 transpose (reverse-mode) rules of ``cond``/``while_loop``/``scan`` and needs their primitives;
 ``control_flow`` imports it last so that importing the loops registers their rules.
+``parallel`` and ``pmap_dask``: the second holds pmap's dask runner and reads the first's segments;
+``parallel`` imports it last, into its table of runners.
 
 The public names are loaded on first access: ``arrayx.api`` imports ``core`` while
 the namespace is being built, and the transforms need the whole namespace.
