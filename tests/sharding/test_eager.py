@@ -13,15 +13,9 @@ from arrayx.core import executor as base
 from arrayx.sharding import NamedSharding, P, SingleDeviceSharding, _records, virtual_devices
 from arrayx.core import primitives as core
 
-VIRTUAL = ["numpy", "numba", "dask"]
+from tests.sharding.conftest import VIRTUAL  # noqa: E402,F401  (and the vex fixture)
 
 
-@pytest.fixture(params=VIRTUAL)
-def vex(request):
-    if not base.get(request.param).available():
-        pytest.skip(f"executor {request.param!r} unavailable")
-    with ax.use_executor(request.param):
-        yield request.param
 
 
 def _mesh(ex, shape=(2, 4), names=("x", "y")):

@@ -15,20 +15,13 @@ import arrayx as ax
 from arrayx.core import executor as base
 from arrayx.sharding import Mesh, NamedSharding, P, SingleDeviceSharding, virtual_devices
 
-VIRTUAL = ["numpy", "numba", "dask"]
+from tests.sharding.conftest import VIRTUAL  # noqa: E402,F401  (and the vex fixture)
 
 
 def _mesh(ex, shape=(2, 4), names=("x", "y")):
     return ax.sharding.make_mesh(shape, names, devices=virtual_devices(ex, int(np.prod(shape))))
 
 
-@pytest.fixture(params=VIRTUAL)
-def vex(request):
-    ex = base.get(request.param)
-    if not ex.available():
-        pytest.skip(f"executor {request.param!r} unavailable")
-    with ax.use_executor(request.param):
-        yield request.param
 
 
 # -- specs and errors -------------------------------------------------------------------------------
