@@ -4,6 +4,13 @@ implementations that follow NumPy (as every other executor does): floor division
 NaN-propagating max/min, ``abs`` at infinite parts, ``sign(-0.0)``.  Split from executor.py; the
 executor's table (``JaxExecutor.overrides``) names them.  ``load`` gives this module JAX once the
 executor loads (JAX is imported only when the executor is used).
+
+Some corrections answer a deviation of one XLA backend only; ``NOT_NEEDED`` lists, per correction,
+the platforms where plain ``jax.numpy`` was measured to give NumPy's value already.  There the
+correction is left out of the compiled program (``jax.lax.platform_dependent``: the choice is made
+when XLA lowers for the device, so a program costs nothing for the branch it does not take, and a
+CPU array on a TPU machine still gets the CPU's correction).  On the TPU the corrected matmul and
+sums added a compare and a select over every product's output (issue 41: the default-dtype MLP).
 """
 from __future__ import annotations
 
@@ -20,12 +27,41 @@ def load(jax) -> None:
     jnp, _jax = jax.numpy, jax
 
 
+#: correction -> platforms where jax.numpy already gives NumPy's value (measured on the chip with
+#: tests/executors/test_tpu_numpy_rules.py, JAX 0.10.2, libtpu 0.0.42.1): the correction is not run there
+NOT_NEEDED: dict[str, tuple[str, ...]] = {
+    "sum_from_plus_zero": ("tpu",),  # XLA:TPU's reductions and MXU products of -0 terms give +0
+    "nan_propagating": ("tpu",),  # XLA:TPU's max/min reductions keep NaN at every length
+}
+
+
+def _per_platform(correction: str, corrected, raw):
+    """``corrected`` except on the platforms of ``NOT_NEEDED[correction]``, where ``raw`` runs."""
+    skip = NOT_NEEDED.get(correction, ())
+    if not skip:
+        return corrected
+
+    def run(*args, **params):
+        arrays = [a for a in args if isinstance(a, _jax.Array)]
+        if arrays and not any(isinstance(a, _jax.core.Tracer) for a in arrays):
+            # an eager call outside any trace: the data's device decides (not JAX's default backend)
+            platform = next(iter(arrays[0].devices())).platform
+            return (raw if platform in skip else corrected)(*args, **params)
+        return _jax.lax.platform_dependent(
+            *args, **{p: (lambda *a: raw(*a, **params)) for p in skip},
+            default=lambda *a: corrected(*a, **params))
+
+    run.__name__ = run.__qualname__ = getattr(corrected, "__name__", correction)
+    return run
+
+
 # -- NumPy's floor division and remainder (arrayx follows NumPy where the standard leaves room;
 # JAX differs on signed zeros, on huge/tiny float ratios and on integer division by zero)
 
 def _float_divmod(a, b):
     """(a // b, a % b) for floats, as NumPy's npy_divmod computes them."""
-    mod = jnp.fmod(a, b)
+    # fmod(a, +-inf) is a for finite a (C99); XLA:TPU computes a - trunc(a / b) * b there, NaN
+    mod = jnp.where(jnp.isinf(b) & jnp.isfinite(a), a, jnp.fmod(a, b))
     div = (a - mod) / b
     exact = mod == 0
     fix = ~exact & ((b < 0) != (mod < 0))
@@ -66,15 +102,18 @@ def _truth_reduction(name):
 
 
 def _sum_from_plus_zero(name):
-    """``name`` as a sum that starts from +0, as NumPy's sum and BLAS do: a sum of -0 terms is +0 (XLA gives -0)."""
+    """``name`` as a sum that starts from +0, as NumPy's sum and BLAS do: a sum of -0 terms is +0 (XLA:CPU gives -0)."""
     def impl(*args, **params):
         return _plus_zero(getattr(jnp, name)(*args, **params))
 
-    impl.__name__ = name
-    return impl
+    def raw(*args, **params):
+        return getattr(jnp, name)(*args, **params)
+
+    impl.__name__ = raw.__name__ = name
+    return _per_platform("sum_from_plus_zero", impl, raw)
 
 
-def _mean(x, **params):
+def _mean_corrected(x, **params):
     """NumPy's complex mean divides the sum by the count as a complex number, (a + b*0)/n + i(b - a*0)/n,
     so a non-finite part makes the other part NaN (mean of nan+1j is nan+nanj); XLA divides each part."""
     if not jnp.issubdtype(x.dtype, jnp.complexfloating):
@@ -84,6 +123,12 @@ def _mean(x, **params):
     zero = jnp.zeros((), a.dtype)
     scale = jnp.ones((), a.dtype) / jnp.asarray(x.size // max(total.size, 1) if x.size else 0, a.dtype)
     return _jax.lax.complex((a + b * zero) * scale, (b - a * zero) * scale)
+
+
+def _mean(x, **params):
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return _mean_corrected(x, **params)
+    return _per_platform("sum_from_plus_zero", _mean_corrected, lambda x, **p: jnp.mean(x, **p))(x, **params)
 
 
 def _prod(x, **params):
@@ -109,8 +154,11 @@ def _nan_propagating(name: str):
         out = reduce(jnp.where(nan, fill, x), **params)
         return jnp.where(jnp.any(nan, **params), jnp.asarray(jnp.nan, x.dtype), out)
 
+    def raw(x, **params):
+        return getattr(jnp, name)(x, **params)
+
     run.__name__ = run.__qualname__ = f"_nan_propagating_{name}"
-    return run
+    return _per_platform("nan_propagating", run, raw)
 
 
 def _plus_zero(out):
