@@ -15,9 +15,12 @@
 #        run(command="bash benchmarks/tpu_check.sh probe", carry=[".whl-tpu", ".tpu_tree"], timeout_s=590)
 #        run(command="bash benchmarks/tpu_check.sh run", carry=[".whl-tpu", ".tpu_tree", ".official"], timeout_s=590)
 #      `probe` writes tpu_probe.json (python -m conformance.tpu_probe: every case in a child process
-#      that may die); `run` writes tpu.txt (versions, devices), tests.log/.xml (tests -m jax on the
-#      chip), differential.txt (python -m conformance.report on numpy and jax), official-jax-tpu.json
-#      (python -m conformance.official --label tpu) and tpu_bench.json (benchmarks/bench_tpu.py).
+#      that may die); `run` writes tpu.txt (versions, devices), tests_chip.log and tests.log (the
+#      chip's own tests, then tests -m jax on the chip), differential.txt (python -m conformance.report
+#      on numpy and jax), official-jax-tpu.json (python -m conformance.official --label tpu),
+#      tpu_bench.json (benchmarks/bench_tpu.py) and tpu_defaults.json (benchmarks/bench_tpu_defaults.py);
+#      the device returns at most 8 files a call, so split STEPS over calls (e.g. "env tests main
+#      differential bench", then "official").
 #      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench
 #      (probe: the hand-picked examples in crash-proof children, 32-bit and 64-bit under emulate;
 #      main: python -m arrayx; differential: python -m conformance.report, one process).
@@ -77,15 +80,15 @@ for step in $STEPS; do
     case $step in
     env)
         { $PY -c "import sys, numpy, jax; print(sys.version.split()[0], 'numpy', numpy.__version__, 'jax', jax.__version__, jax.devices())"
-          $PY -c "import arrayx; print(arrayx.__array_namespace_info__().devices()); print('defaults on the chip:', arrayx.__array_namespace_info__().default_dtypes(device=arrayx.__array_namespace_info__().default_device()))"
+          $PY -c "import arrayx; info = arrayx.__array_namespace_info__(); print(info.devices()); chip = [d for d in info.devices() if 'tpu' in str(d)][0]; print('defaults on', chip, info.default_dtypes(device=chip))"
         } > "$OUT/tpu.txt" 2>&1; cat "$OUT/tpu.txt" ;;
     tests)
         echo "== the chip's own tests (tests/executors/test_tpu_chip.py), then -m jax tests with the chip as default"
-        timeout 120 $PY -m pytest -q -p no:cacheprovider -rs tests/executors/test_tpu_chip.py \
-            tests/executors/test_jax_precision.py > "$OUT/tests_chip.log" 2>&1
+        timeout 180 $PY -m pytest -q -p no:cacheprovider -rs tests/executors/test_tpu_chip.py \
+            tests/executors/test_jax_precision.py tests/executors/test_jax_numpy_rules.py > "$OUT/tests_chip.log" 2>&1
         echo "pytest exit $?"; tail -8 "$OUT/tests_chip.log"
         timeout "${TESTS_S:-150}" $PY -m pytest -q -p no:cacheprovider -m jax --maxfail=200 \
-            --junitxml="$OUT/tests.xml" ${TEST_PATHS:-tests/executors/test_jax.py tests/transforms/test_jit.py} \
+            --junitxml=/tmp/tests.xml ${TEST_PATHS:-tests/executors/test_jax.py tests/transforms/test_jit.py tests/api/test_extension_dtypes.py} \
             > "$OUT/tests.log" 2>&1
         echo "pytest exit $?"; tail -6 "$OUT/tests.log" ;;
     main)
@@ -111,6 +114,8 @@ for step in $STEPS; do
         fi ;;
     bench)
         echo "== bench_tpu"
-        timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py --output "$OUT/tpu_bench.json" 2>&1 | tail -30 ;;
+        timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py --output "$OUT/tpu_bench.json" 2>&1 | tail -30
+        echo "== bench_tpu_defaults (the default-dtype MLP, each side in its own process)"
+        timeout "${DEFAULTS_S:-120}" $PY benchmarks/bench_tpu_defaults.py --output "$OUT/tpu_defaults.json" 2>&1 | tail -12 ;;
     esac
 done
