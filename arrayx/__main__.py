@@ -15,7 +15,9 @@ available executor (or those given) three jobs written once against arrayx, in f
 
 For each job: the first call (compile time, tracing and compilation included), the time per
 call after that (median), the speed against the NumPy executor (its time / this one's) and the
-largest absolute difference from the NumPy executor's results, which must stay <= ``TOLERANCE``.
+largest absolute difference from the NumPy executor's results, which must stay <= ``TOLERANCE``
+on a CPU, and within the looser bound of :func:`tolerance_for` on an accelerator whose float32
+transcendentals are not correctly rounded (a TPU), with the reason printed.
 Exit status 1 when a job fails or disagrees.
 """
 from __future__ import annotations
@@ -28,8 +30,19 @@ import time
 
 import numpy as np
 
-#: largest absolute difference from the NumPy executor's float32 results that counts as agreement
+#: largest absolute difference from the NumPy executor's float32 results that counts as agreement (CPUs)
 TOLERANCE = 1e-5
+#: the same on an accelerator: its float32 exp and log (the loss's logaddexp) are the hardware's own
+#: approximations, not correctly rounded, and the scan job's 512 SGD steps in one jit(scan) amplify that
+ACCELERATOR_TOLERANCE = 1e-4
+#: platform -> why its results may differ more (platforms not listed, other than "cpu": the generic reason)
+ACCELERATOR_REASONS = {
+    "tpu": "XLA:TPU's float32 exp and log are approximations with about 1e-6 relative error, not correctly "
+           "rounded (conformance/deviations.py: tpu-float32-transcendentals), which the scan job's hundreds of "
+           "SGD steps amplify (3.7e-05 measured on a TPU v5e)",
+}
+GENERIC_ACCELERATOR_REASON = ("the accelerator's float32 exp and log are its math library's approximations, not "
+                              "correctly rounded, which the scan job's SGD steps amplify")
 FEATURES = 16
 LEARNING_RATE = 0.5
 BATCH = 512
@@ -135,6 +148,18 @@ def run_executor(name: str, size: int, steps: int) -> dict:
     return out
 
 
+def tolerance_for(name: str) -> tuple[float, str]:
+    """``(largest |diff| from NumPy's results, why)`` for executor ``name`` on its default device: ``TOLERANCE``
+    (no reason) on a CPU, ``ACCELERATOR_TOLERANCE`` with its platform's reason elsewhere."""
+    from arrayx.core import executor as base
+
+    ex = base.get(name)
+    platform = ex.platform_of(ex.default_device())
+    if platform == "cpu":
+        return TOLERANCE, ""
+    return ACCELERATOR_TOLERANCE, ACCELERATOR_REASONS.get(platform, GENERIC_ACCELERATOR_REASON)
+
+
 def describe_executors() -> list[dict]:
     from arrayx.core import executor as base
 
@@ -189,15 +214,20 @@ def main(argv=None) -> int:
     for f in found:
         say(f"  {f['executor']:<6} " + (f"available    devices: {', '.join(f['devices'])}" if f["available"]
                                        else f"unavailable  {f['reason']}"))
+    tolerances = {name: tolerance_for(name) for name in chosen}
+    looser = {name: t for name, t in tolerances.items() if t[1]}
     if accelerators:
         say(f"\naccelerators: {', '.join(accelerators)}; {args.size} examples (--size to change), float32 products "
             f"at full precision (arrayx.default_matmul_precision('highest'): the results are compared with NumPy's)")
+    for name, (tol, why) in looser.items():
+        say(f"{name}: results agree within {tol:.0e} there, not {TOLERANCE:.0e}: {why}")
     say(f"\nlogistic regression on {args.size} x {FEATURES} float32 examples: train = {args.steps} steps of "
         f"jit(grad), per-example = jit(vmap(grad)), scan = jit(scan) of SGD over {args.size // BATCH} minibatches")
     say(f"{'executor':<8} {'job':<12} {'compile':>10} {'per call':>11} {'vs numpy':>9} {'max |diff|':>11}")
 
     report = {"executors": found, "accelerators": accelerators, "size": args.size, "steps": args.steps, "features": FEATURES,
-              "tolerance": TOLERANCE, "results": {}}
+              "tolerance": TOLERANCE, "results": {},
+              "tolerances": {name: {"max_abs_diff": tol, "reason": why} for name, (tol, why) in tolerances.items()}}
     reference = None
     failures = 0
     for name in chosen:
@@ -215,14 +245,16 @@ def main(argv=None) -> int:
             diff = max(float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)), initial=0.0))
                        for g, w in zip(r["results"], reference[job]["results"]))
             speed = reference[job]["per_call_s"] / r["per_call_s"]
-            ok = diff <= TOLERANCE
+            tol = tolerances[name][0]
+            ok = diff <= tol
             failures += not ok
             report["results"][name][job] = {k: r[k] for k in ("first_call_s", "compile_s", "per_call_s")} | {
-                "speed_vs_numpy": speed, "max_abs_diff": diff, "agrees": ok}
+                "speed_vs_numpy": speed, "max_abs_diff": diff, "agrees": ok, "tolerance": tol}
             say(f"{name:<8} {job:<12} {r['compile_s'] * 1e3:>8.1f}ms {r['per_call_s'] * 1e3:>9.3f}ms "
-                f"{speed:>8.3g}x {diff:>11.2e}{'' if ok else '  DIFFERS (> %.0e)' % TOLERANCE}")
+                f"{speed:>8.3g}x {diff:>11.2e}{'' if ok else '  DIFFERS (> %.0e)' % tol}")
+    bound = f"max |diff| <= {TOLERANCE:.0e}" + "".join(f", {t:.0e} on {n}" for n, (t, _) in looser.items())
     say(f"\n{'every executor agrees with numpy' if not failures else f'{failures} failures'} "
-        f"(max |diff| <= {TOLERANCE:.0e}; speed = numpy's time per call / the executor's)")
+        f"({bound}; speed = numpy's time per call / the executor's)")
     if args.json is not None:
         body = json.dumps(report, indent=1)
         if args.json == "-":

@@ -12,7 +12,9 @@ within ``rtol * |want| + atol * scale``, where ``(rtol, atol)`` are the toleranc
 multiples of the result dtype's epsilon (``TOLERANCES``) and ``scale`` is the largest finite
 magnitude among the inputs and the reference result (at least 1).  The strict classes
 (``exact``, ``elementwise``) also require the sign of every zero, and every class but
-``composite`` requires subnormals not to be flushed to zero.
+``composite`` requires subnormals not to be flushed to zero.  ``widen=(rtol, atol)`` (in the same
+units) raises a class's bounds to those of a per-platform deviation (``deviations.PlatformDeviation.
+tolerance``): only the report's check of a device that entry names passes it.
 """
 from __future__ import annotations
 
@@ -41,12 +43,15 @@ class Mismatch(AssertionError):
     """A result differs from the reference (the message says where and how)."""
 
 
-def bounds(dtype, cls: str, scale: float = 1.0) -> tuple[float, float]:
-    """``(rtol, atol)`` of class ``cls`` for a result of ``dtype`` (0, 0 for integers and bools)."""
+def bounds(dtype, cls: str, scale: float = 1.0, widen: tuple | None = None) -> tuple[float, float]:
+    """``(rtol, atol)`` of class ``cls`` for a result of ``dtype`` (0, 0 for integers and bools), each at
+    least ``widen``'s where given."""
     dtype = np.dtype(dtype)
     tol = TOLERANCES[cls]
     if tol is None or dtype.kind not in "fc":
         return 0.0, 0.0
+    if widen is not None:
+        tol = (max(tol[0], widen[0]), max(tol[1], widen[1]))
     eps = float(np.finfo(dtype).eps)
     return tol[0] * eps, tol[1] * eps * scale
 
@@ -76,18 +81,20 @@ def _arrays(tree):
             yield from _arrays(t)
 
 
-def compare(got, want, cls: str = "composite", scale: float = 1.0, path: str = "result") -> None:
-    """Raise Mismatch unless the materialised ``got`` equals ``want`` under tolerance class ``cls``."""
+def compare(got, want, cls: str = "composite", scale: float = 1.0, path: str = "result",
+            widen: tuple | None = None) -> None:
+    """Raise Mismatch unless the materialised ``got`` equals ``want`` under tolerance class ``cls``
+    (its bounds raised to ``widen``'s where given)."""
     if got[0] != want[0]:
         raise Mismatch(f"{path}: got a {got[0]}, expected a {want[0]}")
     kind = want[0]
     if kind == "array":
-        return compare_arrays(got[1], want[1], cls, scale, path)
+        return compare_arrays(got[1], want[1], cls, scale, path, widen)
     if kind == "named":
         if got[1] != want[1]:
             raise Mismatch(f"{path}: fields {got[1]} != {want[1]}")
         for f, g, w in zip(want[1], got[2], want[2]):
-            compare(g, w, cls, scale, f"{path}.{f}")
+            compare(g, w, cls, scale, f"{path}.{f}", widen)
         return
     if kind in ("tuple", "list", "dict"):
         if len(got[1]) != len(want[1]):
@@ -97,13 +104,13 @@ def compare(got, want, cls: str = "composite", scale: float = 1.0, path: str = "
                 if g[0] != w[0]:
                     raise Mismatch(f"{path}: key {g[0]!r} != {w[0]!r}")
                 g, w = g[1], w[1]
-            compare(g, w, cls, scale, f"{path}[{i}]")
+            compare(g, w, cls, scale, f"{path}[{i}]", widen)
         return
     g, w = got[1], want[1]
     if type(g) is not type(w):
         raise Mismatch(f"{path}: {g!r} ({type(g).__name__}) != {w!r} ({type(w).__name__})")
     if isinstance(w, (float, complex)):
-        compare_arrays(np.asarray(g), np.asarray(w), cls, scale, path)
+        compare_arrays(np.asarray(g), np.asarray(w), cls, scale, path, widen)
     elif g != w:
         raise Mismatch(f"{path}: {g!r} != {w!r}")
 
@@ -113,7 +120,7 @@ def _parts(a: np.ndarray):
 
 
 def compare_arrays(g: np.ndarray, w: np.ndarray, cls: str = "composite", scale: float = 1.0,
-                   path: str = "result") -> None:
+                   path: str = "result", widen: tuple | None = None) -> None:
     """Raise Mismatch unless host array ``g`` equals ``w`` (dtype, shape, values) under class ``cls``."""
     if g.dtype != w.dtype:
         raise Mismatch(f"{path}: dtype {g.dtype} != {w.dtype}")
@@ -125,7 +132,7 @@ def compare_arrays(g: np.ndarray, w: np.ndarray, cls: str = "composite", scale: 
         if not np.array_equal(g, w):
             raise Mismatch(f"{path}: {where_differs(g != w, g, w)}")
         return
-    rtol, atol = bounds(w.dtype, cls, scale)
+    rtol, atol = bounds(w.dtype, cls, scale, widen)
     tiny = float(np.finfo(w.dtype).smallest_normal)
     for gp, wp in zip(_parts(g), _parts(w)):
         checks = [
