@@ -3,6 +3,7 @@ many chunks as the mesh axes it is split over) plus, on a ``dask.distributed`` c
 make up the mesh, a placement: each block is computed on, and kept by, a worker that holds it."""
 from __future__ import annotations
 
+import uuid
 import weakref
 
 import numpy as np
@@ -98,3 +99,75 @@ def placement(x) -> dict:
         client.gather(futures)  # finished (no default client is set: wait() would need one)
     who = client.who_has(futures)
     return {k: sorted(v) for k, v in who.items()}
+
+
+# -- ppermute and psum_scatter inside shard_map: only the blocks each member needs ----------------------
+
+
+def combine_blocks(eqn, vals, group, workers, run_id) -> list:
+    """One group's ppermute or psum_scatter on the dask runner of shard_map (``vals``: the members'
+    values in ``group`` order; ``workers[i]``: member ``i``'s worker or None).
+
+    ppermute: a destination's value is its source's block itself, so the destination's next task
+    reads it where the source's task left it (one block moves per pair, and nothing else); a member
+    no pair sends to gets a zeros task on its own worker.  psum_scatter: for each (source,
+    destination) a task on the source's worker cuts the destination's part, and one task on the
+    destination's worker adds the parts up in member order (each member receives a ``1/n``-th of
+    every other member's value, never the whole sum)."""
+    import dask
+    import dask.array as da
+
+    from arrayx.sharding import _collectives
+    from arrayx.sharding._virtual import _as_delayed, _Block, _null
+
+    _collectives.note_collective(eqn, group)
+    lazy = [isinstance(v, (_Block, da.Array)) for v in vals]
+    if not any(lazy):
+        return _collectives.combine_in_turn(np, eqn, [np.asarray(v) for v in vals], np.array)
+    aval = eqn.outputs[0].aval
+    shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
+    n = len(vals)
+    tag = f"{eqn.prim.name}-{run_id}-{uuid.uuid4().hex[:8]}"
+
+    def pinned(member):
+        w = workers[member]
+        return dask.annotate(workers=[w], allow_other_workers=False) if w else _null()
+
+    if eqn.prim is _collectives.ppermute_p:
+        src_of = _collectives.sources(eqn.params["perm"], n)
+        out = []
+        for pos, s in enumerate(src_of):
+            if s >= 0:
+                out.append(vals[s])
+                continue
+            with pinned(group[pos]):
+                task = dask.delayed(np.zeros, pure=False)(shape, dtype, dask_key_name=f"{tag}-zeros-{pos}")
+            out.append(da.from_delayed(task, shape=shape, dtype=dtype))
+        return out
+    d, tiled = eqn.params["scatter_dimension"], eqn.params["tiled"]
+    in_aval = eqn.inputs[0].aval
+    ins = [_as_delayed(v) for v in vals]
+    parts = [[None] * n for _ in range(n)]  # parts[src][dst]
+    for s in range(n):
+        with pinned(group[s]):
+            for m in range(n):
+                key = _collectives.part_index(len(in_aval.shape), d, m, n, tiled, in_aval.shape[d])
+                parts[s][m] = dask.delayed(_part, pure=False)(ins[s], key, dask_key_name=f"{tag}-part-{s}-{m}")
+    out = []
+    for m in range(n):
+        with pinned(group[m]):
+            task = dask.delayed(_sum_parts, pure=False)(*(parts[s][m] for s in range(n)),
+                                                        dask_key_name=f"{tag}-sum-{m}")
+        out.append(da.from_delayed(task, shape=shape, dtype=dtype))
+    return out
+
+
+def _part(block, key):
+    return np.ascontiguousarray(np.asarray(block)[key])
+
+
+def _sum_parts(*parts):
+    out = np.array(parts[0], copy=True)
+    for p in parts[1:]:
+        out = out + p
+    return np.asarray(out)

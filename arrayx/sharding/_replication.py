@@ -4,7 +4,8 @@ from the program alone, and the check of the outputs against ``out_specs``.
 A member's block varies along the mesh axes its in_spec names, ``axis_index(a)`` along ``a``, a
 constant (a captured value, a literal) along none; an operation's result varies along every axis
 any of its operands varies along, except a collective over ``a`` (psum, pmax, pmin, all_gather),
-whose result is the same on every member along ``a``.  Control flow follows vmap's batching rules
+whose result is the same on every member along ``a``; ppermute and psum_scatter over ``a`` give
+each member its own block, so their results vary along ``a``.  Control flow follows vmap's batching rules
 (a loop carry varies along what its body makes it vary along, to a fixed point; a branch or loop
 whose choice varies makes every result vary).  An output whose out_spec leaves axis ``a`` out says
 it is the same on every member along ``a``: it must not vary along ``a``.  The values are never
@@ -37,6 +38,16 @@ def _union(ins, eqn):
 
 def _collective(ins, eqn):
     return [ins[0] - {eqn.params["axis_name"]}]
+
+
+def _names_of(eqn) -> frozenset:
+    name = eqn.params["axis_name"]
+    return frozenset(name) if isinstance(name, tuple) else frozenset({name})
+
+
+def _moved(ins, eqn):
+    """ppermute, psum_scatter: each member gets a different block (or zeros): it varies along the axes."""
+    return [ins[0] | _names_of(eqn)]
 
 
 def _call(ins, eqn):
@@ -87,7 +98,7 @@ def _scan(ins, eqn):
 #: rules and checkpoint too: their vmap rules batch every result, and the vmaps under a transform
 #: must agree with this analysis)
 RULES = {"psum": _collective, "pmax": _collective, "pmin": _collective, "all_gather": _collective,
-         "call": _call, "cond": _cond, "while": _while, "scan": _scan}
+         "ppermute": _moved, "psum_scatter": _moved, "call": _call, "cond": _cond, "while": _while, "scan": _scan}
 
 
 def unnamed_axes(mesh, spec) -> list:

@@ -7,9 +7,11 @@ input per mesh axis (the member's coordinate, what ``axis_index`` returns)
 
 - numpy / numba: every member in turn on its own copy of its blocks, cut at the collectives
   (``parallel.segments``); a collective over axis ``a`` combines the members that differ only in
-  their ``a`` coordinate (``parallel._combine``);
+  their ``a`` coordinate (``parallel._combine``; ppermute and psum_scatter hand each member only its
+  source's block or its part of the sum, ``_collectives.combine_in_turn``);
 - dask: the same, each member's segment one task (pinned to the worker the mesh names for the
-  member when the mesh is made of workers);
+  member when the mesh is made of workers); a ppermute wires the source's task into the
+  destination's, a psum_scatter cuts each part where its source is (``_dask.combine_blocks``);
 - jax: ``jax.shard_map`` of the lowered graph, jitted.
 
 Along a mesh axis an output's spec leaves out, the result is member 0's block (the check has shown
@@ -22,7 +24,7 @@ import uuid
 import numpy as np
 
 from arrayx import pytree
-from arrayx.sharding import _records
+from arrayx.sharding import _collectives, _records
 from arrayx.sharding._shardings import NamedSharding, shard_index, split_count
 from arrayx.core.tracers import aval_of
 from arrayx.transforms.parallel import _combine, _read, segments
@@ -73,24 +75,39 @@ def _member_envs(graph, mesh, bufs, specs, shapes, block_of, coord_value):
     return envs, coords
 
 
-def _groups(mesh, coords, axis):
-    """Members (indices) grouped by their coordinates off ``axis``, each group in ``axis`` order."""
+def _groups(mesh, coords, axes):
+    """Members (indices) grouped by their coordinates off ``axes`` (a name or a tuple of names), each
+    group in row-major order over ``axes`` (the first name slowest, as JAX numbers them)."""
+    axes = axes if isinstance(axes, tuple) else (axes,)
     groups: dict = {}
     for i, c in enumerate(coords):
-        groups.setdefault(tuple(v for a, v in c.items() if a != axis), []).append((c[axis], i))
+        pos = 0
+        for a in axes:
+            pos = pos * mesh.shape[a] + c[a]
+        groups.setdefault(tuple(v for a, v in c.items() if a not in axes), []).append((pos, i))
     return [[i for _, i in sorted(g)] for g in groups.values()]
 
 
-def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const, combine=_combine):
+def _combine_any(xp, eqn, vals, group, copy=None):
+    """The in-turn combine: ppermute/psum_scatter each member its own block (``_collectives``), the
+    other collectives ``parallel._combine``."""
+    _collectives.note_collective(eqn, group)
+    if _collectives.is_block_collective(eqn.prim):
+        return _collectives.combine_in_turn(xp, eqn, vals, copy or (lambda v: v))
+    return _combine(xp, eqn, vals)
+
+
+def _run_members(graph, mesh, envs, coords, compute, xp, wrap_const, combine=_combine_any):
     consts = {v: wrap_const(c) for v, c in zip(graph.constvars, graph.consts)}
     for seg in segments(graph):
         if seg.eqn is not None:
             name = seg.eqn.params["axis_name"]
-            if name not in mesh.axis_names:
-                raise NameError(f"shard_map: collective over {name!r}, which is not an axis of {mesh!r}")
+            for a in (name if isinstance(name, tuple) else (name,)):
+                if a not in mesh.axis_names:
+                    raise NameError(f"shard_map: collective over {a!r}, which is not an axis of {mesh!r}")
             for group in _groups(mesh, coords, name):
                 vals = [_read(envs[i], seg.inputs[0], consts) for i in group]
-                for i, r in zip(group, combine(xp, seg.eqn, vals)):
+                for i, r in zip(group, combine(xp, seg.eqn, vals, group)):
                     envs[i][seg.outputs[0]] = r
             continue
         for i, env in enumerate(envs):
@@ -121,7 +138,8 @@ def _run_in_turn(ex, graph, fname, mesh, leaves, specs, ospecs):
     envs, coords = _member_envs(graph, mesh, bufs, specs, shapes, lambda b, idx, dev: copy(b[idx]),
                                 lambda i: ex.asarray(np.int32(i)))
     per_output = _run_members(graph, mesh, envs, coords, lambda seg, ins, i: lowered(ex, seg.graph)(*ins), ex.xp,
-                              lambda c: _buffer_for(ex, c))
+                              lambda c: _buffer_for(ex, c),
+                              lambda xp, eqn, vals, group: _combine_any(xp, eqn, vals, group, copy))
 
     def place(shape, blocks):
         first = next(iter(blocks.values()))[1]
@@ -183,7 +201,12 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
             return [da.from_delayed(task, shape=v.aval.shape, dtype=v.aval.dtype)]
         return [da.from_delayed(task[k], shape=v.aval.shape, dtype=v.aval.dtype) for k, v in enumerate(seg.outputs)]
 
-    def combine(xp, eqn, vals):
+    def combine(xp, eqn, vals, group):
+        if _collectives.is_block_collective(eqn.prim):  # only the blocks each member needs
+            from arrayx.sharding._dask import combine_blocks
+
+            return combine_blocks(eqn, vals, group, workers, run_id)
+        _collectives.note_collective(eqn, group)
         # psum/pmax/pmin of the members' blocks: one task (a chain of binary ops is one task each)
         vals = [v.as_array() if isinstance(v, _Block) else v for v in vals]
         op = _REDUCERS.get(eqn.prim.name)

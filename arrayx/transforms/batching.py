@@ -94,7 +94,9 @@ class BatchTrace(Trace):
         return x, None
 
     def process_primitive(self, prim, args, params):
-        if self.axis_name is not None and prim in COLLECTIVE_RULES and params["axis_name"] == self.axis_name:
+        if self.axis_name is not None and prim in COLLECTIVE_RULES and (
+                params["axis_name"] == self.axis_name or  # or one of a tuple of names (ppermute)
+                (params["axis_name"].__class__ is tuple and self.axis_name in params["axis_name"])):
             return self._process_collective(prim, args, params)
         vals = []
         dims = []

@@ -54,7 +54,9 @@ psum_p = Primitive("psum")
 pmax_p = Primitive("pmax")
 pmin_p = Primitive("pmin")
 all_gather_p = Primitive("all_gather")
-COLLECTIVES = (psum_p, pmax_p, pmin_p, all_gather_p)
+#: the primitives that cut a member graph (``segments``) and that the runners combine across members;
+#: arrayx/sharding/_collectives.py adds ppermute and psum_scatter (shard_map's runners combine them)
+COLLECTIVES = [psum_p, pmax_p, pmin_p, all_gather_p]
 
 
 def _same_aval(x, **params):
