@@ -4,8 +4,10 @@ Both bind ``debug_callback``, a primitive with no outputs: eagerly it calls the
 function at once; staged (``jit``) it is an equation of the graph (nothing uses its
 outputs, and staging drops nothing, so it stays), and every executor's lowering calls
 the function with host (NumPy) copies of the values each time the compiled function
-runs (the jax executor through ``jax.debug.callback``).  Under ``grad``/``jvp`` the
-function sees the primal values.  Values known while staging (constants) are printed
+runs (the jax executor through ``jax.debug.callback``); they have all run when the call
+returns (JAX dispatches asynchronously, and on a TPU runs a callback when the chip reaches it: the
+jax executor's compiled call waits for them, :func:`waiting_for_callbacks`).  Under ``grad``/``jvp``
+the function sees the primal values.  Values known while staging (constants) are printed
 once, when the function is staged.  ``breakpoint()`` is a callback too: it hands the runtime values
 of the caller's local variables to a debugger (``pdb`` by default; ``DEBUGGER`` replaces it).
 """
@@ -24,6 +26,7 @@ from arrayx.core.primitives import Primitive
 from arrayx.core.executor import GENERIC
 
 __all__ = ["print", "callback", "breakpoint", "visualize_array_sharding"]
+
 
 class EffectfulPrimitive(Primitive):
     """A primitive with an effect (a host callback): dead-code elimination keeps it."""
@@ -55,6 +58,40 @@ def _lowering(ex, params):
 
 
 debug_callback_p.lowerings["*"] = _lowering
+
+
+class _WaitsForCallbacks:
+    """A compiled program that returns only when the debug callbacks its call ran have finished."""
+
+    __slots__ = ("program", "wait")
+
+    def __init__(self, program, wait):
+        self.program = program
+        self.wait = wait
+
+    def __call__(self, *bufs):
+        out = self.program(*bufs)
+        self.wait()
+        return out
+
+    def __getattr__(self, name):  # the program's own attributes (jax.jit's lower, _cache_size, fn ...)
+        if name in ("program", "wait"):  # not yet set (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.program, name)
+
+
+def waiting_for_callbacks(graph, program, wait: Callable[[], None]):
+    """``program``, the compiled ``graph``, made to call ``wait()`` after each call where ``graph``
+    (or a sub-graph) has a debug callback, so that ``print``/``callback``/``breakpoint`` have run
+    when the call returns, on every executor (the NumPy one runs them in line).  An executor whose
+    calls return before the device has finished (JAX's asynchronous dispatch: on a TPU a callback
+    runs when the chip reaches it) passes its barrier (``jax.effects_barrier``).  Graphs without
+    one keep their program as it is (and its asynchronous dispatch)."""
+    from arrayx.core.graph import has_effects
+
+    if not any(has_effects(e) for e in graph.equations):
+        return program
+    return _WaitsForCallbacks(program, wait)
 
 
 def _batch(vals, dims, *, fn):

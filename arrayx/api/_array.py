@@ -25,6 +25,36 @@ from arrayx.core.array import Array, define_array_methods
 SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
 
+_KDLCPU = 1  # DLPack's device type of host memory
+
+
+def _dlpack_device_of(buf):
+    """``buf.__dlpack_device__()``, or None where its library has no DLPack device for it (JAX on a
+    TPU: BufferError; XLA cannot export a TPU buffer either)."""
+    try:
+        return buf.__dlpack_device__()
+    except BufferError:
+        return None
+
+
+def _host_dlpack(x, stream, max_version, dl_device, copy):
+    """The DLPack export of ``x``, whose device DLPack cannot name: a private host copy, the only
+    export there is (what ``np.from_dlpack(x)`` and ``dl_device=(kDLCPU, 0)`` get)."""
+    if copy is False:
+        raise BufferError(
+            f"__dlpack__: {x.dtype} array on {x.device}, which DLPack cannot export; its only export is a "
+            f"host copy, and copy=False forbids one; pass copy=None or copy=True (or use np.asarray(x))")
+    if dl_device is not None and int(dl_device[0]) != _KDLCPU:
+        raise BufferError(
+            f"__dlpack__: {x.dtype} array on {x.device}, which DLPack cannot export; it can only be exported "
+            f"to host memory (dl_device=({_KDLCPU}, 0)), not to dl_device={tuple(dl_device)}")
+    host = np.array(x._ex.to_host(x._buf), copy=True)  # private and writeable: the consumer owns it
+    kwargs = {} if max_version is None else {"max_version": max_version}
+    if stream is not None:
+        kwargs["stream"] = stream  # NumPy refuses a stream for host memory, as the standard says
+    return host.__dlpack__(**kwargs)
+
+
 @define_array_methods
 class _ArrayMethods:
     """The standard's array object: ``x.shape``, ``x + y``, ``x[i]``, ``x.at[i].set(v)``, ...
@@ -149,6 +179,8 @@ class _ArrayMethods:
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
         buf = self._ex.dlpack_buffer(self._buf)
+        if _dlpack_device_of(buf) is None:  # a device DLPack cannot name (a TPU): a host copy
+            return _host_dlpack(self, stream, max_version, dl_device, copy)
         kwargs = {}
         if stream is not None:
             kwargs["stream"] = stream
@@ -161,7 +193,9 @@ class _ArrayMethods:
         return buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple:
-        return self._ex.dlpack_buffer(self._buf).__dlpack_device__()
+        # where __dlpack__ exports to: the buffer's device, or the host for a device DLPack has no
+        # type for (its export is a host copy)
+        return _dlpack_device_of(self._ex.dlpack_buffer(self._buf)) or (_KDLCPU, 0)
 
     def to_device(self, device, /, *, stream=None) -> "Array":
         return _creation.asarray(self, device=device)
@@ -675,8 +709,9 @@ _METHOD_DOCS = {
     "T": "The transpose of a 2-D array (a view; ValueError for other ranks: use ``mT``).",
     "__array_namespace__": "The ``arrayx`` module (``api_version``: one of SUPPORTED_API_VERSIONS or None).",
     "__array__": "The values as a NumPy array (a writeable copy where the executor's host view is read-only).",
-    "__dlpack__": "A DLPack capsule of the buffer (a host copy where the executor's library has none).",
-    "__dlpack_device__": "The ``(device type, device id)`` pair of DLPack.",
+    "__dlpack__": ("A DLPack capsule of the buffer (a host copy where the executor's library has none, or where "
+                   "DLPack has no device type for its device: a TPU's; copy=False then raises BufferError)."),
+    "__dlpack_device__": "The ``(device type, device id)`` pair of DLPack: where ``__dlpack__`` exports to.",
     "to_device": "This array on another device or executor (``'jax'``, ``'numba:cpu'``, a Device).",
     "__bool__": "The value of a one-element array as a bool (ConcretizationError under jit: use cond/where).",
     "__int__": "The value of a one-element array as an int.",

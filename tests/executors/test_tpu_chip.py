@@ -89,3 +89,77 @@ def test_the_users_own_jax_is_left_alone():
     ax.asarray([1.0, 2.0], device=TPU) * 2
     assert not jax.config.jax_enable_x64
     assert jnp.asarray(np.ones(3)).dtype == jnp.float32
+
+
+def test_dlpack_export_is_a_host_copy():
+    """XLA cannot export a TPU buffer by DLPack (JAX: "cannot be used as a DLPack device"), and DLPack
+    has no device type for it: the export is a private host copy, reported as kDLCPU."""
+    x = ax.asarray(np.array([1.5, 2.5, 3.5], dtype=np.float32), device=TPU)
+    assert x.__dlpack_device__() == (1, 0)
+    for kw in ({}, {"device": "cpu"}, {"copy": True}):
+        h = np.from_dlpack(x, **kw)
+        assert h.dtype == np.float32 and h.tolist() == [1.5, 2.5, 3.5]
+        h[0] = 0.0
+        assert float(x[0]) == 1.5
+    with pytest.raises(BufferError, match="copy=False"):
+        np.from_dlpack(x, copy=False)
+    y = ax.from_dlpack(x, device=TPU)
+    assert y.device == TPU and np.asarray(y).tolist() == [1.5, 2.5, 3.5]
+
+
+def test_debug_print_has_run_when_a_jitted_call_returns(capsys):
+    """On the chip a callback runs when the program reaches it, after JAX's dispatch has returned:
+    arrayx's compiled call waits for it, so both prints are there before anything else runs."""
+    seen = []
+
+    def f(x):
+        ax.debug.print("x = {}", x)
+        ax.debug.callback(lambda v: seen.append(float(v)), ax.sum(x))
+        return x * 2.0
+
+    jf = ax.jit(f)
+    for v in ([1.0, 2.0], [3.0, 4.0]):
+        jf(ax.asarray(np.array(v, dtype=np.float32), device=TPU))
+    assert capsys.readouterr().out == "x = [1. 2.]\nx = [3. 4.]\n"
+    assert seen == [3.0, 7.0]
+
+
+def test_64bit_data_on_the_chip_per_setting():
+    """downcast: float64 host data becomes float32 (1e-310 becomes 0.0, below float32's range) and
+    int64 wraps as NumPy's astype; emulate: 64-bit types kept, about 48 bits of mantissa."""
+    tiny64 = np.array([1e-310, 1.0 + 2**-40])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ax.asarray(tiny64, device=TPU)
+        big = ax.asarray(np.array([2**62 + 1]), device=TPU)
+    assert a.dtype == ax.float32 and np.asarray(a).tolist() == [0.0, 1.0]
+    assert big.dtype == ax.int32 and np.asarray(big).tolist() == [1]
+    with ax.tpu_64bit("emulate"):
+        e = ax.asarray(np.array([1.0, 1.0 + 2**-40]), device=TPU)
+        assert e.dtype == ax.float64
+        assert abs(float(e[1] - e[0]) - 2**-40) < 1e-14  # pairs of float32: exact here or nearly
+        assert ax.asarray([1, 2], device=TPU).dtype == ax.int32  # Python data takes the defaults in every mode
+    tiny32 = np.array([1e-40], np.float32)
+    b = ax.asarray(tiny32, device=TPU)
+    np.testing.assert_array_equal(np.asarray(b), tiny32)  # stored and read back unchanged
+    assert np.asarray(b * 1.0)[0] == 0.0  # XLA:TPU's float32 arithmetic flushes subnormals, as XLA:CPU's
+
+
+def test_platform_tolerances_hold_on_the_chip():
+    """The bounds tests/executors/platform_tolerances.py gives for a TPU's float32 results hold here:
+    its transcendentals, and products at each matmul precision (K = 64)."""
+    from tests.executors.platform_tolerances import PRODUCT_RTOL, tolerance
+
+    rng = np.random.default_rng(1)
+    v = rng.uniform(0.1, 3.0, 4096).astype(np.float32)
+    x = ax.asarray(v, device=TPU)
+    for name in ("exp", "log", "tanh", "sin", "cos", "sqrt", "expm1", "log1p"):
+        got = np.asarray(getattr(ax, name)(x))
+        want = getattr(np, name)(v.astype(np.float64))
+        np.testing.assert_allclose(got, want, err_msg=name, **tolerance(ax.float32, TPU, uses=(name,)))
+    a, b = rng.standard_normal((2, 64, 64)).astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    for precision, rtol in PRODUCT_RTOL.items():
+        with ax.default_matmul_precision(precision):
+            got = np.asarray(ax.asarray(a, device=TPU) @ ax.asarray(b, device=TPU))
+        assert np.max(np.abs(got - exact)) / np.max(np.abs(exact)) < rtol, precision

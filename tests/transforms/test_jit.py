@@ -10,11 +10,16 @@ import arrayx as ax
 from arrayx.core.primitives import ConcretizationError, DataDependentShapeError
 from conformance import profile
 from tests.conftest import assert_same
+from tests.executors.platform_tolerances import assert_close
 from conformance.differential.table.derivatives import CASES, make_inputs
 
 
-def _close(a, b, rtol=1e-12, atol=1e-13):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol)
+def _close(a, b, rtol=1e-12, atol=1e-13, *, uses=(), condition=1.0):
+    """``a`` (an arrayx result) equals ``b``: within ``rtol``/``atol`` where it is 64-bit (every CPU
+    device), else within the accuracy of its dtype on the device that computed it for the functions
+    ``uses`` (a TPU's float32 transcendentals and products), times ``condition``
+    (``tests/executors/platform_tolerances.py``)."""
+    assert_close(a, b, rtol=rtol, atol=atol, uses=uses, condition=condition)
 
 
 #: the derivative examples (compositions) under jit: a seeded sample in the ci profile, all in the deep one;
@@ -75,13 +80,14 @@ def test_mlp_training_step(executor):
     y = ax.asarray(np.eye(3)[rng.integers(0, 3, 5)])
     step = ax.jit(_sgd_step, static_argnums=3)
     p_eager, p_jit = params, params
+    uses = ("matmul", "tanh", "exp", "log")
     for _ in range(3):
         p_eager, l_eager = _sgd_step(p_eager, x, y, 0.1)
         p_jit, l_jit = step(p_jit, x, y, 0.1)
-        _close(l_jit, l_eager, rtol=1e-11)
+        _close(l_jit, l_eager, rtol=1e-11, uses=uses)
     for a, b in zip(ax.pytree.leaves(p_jit), ax.pytree.leaves(p_eager)):
         assert a.executor == executor
-        _close(a, b, rtol=1e-11)
+        _close(a, b, rtol=1e-11, uses=uses)
     assert step.trace_count == 1
 
 
@@ -94,15 +100,16 @@ def test_grad_of_jit_and_jit_of_grad(executor):
     x = ax.asarray(np.linspace(-1.0, 1.0, 6).reshape(2, 3))
     want = ax.grad(loss)(x, w)
     jl = ax.jit(loss)
-    _close(ax.grad(jl)(x, w), want)
-    _close(ax.grad(lambda x: jl(x, w))(x), want)  # w is a constant of the outer function
-    _close(ax.jit(ax.grad(loss))(x, w), want)
-    _close(ax.jit(ax.grad(jl))(x, w), want)
+    uses = ("matmul", "tanh", "exp")  # on a TPU: float32, products in one bfloat16 pass (JAX's default)
+    _close(ax.grad(jl)(x, w), want, uses=uses)
+    _close(ax.grad(lambda x: jl(x, w))(x), want, uses=uses)  # w is a constant of the outer function
+    _close(ax.jit(ax.grad(loss))(x, w), want, uses=uses)
+    _close(ax.jit(ax.grad(jl))(x, w), want, uses=uses)
     # second order through jit
     h = ax.grad(lambda x: ax.sum(ax.grad(jl)(x, w)))(x)
-    _close(h, ax.grad(lambda x: ax.sum(ax.grad(loss)(x, w)))(x), rtol=1e-10)
+    _close(h, ax.grad(lambda x: ax.sum(ax.grad(loss)(x, w)))(x), rtol=1e-10, uses=uses)
     t = ax.jvp(lambda x: jl(x, w), (x,), (ax.ones_like(x),))[1]
-    _close(t, ax.sum(want))
+    _close(t, ax.sum(want), uses=uses)
 
 
 def test_custom_rules_and_checkpoint_under_jit(executor):
@@ -115,9 +122,9 @@ def test_custom_rules_and_checkpoint_under_jit(executor):
     x = ax.asarray(np.array([0.2, 0.4]))
     f = ax.jit(lambda x: ax.sum(scaled(x) + block(x)))
     want = 100.0 + np.cos(np.cos([0.2, 0.4])) * -np.sin([0.2, 0.4])
-    _close(ax.grad(f)(x), want)
-    _close(ax.jit(ax.grad(f))(x), want)
-    _close(f(x), np.sum(np.sin([0.2, 0.4]) + np.sin(np.cos([0.2, 0.4]))))
+    _close(ax.grad(f)(x), want, uses=("sin", "cos"))
+    _close(ax.jit(ax.grad(f))(x), want, uses=("sin", "cos"))
+    _close(f(x), np.sum(np.sin([0.2, 0.4]) + np.sin(np.cos([0.2, 0.4]))), uses=("sin", "cos"))
     names = {e.prim.name for e in f.trace(x).graph.equations}
     assert {"custom_vjp_call", "checkpoint"} <= names
 
@@ -163,7 +170,7 @@ def test_jitted_function_runs_on_the_inputs_executor(executor):
     f = ax.jit(lambda x: ax.exp(x) + ax.zeros(3))
     y = f(ax.asarray([0.0, 1.0, 2.0]))
     assert y.executor == executor
-    _close(y, np.exp([0.0, 1.0, 2.0]))
+    _close(y, np.exp([0.0, 1.0, 2.0]), uses=("exp",))
 
 
 def test_static_argnames_kwargs_and_decorator_forms():
@@ -330,7 +337,8 @@ def test_debug_nans_and_infs_name_the_first_primitive(executor):
     with ax.debug_infs(), pytest.raises(FloatingPointError, match=r"debug_infs: log produced an infinity"):
         ax.grad(lambda x: ax.sum(ax.log(x)))(ax.asarray([0.0, 1.0]))
     with ax.debug_nans():
-        _close(f(ax.asarray([3.0, 4.0])), 2 * np.sqrt(np.log([3.0, 4.0]) - 1.0))
+        # log(3) - 1 cancels: the result's relative error is log's times 0.5 * log(3) / (log(3) - 1) = 5.6
+        _close(f(ax.asarray([3.0, 4.0])), 2 * np.sqrt(np.log([3.0, 4.0]) - 1.0), uses=("log", "sqrt"), condition=8)
         with ax.debug_nans(False):
             f(x)  # switched off again inside
 

@@ -603,7 +603,10 @@ class JaxExecutor(Executor):
             device = graph.device if graph.device is not None else self.default_device()
             _tpu_limits.check_graph(self, graph, self.platform_of(device))
         # (and at arrayx's matmul precision, if one is named: the trace and the calls see the same)
-        return _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
+        program = _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
+        from arrayx.debug import waiting_for_callbacks  # debug callbacks have run when a call returns
+
+        return waiting_for_callbacks(graph, program, self._jax.effects_barrier)
 
     def _compile(self, graph, donate_argnums: tuple = ()):
         # the whole graph as jax.numpy/lax calls inside one jax.jit; arrayx has already
