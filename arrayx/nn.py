@@ -20,6 +20,7 @@ import math
 
 from arrayx import api as ax
 from arrayx.api._checks import array_arg, normalize_axes
+from arrayx.api._device_dtypes import for_array
 from arrayx.api._dtypes import kind_of
 from arrayx.core.primitives import Primitive
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
@@ -36,7 +37,8 @@ def _inexact(fname: str, x):
     x = array_arg(fname, x)
     if x.dtype.kind == "c":
         raise TypeError(f"{fname}: complex input ({x.dtype}) is not supported; pass real(x) or abs(x)")
-    return x if kind_of(x.dtype) == "f" else ax.astype(x, ax.float64)  # (bfloat16's NumPy kind is "V")
+    # the default float of x's device (float32 on a TPU); bfloat16's NumPy kind is "V"
+    return x if kind_of(x.dtype) == "f" else ax.astype(x, for_array(x).real)
 
 
 # -- the error function: primitives (executor libraries) --------------------------------------------
@@ -266,15 +268,17 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
         raise TypeError(f"one_hot: x must hold integer class indices, got {x.dtype}; cast with astype(x, int64)")
     if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be a non-negative Python int, got {num_classes!r}")
-    dtype = ax.float64 if dtype is None else dtype
+    dtype = for_array(x).real if dtype is None else dtype  # the device's default float, as jax.nn's
     out_ndim = x.ndim + 1
     if not -out_ndim <= axis < out_ndim:
         raise ValueError(f"one_hot: axis {axis} is out of range for a result of {out_ndim} dimension(s)")
     axis %= out_ndim
-    classes = ax.arange(num_classes, device=x.device)
+    if x.dtype == ax.bool or num_classes - 1 > ax.iinfo(x.dtype).max:
+        x = ax.astype(x, for_array(x).integral)  # the device's default int (int32 on a TPU, no emulated int64)
+    classes = ax.arange(num_classes, dtype=x.dtype, device=x.device)
     shape = [1] * out_ndim
     shape[axis] = num_classes
-    hot = ax.expand_dims(ax.astype(x, ax.int64), axis=axis) == ax.reshape(classes, tuple(shape))
+    hot = ax.expand_dims(x, axis=axis) == ax.reshape(classes, tuple(shape))
     return ax.astype(hot, dtype)
 
 

@@ -111,6 +111,10 @@ def promote_binary(fname: str, x1, x2, category: str) -> tuple:
                 else:
                     dt = _float_result(fname, _PROMOTION.get((d1, d2)) if not weak
                                        else _traced_result_dtype(x1, x2, False), category, x1)
+                    if dt in _device_dtypes.WIDE and d1 not in _device_dtypes.WIDE and d2 not in _device_dtypes.WIDE:
+                        # NumPy's 64-bit answer for two narrower operands (int32 with float32): the
+                        # device's own width where 64-bit types are not native (a TPU: float32)
+                        dt = _device_dtypes.chosen_default(dt, x1)
                     if dt is None or dt not in allowed:
                         raise _mixed_refusal(fname, category, d1, d2, False)
                 x1 = cast(x1, dt)

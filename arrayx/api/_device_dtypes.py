@@ -306,7 +306,8 @@ def arriving(dt: np.dtype, dd: DeviceDtypes, ex, device, fname: str) -> np.dtype
 
 
 #: the modules whose public functions take a user's ``dtype=`` and ask :func:`requested` about it
-_ENTRY_MODULES = frozenset({__name__, "arrayx.api.creation", "arrayx.api.data_types", "arrayx.api.statistical"})
+_ENTRY_MODULES = frozenset({__name__, "arrayx.api.creation", "arrayx.api.data_types", "arrayx.api.statistical",
+                            "arrayx.api.linalg"})
 
 
 def _user_stacklevel() -> int:

@@ -178,7 +178,10 @@ def at_apply(x: Array, key, fn, mode: str | None = None, *, unique_indices: bool
     from arrayx.api.searching import where
     from arrayx.api.statistical import max as amax
 
-    counts = _update(fname, zeros(x.shape, dtype=_dtypes.int64, device=x.device), k, 1, "add", mode, False)
+    from arrayx.api._device_dtypes import for_array
+
+    count = for_array(x).integral  # int32 on a TPU: counts of repeated indices fit, no emulated int64
+    counts = _update(fname, zeros(x.shape, dtype=count, device=x.device), k, 1, "add", mode, False)
 
     def step(j, y):
         return where(counts > j, _value_operand(fname, x, fn(y)), y)
@@ -193,7 +196,7 @@ def at_apply(x: Array, key, fn, mode: str | None = None, *, unique_indices: bool
 
     most = amax(counts)
     return while_loop(lambda c: c[0] < most, lambda c: (c[0] + 1, step(c[0], c[1])),
-                      (zeros((), dtype=_dtypes.int64, device=x.device), x))[1]
+                      (zeros((), dtype=count, device=x.device), x))[1]
 
 
 def _negate(v):

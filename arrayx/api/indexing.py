@@ -343,7 +343,9 @@ def _mode_key(x: Array, key, mode):
             i = operator.index(e)
             n = shape[axis] if axis < len(shape) else None
             out_of_range |= n is not None and not -n <= i < n
-            out.append(i)
+            # any index past an end selects as the one just past it (clip and fill alike): then it
+            # fits the device's index dtype (int32 on a TPU) whatever its size
+            out.append(i if n is None else max(-n - 1, min(n, i)))
         else:
             out.append(e)
         axis += len(shape) - sum(takes) if e is Ellipsis else t
@@ -351,7 +353,10 @@ def _mode_key(x: Array, key, mode):
         return key
     from arrayx.api.creation import asarray
 
-    return tuple(asarray(e, dtype=_dtypes.int64, device=x.device) if k else e for e, k in zip(out, kinds))
+    from arrayx.api._device_dtypes import for_array
+
+    index = for_array(x).index
+    return tuple(asarray(e, dtype=index, device=x.device) if k else e for e, k in zip(out, kinds))
 
 
 def _axes_taken(e) -> int:

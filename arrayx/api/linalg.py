@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from arrayx.api import _dtypes
+from arrayx.api import _device_dtypes, _dtypes
 from arrayx.api._device_dtypes import for_array
 from arrayx.api._array import Array
 from arrayx.api._checks import (
@@ -515,6 +515,10 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
         dtype = _dtypes.as_dtype(dtype, "trace")
         if dtype not in _CAT["numeric"]:
             raise TypeError(f"trace: dtype must be numeric, got {dtype}")
+        if dtype in _device_dtypes.WIDE and dtype != x.dtype:  # an explicit 64-bit request: the device's setting
+            dd = for_array(x)
+            if not dd.native64:
+                dtype = _device_dtypes.requested(dtype, dd, x._ex, x.device, "trace")
     # executors sum small integers in a wider type: the result is cast back to the dtype asked for
     return cast(trace_p.bind(cast(x, dtype), offset=offset), dtype)
 
