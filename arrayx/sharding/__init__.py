@@ -9,7 +9,11 @@
   ``arrayx.debug.visualize_array_sharding(x)``;
 - ``arrayx.jit`` keeps and propagates shardings (``in_shardings``/``out_shardings``),
   ``arrayx.lax.with_sharding_constraint`` inside it;
-- ``arrayx.shard_map(f, mesh=, in_specs=, out_specs=)`` with the collectives over mesh axis names.
+- ``arrayx.shard_map(f, mesh=, in_specs=, out_specs=)`` with the collectives over mesh axis names;
+- many processes on jax (JAX's multi-controller runtime): ``arrayx.distributed.initialize``,
+  :func:`process_index`/:func:`process_count`/:func:`local_devices`,
+  :func:`make_array_from_process_local_data` (and ``_single_device_arrays``, ``_callback``),
+  :func:`process_allgather`; launcher ``python -m arrayx.sharding.launch`` (``_distributed``).
 
 On jax the shardings are XLA's own; on dask a sharding is a chunking and a placement on workers;
 on numpy/numba the values are computed as unsharded ones (shard_map runs each member in turn on its
@@ -35,7 +39,14 @@ from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceShar
 from arrayx.sharding import mesh_utils  # noqa: F401,E402
 from arrayx.sharding.mesh_utils import create_device_mesh  # noqa: F401,E402
 from arrayx.sharding import _jit  # noqa: F401,E402  (installs jit(..., in_shardings=) )
+from arrayx.sharding._distributed import (  # noqa: F401,E402  (many processes: JAX's multi-controller runtime)
+    local_device_count, local_devices, make_array_from_callback, make_array_from_process_local_data,
+    make_array_from_single_device_arrays, process_allgather, process_count, process_index)
+from arrayx import distributed  # noqa: F401,E402  (arrayx.distributed.initialize, as jax.distributed's)
 
 __all__ = ["Mesh", "make_mesh", "create_device_mesh", "mesh_utils", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Sharding",
            "devices", "virtual_devices", "device_put", "shard_map", "with_sharding_constraint", "ppermute",
-           "psum_scatter", "visualize_array_sharding", "addressable_shards"]
+           "psum_scatter", "visualize_array_sharding", "addressable_shards",
+           "process_index", "process_count", "local_devices", "local_device_count",
+           "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_array_from_callback",
+           "process_allgather"]

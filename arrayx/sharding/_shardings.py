@@ -46,7 +46,19 @@ class Sharding:
 
     @property
     def addressable_devices(self) -> set:
-        return set(self.device_set)
+        """The devices of this process (all of them, but on a multi-process jax program)."""
+        from arrayx.sharding._distributed import addressable
+
+        return addressable(self.device_set)
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self.addressable_devices == set(self.device_set)
+
+    def addressable_devices_indices_map(self, global_shape) -> dict:
+        """:meth:`devices_indices_map` for this process's devices only."""
+        mine = self.addressable_devices
+        return {d: idx for d, idx in self.devices_indices_map(global_shape).items() if d in mine}
 
     def is_equivalent_to(self, other, ndim: int) -> bool:
         if not isinstance(other, Sharding):

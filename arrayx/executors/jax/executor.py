@@ -518,6 +518,7 @@ class JaxExecutor(Executor):
         super().__init__()
         self._devices: list[Device] = []
         self._by_native: dict = {}
+        self._default: Device | None = None
         self._jax = None
         self._has_tpu = False  # set at load: whether tpu_limits' checks apply
 
@@ -555,6 +556,9 @@ class JaxExecutor(Executor):
         self._devices = [Device(self.name, f"{d.platform}:{d.id}", d) for d in natives]
         self._has_tpu = any(d.platform == "tpu" for d in natives)
         self._by_native = {d.native: d for d in self._devices}
+        # many processes (jax.distributed): JAX lists every process's devices; new arrays go on this one's
+        local = set(jax.local_devices())
+        self._default = next((d for d in self._devices if d.native in local), self._devices[0])
         return _x64.Namespace(jnp)  # ``xp``: jax.numpy, each function run with 64-bit types on
 
     def finish_impl(self, prim, fn):
@@ -648,7 +652,7 @@ class JaxExecutor(Executor):
 
     def default_device(self) -> Device:
         self.xp  # noqa: B018
-        return self._devices[0]
+        return self._default
 
     def device_of(self, buf) -> Device:
         natives = buf.devices()
@@ -657,8 +661,11 @@ class JaxExecutor(Executor):
             dev = self._by_native.get(native)
             if dev is not None:
                 return dev
-        # sharded over several devices: report the first, as JAX's own ``.device`` would refuse
-        return self._by_native.get(sorted(natives, key=lambda d: d.id)[0], self._devices[0])
+        # sharded over several devices: report the first, as JAX's own ``.device`` would refuse (the
+        # first of this process's, where the devices of several processes hold it: jax.distributed)
+        me = self._default.native.process_index
+        natives = [d for d in natives if d.process_index == me] or list(natives)
+        return self._by_native.get(min(natives, key=lambda d: d.id), self._devices[0])
 
     @_in_x64
     def to_device(self, buf, device: Device):
@@ -714,7 +721,14 @@ class JaxExecutor(Executor):
 
     @_in_x64
     def to_host(self, buf) -> np.ndarray:
-        return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
+        try:
+            return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
+        except RuntimeError:
+            if getattr(buf, "is_fully_addressable", True):
+                raise
+            from arrayx.sharding._distributed import not_addressable_error  # blocks held by other processes
+
+            raise not_addressable_error(buf) from None
 
     def dlpack_buffer(self, buf):
         return _DLPackExport(_plain(buf))
