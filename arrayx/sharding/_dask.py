@@ -1,6 +1,7 @@
 """The dask executor: a NamedSharding is a chunking (one chunk per block: each dimension cut into as
 many chunks as the mesh axes it is split over) plus, on a ``dask.distributed`` cluster whose workers
-make up the mesh, a placement: each block is computed on, and kept by, a worker that holds it."""
+make up the mesh, a placement: each block is computed on, and kept by, a worker that holds it
+(``device_put``, and the results of eager and jitted ops on sharded arrays: :func:`laid_out`)."""
 from __future__ import annotations
 
 import uuid
@@ -70,22 +71,47 @@ def place(buf, sharding: NamedSharding, host=None):
     numblocks = tuple(len(c) for c in chunks)
     blocks = np.empty(numblocks, dtype=object)
     meta = buf._meta
+
+    def keep(pos, fut, bshape, dtype):
+        blocks[pos] = da.from_delayed(dask.delayed(fut), shape=bshape, dtype=dtype, meta=meta)
+        _PLACED[fut.key] = fut
+
     if host is None:
+        # one submission per set of workers (two on two workers, not one per block): each block's
+        # tasks restricted to its workers, after Dask has optimised the graph (no per-key
+        # annotation, which Dask's blockwise fusion does not survive)
         buf = buf.rechunk(chunks)
-    for pos in np.ndindex(*numblocks):
-        workers = sorted(set(who[pos]))
-        if host is not None:
+        by_workers: dict = {}
+        for pos in np.ndindex(*numblocks):
+            by_workers.setdefault(tuple(sorted(set(who[pos]))), []).append(pos)
+        for workers, where in by_workers.items():
+            parts = [buf.blocks[pos] if pos else buf for pos in where]  # (0-d: its blocks[()] computes to a key)
+            futs = client.compute(parts, workers=list(workers), allow_other_workers=False)
+            for pos, part, fut in zip(where, parts, futs):
+                keep(pos, fut, part.shape, part.dtype)
+    else:
+        for pos in np.ndindex(*numblocks):
+            workers = sorted(set(who[pos]))
             idx = tuple(slice(p * c[0], (p + 1) * c[0]) for p, c in zip(pos, chunks))
             part = np.ascontiguousarray(host[idx])
             fut = client.scatter(part, workers=workers, broadcast=len(workers) > 1, hash=False)
-            bshape, dtype = part.shape, part.dtype
-        else:
-            block = buf.blocks[pos]
-            fut = client.compute(block, workers=workers, allow_other_workers=False)
-            bshape, dtype = block.shape, block.dtype
-        blocks[pos] = da.from_delayed(dask.delayed(fut), shape=bshape, dtype=dtype, meta=meta)
-        _PLACED[fut.key] = fut
+            keep(pos, fut, part.shape, part.dtype)
     return da.block(blocks.tolist()) if blocks.ndim else blocks[()]
+
+
+def laid_out(buf, sharding: NamedSharding):
+    """An eager result (or a jitted one) on dask that ``sharding`` describes: cut into its blocks,
+    and on a cluster whose workers make up the mesh each block computed on, and kept by, a worker
+    that holds it (:func:`place`): a result stays where its inputs are, as JAX's eager results
+    stay on their devices.  Without such a cluster (virtual devices run by threads) it stays lazy."""
+    chunks = chunks_of(sharding, tuple(buf.shape))
+    try:
+        client = _client(sharding.mesh)
+    except ValueError:  # a mesh of workers after disconnect(): nothing to place on
+        client = None
+    if client is None:
+        return buf if tuple(buf.chunks) == chunks else buf.rechunk(chunks)
+    return place(buf, sharding)
 
 
 def placement(x) -> dict:
@@ -171,3 +197,36 @@ def _sum_parts(*parts):
     for p in parts[1:]:
         out = out + p
     return np.asarray(out)
+
+
+def block_placement(x) -> dict:
+    """{block position (chunk index tuple): the workers that hold it} for a dask array whose blocks
+    were placed (``device_put``, or an eager op on placed arrays), from ``Client.who_has``; a block
+    that is not placed (still lazy) maps to []."""
+    from dask.core import get_dependencies
+
+    from arrayx.executors import dask as dask_executor
+
+    buf = x._buf
+    graph = dict(buf.__dask_graph__())
+    found: dict = {}
+    for pos in np.ndindex(*buf.numblocks):
+        todo, seen, held = [(buf.name, *pos)], set(), []
+        while todo:
+            k = todo.pop()
+            if k in seen:
+                continue
+            seen.add(k)
+            fut = _PLACED.get(k) if isinstance(k, str) else None
+            if fut is not None:
+                held.append(fut)
+                continue
+            if k in graph:
+                todo.extend(get_dependencies(graph, k))
+        found[pos] = held
+    client = dask_executor.get_scheduler()
+    futures = [f for held in found.values() for f in held]
+    if futures:
+        client.gather(futures)
+    who = client.who_has(futures) if futures else {}
+    return {pos: sorted({w for f in held for w in who.get(f.key, ())}) for pos, held in found.items()}

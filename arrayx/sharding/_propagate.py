@@ -260,15 +260,14 @@ def _as_operand(s, shardings, operands, ndim: int):
 
 
 def _laid_out(ex, buf, sharding):
-    """``buf`` recorded as holding ``sharding``'s blocks (on dask: rechunked to one chunk per block)."""
+    """``buf`` recorded as holding ``sharding``'s blocks (on dask: rechunked to one chunk per block,
+    each computed on its worker where the mesh is made of a cluster's workers: ``_dask.laid_out``)."""
     from arrayx.sharding import _records
 
     if ex.name == "dask" and isinstance(sharding, NamedSharding):
-        from arrayx.sharding._dask import chunks_of
+        from arrayx.sharding._dask import laid_out
 
-        chunks = chunks_of(sharding, tuple(buf.shape))
-        if tuple(buf.chunks) != chunks:
-            buf = buf.rechunk(chunks)
+        buf = laid_out(buf, sharding)
     _records.attach_buffer(buf, sharding)
     return buf
 
