@@ -136,10 +136,11 @@ def combine_blocks(eqn, vals, group, workers, run_id) -> list:
 
     ppermute: a destination's value is its source's block itself, so the destination's next task
     reads it where the source's task left it (one block moves per pair, and nothing else); a member
-    no pair sends to gets a zeros task on its own worker.  psum_scatter: for each (source,
-    destination) a task on the source's worker cuts the destination's part, and one task on the
-    destination's worker adds the parts up in member order (each member receives a ``1/n``-th of
-    every other member's value, never the whole sum)."""
+    no pair sends to gets a zeros task on its own worker.  psum_scatter: for each (worker,
+    destination) a task on that worker cuts the destination's part of each of the worker's members'
+    values, and one task on the destination's worker adds the parts up in member order (each member
+    receives a ``1/n``-th of every other member's value, never the whole sum; two workers make
+    2n + n tasks)."""
     import dask
     import dask.array as da
 
@@ -173,26 +174,35 @@ def combine_blocks(eqn, vals, group, workers, run_id) -> list:
     d, tiled = eqn.params["scatter_dimension"], eqn.params["tiled"]
     in_aval = eqn.inputs[0].aval
     ins = [_as_delayed(v) for v in vals]
-    parts = [[None] * n for _ in range(n)]  # parts[src][dst]
+    # the sources by worker (all in one without a cluster): per (worker, destination) one task, on
+    # that worker, cuts the destination's part of each of its members' values; the destination's
+    # task adds them up in member order (as psum: the same bits as the numpy executor)
+    by_worker: dict = {}
     for s in range(n):
-        with pinned(group[s]):
-            for m in range(n):
-                key = _collectives.part_index(len(in_aval.shape), d, m, n, tiled, in_aval.shape[d])
-                parts[s][m] = dask.delayed(_part, pure=False)(ins[s], key, dask_key_name=f"{tag}-part-{s}-{m}")
+        by_worker.setdefault(workers[group[s]], []).append(s)
     out = []
     for m in range(n):
+        key = _collectives.part_index(len(in_aval.shape), d, m, n, tiled, in_aval.shape[d])
+        cuts, order = [], [None] * n
+        for g, (w, members) in enumerate(by_worker.items()):
+            with pinned(group[members[0]]):
+                cuts.append(dask.delayed(_parts, pure=False)(key, *(ins[s] for s in members),
+                                                              dask_key_name=f"{tag}-parts-{g}-{m}"))
+            for k, s in enumerate(members):
+                order[s] = (g, k)
         with pinned(group[m]):
-            task = dask.delayed(_sum_parts, pure=False)(*(parts[s][m] for s in range(n)),
-                                                        dask_key_name=f"{tag}-sum-{m}")
+            task = dask.delayed(_sum_parts, pure=False)(tuple(order), *cuts, dask_key_name=f"{tag}-sum-{m}")
         out.append(da.from_delayed(task, shape=shape, dtype=dtype))
     return out
 
 
-def _part(block, key):
-    return np.ascontiguousarray(np.asarray(block)[key])
+def _parts(key, *blocks):
+    return [np.ascontiguousarray(np.asarray(b)[key]) for b in blocks]
 
 
-def _sum_parts(*parts):
+def _sum_parts(order, *cuts):
+    """The parts (``cuts[g][k]``: worker group g's k-th member's) added in member order."""
+    parts = [cuts[g][k] for g, k in order]
     out = np.array(parts[0], copy=True)
     for p in parts[1:]:
         out = out + p
@@ -201,9 +211,10 @@ def _sum_parts(*parts):
 
 def block_placement(x) -> dict:
     """{block position (chunk index tuple): the workers that hold it} for a dask array whose blocks
-    were placed (``device_put``, or an eager op on placed arrays), from ``Client.who_has``; a block
-    that is not placed (still lazy) maps to []."""
+    were placed (``device_put``, an eager op on placed arrays, a shard_map on a cluster), from
+    ``Client.who_has``; a block that is not placed (still lazy) maps to []."""
     from dask.core import get_dependencies
+    from distributed import Future
 
     from arrayx.executors import dask as dask_executor
 
@@ -218,6 +229,8 @@ def block_placement(x) -> dict:
                 continue
             seen.add(k)
             fut = _PLACED.get(k) if isinstance(k, str) else None
+            if fut is None and isinstance(graph.get(k), Future):  # a persisted array's chunk
+                fut = graph[k]
             if fut is not None:
                 held.append(fut)
                 continue

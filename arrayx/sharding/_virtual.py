@@ -10,7 +10,8 @@ input per mesh axis (the member's coordinate, what ``axis_index`` returns)
   their ``a`` coordinate (``parallel._combine``; ppermute and psum_scatter hand each member only its
   source's block or its part of the sum, ``_collectives.combine_in_turn``);
 - dask: the same, each member's segment one task (pinned to the worker the mesh names for the
-  member when the mesh is made of workers); a ppermute wires the source's task into the
+  member when the mesh is made of workers, the results then submitted at once without Dask's graph
+  optimisation, which would fuse the members' tasks away with their workers); a ppermute wires the source's task into the
   destination's, a psum_scatter cuts each part where its source is (``_dask.combine_blocks``);
 - jax: ``jax.shard_map`` of the lowered graph, jitted.
 
@@ -182,6 +183,7 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
     from arrayx.sharding._dask import worker_of
 
     from arrayx.sharding._mesh import _dask_workers
+    from arrayx.executors import dask as dask_executor
 
     known = _dask_workers() if any(d.label.startswith("virtual:") for d in mesh.devices.flat) else None
     workers = [worker_of(d, known) for d, _ in mesh.coords()]
@@ -226,12 +228,18 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
             grid[tuple(0 if sl.start is None else sl.start for sl in idx)] = \
                 p if isinstance(p, da.Array) else da.from_array(np.asarray(p))
         if not shape:
-            return next(iter(grid.values()))
-        starts = [sorted({k[d] for k in grid}) for d in range(len(shape))]
-        nested = np.empty(tuple(len(s) for s in starts), dtype=object)
-        for k, v in grid.items():
-            nested[tuple(starts[d].index(k[d]) for d in range(len(shape)))] = v
-        return da.block(nested.tolist())
+            out = next(iter(grid.values()))
+        else:
+            starts = [sorted({k[d] for k in grid}) for d in range(len(shape))]
+            nested = np.empty(tuple(len(s) for s in starts), dtype=object)
+            for k, v in grid.items():
+                nested[tuple(starts[d].index(k[d]) for d in range(len(shape)))] = v
+            out = da.block(nested.tolist())
+        if any(workers):
+            # submitted now, unoptimised: Dask's fusion would merge the members' tasks into the
+            # result's and drop their workers (the members then run wherever their inputs are)
+            (out,) = dask_executor.get_scheduler().persist([out], optimize_graph=False)
+        return out
 
     return _sharded_outputs(mesh, coords, graph, per_output, ospecs, ex, place)
 

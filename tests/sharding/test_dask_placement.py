@@ -87,3 +87,51 @@ def test_eight_virtual_devices_on_two_workers(cluster):
     # a result whose blocks the sharding puts on other devices than its inputs' are computed there
     m = ax.max(x, axis=0)  # P('y'): replicated along 'x', block j on devices (0, j) and (1, j)
     _check_placed(m, host.max(axis=0))
+
+
+def _fetched(client) -> int:
+    """Bytes the workers have fetched from each other so far."""
+    logs = client.run(lambda dask_worker: sum(e["total"] for e in dask_worker.transfer_incoming_log))
+    return sum(logs.values())
+
+
+def test_shard_map_members_run_on_their_workers_and_move_only_what_they_need(cluster):
+    from arrayx.sharding import _collectives as C, _dask
+
+    mesh = ax.sharding.make_mesh((8,), ("x",), devices=virtual_devices("dask", 8))  # device i: worker i % 2
+    workers = sorted(cluster.scheduler_info()["workers"])
+    block = 1000  # float64: 8 kB a block
+    host = np.arange(8.0 * block)
+    step1 = [(i, (i + 1) % 8) for i in range(8)]  # every block to the other worker
+    step2 = [(i, (i + 2) % 8) for i in range(8)]  # every block to a device of its own worker
+    cases = {
+        "ppermute +1": (lambda b: C.ppermute(b, "x", step1) * 2.0,
+                        lambda b: C.ppermute_gathered(b, ("x",), step1) * 2.0, 2 * np.roll(host, block)),
+        "ppermute +2": (lambda b: C.ppermute(b, "x", step2) * 2.0,
+                        lambda b: C.ppermute_gathered(b, ("x",), step2) * 2.0, 2 * np.roll(host, 2 * block)),
+        "psum_scatter": (lambda b: C.psum_scatter(b, "x", tiled=True)[None] * 2.0,
+                         lambda b: C.psum_scatter_summed(b, ("x",), 0, True)[None] * 2.0,
+                         2 * host.reshape(8, 8, block // 8).sum(axis=0)),
+    }
+    moved, results = {}, []
+    for kind, (new, old, want) in cases.items():
+        for how, body in (("new", new), ("old", old)):
+            x = ax.device_put(host, NamedSharding(mesh, P("x")))  # scattered from the host: no transfer
+            _dask.block_placement(x)  # (new blocks each time: nothing a run fetched is reused)
+            before = _fetched(cluster)
+            r = ax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)
+            where = _dask.block_placement(r)  # waits for the results (submitted at once)
+            moved[kind, how] = _fetched(cluster) - before
+            assert where == {(i,) + (0,) * (r.ndim - 1): [workers[i % 2]] for i in range(8)}, (kind, how)
+            results.append((r, want))
+    for r, want in results:
+        np.testing.assert_array_equal(np.asarray(r), want.reshape(r.shape))
+    # ppermute: a block moves only where its destination is on another worker; the all_gather made
+    # each worker fetch the other's 4 blocks whatever the permutation
+    assert moved["ppermute +1", "new"] == 8 * 8 * block
+    assert moved["ppermute +2", "new"] == 0
+    assert moved["ppermute +2", "old"] >= 8 * 8 * block, moved
+    # psum_scatter: per member, the other worker's 4 members' parts (1/8 of a block each, in one
+    # list: a few bytes more); psum fetched the 4 blocks of one worker to the other and the sum back
+    assert 8 * 4 * block <= moved["psum_scatter", "new"] <= 8 * 4 * block + 8 * 200, moved
+    assert moved["psum_scatter", "old"] >= 5 * 8 * block, moved
