@@ -174,7 +174,7 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
     import dask
     import dask.array as da
 
-    from arrayx.core.lowering import _buffer_for, lowered
+    from arrayx.core.lowering import _buffer_for
     from arrayx.core.executor import get
     from arrayx.core.primitives import _wrap
 
@@ -193,7 +193,7 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
 
     def compute(seg, ins, i):
         ins = [_as_delayed(v) for v in ins]
-        fn = lowered(numpy_ex, seg.graph)
+        fn = _task_code(numpy_ex, seg.graph)
         single = len(seg.outputs) == 1  # the task's result is the block itself: no getitem task
         with dask.annotate(workers=[workers[i]], allow_other_workers=False) if workers[i] else _null():
             task = dask.delayed(_call_one if single else _call_tuple, pure=False)(
@@ -242,6 +242,18 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
         return out
 
     return _sharded_outputs(mesh, coords, graph, per_output, ospecs, ex, place)
+
+
+def _task_code(numpy_ex, graph):
+    """A segment's NumPy code for a dask task: without the NumPy executor's buffer pool (what a
+    task's code holds is pickled into the graph sent to the scheduler, and the pool holds a lock)."""
+    from arrayx.core.lowering import straight_line
+
+    key = "dask task code"
+    fn = graph.derived.get(key)
+    if fn is None:
+        fn = graph.derived[key] = straight_line(numpy_ex, graph, impl_of=numpy_ex.resolve)
+    return fn
 
 
 def _dask_block(b, idx, dev):

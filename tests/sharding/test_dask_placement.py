@@ -135,3 +135,17 @@ def test_shard_map_members_run_on_their_workers_and_move_only_what_they_need(clu
     # list: a few bytes more); psum fetched the 4 blocks of one worker to the other and the sum back
     assert 8 * 4 * block <= moved["psum_scatter", "new"] <= 8 * 4 * block + 8 * 200, moved
     assert moved["psum_scatter", "old"] >= 5 * 8 * block, moved
+
+
+def test_shard_map_with_blocks_the_numpy_buffer_pool_would_take(cluster):
+    # a member's segment code goes into the graph sent to the scheduler: the NumPy executor's
+    # buffer pool (results of 1 MiB and more) holds a lock, which cannot be pickled
+    from arrayx.core.executor import get
+
+    mesh = ax.sharding.make_mesh((2,), ("w",), executor="dask")
+    n = max(get("numpy").pool_min_bytes, 1 << 20) // 8 * 2
+    host = np.arange(2.0 * n) % 7
+    x = ax.device_put(host, NamedSharding(mesh, P("w")))
+    f = ax.shard_map(lambda b: ax.psum(b * 2.0, "w") + 1.0, mesh=mesh, in_specs=P("w"), out_specs=P("w"))
+    want = 2 * (host[:n] + host[n:]) + 1
+    np.testing.assert_array_equal(np.asarray(f(x)), np.concatenate([want, want]))
