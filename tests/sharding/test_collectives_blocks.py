@@ -188,6 +188,9 @@ def test_under_vmap_with_axis_names():
     g = ax.pmap(lambda v: ax.lax.ppermute(v, "i", [(0, 1), (1, 0)]), axis_name="i")
     np.testing.assert_array_equal(np.asarray(g(ax.asarray(np.arange(6.0).reshape(2, 3)))),
                                   np.arange(6.0).reshape(2, 3)[::-1])
+    h = ax.pmap(lambda v: ax.lax.psum_scatter(v, "i", scatter_dimension=0, tiled=True), axis_name="i")
+    v = np.arange(16.0).reshape(2, 8)
+    np.testing.assert_array_equal(np.asarray(h(ax.asarray(v))), (v[0] + v[1]).reshape(2, 4))
 
 
 def test_errors_name_the_function_and_the_fix(eight):
