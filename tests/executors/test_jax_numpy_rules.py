@@ -56,6 +56,10 @@ def _edge_cases():
         ("max with NaN, all", lambda xp, x: xp.max(x), (nan_long,)),
         ("floor_divide at the edges", lambda xp, x, y: xp.floor_divide(x, y), (a, b)),
         ("remainder at the edges", lambda xp, x, y: xp.remainder(x, y), (a, b)),
+        ("expm1 of signed zeros", lambda xp, x: xp.expm1(x), (np.array([-0.0, 0.0, np.inf, -np.inf], f),)),
+        ("sinh of signed zeros", lambda xp, x: xp.sinh(x), (np.array([-0.0, 0.0, np.inf, -np.inf], f),)),
+        ("round of integral floats", lambda xp, x: xp.round(x),
+         (np.array([355269951488.0, -2.0**30, 2.0**23 + 1, 2.5, -3.5, 0.49999997], f),)),
     ]
 
 
@@ -76,6 +80,23 @@ def test_edge_values_are_numpys_on_every_jax_device(case, device, compiled):
     args = [ax.asarray(h, device=device) for h in host]
     run = ax.jit(lambda *a: fn(ax, *a)) if compiled else (lambda *a: fn(ax, *a))
     _assert_bits(run(*args), want, f"{name} on {device}")
+
+
+@pytest.mark.parametrize("name", ["expm1", "sinh", "round"])
+def test_only_a_tpu_program_holds_the_corrections_only_the_tpu_needs(name):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from arrayx.executors.jax import numpy_rules
+
+    base.get("jax").available()  # loads JAX into the executor
+    impl = base.get("jax").overrides[name]
+    program = jax.jit(lambda x: impl(x))
+    x = jnp.ones(4, jnp.float32)
+    for platform, corrected in (("cpu", False), ("tpu", True)):
+        text = program.trace(x).lower(lowering_platforms=(platform,)).as_text()
+        assert ("select" in text) is corrected, (name, platform)
+    assert set(numpy_rules.ONLY_ON) == {"signed_zero", "round_large"}
 
 
 @pytest.mark.parametrize("name", ["matmul", "sum", "max"])

@@ -87,6 +87,7 @@ from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, linalg as _jax_linalg, nn as _nn, parallel as _parallel, random as _random
 from arrayx.executors.jax import sharding as _sharding, tpu_limits as _tpu_limits, x64 as _x64
 from arrayx.executors.jax import numpy_rules as _numpy_rules
+_SIGNED_ZERO = {name: _numpy_rules.keeping_signed_zero(name) for name in ("expm1", "sinh")}
 from arrayx.executors.jax.numpy_rules import (  # noqa: E402
     _abs, _floor_divide, _mean, _nan_propagating, _prod, _remainder, _sign, _sum_from_plus_zero,
     _truth_reduction,
@@ -497,7 +498,9 @@ class JaxExecutor(Executor):
         "cumulative_prod": _cumulative_prod,
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
-        **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p}.get(name)) for name in _COMPLEX_SPECIAL},
+        **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p, **_SIGNED_ZERO}.get(name))
+           for name in _COMPLEX_SPECIAL},
+        "round": _numpy_rules._round,
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
         # tall, thin float64 svd through CholeskyQR2's matrix products (this package's linalg.py)

@@ -35,24 +35,69 @@ NOT_NEEDED: dict[str, tuple[str, ...]] = {
 }
 
 
+#: correction -> the only platforms whose jax.numpy needs it (seen in the official suite on the chip,
+#: JAX 0.10.2, libtpu 0.0.42.1); every other platform runs plain jax.numpy
+ONLY_ON: dict[str, tuple[str, ...]] = {
+    "signed_zero": ("tpu",),  # XLA:TPU's float32 expm1(-0.0) and sinh(-0.0) are +0.0 (C99 and NumPy: -0.0)
+    "round_large": ("tpu",),  # XLA:TPU's float32 round(355269951488.0) is 355269935104.0, not the value itself
+}
+
+
 def _per_platform(correction: str, corrected, raw):
-    """``corrected`` except on the platforms of ``NOT_NEEDED[correction]``, where ``raw`` runs."""
+    """``corrected`` except on the platforms of ``NOT_NEEDED[correction]`` (or, for a correction in
+    ``ONLY_ON``, on the platforms it does not name), where ``raw`` runs."""
+    only = ONLY_ON.get(correction)
     skip = NOT_NEEDED.get(correction, ())
-    if not skip:
+    if only is None and not skip:
         return corrected
+
+    def wants(platform: str) -> bool:
+        return platform in only if only is not None else platform not in skip
 
     def run(*args, **params):
         arrays = [a for a in args if isinstance(a, _jax.Array)]
         if arrays and not any(isinstance(a, _jax.core.Tracer) for a in arrays):
             # an eager call outside any trace: the data's device decides (not JAX's default backend)
             platform = next(iter(arrays[0].devices())).platform
-            return (raw if platform in skip else corrected)(*args, **params)
+            return (corrected if wants(platform) else raw)(*args, **params)
+        if only is not None:
+            return _jax.lax.platform_dependent(*args, **{p: (lambda *a: corrected(*a, **params)) for p in only},
+                                               default=lambda *a: raw(*a, **params))
         return _jax.lax.platform_dependent(
             *args, **{p: (lambda *a: raw(*a, **params)) for p in skip},
             default=lambda *a: corrected(*a, **params))
 
     run.__name__ = run.__qualname__ = getattr(corrected, "__name__", correction)
     return run
+
+
+def keeping_signed_zero(name: str):
+    """``name`` (expm1, sinh: odd functions with f(-0) = -0) giving a zero input back as it is, where
+    the platform's own function loses its sign."""
+    def corrected(x):
+        return jnp.where(x == 0, x, getattr(jnp, name)(x))
+
+    def raw(x):
+        return getattr(jnp, name)(x)
+
+    corrected.__name__ = raw.__name__ = name
+    return _per_platform("signed_zero", corrected, raw)
+
+
+def _round_corrected(x):
+    if x.dtype.kind != "f" and not jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.round(x)
+    # from 2**(mantissa bits) on every float is an integer: round gives it back
+    big = jnp.asarray(1.0 / float(jnp.finfo(x.dtype).eps), x.dtype)
+    return jnp.where(jnp.abs(x) >= big, x, jnp.round(x))
+
+
+def _round_raw(x):
+    return jnp.round(x)
+
+
+_round_corrected.__name__ = _round_raw.__name__ = "round"
+_round = _per_platform("round_large", _round_corrected, _round_raw)
 
 
 # -- NumPy's floor division and remainder (arrayx follows NumPy where the standard leaves room;

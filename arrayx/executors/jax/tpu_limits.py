@@ -28,6 +28,10 @@ _INTERNAL_F64 = ("XLA:TPU's emulated float64 fails inside XLA (INVALID_ARGUMENT:
                  "with different element types s32 and u32)")
 _ABORT_SVD = "XLA:TPU's compiler aborts the process (shape.h: Check failed: buffer != nullptr)"
 _ABORT_TO_C128 = "XLA:TPU's compiler aborts the process converting to complex128 (Unsupported CVT X{64|128} expansion)"
+_NO_TPU_EIG = ("JAX has no TPU implementation of the general eigendecomposition (NotImplementedError: MLIR "
+               "translation rule for primitive 'eig' not found for platform tpu; seen in the official suite)")
+#: every floating dtype: the primitive is refused whatever the dtype (no other dtype helps)
+_EVERY_FLOAT = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 
 #: primitive name -> {dtype name: what XLA:TPU does with it}: the dtype is any operand's, or the
 #: ``dtype`` param's (astype's target)
@@ -38,8 +42,17 @@ REFUSED: dict[str, dict[str, str]] = {
        for name in ("signbit", "atan2", "copysign", "floor_divide", "nextafter", "remainder")},
     "astype": {"complex128": _ABORT_TO_C128},
     "svd": {"float32": _ABORT_SVD},
+    **{name: dict.fromkeys(_EVERY_FLOAT, _NO_TPU_EIG) for name in ("eig", "eigvals")},
 }
-_DTYPES = {name: {np.dtype(d) for d in by_dtype} for name, by_dtype in REFUSED.items()}
+def _dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes  # JAX's own dependency: present wherever this table is read (a jax executor)
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+_DTYPES = {name: {_dtype(d) for d in by_dtype} for name, by_dtype in REFUSED.items()}
 
 
 def reason(name: str, dtypes) -> tuple[str, str] | None:
@@ -53,10 +66,11 @@ def reason(name: str, dtypes) -> tuple[str, str] | None:
 
 
 def _refuse(name: str, dtype: str, why: str, where: str):
+    other = "" if len(REFUSED[name]) >= len(_EVERY_FLOAT) else "in another dtype (float32/complex64), or "
     return NotImplementedError(
         f"{name}: {dtype} on {where} is not run: {why} (measured on JAX {MEASURED_ON['jax']}, "
-        f"libtpu {MEASURED_ON['libtpu']}; arrayx/executors/jax/tpu_limits.py). Compute it in another dtype "
-        f"(float32/complex64), or on the host: x.to_device('jax:cpu:0')")
+        f"libtpu {MEASURED_ON['libtpu']}; arrayx/executors/jax/tpu_limits.py). Compute it {other}"
+        f"on the host: x.to_device('jax:cpu:0')")
 
 
 def _on_tpu(buf) -> bool:
