@@ -123,10 +123,11 @@ def test_weak_scalar_promotion_matches_jax(name, scalar):
 def test_array_promotion_on_every_executor(executor, name):
     dt = getattr(xp, name)
     x = xp.asarray([1.5, 2.5], dtype=dt)
-    for other, want in ((xp.float32, xp.float32), (xp.float64, xp.float64), (xp.int64, dt),
-                        (xp.uint8, dt), (xp.bool, dt), (xp.complex64, xp.complex64)):
-        got = x + xp.asarray([1, 0], dtype=other)
-        assert got.dtype == want, (name, other, got.dtype)
+    with xp.tpu_64bit("emulate"):  # the 64-bit operands as they are on a TPU too (nothing changes elsewhere)
+        for other, want in ((xp.float32, xp.float32), (xp.float64, xp.float64), (xp.int64, dt),
+                            (xp.uint8, dt), (xp.bool, dt), (xp.complex64, xp.complex64)):
+            got = x + xp.asarray([1, 0], dtype=other)
+            assert got.dtype == want, (name, other, got.dtype)
     other = xp.float16 if name == "bfloat16" else xp.bfloat16
     assert (x * xp.ones(2, dtype=other)).dtype == xp.float32
 
@@ -255,6 +256,11 @@ def test_matmul_and_contractions(executor, name):
 
 @pytest.mark.parametrize("name", EXT)
 def test_astype(executor, name):
+    with xp.tpu_64bit("emulate"):  # float64 and int64 as they are on a TPU too (nothing changes elsewhere)
+        _astype(name)
+
+
+def _astype(name):
     dt = getattr(xp, name)
     x = xp.asarray([1.75, -2.5, 300.0], dtype=xp.float64)
     b = xp.astype(x, dt)

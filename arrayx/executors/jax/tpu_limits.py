@@ -44,15 +44,7 @@ REFUSED: dict[str, dict[str, str]] = {
     "svd": {"float32": _ABORT_SVD},
     **{name: dict.fromkeys(_EVERY_FLOAT, _NO_TPU_EIG) for name in ("eig", "eigvals")},
 }
-def _dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        import ml_dtypes  # JAX's own dependency: present wherever this table is read (a jax executor)
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
-
-
-_DTYPES = {name: {_dtype(d) for d in by_dtype} for name, by_dtype in REFUSED.items()}
+_DTYPES = {name: frozenset(by_dtype) for name, by_dtype in REFUSED.items()}  # by name: bfloat16 needs no import
 
 
 def reason(name: str, dtypes) -> tuple[str, str] | None:
@@ -60,7 +52,7 @@ def reason(name: str, dtypes) -> tuple[str, str] | None:
     listed = _DTYPES.get(name)
     if listed:
         for dt in dtypes:
-            if dt is not None and dt in listed:
+            if dt is not None and dt.name in listed:
                 return dt.name, REFUSED[name][dt.name]
     return None
 
