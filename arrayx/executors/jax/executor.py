@@ -42,6 +42,14 @@ Deferred transposes
     operand of a LAPACK call (``svd``, ``qr``, ``eigh``, ``solve``, ...) run as consecutive programs
     cut before it (``programs.lapack_cut``), as XLA:CPU ran the fused form slower.
 
+Large eager results on CPU
+    On a process whose JAX backend is one CPU device, a result of 1 MiB or more is written into a
+    dropped earlier result of its shape and dtype, donated to the program (``recycle.py``: XLA's
+    freshly allocated results paid a page fault per 4 KiB, as much as the operation itself), and
+    chains of ``add``/``subtract``/``maximum``/``minimum``/``sqrt``/``abs``/``negative`` (and a
+    last ``multiply``) are recorded and run as one program when their value is needed
+    (``fused.py``: one pass instead of one per operation, the values of the operations one by one).
+
 Index arrays
     Eager ``x[int array]`` and ``x[mask]`` go through arrayx's primitives (``general_eager_keys``):
     ``gather`` compiled, ``boolean_mask`` selected on the host views on CPU; ``jax.Array``'s own
@@ -92,7 +100,8 @@ from arrayx.executors.jax.numpy_rules import (  # noqa: E402
     _abs, _floor_divide, _mean, _nan_propagating, _prod, _remainder, _sign, _sum_from_plus_zero,
     _truth_reduction,
 )
-from arrayx.executors.jax import permuted as _permuted, programs as _programs
+from arrayx.executors.jax import fused as _fused, permuted as _permuted, programs as _programs, recycle as _recycle
+from arrayx.executors.jax.fused import Pending
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
     in_host_memory as _in_host_memory
@@ -343,12 +352,14 @@ class _Jitted:
     tracing ever needs a concrete value, the primitive falls back to eager for good.
     """
 
-    __slots__ = ("fn", "jitted", "eager", "on_permuted")
+    __slots__ = ("fn", "jitted", "eager", "on_permuted", "record")
 
     def __init__(self, fn):
         self.fn = fn
         self.jitted = None
         self.eager = False
+        #: None, or what records the call as a :class:`fused.Pending` (large elementwise chains on CPU)
+        self.record = None
         #: None, or what takes a call with a :class:`Permuted` operand (elementwise operations,
         #: reductions, matmul: ``permuted.Deferring.take``); otherwise a Permuted enters the compiled call
         #: as its base, transposed inside the program (a pytree, permuted.py)
@@ -360,11 +371,22 @@ class _Jitted:
             for b in bufs:
                 if b.__class__ is Permuted:
                     return on(bufs, params)
+        record = self.record
+        if record is not None and not params:
+            out = record(bufs)
+            if out is not None:
+                return out
+        for b in bufs:
+            if b.__class__ is Pending:  # recorded elementwise operations: computed now (fused.py)
+                bufs = tuple(_fused.plain(b) for b in bufs)
+                break
         if self.eager:
             return self.fn(*(_plain(b) for b in bufs), **params)
         if self.jitted is None:
             fn = self.fn
-            self.jitted = _jax.jit(lambda *bufs, params: fn(*bufs, **params.values), static_argnames=("params",))
+            # a large result on CPU is written into a dropped earlier one (recycle.py: no page faults)
+            self.jitted = _recycle.Recycling(lambda *bufs, params: fn(*bufs, **params.values),
+                                             static_argnames=("params",))
         try:
             return self.jitted(*bufs, params=_StaticParams(params))
         except _NEEDS_CONCRETE:
@@ -401,10 +423,12 @@ class _SquareForTwo:
         self.square = None
 
     def __call__(self, x1, x2):
+        if x1.__class__ is Pending:
+            x1 = x1.materialize()
         if x2.__class__ in _HOST_FLOATS and x2 == 2.0 and getattr(x1, "dtype", None) is not None \
                 and x1.dtype.kind == "f" and x1.dtype == x2.dtype:
             if self.square is None:
-                self.square = _jax.jit(lambda x: x * x)
+                self.square = _recycle.Recycling(lambda x: x * x)
             return self.square(x1)
         return self.fn(x1, x2)
 
@@ -550,6 +574,9 @@ class JaxExecutor(Executor):
         _permuted.load(jax)
         _numpy_rules.load(jax)
         self.array_type = type(jnp.zeros((), dtype=jnp.float32))
+        single_cpu = len(jax.devices()) == 1 and jax.devices()[0].platform == "cpu"
+        _recycle.load(jax, self.array_type, single_cpu and _config.get("ARRAYX_JAX_REUSE_MEMORY"))
+        _fused.load(jax, self.array_type, single_cpu)
         natives = list(jax.devices())
         if natives[0].platform != "cpu":  # list the host too when an accelerator is the default
             try:
@@ -581,6 +608,8 @@ class JaxExecutor(Executor):
             return deferring  # transposes, and what runs op by op (a Permuted is computed first)
         if deferring.kind != "other":  # elementwise, reductions, matmul: the check in _Jitted's call
             jitted.on_permuted = deferring.take
+        if _fused.ENABLED:  # large add/subtract/maximum/... chains recorded, run as one pass (fused.py)
+            jitted.record = _fused.fuser(prim.name, raw)
         return fn
 
     # -- jit ----------------------------------------------------------------------------------
@@ -687,7 +716,7 @@ class JaxExecutor(Executor):
 
     # -- buffers ----------------------------------------------------------------------------
     def coerce(self, out):
-        if out.__class__ is Permuted:  # a deferred transpose is this executor's buffer too
+        if out.__class__ is Permuted or out.__class__ is Pending:  # deferred values are this executor's buffers too
             return out
         return self.xp.asarray(out)
 

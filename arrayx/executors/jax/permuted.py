@@ -31,6 +31,7 @@ import operator
 import numpy as np
 
 from arrayx.executors.jax import x64 as _x64
+from arrayx.executors.jax.fused import Pending as _Pending
 
 #: a transpose of this many bytes or more is deferred (smaller ones cost less than the bookkeeping)
 MIN_BYTES = 1 << 20
@@ -224,8 +225,8 @@ for _n in ("bool", "int", "float", "complex", "index"):
 
 
 def plain(b):
-    """``b`` as a ``jax.Array`` (a :class:`Permuted` computed); anything else as it is."""
-    return b.materialize() if b.__class__ is Permuted else b
+    """``b`` as a ``jax.Array`` (a :class:`Permuted` or a ``fused.Pending`` computed); anything else as it is."""
+    return b.materialize() if b.__class__ is Permuted or b.__class__ is _Pending else b
 
 
 def transpose(b, axes: tuple):
@@ -326,7 +327,7 @@ class Deferring:
                 args.append(transpose(b, inv))
             else:
                 args.append(b)
-        return Permuted(self.fn(*args, **params), axes)
+        return Permuted(plain(self.fn(*args, **params)), axes)
 
     def _matmul(self, a, b):
         ta = a.__class__ is Permuted and a.ndim >= 2 and a.axes == matrix_axes(a.ndim)
@@ -339,7 +340,9 @@ class Deferring:
             def product(a, b, ta, tb):
                 return raw(_jax.numpy.swapaxes(a, -1, -2) if ta else a, _jax.numpy.swapaxes(b, -1, -2) if tb else b)
 
-            self.folded = _jax.jit(product, static_argnames=("ta", "tb"))
+            from arrayx.executors.jax.recycle import Recycling
+
+            self.folded = Recycling(product, static_argnames=("ta", "tb"))  # a large product: recycle.py
         return self.folded(a.base if ta else plain(a), b.base if tb else plain(b), ta=ta, tb=tb)
 
     def _reduction(self, x, params):
