@@ -55,7 +55,9 @@ def _float_dtype(fname: str, dtype, key, *, complex_ok: bool = False) -> np.dtyp
     allowed = "fc" if complex_ok else "f"
     if dt.kind not in allowed:
         kinds = "a floating-point" if complex_ok else "a real floating-point"
-        raise TypeError(f"{fname}: dtype must be {kinds} dtype (float32 or float64), got {dt}")
+        fix = ("; bfloat16 draws are not yet the same bits as jax.random's (JAX draws 8 random bits for "
+               "them): draw float32 and astype(x, bfloat16)") if _dtypes.kind_of(dt) == "f" else ""
+        raise TypeError(f"{fname}: dtype must be {kinds} dtype (float16, float32 or float64), got {dt}{fix}")
     return dt
 
 
