@@ -3,17 +3,17 @@
 Why: XLA on CPU allocates each result buffer with ``posix_memalign(64, n)``.  glibc serves that
 request by taking ``n + 64 + 32`` bytes and giving the ends back as small free blocks, which its
 per-thread caches keep; so a freed result is a free block of exactly ``n`` bytes that the next
-request of the same size (``n + 96``) cannot use, and every large eager result lands in memory the
-process has not touched, or has handed back (``executors/common/heap.py``'s trimming): one page
-fault per 4 KiB page.  On the 2-core test machine a page fault cost 2-5 us, so a 124 MB
-``rfft`` result paid 30,234 faults, 40 ms of CPU time on top of XLA's 32 ms (NumPy's whole
-``rfft`` took 38 ms), and each of scikit-learn's ``euclidean_distances`` of 2,000 x 4,000 paid
-15,625 (benchmarks/bench_clients.py).
+request of the same size (``n + 96``) cannot use until it merges with a freed neighbour, and a
+large eager result often lands in memory the process has not touched, or has handed back
+(``executors/common/heap.py``'s trimming): one page fault per 4 KiB page, about 2.7 us each on the
+2-core test machine (a fresh 128 MiB: 88 ms of CPU time).  Measured on 2,000 x 4,000 and
+60,000 x 129 results (benchmarks/bench_clients.py's large sizes): from 0 to 30,234 faults per
+call depending on which results were alive when (a 124 MB ``rfft`` result that faulted cost
+72-77 ms of CPU time, 33 ms written into a donated one; NumPy's whole ``rfft`` 38 ms).
 
 How: a result of :data:`MIN_BYTES` or more of an eager operation (``Recycling``: the per-op
 ``jax.jit`` of ``executor._Jitted``, the folded transposed ``matmul`` of ``permuted.py``, the
-programs of recorded chains in ``fused.py``) is also
-kept by :data:`SPARES`.  Once nothing else references it (its Python reference count is the
+programs of recorded chains in ``fused.py``) is also kept by :data:`SPARES`.  Once nothing else references it (its Python reference count is the
 pool's own: the arrayx array that held it was dropped or rebound, as ``x += y`` does), the next
 call of an operation whose result has its shape and dtype *donates* it: the call runs a second
 program of the same operation that takes the spare as an unused, donated argument
