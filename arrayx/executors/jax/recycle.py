@@ -13,8 +13,9 @@ call depending on which results were alive when (a 124 MB ``rfft`` result that f
 
 How: a result of :data:`MIN_BYTES` or more of an eager operation (``Recycling``: the per-op
 ``jax.jit`` of ``executor._Jitted``, the folded transposed ``matmul`` of ``permuted.py``, the
-programs of recorded chains in ``fused.py``) is also kept by :data:`SPARES`.  Once nothing else references it (its Python reference count is the
-pool's own: the arrayx array that held it was dropped or rebound, as ``x += y`` does), the next
+programs of recorded chains in ``fused.py``) is also kept by :data:`SPARES`.  Once nothing else
+references it (its Python reference count is the pool's own: the arrayx array that held it was
+dropped or rebound, as ``x += y`` does), the next
 call of an operation whose result has its shape and dtype *donates* it: the call runs a second
 program of the same operation that takes the spare as an unused, donated argument
 (``keep_unused``), and XLA writes the result into the spare's memory instead of allocating.
