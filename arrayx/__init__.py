@@ -34,6 +34,7 @@ from arrayx import debug  # noqa: E402,F401  (debug.print / debug.callback)
 from arrayx.transforms import *  # noqa: E402,F401,F403  (grad, jvp, vjp, vmap, jit, ...)
 from arrayx import random  # noqa: E402,F401
 from arrayx import sharding  # noqa: E402,F401  (Mesh, NamedSharding, P, ...)
+from arrayx import distributed  # noqa: E402,F401  (arrayx.distributed.initialize, as jax.distributed's)
 from arrayx.sharding import device_put, devices, shard_map  # noqa: E402,F401
 
 # submodules loaded on first access (they register primitives and rules when imported)

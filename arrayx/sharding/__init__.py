@@ -25,7 +25,10 @@ and, on dask, ``_dask``'s chunks, which are built from ``_shardings``, whose ``N
 installs ``_propagate`` when the first one is made; ``_api``'s ``device_put`` and ``_constraint``'s
 ``with_sharding_constraint`` call each other (a constraint on a concrete array is a device_put);
 ``_shard_map`` runs on virtual devices through ``_virtual``, which stages and checks the member with
-``_shard_map``'s helpers (the replication check: ``_replication``).
+``_shard_map``'s helpers (the replication check: ``_replication``); ``_distributed`` builds arrays
+from process-local data with ``_jax``'s translations of ``_shardings`` and places them with
+``_api``, and ``_shardings`` asks ``_distributed`` which of a sharding's devices this process
+addresses.
 """
 from __future__ import annotations
 
@@ -42,7 +45,6 @@ from arrayx.sharding import _jit  # noqa: F401,E402  (installs jit(..., in_shard
 from arrayx.sharding._distributed import (  # noqa: F401,E402  (many processes: JAX's multi-controller runtime)
     local_device_count, local_devices, make_array_from_callback, make_array_from_process_local_data,
     make_array_from_single_device_arrays, process_allgather, process_count, process_index)
-from arrayx import distributed  # noqa: F401,E402  (arrayx.distributed.initialize, as jax.distributed's)
 
 __all__ = ["Mesh", "make_mesh", "create_device_mesh", "mesh_utils", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Sharding",
            "devices", "virtual_devices", "device_put", "shard_map", "with_sharding_constraint", "ppermute",
