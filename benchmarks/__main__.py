@@ -19,6 +19,8 @@ to warm it up, calibrates how many calls make one timing, then times every label
 ``--rounds`` interleaved rounds (the order rotates per round, so load on a shared machine hits
 all alike) and keeps the best round.  Files without ``workloads`` stay runnable alone and are
 listed as standalone.  Each file also keeps its own ``python benchmarks/bench_X.py`` command.
+A module may also define ``PAIRS = {"name": ("workload a", "workload b")}``: the summary then shows,
+per label timed in both, time a / time b (bench_grad: jit(grad) / jit(f) of each library).
 
 **One process per benchmark.**  The runner reads the bench files without importing them (their
 source: ``TITLE`` and whether ``workloads`` is defined) and runs each registered bench in a fresh
@@ -147,6 +149,18 @@ def ratios(times: dict) -> dict:
     return {f"{a} vs {p}": times[p] / times[a] for a in ours for p in peers if times[a] > 0}
 
 
+def within_label(pairs: dict, workloads: dict) -> dict:
+    """A bench's ``PAIRS`` (``{"name": (workload a, workload b)}``): per label timed in both, time a /
+    time b (e.g. jit(grad) / jit(f): what a gradient costs against its function, per library)."""
+    out = {}
+    for name, (a, b) in pairs.items():
+        ta, tb = workloads.get(a, {}).get("times_s", {}), workloads.get(b, {}).get("times_s", {})
+        row = {label: ta[label] / tb[label] for label in ta if label in tb and tb[label] > 0}
+        if row:
+            out[name] = row
+    return out
+
+
 def headline(bench: dict) -> dict:
     """Geometric mean of each ratio over the bench's workloads."""
     by_pair: dict[str, list] = {}
@@ -225,6 +239,9 @@ def run_one(bench: Bench, quick: bool, rounds: int, target_s: float) -> dict:
             out["workloads"][w] = {"times_s": times, "ratios": ratios(times)}
             print(f"{bench.name:<10} {w:<34} " + "  ".join(f"{k} {t * 1e6:.3g}us" for k, t in times.items()),
                   flush=True)
+        pairs = within_label(getattr(bench.load(), "PAIRS", {}), out["workloads"])
+        if pairs:
+            out["pairs"] = pairs
     except Exception as e:  # noqa: BLE001 - reported in the result, which the runner reads
         peer = missing_peer(e)
         if peer is not None and not out["workloads"]:
@@ -285,6 +302,9 @@ def markdown(data: dict) -> str:
             cells = [f"{r['times_s'][k] * 1e6:.3g}" if k in r["times_s"] else "" for k in labels]
             rs = ", ".join(f"{p}: {v:.3g}" for p, v in r["ratios"].items())
             lines.append(f"| {w} | " + " | ".join(cells) + f" | {rs} |")
+        for pair, row in b.get("pairs", {}).items():
+            lines.append(f"| {pair} (time / time) | " + " | ".join(f"{row[k]:.3g}" if k in row else "" for k in labels)
+                         + " | |")
         lines += ["", "headline (geometric mean): " + ", ".join(f"{p} **{v:.3g}x**" for p, v in b["headline"].items()),
                   "", f"![{name}]({b['plot']})" if b.get("plot") else "", ""]
     if data["standalone"]:
@@ -358,6 +378,8 @@ def main(argv=None) -> int:
         if not heads:
             heads = "no peer here to compare with (times in the JSON)" if b["workloads"] else "no workloads"
         print(f"  {name:<10} {heads}")
+        for pair, row in b.get("pairs", {}).items():
+            print(f"  {'':<10} {pair}: " + ", ".join(f"{label} {r:.3g}" for label, r in row.items()))
     print(f"plots: {', '.join(str(out / b['plot']) for b in data['benches'].values() if b.get('plot'))}")
     print(f"wrote {out_json} and {out_md}")
     failed = [name for name, b in data["benches"].items() if b.get("error")]

@@ -23,7 +23,23 @@ interleaved in one process (wall time, BLAS threads left as they are, best of ``
 for logistic regression and the MLP above (float64) and the CNN of bench_cnn.py (float32, batch 64),
 and prints the ratio gradient / function of each library side by side (goal for arrayx: <= 2.0);
 it writes benchmarks/results/grad_jit.json.  The same rows are registered with ``python -m
-benchmarks`` (workloads "<model> jit(f)" and "<model> jit(grad)", jax.jit beside arrayx).
+benchmarks`` (workloads "<model> jit(f)" and "<model> jit(grad)", jax.jit beside arrayx), and the
+runner's summary shows each library's ratio (``PAIRS`` below).
+
+What bounds each ratio (``python benchmarks/bench_grad.py --gemms`` times the MLP's GEMMs alone):
+
+- logistic regression reads X (10000 x 100, 8 MB, in cache on a quiet machine) once in jit(f) and
+  twice in jit(grad) (``X @ w``, then the cotangent ``@ X``), so its ratio is 2 plus the gradient's
+  elementwise work on 10000 values against the loss's; on a loaded machine X leaves the cache between
+  calls and the ratio drops toward 1 (the second pass reads what the first brought in);
+- the MLP's backward pass is GEMMs of 239.6M multiply-adds against the forward's 171.2M (dW1, dW2,
+  dW3, dH1, dH2; the input's gradient is not taken): (forward + backward) / forward is 2.40 by count
+  before any elementwise work, so 2.0 cannot hold for a matmul-bound network whose weights all get
+  gradients (jax.jit's ratio on the same model is above 3);
+- the CNN's backward pass is the pooling's scatter, relu's derivative, the kernel's gradient (a
+  convolution as large as the forward's) and the dense layer's two GEMMs.  The NumPy executor's
+  scatter was a ``where`` per window offset (a data-dependent branch per element: 6 ns each) into
+  fresh pages; it is now branch-free and pooled (executors/numpy/lax.py).
 """
 from __future__ import annotations
 
@@ -32,6 +48,7 @@ import json
 import pathlib
 import sys
 import time
+import timeit
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's arrayx
 
@@ -194,9 +211,38 @@ def jit_main(quick: bool, rounds: int) -> dict:
                       environment={"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")})
 
 
+def gemms_main() -> dict:
+    """The --gemms run: the MLP's forward and backward GEMMs alone, in NumPy (best of 9 rounds of 20
+    calls, CPU time), against the multiply-add count of each."""
+    rng = np.random.default_rng(0)
+    n, sizes = 256, [(784, 512), (512, 512), (512, 10)]
+    x = rng.standard_normal((n, 784))
+    ws = [rng.standard_normal(s) for s in sizes]
+    hs = [rng.standard_normal((n, s[1])) for s in sizes]  # each layer's output (and cotangent) shape
+    forward = {f"h{i} @ W{i + 1}": (lambda a=a, w=w: a @ w) for i, (a, w) in enumerate(zip([x] + hs[:2], ws))}
+    backward = {}
+    for i, (a, w, d) in enumerate(zip([x] + hs[:2], ws, hs)):
+        backward[f"dW{i + 1} = h{i}.T @ d{i + 1}"] = lambda a=a, d=d: a.T @ d
+        if i:  # no gradient for the input
+            backward[f"dh{i} = d{i + 1} @ W{i + 1}.T"] = lambda d=d, w=w: d @ w.T
+    macs = {"forward": sum(a.shape[0] * w.shape[0] * w.shape[1] for a, w in zip([x] + hs[:2], ws))}
+    macs["backward"] = 2 * macs["forward"] - n * 784 * 512  # every GEMM twice but the input's gradient
+    t = {k: min(timeit.repeat(f, number=20, repeat=9, timer=time.process_time)) / 20
+         for k, f in {**forward, **backward}.items()}
+    for k, v in t.items():
+        print(f"{k:<22}{v * 1e3:8.3f} ms")
+    tf, tb = sum(t[k] for k in forward), sum(t[k] for k in backward)
+    print(f"forward {tf * 1e3:.3f} ms ({macs['forward'] / 1e6:.1f}M MACs), backward {tb * 1e3:.3f} ms "
+          f"({macs['backward'] / 1e6:.1f}M MACs): (forward + backward) / forward = "
+          f"{(macs['forward'] + macs['backward']) / macs['forward']:.2f} by count, {(tf + tb) / tf:.2f} timed")
+    return {"times_ms": {k: v * 1e3 for k, v in t.items()}, "macs": macs,
+            "ratio_by_count": (macs["forward"] + macs["backward"]) / macs["forward"], "ratio_timed": (tf + tb) / tf}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--gemms", action="store_true", help="the MLP's GEMMs alone: what bounds its jit(grad)/jit(f)")
     parser.add_argument("--jit", action="store_true",
                         help="the cheap-gradient rows: jit(grad)/jit(f) on the numpy executor and in jax.jit")
     parser.add_argument("--rounds", type=int, default=9, help="rounds of the --jit run (default 9)")
@@ -204,6 +250,8 @@ def main(argv=None) -> dict:
                         help="CPU time of this process (default) or wall time")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = parser.parse_args(argv)
+    if args.gemms:
+        return gemms_main()
     if args.jit:
         from benchmarks._harness import write_results
 
@@ -258,6 +306,10 @@ def main(argv=None) -> dict:
 
 TITLE = ("reverse-mode gradients on the numpy executor: eager arrayx.grad vs autograd and jax.grad; "
          "jit(f) and jit(grad(f)) of logistic regression, an MLP and a CNN vs jax.jit")
+
+
+#: the cheap-gradient rows in the runner's summary: per library, jit(grad) time / jit(f) time
+PAIRS = {f"{model} jit(grad)/jit(f)": (f"{model} jit(grad)", f"{model} jit(f)") for model in ("logistic", "mlp", "cnn")}
 
 
 def workloads(quick: bool = False) -> dict:

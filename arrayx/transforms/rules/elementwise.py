@@ -233,25 +233,35 @@ defjvp(
 )
 
 
-def _extremum_share(mine, other, out, like):
-    """Share of the tangent an operand of maximum/minimum gets: 1 if it won, 1/2 on ties."""
-    won = _float_mask(mine == out, like)
-    if hasattr(other, "shape"):
-        tie = _float_mask(other == out, like)
-    else:
-        tie = _float_mask(out == other, like)
-    return won / (1.0 + tie)
+def _extremum_share(mine, other, out, like, beats):
+    """Share of the tangent an operand of maximum/minimum gets: 1 if it won, 1/2 on ties, 0 if it lost
+    (or a NaN is involved: the result is NaN and equals neither operand).
+
+    Counted in bytes, then scaled once: (mine == out) + (mine strictly beats other) is 2 for a win, 1
+    for a tie, 0 otherwise, and half of it is the share, exactly (the values of won / (1 + tie), which
+    took two casts to floating point, an add and a division: a relu's derivative is two passes over
+    the activations' floating-point memory, not four)."""
+    count = ax.astype(mine == out, _dtypes.int8) + beats(mine, other)
+    return ax.astype(count, like.dtype) * 0.5
+
+
+def _greater(a, b):
+    return a > b
+
+
+def _less(a, b):
+    return a < b
 
 
 defjvp(
     ew.maximum_p,
-    lambda t, out, x1, x2: t * _extremum_share(x1, x2, out, t),
-    lambda t, out, x1, x2: t * _extremum_share(x2, x1, out, t),
+    lambda t, out, x1, x2: t * _extremum_share(x1, x2, out, t, _greater),
+    lambda t, out, x1, x2: t * _extremum_share(x2, x1, out, t, _greater),
 )
 defjvp(
     ew.minimum_p,
-    lambda t, out, x1, x2: t * _extremum_share(x1, x2, out, t),
-    lambda t, out, x1, x2: t * _extremum_share(x2, x1, out, t),
+    lambda t, out, x1, x2: t * _extremum_share(x1, x2, out, t, _less),
+    lambda t, out, x1, x2: t * _extremum_share(x2, x1, out, t, _less),
 )
 
 
