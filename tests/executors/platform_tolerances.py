@@ -69,6 +69,14 @@ def native64_device(executor: str = "jax"):
     return default if native64(default) else next((d for d in ex.devices() if native64(d)), None)
 
 
+def tpu_device():
+    """The jax executor's TPU device, or None (no jax, or no TPU here)."""
+    ex = base.get("jax")
+    if not ex.available():
+        return None
+    return next((d for d in ex.devices() if ex.platform_of(d) == "tpu"), None)
+
+
 def platform(device) -> str:
     """The kind of hardware ``device`` is (its executor's ``platform_of``), "cpu" for None (NumPy)."""
     return "cpu" if device is None else base.get(device.executor).platform_of(device)

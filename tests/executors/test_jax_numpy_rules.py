@@ -14,19 +14,13 @@ import numpy as np
 import pytest
 
 import arrayx as ax
+from tests.executors.platform_tolerances import tpu_device
 from arrayx.core import executor as base
 
 pytestmark = [pytest.mark.jax, pytest.mark.skipif(not base.get("jax").available(), reason="jax is not installed")]
 
 
-def _tpu():
-    ex = base.get("jax")
-    if not ex.available():
-        return None
-    return next((d for d in ex.devices() if ex.platform_of(d) == "tpu"), None)
-
-
-TPU = _tpu()
+TPU = tpu_device()
 on_chip = pytest.mark.skipif(TPU is None, reason="no TPU here (the jax executor lists no tpu device)")
 
 

@@ -11,17 +11,10 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.core import executor as base
+from tests.executors.platform_tolerances import tpu_device
 
 
-def _tpu():
-    ex = base.get("jax")
-    if not ex.available():
-        return None
-    return next((d for d in ex.devices() if ex.platform_of(d) == "tpu"), None)
-
-
-TPU = _tpu()
+TPU = tpu_device()
 pytestmark = pytest.mark.skipif(TPU is None, reason="no TPU here (the jax executor lists no tpu device)")
 
 
