@@ -1,5 +1,7 @@
 """``pmap`` and the named-axis collectives (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
-``axis_index``), with JAX's semantics, inside ``pmap`` and inside ``vmap(axis_name=...)``.
+``axis_index``), with JAX's semantics, inside ``pmap`` and inside ``vmap(axis_name=...)``.  A
+collective may name a tuple of axes: their members numbered row-major in the tuple's order (the
+first name varying slowest), as JAX numbers them; it binds one primitive per name.
 
 An axis name is bound by a frame of the axis environment (``arrayx.core.axis_env``, a ContextVar: the name, the number of
 members, and how to get the member's index).  ``vmap(axis_name=)`` binds one around its function;
@@ -211,10 +213,22 @@ _register_named_rules()
 # -- the public collectives ------------------------------------------------------------------------------
 
 
+def _frames(fname, axis_name) -> list:
+    """The frames of ``axis_name`` (a name, or a tuple of names: the axes taken together, their
+    members numbered row-major in the tuple's order, the first name varying slowest, as JAX)."""
+    names = _names(axis_name)
+    if len(set(names)) != len(names):
+        raise ValueError(f"{fname}: axis_name {axis_name!r} names an axis twice; name each mapped axis once")
+    return [_frame(fname, name) for name in names]
+
+
 def _over_leaves(fname, x, axis_name, one):
+    """A reduction over several axes is one per axis (in any order: the same members combined)."""
+    frames = _frames(fname, axis_name)
+
     def leaf(v):
-        for name in _names(axis_name):
-            v = one(v, _frame(fname, name))
+        for frame in frames:
+            v = one(v, frame)
         return v
 
     return pytree.map(leaf, x)
@@ -233,7 +247,7 @@ def psum(x, axis_name):
 
 def pmean(x, axis_name):
     """The mean of ``x`` over the members of ``axis_name`` (``psum(x) / size``)."""
-    size = math.prod(_frame("pmean", n).size for n in _names(axis_name))
+    size = math.prod(f.size for f in _frames("pmean", axis_name))
     return pytree.map(lambda v: v / size, psum(x, axis_name))
 
 
@@ -257,27 +271,51 @@ pmin.__doc__ = "The minimum of ``x`` over the members of the mapped axis ``axis_
 
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
     """Every member's ``x`` stacked along a new axis ``axis`` (concatenated along ``axis`` when
-    ``tiled``), in member order; every member gets the whole."""
+    ``tiled``), in member order; every member gets the whole.
+
+    Over a tuple of names the members are numbered row-major in the tuple's order (the first name
+    varies slowest, as JAX) and ``tiled=False`` adds one axis of the product of their sizes: a
+    gather over the last name, then the earlier ones, last to first, each concatenated onto it."""
     from arrayx import api as ax
 
-    def one(v, frame):
+    frames = _frames("all_gather", axis_name)
+
+    def leaf(v):
         v = v if isinstance(v, Array) else ax.asarray(v)
         nd = v.ndim + (0 if tiled else 1)
         if not -nd <= axis < nd:
-            raise ValueError(f"all_gather: axis {axis} is out of range for a result of {nd} dimension(s)")
-        return all_gather_p.bind(v, axis_name=frame.name, axis_size=frame.size, axis=axis % nd, tiled=bool(tiled))
+            raise ValueError(f"all_gather: axis {axis} is out of range for a result of {nd} dimension(s) (x of "
+                             f"shape {tuple(v.shape)}, tiled={bool(tiled)})")
+        a = axis % nd
+        if not frames:  # no axis: one member
+            return v if tiled else ax.expand_dims(v, axis=a)
+        for k, frame in enumerate(reversed(frames)):
+            v = all_gather_p.bind(v, axis_name=frame.name, axis_size=frame.size, axis=a, tiled=bool(tiled) or k > 0)
+        return v
 
-    return _over_leaves("all_gather", x, axis_name, one)
+    return pytree.map(leaf, x)
 
 
 def axis_index(axis_name):
-    """This member's position (int32, from 0) along the mapped axis ``axis_name``."""
-    return _frame("axis_index", axis_name).index()
+    """This member's position (int32, from 0) along the mapped axis ``axis_name``; over a tuple of
+    names its position row-major over them, the first name varying slowest (as JAX)."""
+    from arrayx import api as ax
+
+    if not isinstance(axis_name, (tuple, list)):
+        return _frame("axis_index", axis_name).index()
+    frames = _frames("axis_index", axis_name)
+    if not frames:
+        return ax.asarray(0, dtype=ax.int32)
+    me = frames[0].index()
+    for frame in frames[1:]:
+        me = me * frame.size + frame.index()
+    return me
 
 
 def device_count(executor: str | None = None) -> int:
-    """How many devices ``executor`` (default: the current one) maps ``pmap`` over: JAX's devices, the
-    workers of the Dask cluster arrayx is connected to, else 1 (numpy/numba run members in turn)."""
+    """How many devices ``executor`` (default: the current one) maps ``pmap`` over: JAX's devices of
+    its default platform, every process's (``jax.device_count()``), the workers of the Dask cluster
+    arrayx is connected to, else 1 (numpy/numba run members in turn)."""
     from arrayx.core.executor import get, get_executor
 
     ex = get_executor() if executor is None else get(executor)
@@ -287,10 +325,28 @@ def device_count(executor: str | None = None) -> int:
         client = dask_executor.get_scheduler()
         info = getattr(client, "scheduler_info", None)
         return max(1, len(info()["workers"])) if info is not None else 1
+    if ex.name == "jax":  # not len(ex.devices()): it lists the host's CPU devices after an accelerator's
+        ex.devices()  # loads JAX (raises with the reason when it is missing)
+        import jax
+
+        return jax.device_count()
     return len(ex.devices())
 
 
-local_device_count = device_count
+def local_device_count(executor: str | None = None) -> int:
+    """How many of :func:`device_count`'s devices this process has: under many JAX processes
+    (``arrayx.distributed.initialize``) this process's (``jax.local_device_count()``, as
+    ``arrayx.sharding.local_device_count("jax")``), the default platform's; on one process
+    :func:`device_count`."""
+    from arrayx.core.executor import get, get_executor
+
+    ex = get_executor() if executor is None else get(executor)
+    if ex.name == "jax":
+        ex.devices()
+        import jax
+
+        return jax.local_device_count()
+    return device_count(executor)
 
 
 # -- pmap ---------------------------------------------------------------------------------------------------
