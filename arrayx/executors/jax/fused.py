@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.executors.jax import x64 as _x64
+from arrayx.executors.jax import stand_in as _stand_in, x64 as _x64
+from arrayx.executors.jax.stand_in import StandIn
 
 __all__ = ["Pending", "FUSED", "MIN_BYTES", "MAX_OPS", "load", "fuser"]
 
@@ -62,6 +63,7 @@ def load(jax, array_type, enabled: bool) -> None:
     global _jax, _ARRAY, ENABLED
     _jax, _ARRAY = jax, array_type
     ENABLED = bool(enabled)
+    _stand_in.load(jax)
     jax.tree_util.register_pytree_node(Pending, _flatten, _unflatten)
 
 
@@ -86,7 +88,7 @@ def _program(expr):
     return Recycling(lambda *leaves: _evaluate(expr, leaves))
 
 
-class Pending:
+class Pending(StandIn):
     """The value of recorded elementwise operations (``expr`` over ``leaves``), computed when first
     needed (:meth:`materialize`), then kept."""
 
@@ -177,39 +179,15 @@ class Pending:
             return host.copy()
         return host
 
-    def __getitem__(self, key):
-        return self.materialize()[key]
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __iter__(self):
-        return iter(self.materialize())
-
-    def __dlpack__(self, **kwargs):
-        return self.materialize().__dlpack__(**kwargs)
-
     def __dlpack_device__(self):
         return self._array_leaf().__dlpack_device__()
-
-    def __getattr__(self, name):
-        # any other jax.Array attribute or method (``at``, ``sharding``, ``astype``, ...)
-        if name.startswith("__") or name in Pending.__slots__:
-            raise AttributeError(name)
-        return getattr(self.materialize(), name)
 
     def __repr__(self) -> str:
         return f"Pending({self.materialize()!r})"
 
-    def __reduce__(self):
-        return (_rebuild, (self.__array__(),))
 
     __hash__ = None
 
-
-@_x64.in_x64
-def _rebuild(host):
-    return _jax.numpy.asarray(host)
 
 
 def _binary(op):

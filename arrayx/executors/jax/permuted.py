@@ -30,7 +30,8 @@ import operator
 
 import numpy as np
 
-from arrayx.executors.jax import x64 as _x64
+from arrayx.executors.jax import stand_in as _stand_in, x64 as _x64
+from arrayx.executors.jax.stand_in import StandIn
 from arrayx.executors.jax.fused import Pending as _Pending
 
 #: a transpose of this many bytes or more is deferred (smaller ones cost less than the bookkeeping)
@@ -43,6 +44,7 @@ _TRANSPOSE = None
 def load(jax) -> None:
     global _jax, _TRANSPOSE
     _jax = jax
+    _stand_in.load(jax)
     _TRANSPOSE = jax.jit(lambda x, axes: jax.numpy.transpose(x, axes), static_argnames=("axes",))
     # a pytree of one leaf, its base: ``jax.jit`` (compiled graphs), ``device_put`` and
     # ``block_until_ready`` take the base, and inside a trace the transpose is an operation of the
@@ -81,7 +83,7 @@ def is_identity(axes: tuple) -> bool:
     return all(i == a for i, a in enumerate(axes))
 
 
-class Permuted:
+class Permuted(StandIn):
     """``transpose(base, axes)`` of a ``jax.Array`` ``base``, computed only where an operation
     needs it in order (then once, and kept)."""
 
@@ -164,37 +166,13 @@ class Permuted:
             return host.copy(order="K")
         return host
 
-    def __getitem__(self, key):
-        return self.materialize()[key]
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __iter__(self):
-        return iter(self.materialize())
-
-    def __dlpack__(self, **kwargs):
-        return self.materialize().__dlpack__(**kwargs)
-
     def __dlpack_device__(self):
         return self.base.__dlpack_device__()
-
-    def __getattr__(self, name):
-        # any other jax.Array attribute or method (``at``, ``addressable_shards``, ``astype``, ...)
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.materialize(), name)
 
     def __repr__(self) -> str:
         return f"Permuted(axes={self.axes}, {self.materialize()!r})"
 
-    def __reduce__(self):
-        return (_rebuild, (self.__array__(),))
 
-
-@_x64.in_x64  # a float64 buffer unpickles as float64, whatever the caller's JAX setting
-def _rebuild(host):
-    return _jax.numpy.asarray(host)
 
 
 def _operator(name):
