@@ -27,7 +27,7 @@ GAPS: dict[str, dict[str, str]] = {
 
 #: tpu_limits primitive -> the standard functions that run it, where they are not the same name
 #: (``pinv`` computes through ``svd``)
-FUNCTIONS_OF_PRIMITIVE = {"svd": ("linalg.svd", "linalg.pinv")}
+FUNCTIONS_OF_PRIMITIVE = {"svd": ("linalg.svd", "linalg.pinv"), "eig": ("linalg.eig",), "eigvals": ("linalg.eigvals",)}
 
 
 def reason(executor: str, func: str, case_id: str | None = None) -> str | None:

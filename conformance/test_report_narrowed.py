@@ -33,26 +33,11 @@ ROWS = ["arange", "asarray", "full_like", "astype", "sin", "matmul", "argmax", "
 def tpu(monkeypatch):
     """The jax executor's devices taken for TPUs (default dtypes and tpu_limits), 64-bit data downcast."""
     from arrayx.api import _device_dtypes
-    from arrayx.executors.jax import tpu_limits
+    from tests.executors.platform_tolerances import taken_for_tpu
 
-    assert _jax.available()  # loaded first: loading sets _has_tpu from the real devices
-    _device_dtypes.clear_caches()
-    _device_dtypes.reset_warning()
-    monkeypatch.setattr(_jax, "_has_tpu", True)
-    monkeypatch.setattr(tpu_limits, "_on_tpu", lambda buf: True)
-    monkeypatch.setattr(type(_jax), "platform_of", lambda self, device: "tpu")
-    saved = dict(_jax.impls)
-    _jax.impls.clear()
-    try:
-        with ax.tpu_64bit("downcast"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", _device_dtypes.DowncastWarning)
-            yield _jax.default_device()
-    finally:
-        _jax.impls.clear()
-        _jax.impls.update(saved)
-        monkeypatch.undo()
-        _device_dtypes.clear_caches()
-        _device_dtypes.reset_warning()
+    with taken_for_tpu(monkeypatch, "downcast"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", _device_dtypes.DowncastWarning)
+        yield _jax.default_device()
 
 
 def test_a_cpu_is_plain_and_its_reference_stays_64bit():

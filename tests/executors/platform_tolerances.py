@@ -11,6 +11,8 @@ products at JAX's default matmul precision); elsewhere tests keep their own boun
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 import arrayx as ax
@@ -67,6 +69,33 @@ def native64_device(executor: str = "jax"):
     ex = base.get(executor)
     default = ex.default_device()
     return default if native64(default) else next((d for d in ex.devices() if native64(d)), None)
+
+
+@contextlib.contextmanager
+def taken_for_tpu(monkeypatch, setting: str):
+    """The jax executor with its devices taken for TPUs (their default dtypes and tpu_limits' checks)
+    and its eager implementations rebuilt, under ``tpu_64bit(setting)``; everything put back after."""
+    from arrayx.api import _device_dtypes
+    from arrayx.executors.jax import tpu_limits
+
+    ex = base.get("jax")
+    assert ex.available()  # loaded first: loading sets _has_tpu from the real devices
+    _device_dtypes.clear_caches()
+    _device_dtypes.reset_warning()
+    monkeypatch.setattr(ex, "_has_tpu", True)
+    monkeypatch.setattr(tpu_limits, "_on_tpu", lambda buf: True)
+    monkeypatch.setattr(type(ex), "platform_of", lambda self, device: "tpu")
+    saved = dict(ex.impls)
+    ex.impls.clear()
+    try:
+        with ax.tpu_64bit(setting):
+            yield ex
+    finally:
+        ex.impls.clear()
+        ex.impls.update(saved)
+        monkeypatch.undo()
+        _device_dtypes.clear_caches()  # the per-device defaults were read with the devices taken for TPUs
+        _device_dtypes.reset_warning()
 
 
 def tpu_device():

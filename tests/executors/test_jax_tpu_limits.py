@@ -15,6 +15,7 @@ import pytest
 import arrayx as ax
 from arrayx.core import executor as base
 from tests.executors.conftest import only_on
+from tests.executors.platform_tolerances import taken_for_tpu
 
 pytestmark = only_on("jax")
 
@@ -27,22 +28,8 @@ PRIMITIVE_OF = {"linalg.svd": "svd", "linalg.pinv": "svd"}
 def as_tpu(monkeypatch):
     """The jax executor, with its devices taken for TPUs and its eager implementations rebuilt; 64-bit
     data kept as it is there (``tpu_64bit("emulate")``: the setting under which 64-bit types reach a TPU)."""
-    from arrayx.api import _device_dtypes
-    from arrayx.executors.jax import tpu_limits
-
-    ex = base.get("jax")
-    assert ex.available()
-    _device_dtypes.clear_caches()
-    monkeypatch.setattr(ex, "_has_tpu", True)
-    monkeypatch.setattr(tpu_limits, "_on_tpu", lambda buf: True)
-    monkeypatch.setattr(type(ex), "platform_of", lambda self, device: "tpu")
-    saved = dict(ex.impls)
-    ex.impls.clear()
-    with ax.tpu_64bit("emulate"):
+    with taken_for_tpu(monkeypatch, "emulate") as ex:
         yield ex
-    ex.impls.clear()
-    ex.impls.update(saved)
-    _device_dtypes.clear_caches()  # the per-device defaults were read with the devices taken for TPUs
 
 
 @pytest.mark.parametrize("name, dtype", [("abs", "complex128"), ("tanh", "complex128"), ("expm1", "complex128"),
