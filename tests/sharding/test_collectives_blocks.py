@@ -10,10 +10,6 @@ blocks each result block's task graph reads.  The data are small integers in flo
 sum is exact and every order of addition gives the same bits."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -23,7 +19,7 @@ import arrayx as ax
 from arrayx.core import executor as base
 from arrayx.sharding import P, _collectives as C, virtual_devices
 
-from tests.sharding.conftest import VIRTUAL  # noqa: F401  (and the vex fixture)
+from tests.sharding.conftest import json_from_eight_jax_devices, VIRTUAL  # noqa: F401  (and the vex fixture)
 
 #: name -> (axis_name, perm); block shape (2, 3) of a (4, 12) array over a (2, 4) mesh ("x", "y")
 PERMS = {
@@ -341,13 +337,7 @@ def jax_values():
             out[f"{kind} {name}"] = [np.asarray(v).tolist() for v in (ref, eager, jitted)]
         print(json.dumps(out))
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
-                          cwd=root)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_eight_jax_devices(code)
 
 
 @pytest.mark.parametrize("kind,name", CASES)

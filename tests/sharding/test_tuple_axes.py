@@ -15,7 +15,6 @@ through ``all_gather``.  The data are small integers in float32: every sum is ex
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import arrayx as ax
 from arrayx.core import executor as base
 from arrayx.sharding import P, virtual_devices
 
-from tests.sharding.conftest import VIRTUAL  # noqa: F401  (and the vex fixture)
+from tests.sharding.conftest import json_from_eight_jax_devices, VIRTUAL  # noqa: F401  (and the vex fixture)
 
 SIZES = {"x": 2, "y": 4}
 TUPLES = [("x", "y"), ("y", "x")]
@@ -245,13 +244,7 @@ def jax_values():
             out[case] = row
         print(json.dumps(out))
     """)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
-                          cwd=root)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_eight_jax_devices(code)
 
 
 @pytest.mark.parametrize("case", ALL)
