@@ -324,11 +324,16 @@ def _in_order_of(like, a):
 
 
 def window_select(x, t, **params):
+    return window_select_out(x, None, t, **params)
+
+
+def window_select_out(x, out, t, **params):
+    """``window_select`` given the reduction's result ``out`` (None: reduce ``x`` here)."""
     x, t = np.asarray(x), np.asarray(t)
     bits = _bits_dtype(t.dtype)
     if bits is None:
         return select_host(np, reduce_window, x, t, **params)
-    out = reduce_window(x, **params)
+    out = reduce_window(x, **params) if out is None else np.asarray(out)
     xp = _padded(np, x, params["padding"], identity(params["kind"], x.dtype))
     tp = _padded(np, t, params["padding"], 0)
     res = _empty(out.shape, t.dtype)
@@ -345,13 +350,18 @@ def window_select(x, t, **params):
 
 
 def window_scatter(x, ct, **params):
+    return window_scatter_out(x, None, ct, **params)
+
+
+def window_scatter_out(x, out, ct, **params):
+    """``window_scatter`` given the reduction's result ``out`` (None: reduce ``x`` here)."""
     x, ct = np.asarray(x), np.asarray(ct)
     bits = _bits_dtype(ct.dtype)
     if bits is None:
         return scatter_host(np, reduce_window, add_at_inplace, x, ct, **params)
     window, strides, dilation, padding = (params["window"], params["strides"], params["window_dilation"],
                                           params["padding"])
-    out = reduce_window(x, **params)
+    out = reduce_window(x, **params) if out is None else np.asarray(out)
     xp = _padded(np, x, padding, identity(params["kind"], x.dtype))
     disjoint = _disjoint(window, strides, dilation)
     # disjoint windows: each winner's cotangent is written straight to its place, every other element
@@ -385,4 +395,6 @@ TABLE = {
     "reduce_window": reduce_window,
     "window_select": window_select,
     "window_scatter": window_scatter,
+    "window_select_out": window_select_out,
+    "window_scatter_out": window_scatter_out,
 }
