@@ -39,7 +39,9 @@ What bounds each ratio (``python benchmarks/bench_grad.py --gemms`` times the ML
 - the CNN's backward pass is the pooling's scatter, relu's derivative, the kernel's gradient (a
   convolution as large as the forward's) and the dense layer's two GEMMs.  The NumPy executor's
   scatter was a ``where`` per window offset (a data-dependent branch per element: 6 ns each) into
-  fresh pages; it is now branch-free and pooled (executors/numpy/lax.py).
+  fresh pages, after reducing x again; it is now branch-free, pooled and given the forward's result
+  (executors/numpy/lax.py, lax/_window_prims.py), and relu's derivative takes two floating-point
+  passes instead of four (transforms/rules/elementwise.py).
 """
 from __future__ import annotations
 
