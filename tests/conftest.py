@@ -24,15 +24,53 @@ def pytest_configure(config) -> None:
     from tests import tiers
 
     tiers.register(config)  # the slow tier and the executor markers (tests/tiers.py)
+    config.addinivalue_line("markers", "dask_chunks(*sizes): the test's dask run once per chunk size (sync "
+                                       "scheduler); the other executors once")
+
+
+@pytest.hookimpl(tryfirst=True)  # a parametrize mark, added before pytest reads the marks
+def pytest_generate_tests(metafunc) -> None:
+    """``@pytest.mark.dask_chunks(2, 1)``: the ``executor`` parameter's dask entry becomes one entry
+    per chunk size (ids ``dask-chunks2``, ``dask-chunks1``), so multi-chunk Dask paths are exercised
+    without running the other executors once per chunk size as well."""
+    mark = metafunc.definition.get_closest_marker("dask_chunks")
+    if mark is None or "executor" not in metafunc.fixturenames:
+        return
+    combos, ids = [], []
+    for name in ALL_EXECUTORS:
+        for size in (mark.args if name == "dask" else (None,)):
+            combos.append((name, size))
+            ids.append(name if size is None else f"{name}-chunks{size}")
+    metafunc.definition.add_marker(pytest.mark.parametrize(("executor", "dask_chunk_size"), combos, ids=ids,
+                                                           indirect=True))
+
+
+@pytest.fixture
+def dask_chunk_size(request):
+    """Chunk size the dask executor uses for this test (``dask_chunks`` mark), else None (its default)."""
+    return getattr(request, "param", None)
 
 
 @pytest.fixture(params=ALL_EXECUTORS)
-def executor(request) -> str:
+def executor(request, dask_chunk_size) -> str:
     """Name of an executor available here; the test body runs inside ``use_executor(name)``."""
     name = request.param
     ex = _base.get(name)
     if not ex.available():
         pytest.skip(f"executor {name!r} unavailable: {ex.unavailable_reason}")
+    if name == "dask" and dask_chunk_size is not None:
+        from arrayx.executors import dask as xd
+
+        saved = xd.get_scheduler(), xd.get_chunks()
+        xd.set_scheduler("sync")
+        xd.set_chunks(dask_chunk_size)
+        try:
+            with arrayx.use_executor(name):
+                yield name
+        finally:
+            xd.set_scheduler(saved[0])
+            xd.set_chunks(saved[1])
+        return
     with arrayx.use_executor(name):
         yield name
 

@@ -469,3 +469,16 @@ def test_at_power(executor: str) -> None:
     base = np.array([1.0, 2.0, 3.0])
     got = ax(base).at[1].power(3.0)
     assert_same(got, np.array([1.0, 8.0, 3.0]))
+
+
+# -- repr of arrays NumPy summarises: only the edges move, the text is NumPy's ----------------
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("a", [
+    np.arange(2000.0).reshape(40, 50) / 7, np.arange(1001), np.linspace(0, 1, 3000).reshape(3, 1000),
+    np.arange(5000) % 3 == 0, np.arange(2 * 7 * 200).reshape(2, 7, 200).astype(np.int8),
+], ids=["2d-float", "1d-int", "short-axis", "bool", "3d-int8"])
+def test_repr_of_summarised_arrays_is_numpys(executor, a):
+    text = repr(xp.asarray(a))
+    assert text == "Array(" + np.array2string(a, separator=", ", prefix="Array(") + (
+        f", dtype={a.dtype}, device={xp.asarray(a).device.executor}:{xp.asarray(a).device.label})")

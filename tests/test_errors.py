@@ -3,7 +3,8 @@
 Each row: the call, the exception type the standard (or Python) leads a user to expect, and
 the fragments the message must contain (the function's name first, then the offending
 dtype / shape / axis / value).  Arrays are created inside the call, so they live on the
-executor under test: an executor must not leak its own library's bare error.
+executor under test: an executor must not leak its own library's bare error.  An error about an
+executor names the one the caller used, not the NumPy executor some executors build on.
 """
 from __future__ import annotations
 
@@ -136,3 +137,28 @@ def test_error_names_function_and_value(call, exc, fragments, executor: str) -> 
     head = fragments[0]
     assert re.search(rf"(^|\W){re.escape(head)}(\W|$)", msg), msg
 
+
+# -- errors name the executor the caller used, not the NumPy executor some executors build on ----------
+# (issue #40 point 8: errors of other executors said "on the 'numpy' executor")
+
+def test_linspace_too_large_names_the_executor_used(executor):
+    with pytest.raises(ValueError) as info:
+        xp.linspace(0.0, 1.0, 10**14)
+    text = str(info.value)
+    assert text.startswith("linspace: shape (100000000000000,) of float64 (100000000000000 elements) needs 728 TiB "
+                           f"in host memory (linspace computes the values there for the {executor!r} executor), "
+                           "more than one array can have there"), text
+
+
+def test_a_primitive_without_implementation_names_the_executor_used(executor):
+    from arrayx.core.primitives import Primitive, primitives
+
+    name = "test_unimplemented_here"
+    prim = Primitive(name)
+    try:
+        with pytest.raises(NotImplementedError) as info:
+            prim.bind(xp.ones(3))
+        text = str(info.value)
+        assert text.startswith(f"{name} is not implemented by the {executor!r} executor"), text
+    finally:
+        primitives.pop(name, None)

@@ -76,3 +76,33 @@ def test_the_slow_tier_names_only_marked_tests(folder):
     (folder.path / "test_mixed.py").write_text(_PARAMETRISED.replace("@pytest.mark.slow\n", ""))
     result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", "slow")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+_CHUNKED = """
+import pytest
+from arrayx.core import executor as base
+
+@pytest.mark.dask_chunks(2, 1)
+def test_chunked(executor, dask_chunk_size):
+    if executor == "dask":
+        from arrayx.executors import dask as xd
+        assert xd.get_chunks() == dask_chunk_size and xd.get_scheduler() == "sync"
+    else:
+        assert dask_chunk_size is None
+"""
+
+
+def test_dask_chunks_gives_dask_one_run_per_chunk_size_and_the_others_one(folder):
+    # tests/conftest.py's executor fixture and dask_chunks mark; the dask runs keep the dask marker
+    folder.makeconftest(_CONFTEST + "\nfrom tests.conftest import pytest_configure as _c, pytest_generate_tests, "
+                                    "executor, dask_chunk_size\n\n_tiers_configure = pytest_configure\n\n"
+                                    "def pytest_configure(config):\n    _tiers_configure(config)\n    _c(config)\n")
+    folder.makepyfile(test_chunked=_CHUNKED)
+    every = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "test_chunked.py", "--collect-only")
+    ids = sorted(line.split("[", 1)[1].rstrip("]") for line in every.outlines if "test_chunked[" in line)
+    from tests.conftest import ALL_EXECUTORS
+
+    assert ids == sorted([n for n in ALL_EXECUTORS if n != "dask"] + ["dask-chunks2", "dask-chunks1"]), ids
+    result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", "dask", "test_chunked.py")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 2 and "failed" not in outcomes, outcomes

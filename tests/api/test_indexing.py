@@ -1,5 +1,6 @@
 """Indexing on every executor: ``x[key]``, ``x[key] = v``, ``x.at[key].op(v)``, ``take`` and
-``take_along_axis``, against NumPy, plus argument errors."""
+``take_along_axis``, against NumPy, plus argument errors; slices with bounds out of range, None
+in setitem keys and gathers with one n-D index array, with Dask over several chunks."""
 from __future__ import annotations
 
 import numpy as np
@@ -209,3 +210,82 @@ def test_zero_d_false_mask_with_an_empty_update_leaves_the_array(executor: str) 
         mask = xp.asarray(flag)
         x[mask] = x[mask] + 5.0
         assert_same(x, np.asarray(want))
+
+
+# -- slices with bounds past the start of an axis (Dask clamped them wrongly) -------------------
+
+_X = np.arange(2 * 3 * 3, dtype=np.int16).reshape(2, 3, 3)
+
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("key", [
+    (None, slice(-4, None, -2), Ellipsis),  # the suite's reproducer: numpy (1, 0, 3, 3), dask gave (1, 1, 3, 3)
+    (slice(-4, None, -2),), (slice(-3, None, -1),), (slice(-5, -1, -1),), (slice(-3, 1, -1),),
+    (slice(None, -3, -1),), (slice(5, -4, -1),), (slice(1, None, -1), slice(-9, None, -2)),
+    (Ellipsis, slice(-7, None, -3)), (slice(-9, 9, 2), slice(9, -9, -1)),
+], ids=repr)
+def test_slices_with_bounds_out_of_range(executor, key):
+    x = xp.asarray(_X)
+    got = assert_matches_numpy(lambda a: a[key], x)
+    assert got.shape == _X[key].shape
+    assert_same(got, _X[key])
+    assert_same(xp.jit(lambda a: a[key])(x), _X[key])
+
+    def set_region(a):
+        a = xp.asarray(a, copy=True)
+        a[key] = -1
+        return a
+
+    want = _X.copy()
+    want[key] = -1
+    assert_same(assert_matches_numpy(set_region, x), want)
+
+
+# -- a None in a setitem key (`x[None, :, ...] = 100`) ---------------------------------------------
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("key,value", [
+    ((None, 1), 7),
+    ((None, 1), np.array([[1, 2, 3]])),
+    ((None, slice(None), Ellipsis), 100),
+    ((None, 0, None, slice(None, None, -1)), np.array([5, 6, 7])),
+    ((Ellipsis, None), np.arange(9).reshape(3, 3, 1)),
+    ((1, None, slice(1, None)), np.array([[8, 9]])),
+], ids=lambda v: repr(v) if isinstance(v, tuple) else None)
+def test_none_in_a_setitem_key(executor, key, value):
+    host = np.arange(9, dtype=np.int32).reshape(3, 3)
+
+    def set_key(a, v):
+        a = xp.asarray(a, copy=True)
+        a[key] = v
+        return a
+
+    v = xp.asarray(value, dtype=xp.int32) if isinstance(value, np.ndarray) else value
+    want = host.copy()
+    want[key] = value
+    assert_same(assert_matches_numpy(set_key, xp.asarray(host), v), want)
+
+
+# -- gathering with one n-D index array (issue 31: SciPy's bootstrap, `sample[..., i]` with i of
+# shape (9999, 100), made a chunk per row on Dask: 30,000 tasks that every later read ran again) --
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("shape,key", [
+    ((7,), lambda i: (i,)),
+    ((7,), lambda i: (Ellipsis, i)),
+    ((3, 7), lambda i: (Ellipsis, i)),
+    ((3, 7), lambda i: (slice(None), i)),
+    ((7, 3), lambda i: (i, slice(1, None))),
+    ((3, 7), lambda i: (slice(None, None, -1), None, i)),
+    ((2, 7, 3), lambda i: (slice(None), i, None, slice(None, 2))),
+], ids=["1d", "ellipsis", "2d-last", "2d-slice", "2d-first", "reversed-none", "3d-middle"])
+@pytest.mark.parametrize("lazy_index", [False, True], ids=["host-index", "computed-index"])
+def test_gather_with_one_nd_index_array(executor, shape, key, lazy_index):
+    host = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) / 3
+    axis_len = 7
+    idx = np.random.default_rng(0).integers(-axis_len, axis_len, (40, 5))
+    i = xp.asarray(idx)
+    if lazy_index:
+        i = i + xp.asarray(0)  # an index that is the result of an operation (lazy on Dask)
+    got = assert_matches_numpy(lambda a, j: a[key(j)], xp.asarray(host), i)
+    assert_same(got, host[key(idx)])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import arrayx as xp
-from tests.conftest import assert_same, to_numpy
+from tests.conftest import assert_matches_numpy, assert_same, to_numpy
 
 FLOATS = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -535,3 +535,62 @@ def test_trace_result_has_the_dtype_asked_for(executor, dtype):
     a = np.full((2, 3, 3), 100, dtype)
     out = xp.linalg.trace(xp.asarray(a), dtype=dtype)
     assert_same(out, np.trace(a, axis1=-2, axis2=-1, dtype=dtype))
+
+
+# -- integer contractions and linalg over several Dask chunks, size-0 and strided operands --------
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("fn,shapes,want", [
+    (xp.matmul, ((1, 4), (4,)), [-112]),
+    (xp.linalg.matmul, ((2, 4), (4, 3)), [[-112] * 3] * 2),
+    (xp.vecdot, ((4,), (4,)), -112),
+    (xp.linalg.vecdot, ((3, 4), (4,)), [-112] * 3),
+    (lambda a, b: xp.tensordot(a, b, axes=1), ((1, 4), (4,)), [-112]),
+])
+def test_integer_contractions_wrap_in_their_dtype(executor, fn, shapes, want):
+    a = xp.full(shapes[0], 100, dtype=xp.int8)  # 4 * 100 = 400 wraps to -112 in int8
+    b = xp.ones(shapes[1], dtype=xp.int8)
+    out = assert_matches_numpy(fn, a, b)
+    assert out.dtype == xp.int8 and np.asarray(out).tolist() == want
+
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("dtype", [np.dtype("uint8"), np.dtype("int16"), np.dtype("uint32")], ids=str)
+def test_integer_matmul_over_several_chunks_and_empty_axes(executor, dtype):
+    a = xp.asarray(np.arange(30).reshape(5, 6).astype(dtype) * 50)
+    b = xp.asarray((np.arange(24).reshape(6, 4) % 7).astype(dtype))
+    out = assert_matches_numpy(xp.matmul, a, b)
+    assert out.dtype == np.dtype(dtype)
+    assert_same(out, (np.arange(30).reshape(5, 6).astype(dtype) * 50) @ (np.arange(24).reshape(6, 4) % 7).astype(dtype))
+    e = assert_matches_numpy(xp.matmul, xp.zeros((2, 0), dtype=dtype), xp.zeros((0, 3), dtype=dtype))
+    assert e.dtype == np.dtype(dtype) and np.asarray(e).tolist() == [[0, 0, 0]] * 2
+    assert assert_matches_numpy(xp.vecdot, xp.zeros((3, 0), dtype=dtype), xp.zeros(0, dtype=dtype)).shape == (3,)
+
+
+@pytest.mark.dask_chunks(2, 1)
+def test_size_zero_linalg_keeps_a_solvable_operand(executor):
+    a = xp.asarray([[2.0, 0.0], [1.0, 3.0]])
+    assert assert_matches_numpy(xp.linalg.solve, a, xp.zeros((2, 0))).shape == (2, 0)
+    assert assert_matches_numpy(xp.linalg.inv, xp.zeros((2, 0, 0))).shape == (2, 0, 0)
+    assert assert_matches_numpy(xp.linalg.cross, xp.zeros((0, 3)), xp.zeros((0, 3))).shape == (0, 3)
+
+
+# -- linalg on strided input -----------------------------------------------------------------
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("name", ["inv", "eigh", "eigvalsh", "slogdet", "cholesky", "det", "svdvals"])
+def test_linalg_on_strided_input(executor, name):
+    base_ = np.array([[4.0, 1.0, 0.0, 0.5], [1.0, 3.0, 0.2, 0.0], [0.0, 0.2, 2.0, 0.1], [0.5, 0.0, 0.1, 5.0]])
+    x = xp.asarray(np.repeat(base_, 2, axis=0))[::2]  # rows chunked unlike columns on Dask
+    fn = getattr(xp.linalg, name)
+    got = fn(x)
+    want = on_numpy_np(name, base_)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want):
+        np.testing.assert_allclose(np.abs(np.asarray(g)) if name == "eigh" else np.asarray(g), w, rtol=1e-10, atol=1e-12)
+
+
+def on_numpy_np(name, a):
+    with xp.use_executor("numpy"):
+        out = getattr(xp.linalg, name)(xp.asarray(a))
+    out = out if isinstance(out, tuple) else (out,)
+    return [np.abs(np.asarray(o)) if name == "eigh" else np.asarray(o) for o in out]

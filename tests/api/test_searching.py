@@ -149,3 +149,14 @@ def test_errors(call, exc, match):
     x = xp.reshape(xp.arange(6.0), (2, 3))
     with pytest.raises(exc, match=match):
         call(x)
+
+
+# -- ties in argmax/argmin over all axes (over several Dask chunks) ----------------------------------
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("fn", [xp.argmax, xp.argmin])
+def test_arg_reductions_over_all_axes_return_the_first_occurrence(executor, fn):
+    a = np.random.default_rng(1).integers(0, 3, (2, 3, 4)).astype(np.float64)  # many ties
+    out = assert_matches_numpy(fn, xp.asarray(a))
+    assert int(out) == int(np.argmax(a) if fn is xp.argmax else np.argmin(a))
+    assert assert_matches_numpy(lambda x: fn(x, keepdims=True), xp.asarray(a)).shape == (1, 1, 1)

@@ -1,7 +1,10 @@
-"""Shapes too large for any buffer, or for one executor, raise ValueError before an executor sees them.
+"""Sizes at the edges, on every executor: shapes too large for any buffer (or for one executor)
+raise ValueError before an executor sees them, and size-0 inputs give NumPy's shapes and values.
 
 XLA aborts the whole process (SIGABRT) on a shape whose byte size overflows int64, so the check
-comes first, on every executor; the message names the function, the shape and the limit.
+comes first, on every executor; the message names the function, the shape and the limit.  Size-0
+inputs (reductions, searchsorted, index arrays, setitem, sort, repeat, unique, norms) are compared
+with the NumPy executor; Dask runs them over several chunks (``dask_chunks``).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 import arrayx as xp
 from arrayx.api._checks import MAX_BUFFER_BYTES, check_size
 from arrayx.core import executor as base
+from tests.conftest import assert_matches_numpy, assert_same
 
 HUGE = 2**62
 
@@ -93,3 +97,78 @@ def test_sizes_at_the_limit_pass_the_check():
         check_size("zeros", (MAX_BUFFER_BYTES // 8 + 1,), np.float64)
     assert xp.zeros((0, 2**40)).shape == (0, 2**40)  # empty arrays need no memory
     assert xp.reshape(xp.zeros((2, 3)), (-1,)).shape == (6,)
+
+
+# -- size-0 arrays ---------------------------------------------------------------------------
+
+@pytest.mark.dask_chunks(2, 1)
+@pytest.mark.parametrize("fn,shape,want_shape", [
+    (lambda x: xp.min(x, axis=0), (3, 0, 0), (0, 0)),
+    (lambda x: xp.min(x, axis=()), (3, 0, 0), (3, 0, 0)),
+    (lambda x: xp.max(x, axis=(0, 2)), (3, 0, 2), (0,)),
+    (lambda x: xp.max(x, axis=2), (0, 1, 1), (0, 1)),
+    (lambda x: xp.max(x, axis=(), keepdims=True), (0, 2), (0, 2)),
+    (lambda x: xp.sum(x, axis=1), (3, 0), (3,)),
+    (lambda x: xp.prod(x, axis=(0, 1), keepdims=True), (0, 3), (1, 1)),
+    (lambda x: xp.nonzero(x), (4, 0, 0), None),
+    (lambda x: xp.roll(x, 1), (3, 0), (3, 0)),
+    (lambda x: xp.roll(x, 2, axis=1), (0, 3), (0, 3)),
+    (xp.unique_values, (1, 4, 0), (0,)),
+    (lambda x: xp.unique_counts(x), (2, 0), None),
+    (xp.linalg.vector_norm, (3, 4, 0), ()),
+    (lambda x: xp.linalg.vector_norm(x, axis=1), (3, 0), (3,)),
+    (lambda x: xp.linalg.matrix_norm(x, ord=2), (2, 3, 0), (2,)),
+    (lambda x: xp.linalg.matrix_norm(x, ord=2), (0, 3, 3), (0,)),
+    (lambda x: xp.cumulative_sum(x, axis=0, include_initial=True), (0, 2), (1, 2)),
+    (lambda x: xp.sort(x, axis=0), (0, 3), (0, 3)),
+    (lambda x: xp.repeat(x, 2, axis=0), (0, 3), (0, 3)),
+    (lambda x: xp.repeat(x, xp.asarray([1, 0, 2]), axis=0), (3, 0), (3, 0)),
+])
+def test_size_zero_inputs(executor, fn, shape, want_shape):
+    x = xp.zeros(shape, dtype=xp.int8 if "unique" in repr(fn) else xp.float64)
+    out = assert_matches_numpy(fn, x)
+    if want_shape is not None:
+        assert out.shape == want_shape
+
+
+@pytest.mark.dask_chunks(2, 1)
+def test_size_zero_searchsorted(executor):
+    s = xp.asarray([1.0, 2.0, 3.0])
+    assert assert_matches_numpy(xp.searchsorted, s, xp.zeros((2, 0))).shape == (2, 0)
+    assert assert_matches_numpy(xp.searchsorted, s, xp.zeros((0, 3))).shape == (0, 3)
+    out = assert_matches_numpy(xp.searchsorted, xp.zeros(0), xp.asarray([[1.0, 2.0]]))
+    assert np.asarray(out).tolist() == [[0, 0]]
+
+
+@pytest.mark.dask_chunks(2, 1)
+def test_size_zero_index_arrays_and_setitem(executor):
+    a = xp.reshape(xp.arange(9.0), (3, 3))
+    out = assert_matches_numpy(lambda a, i, j: a[i, j], a, xp.zeros((1, 0), dtype=xp.uint8), xp.zeros(0, dtype=xp.uint8))
+    assert out.shape == (1, 0)
+    assert assert_matches_numpy(lambda a, i: a[i], a, xp.zeros(0, dtype=xp.int64)).shape == (0, 3)
+
+    def set_none_0(a):
+        a = xp.asarray(a, copy=True)
+        a[None, 0] = 1
+        return a
+
+    assert assert_matches_numpy(set_none_0, xp.zeros((2, 0))).shape == (2, 0)
+    with pytest.raises(IndexError):
+        set_none_0(xp.zeros((0, 3)))
+
+    def set_empty_region(a, v):  # a size-0 value written into a size-0 region
+        a = xp.asarray(a, copy=True)
+        a[0:0, :] = v
+        return a
+
+    host = np.asarray([[[-1], [127]]], dtype=np.int8)
+    for x in (xp.asarray(host), xp.asarray(np.repeat(host, 2, axis=0))[::2]):  # contiguous and strided
+        out = assert_matches_numpy(set_empty_region, x, xp.asarray([2], dtype=xp.int8))
+        assert_same(out, host)
+    with pytest.raises(ValueError):  # a value that does not broadcast to the empty region still fails
+        set_empty_region(xp.asarray(host), xp.asarray([1, 2, 3], dtype=xp.int8))
+
+    def add_at(a, i):
+        return a.at[i].add(1.0)
+
+    assert assert_matches_numpy(add_at, xp.zeros((0, 3)), xp.zeros(0, dtype=xp.int64)).shape == (0, 3)

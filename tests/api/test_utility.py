@@ -71,3 +71,14 @@ def test_errors(call, exc, match):
     x = xp.reshape(xp.arange(6.0), (2, 3))
     with pytest.raises(exc, match=match):
         call(x)
+
+
+# -- diff of bool is not_equal --------------------------------------------------------------------
+
+@pytest.mark.dask_chunks(2, 1)
+def test_diff_of_bool_is_not_equal(executor):
+    out = assert_matches_numpy(xp.diff, xp.asarray([True, False]))
+    assert out.dtype == xp.bool and np.asarray(out).tolist() == [True]
+    b = np.array([[True, True, False], [False, True, True]])
+    assert_same(xp.diff(xp.asarray(b), axis=1, n=2), np.diff(b, axis=1, n=2))
+    assert_same(xp.diff(xp.asarray(b), axis=0), np.diff(b, axis=0))

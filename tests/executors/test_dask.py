@@ -134,6 +134,19 @@ def test_chunks_are_configurable():
         xd.set_chunks(0)
 
 
+def test_a_gather_with_an_nd_index_is_a_few_chunks():
+    """The result of a 2-D index into a 1-D array is chunked like the index, not a chunk per row
+    (issue 31: SciPy's bootstrap, ``sample[..., i]`` with i of shape (9999, 100), made 30,000 tasks
+    that every later read ran again; the values on every executor: tests/api/test_indexing.py)."""
+    xd.set_chunks("auto")
+    sample = xp.arange(100, dtype=xp.float64)
+    i = xp.asarray(np.random.default_rng(1).integers(0, 100, (9999, 100)))
+    out = sample[..., i]
+    assert out._buf.npartitions <= 4
+    want = np.arange(100.0)[np.asarray(i)]
+    assert_same(xp.mean(out, axis=-1), np.mean(want, axis=-1))
+
+
 def test_schedulers():
     x = xp.asarray(np.arange(100.0))
     for name in ("sync", "threads"):
