@@ -1,7 +1,8 @@
 """Test tiers: the ``slow`` marker and one marker per executor (registered in pyproject.toml).
 
-- ``slow``: the main job (``python -m arrayx``), the benchmark runner, the headless browser and
-  the tests that rerun a suite in a subprocess.  The default run (``python -m pytest -n 2 -q``,
+- ``slow``: the main job (``python -m arrayx``), the benchmark runner, the headless browser, the
+  tests that rerun a suite in a subprocess, and checks that compile many kernels in fresh
+  processes (the Numba vector widths).  The default run (``python -m pytest -n 2 -q``,
   profile ``ci``) leaves them out; ``-m slow`` runs them, and the deep profile
   (``ARRAYX_TEST_PROFILE=deep``) runs everything.
 - ``numpy``, ``numba``, ``jax``, ``dask``, ``cupy``: a test that runs on that executor (its

@@ -99,28 +99,31 @@ def _script(body: str, timeout: float = 240, env: dict | None = None) -> dict:
 
 # -- fork after each kind of op ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["elementwise", "reduction", "fused"])
-def test_fork_after_each_kind_of_numba_op(kind):
-    out = _script(f"""
+def test_fork_after_each_kind_of_numba_op():
+    """One process runs each kind of op for the first time and forks right after it (three children,
+    then a fork pool of two): every child runs the same op and exits cleanly."""
+    out = _script("""
 import multiprocessing
-kind = {kind!r}
-want = op(kind)
-statuses = []
-for _ in range(3):
-    pid = os.fork()
-    if pid == 0:
-        child_checks(kind, want)
-    statuses.append(wait_child(pid, 60))
-with multiprocessing.get_context("fork").Pool(2) as pool:
-    res = pool.map_async(op, [kind] * 4)
-    try:
-        pooled = [bool(np.array_equal(r, want)) for r in res.get(timeout=60)]
-    except multiprocessing.TimeoutError:
-        pooled = "hung"
-print(json.dumps({{"statuses": statuses, "pooled": pooled}}))
+report = {}
+for kind in ("elementwise", "reduction", "fused"):  # each forked after its first use
+    want = op(kind)
+    statuses = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            child_checks(kind, want)
+        statuses.append(wait_child(pid, 60))
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        res = pool.map_async(op, [kind] * 4)
+        try:
+            pooled = [bool(np.array_equal(r, want)) for r in res.get(timeout=60)]
+        except multiprocessing.TimeoutError:
+            pooled = "hung"
+    report[kind] = {"statuses": statuses, "pooled": pooled}
+print(json.dumps(report))
 """)
-    assert out["statuses"] == [0, 0, 0], out
-    assert out["pooled"] == [True] * 4, out
+    for kind in ("elementwise", "reduction", "fused"):
+        assert out[kind] == {"statuses": [0, 0, 0], "pooled": [True] * 4}, (kind, out[kind])
 
 
 # -- fork while another thread holds a lock ---------------------------------------------------------
@@ -136,31 +139,38 @@ _HOLDERS = {
 }
 
 
-@pytest.mark.parametrize("holder", sorted(_HOLDERS))
-def test_fork_while_another_thread_holds_a_lock(holder):
-    """The child must not wait forever on a lock whose holder (a parent thread) it does not have."""
-    out = _script(f"""
+def test_fork_while_another_thread_holds_a_lock():
+    """The child must not wait forever on a lock whose holder (a parent thread) it does not have: one
+    process forks once while each lock is held in turn (one child per lock)."""
+    holders = "\n".join(f"{name}_lock = None\n" + code.replace("\nlock = ", f"\n{name}_lock = ")
+                        for name, code in sorted(_HOLDERS.items()))
+    out = _script(holders + f"""
 want = op("fused")
-{_HOLDERS[holder]}
-taken, release = threading.Event(), threading.Event()
-def hold():
-    with lock:
-        taken.set()
-        release.wait(1.0)  # a compile, a worker between jobs: held a while
-threading.Thread(target=hold, daemon=True).start()
-taken.wait()
-pid = os.fork()
-if pid == 0:
-    try:  # a new region (a compile) and the one the parent made
-        ok = np.array_equal(op("fused"), want) and np.array_equal(np.asarray(xp.jit(lambda x: selu(x) + 1.0)(
-            xp.asarray(HOST, device="numba"))), want + 1.0)
-    except BaseException:
-        os._exit(3)
-    os._exit(0 if ok else 4)
-release.set()
-print(json.dumps({{"status": wait_child(pid, 90)}}))
+statuses = {{}}
+for holder in {sorted(_HOLDERS)!r}:
+    lock = globals()[holder + "_lock"]
+    taken, release = threading.Event(), threading.Event()
+    def hold():
+        with lock:
+            taken.set()
+            release.wait(1.0)  # a compile, a worker between jobs: held a while
+    holder_thread = threading.Thread(target=hold, daemon=True)
+    holder_thread.start()
+    taken.wait()
+    pid = os.fork()
+    if pid == 0:
+        try:  # a new region (a compile) and the one the parent made
+            ok = np.array_equal(op("fused"), want) and np.array_equal(np.asarray(xp.jit(lambda x: selu(x) + 1.0)(
+                xp.asarray(HOST, device="numba"))), want + 1.0)
+        except BaseException:
+            os._exit(3)
+        os._exit(0 if ok else 4)
+    release.set()
+    statuses[holder] = wait_child(pid, 90)
+    holder_thread.join()  # the lock is free again before the next one is taken
+print(json.dumps(statuses))
 """)
-    assert out["status"] == 0, out
+    assert out == dict.fromkeys(sorted(_HOLDERS), 0), out
 
 
 def test_forks_under_a_busy_team():
@@ -213,41 +223,71 @@ def _fill(cache: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(out["dir"])
 
 
+#: one fused region per flipped file (suffix, where: the header, the payload, the end, checksummed
+#: alike), and one left intact; all in one cache, so one process reads every damaged file
+_FLIPS = [(suffix, where) for suffix in (".nbc", ".nbi") for where in (0.02, 0.5, 0.98)]
+_REGIONS = ["selu(x)", "x * 2.0 + 1.0", "xp.exp(x) * x", "xp.tanh(x) - x", "xp.sin(x) + xp.cos(x)",
+            "xp.sqrt(xp.abs(x)) * x", "x * x - 3.0"]
+_FLIP_USE = r"""
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import arrayx.executors.numba.fusion.run as _numba_fused_run, arrayx.executors.numba.kernels as K
+    host = HOST[:100_000]
+    ok = []
+    for text in %r:
+        fn = eval("lambda x: " + text)
+        with xp.use_executor("numba"):
+            got = np.asarray(xp.jit(fn)(xp.asarray(host)))
+        want = np.asarray(fn(xp.asarray(host, device="numpy")))
+        ok.append(bool(np.allclose(got, want, rtol=1e-14, atol=0)))
+per = {stem: [sum(k._cache_hits.values()), sum(k._cache_misses.values())]
+       for stem, k in _numba_fused_run._loaded.items()}
+print(json.dumps({"ok": ok, "dir": str(K.cache_dir()), "per": per, "warnings": [str(w.message) for w in caught]}))
+""" % (_REGIONS,)
+
+
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory):
-    """A kernel cache one process filled (each test works on a copy)."""
+    """A kernel cache one process filled with the regions of ``_REGIONS`` (a test works on a copy)."""
     cache = tmp_path_factory.mktemp("filled") / "cache"
-    kernels = _fill(cache)
-    return cache, kernels.relative_to(cache)
+    out = _script(_FLIP_USE, env={"ARRAYX_NUMBA_CACHE_DIR": str(cache)})
+    assert all(out["ok"]) and out["dir"] != "None", out
+    assert len(out["per"]) == len(_REGIONS), out  # one kernel per region
+    return cache, pathlib.Path(out["dir"]).relative_to(cache), sorted(out["per"])
 
 
-def _copy(filled, tmp_path) -> tuple[pathlib.Path, pathlib.Path]:
+def test_bit_flipped_cache_files_are_compiled_again(filled, tmp_path):
+    """A flipped bit in a cached kernel's file never reaches Numba's loader (which crashed on some:
+    SIGSEGV/SIGILL/SIGABRT, in this and every later run): the kernel is compiled again, and a later
+    process loads the rewritten files.  Each (suffix, position) flips the files of its own kernel;
+    the last kernel stays intact and is loaded.  (0.25 and 0.75 were dropped: two more flips inside
+    the payload.)"""
     import shutil
 
     cache = tmp_path / "cache"
     shutil.copytree(filled[0], cache)
-    return cache, cache / filled[1]
-
-
-@pytest.mark.parametrize("suffix", [".nbc", ".nbi"])
-@pytest.mark.parametrize("where", [0.02, 0.5, 0.98])  # the header, the payload, the end (checksummed alike)
-def test_bit_flipped_cache_files_are_compiled_again(filled, tmp_path, suffix, where):
-    """A flipped bit in a cached kernel's file never reaches Numba's loader (which crashed on some:
-    SIGSEGV/SIGILL/SIGABRT, in this and every later run): the kernel is compiled again.  (0.25 and
-    0.75 were dropped: two more flips inside the payload, each two processes that compile again.)"""
-    cache, kernels = _copy(filled, tmp_path)
-    flipped = 0
-    for p in sorted(kernels.glob(f"fused_*{suffix}")):
-        data = bytearray(p.read_bytes())
-        i = min(len(data) - 1, int(len(data) * where))
-        data[i] ^= 0x10
-        p.write_bytes(bytes(data))
-        flipped += 1
-    assert flipped
-    out = _script(_CACHE_USE, timeout=240, env={"ARRAYX_NUMBA_CACHE_DIR": str(cache)})
-    assert out["ok"] and out["stats"]["compiled"] >= 1, out
-    again = _script(_CACHE_USE, timeout=240, env={"ARRAYX_NUMBA_CACHE_DIR": str(cache)})  # repaired
-    assert again["ok"] and again["stats"]["compiled"] == 0 and again["stats"]["loaded"] >= 1, again
+    kernels, stems = cache / filled[1], filled[2]
+    damaged = dict(zip(stems, _FLIPS))
+    for stem, (suffix, where) in damaged.items():
+        files = sorted(kernels.glob(f"{stem}*{suffix}"))
+        assert files, (stem, suffix)
+        for p in files:
+            data = bytearray(p.read_bytes())
+            i = min(len(data) - 1, int(len(data) * where))
+            data[i] ^= 0x10
+            p.write_bytes(bytes(data))
+    out = _script(_FLIP_USE, timeout=240, env={"ARRAYX_NUMBA_CACHE_DIR": str(cache)})
+    assert all(out["ok"]), out
+    for stem in stems:
+        hits, misses = out["per"][stem]
+        if stem in damaged:
+            assert misses >= 1, (damaged[stem], out)  # compiled again, never loaded
+            assert any(stem in w and "could not be loaded" in w for w in out["warnings"]), (damaged[stem], out)
+        else:
+            assert (hits, misses) == (1, 0), out
+    again = _script(_FLIP_USE, timeout=240, env={"ARRAYX_NUMBA_CACHE_DIR": str(cache)})  # repaired
+    assert all(again["ok"]) and again["warnings"] == [], again
+    assert all(again["per"][stem] == [1, 0] for stem in stems), again
 
 
 def test_a_link_swapped_after_the_check_is_not_followed(tmp_path):

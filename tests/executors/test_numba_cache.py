@@ -138,36 +138,84 @@ def test_a_parent_others_can_write_makes_the_cache_unsafe(scratch):
     assert out["dir"] is None and "above the cache, is writable by other users" in out["problem"]
 
 
+#: one native kernel per damaged file (suffix, damage), and one left intact; all in one cache, so one
+#: process reads every damaged file
+_DAMAGES = [(suffix, damage) for suffix in (".nbi", ".nbc", ".py") for damage in ("empty", "truncated", "garbage")]
+_USE_MANY = r"""
+import json, warnings
+import numpy as np
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import arrayx as xp
+    import arrayx.executors.numba.kernels as K
+    ex = xp.executors.get("numba")
+    ex.thresholds.update(transcendental=1)
+    ok = []
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(0.5, 2.0, 1000).astype(dtype)
+        for name in ("exp", "sin", "cos", "tanh", "expm1"):
+            got = np.asarray(getattr(xp, name)(xp.asarray(x, device="numba")))
+            ok.append(bool(np.allclose(got, getattr(np, name)(x), rtol=1e-6 if dtype == np.float32 else 1e-15)))
+per = {k.py_func.__module__.removeprefix("_arrayx_numba_"): [sum(k.stats.cache_hits.values()),
+                                                           sum(k.stats.cache_misses.values())]
+       for k in K._kernels.values()}
+print(json.dumps({"dir": None if K.cache_dir() is None else str(K.cache_dir()), "ok": ok, "per": per,
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+def _run_many(cache: pathlib.Path) -> dict:
+    env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(cache), HOME=str(cache.parent))
+    run = subprocess.run([sys.executable, "-c", _USE_MANY], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert all(out["ok"]), out
+    return out
+
+
 @pytest.fixture(scope="module")
 def filled_cache():
-    """A cache one process filled (copied by each test that damages it: one compile for all of them)."""
+    """A cache one process filled with ten kernels (copied by each test that damages it)."""
     d = pathlib.Path(tempfile.mkdtemp(prefix="arrayx-cache-test-"))
     d.chmod(0o755)
-    kernels = _kernel_dir(_run(d / "c"))
+    first = _run_many(d / "c")
+    kernels = _kernel_dir(first)
+    assert len(first["per"]) > len(_DAMAGES), first  # a kernel per damage, and one more
     shutil.copytree(d / "c", d / "copy")  # copy2 keeps modification times, which Numba's index checks
-    copied = _run(d / "copy")
-    assert copied["hits"] >= 2 and copied["misses"] == 0, copied  # so a copy is a filled cache too
-    yield d / "c", kernels.relative_to(d / "c")
+    copied = _run_many(d / "copy")
+    assert all(m == 0 and h >= 1 for h, m in copied["per"].values()), copied  # so a copy is a filled cache too
+    yield d / "c", kernels.relative_to(d / "c"), sorted(first["per"])
     subprocess.run(["rm", "-rf", str(d)], check=False)
 
 
-@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage"])
-@pytest.mark.parametrize("suffix", [".nbi", ".nbc", ".py"])
-def test_damaged_cache_files_are_discarded_and_recompiled(scratch, filled_cache, suffix, damage):
+def test_damaged_cache_files_are_discarded_and_recompiled(scratch, filled_cache):
+    """Each (suffix, damage) is done to the files of its own kernel; the last kernel stays intact."""
     cache = scratch / "c"
     shutil.copytree(filled_cache[0], cache)
     d = cache / filled_cache[1]
-    for path in d.glob(f"*{suffix}"):
-        data = path.read_bytes()
-        path.write_bytes({"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"\x80\x04garbage" * 7}[damage])
-    damaged = _run(cache)  # works, compiling what it could not load
-    if suffix == ".py":  # rewritten as generated: the same text, so Numba's cache of it stays valid
-        assert all("def kernel(" in p.read_text() for p in d.glob("*.py")) and damaged["misses"] == 0
-    else:
-        assert damaged["misses"] >= 1
-        assert any("could not be loaded" in w and "compiling it again" in w for w in damaged["warnings"]), damaged
-    repaired = _run(cache)  # a later process finds good files again
-    assert repaired["hits"] >= 2 and repaired["misses"] == 0 and repaired["warnings"] == [], repaired
+    damaged = dict(zip(filled_cache[2], _DAMAGES))
+    for stem, (suffix, damage) in damaged.items():
+        paths = [p for p in d.glob(f"{stem}.*") if p.suffix == suffix]
+        assert paths, (stem, suffix)
+        for path in paths:
+            data = path.read_bytes()
+            path.write_bytes({"empty": b"", "truncated": data[: len(data) // 2],
+                              "garbage": b"\x80\x04garbage" * 7}[damage])
+    out = _run_many(cache)  # works, compiling what it could not load
+    for stem in filled_cache[2]:
+        hits, misses = out["per"][stem]
+        suffix, damage = damaged.get(stem, (None, None))
+        if suffix == ".py":  # rewritten as generated: the same text, so Numba's cache of it stays valid
+            assert "def kernel(" in (d / f"{stem}.py").read_text() and misses == 0, (suffix, damage, out)
+        elif suffix is not None:
+            assert misses >= 1, (suffix, damage, out)
+            assert any(stem in w and "could not be loaded" in w and "compiling it again" in w
+                       for w in out["warnings"]), (suffix, damage, out)
+        else:
+            assert (hits, misses) == (1, 0), out
+    repaired = _run_many(cache)  # a later process finds good files again
+    assert repaired["warnings"] == [] and all(h >= 1 and m == 0 for h, m in repaired["per"].values()), repaired
 
 
 def test_a_read_only_cache_with_valid_kernels_is_used(scratch):

@@ -231,6 +231,7 @@ def _width_run(width: str, tmp_path) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # two fresh processes, each compiling a dozen fused kernels into an empty cache (~20 s)
 def test_results_do_not_depend_on_the_vector_width(tmp_path):
     narrow, wide = _width_run("256", tmp_path), _width_run("512", tmp_path)
     assert (narrow["width"], wide["width"]) == (256, 512)
