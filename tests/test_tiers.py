@@ -1,5 +1,6 @@
 """tests/tiers.py: the executor markers it adds and the slow tier it leaves out, checked on a small
-generated test folder run by pytest in this process (pytester)."""
+generated test folder run by pytest in this process (pytester); and how tests/conftest.py splits a
+run: the ``dask_chunks`` mark (Dask once per chunk size) and whole files per xdist worker."""
 from __future__ import annotations
 
 import pytest
@@ -106,3 +107,36 @@ def test_dask_chunks_gives_dask_one_run_per_chunk_size_and_the_others_one(folder
     result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", "dask", "test_chunked.py")
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 2 and "failed" not in outcomes, outcomes
+
+
+def test_n_workers_without_dist_get_whole_files(monkeypatch):
+    # tests/conftest.py: -n N alone schedules whole files per worker; a --dist the user gives is kept
+    import types
+
+    xdist_scheduler = pytest.importorskip("xdist.scheduler")
+
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    class Whole:  # stands in for xdist's LoadFileScheduling (which needs real worker nodes)
+        def __init__(self, config, log):
+            self.config = config
+
+    class Config:  # what the hook reads: xdist's dist ("load" for -n alone and for --dist load), the words given
+        def __init__(self, *args, addopts=()):
+            self.invocation_params = types.SimpleNamespace(args=args)
+            self._addopts = list(addopts)
+
+        def getvalue(self, name):
+            return "load"
+
+        def getini(self, name):
+            return self._addopts
+
+    monkeypatch.setattr(xdist_scheduler, "LoadFileScheduling", Whole)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    assert type(pytest_xdist_make_scheduler(Config("-n", "2"), log=None)) is Whole
+    for config in (Config("-n", "2", "--dist", "load"), Config("-n", "2", "--dist=load"),
+                   Config("-n", "2", addopts=["--dist", "load"])):
+        assert pytest_xdist_make_scheduler(config, log=None) is None
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--dist load")
+    assert pytest_xdist_make_scheduler(Config("-n", "2"), log=None) is None
