@@ -54,48 +54,44 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.hookimpl(tryfirst=True)  # a parametrize mark, added before pytest reads the marks
 def pytest_generate_tests(metafunc) -> None:
     """``@pytest.mark.dask_chunks(2, 1)``: the ``executor`` parameter's dask entry becomes one entry
-    per chunk size (ids ``dask-chunks2``, ``dask-chunks1``), so multi-chunk Dask paths are exercised
-    without running the other executors once per chunk size as well."""
+    per chunk size (ids ``dask-chunks2``, ``dask-chunks1``; the value ``("dask", size)``), so
+    multi-chunk Dask paths are exercised without running the other executors once per chunk size
+    as well."""
     mark = metafunc.definition.get_closest_marker("dask_chunks")
     if mark is None or "executor" not in metafunc.fixturenames:
         return
-    combos, ids = [], []
+    values, ids = [], []
     for name in ALL_EXECUTORS:
         for size in (mark.args if name == "dask" else (None,)):
-            combos.append((name, size))
+            values.append(name if size is None else (name, size))
             ids.append(name if size is None else f"{name}-chunks{size}")
-    metafunc.definition.add_marker(pytest.mark.parametrize(("executor", "dask_chunk_size"), combos, ids=ids,
-                                                           indirect=True))
-
-
-@pytest.fixture
-def dask_chunk_size(request):
-    """Chunk size the dask executor uses for this test (``dask_chunks`` mark), else None (its default)."""
-    return getattr(request, "param", None)
+    metafunc.definition.add_marker(pytest.mark.parametrize("executor", values, ids=ids, indirect=True))
 
 
 @pytest.fixture(params=ALL_EXECUTORS)
-def executor(request, dask_chunk_size) -> str:
-    """Name of an executor available here; the test body runs inside ``use_executor(name)``."""
-    name = request.param
+def executor(request) -> str:
+    """Name of an executor available here; the test body runs inside ``use_executor(name)``.  With
+    the ``dask_chunks`` mark, dask's entries are ``("dask", size)``: the sync scheduler and chunks
+    of ``size`` for the test, restored afterwards."""
+    name, chunks = request.param if isinstance(request.param, tuple) else (request.param, None)
     ex = _base.get(name)
     if not ex.available():
         pytest.skip(f"executor {name!r} unavailable: {ex.unavailable_reason}")
-    if name == "dask" and dask_chunk_size is not None:
-        from arrayx.executors import dask as xd
-
-        saved = xd.get_scheduler(), xd.get_chunks()
-        xd.set_scheduler("sync")
-        xd.set_chunks(dask_chunk_size)
-        try:
-            with arrayx.use_executor(name):
-                yield name
-        finally:
-            xd.set_scheduler(saved[0])
-            xd.set_chunks(saved[1])
+    if chunks is None:
+        with arrayx.use_executor(name):
+            yield name
         return
-    with arrayx.use_executor(name):
-        yield name
+    from arrayx.executors import dask as xd
+
+    saved = xd.get_scheduler(), xd.get_chunks()
+    xd.set_scheduler("sync")
+    xd.set_chunks(chunks)
+    try:
+        with arrayx.use_executor(name):
+            yield name
+    finally:
+        xd.set_scheduler(saved[0])
+        xd.set_chunks(saved[1])
 
 
 def to_numpy(x) -> np.ndarray:

@@ -81,22 +81,23 @@ def test_the_slow_tier_names_only_marked_tests(folder):
 
 _CHUNKED = """
 import pytest
-from arrayx.core import executor as base
 
 @pytest.mark.dask_chunks(2, 1)
-def test_chunked(executor, dask_chunk_size):
+def test_chunked(executor, request):
     if executor == "dask":
         from arrayx.executors import dask as xd
-        assert xd.get_chunks() == dask_chunk_size and xd.get_scheduler() == "sync"
+        assert xd.get_scheduler() == "sync"
+        assert request.node.callspec.id == f"dask-chunks{xd.get_chunks()}"
     else:
-        assert dask_chunk_size is None
+        assert request.node.callspec.id == executor
 """
 
 
 def test_dask_chunks_gives_dask_one_run_per_chunk_size_and_the_others_one(folder):
-    # tests/conftest.py's executor fixture and dask_chunks mark; the dask runs keep the dask marker
+    # tests/conftest.py's executor fixture (which conformance/conftest.py imports alone) and
+    # dask_chunks mark; the dask runs keep the dask marker
     folder.makeconftest(_CONFTEST + "\nfrom tests.conftest import pytest_configure as _c, pytest_generate_tests, "
-                                    "executor, dask_chunk_size\n\n_tiers_configure = pytest_configure\n\n"
+                                    "executor\n\n_tiers_configure = pytest_configure\n\n"
                                     "def pytest_configure(config):\n    _tiers_configure(config)\n    _c(config)\n")
     folder.makepyfile(test_chunked=_CHUNKED)
     every = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "test_chunked.py", "--collect-only")
@@ -107,6 +108,8 @@ def test_dask_chunks_gives_dask_one_run_per_chunk_size_and_the_others_one(folder
     result = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "-m", "dask", "test_chunked.py")
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 2 and "failed" not in outcomes, outcomes
+    everything = folder.runpytest_inprocess("-q", "-p", "no:cacheprovider", "test_chunked.py").parseoutcomes()
+    assert "failed" not in everything and "error" not in everything, everything
 
 
 def test_n_workers_without_dist_get_whole_files(monkeypatch):

@@ -30,8 +30,11 @@ class _Tiers:
         for item in items:
             names = set()
             callspec = getattr(item, "callspec", None)
-            if callspec is not None and callspec.params.get("executor") in EXECUTORS:
-                names.add(callspec.params["executor"])
+            param = callspec.params.get("executor") if callspec is not None else None
+            if isinstance(param, tuple):  # ("dask", chunk size): tests/conftest.py's dask_chunks mark
+                param = param[0]
+            if param in EXECUTORS:
+                names.add(param)
             m = _FILE.search(item.nodeid.split("::")[0])
             if m:
                 names.add(m.group(1))
