@@ -170,10 +170,17 @@ def _mean_corrected(x, **params):
     return _jax.lax.complex((a + b * zero) * scale, (b - a * zero) * scale)
 
 
+def _mean_raw(x, **params):
+    return jnp.mean(x, **params)
+
+
+_real_mean = _per_platform("sum_from_plus_zero", _mean_corrected, _mean_raw)  # built once, not per call
+
+
 def _mean(x, **params):
     if jnp.issubdtype(x.dtype, jnp.complexfloating):
         return _mean_corrected(x, **params)
-    return _per_platform("sum_from_plus_zero", _mean_corrected, lambda x, **p: jnp.mean(x, **p))(x, **params)
+    return _real_mean(x, **params)
 
 
 def _prod(x, **params):
