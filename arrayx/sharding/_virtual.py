@@ -235,6 +235,11 @@ def _run_dask(ex, graph, fname, mesh, leaves, specs, ospecs):
             for k, v in grid.items():
                 nested[tuple(starts[d].index(k[d]) for d in range(len(shape)))] = v
             out = da.block(nested.tolist())
+        if any(out is v for v in grid.values()):
+            # one block, returned as it is (a graph constant, a member's input chunk): a new array
+            # object, so that the sharding recorded for this result is not recorded for the other
+            # holders of that block (a cached member graph would keep the sharding hook on for good)
+            out = out.copy()
         if any(workers):
             # submitted now, unoptimised: Dask's fusion would merge the members' tasks into the
             # result's and drop their workers (the members then run wherever their inputs are)

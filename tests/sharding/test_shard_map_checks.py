@@ -6,6 +6,7 @@ such an axis; a Python scalar result is a replicated constant; ``ARRAYX_VIRTUAL_
 dask also on a 2-worker LocalCluster, jax in a subprocess with 8 forced host devices."""
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 import arrayx as ax
 from arrayx.core import executor as base
-from arrayx.sharding import P, virtual_devices
+from arrayx.sharding import P, _records, virtual_devices
 
 from tests.sharding.conftest import VIRTUAL  # noqa: E402,F401  (and the vex fixture)
 
@@ -112,10 +113,16 @@ def test_python_scalar_output_is_a_replicated_constant(vex, mode):
     mesh = _mesh(vex, (2,))
     f = ax.shard_map(lambda b: (1.5, b * 2), mesh=mesh, in_specs=P("x"), out_specs=(P(), P("x")))
     f = ax.jit(f) if mode == "jit" else f
+    records = len(_records._RECORDS)
     one, two = f(ax.arange(4.0))
     want = ax.jit(lambda v: 1.5)(ax.arange(4.0))
     assert isinstance(one, ax.Array) and one.shape == () and one.dtype == want.dtype and float(one) == 1.5
     np.testing.assert_array_equal(np.asarray(two), np.arange(4.0) * 2)
+    # the results' shardings go with them: the constant the cached member graph holds carries none
+    # (it did on dask, which kept the sharding hook installed for the rest of the process)
+    del one, two
+    gc.collect()
+    assert len(_records._RECORDS) == records
 
 
 def test_grad_through_a_checked_shard_map(vex):
