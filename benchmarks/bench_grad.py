@@ -215,7 +215,7 @@ def jit_main(quick: bool, rounds: int) -> dict:
 
 def gemms_main() -> dict:
     """The --gemms run: the MLP's forward and backward GEMMs alone, in NumPy (best of 9 rounds of 20
-    calls, CPU time), against the multiply-add count of each."""
+    calls, CPU time), against the multiply-add count of each; then the CNN's (``cnn_convs``)."""
     rng = np.random.default_rng(0)
     n, sizes = 256, [(784, 512), (512, 512), (512, 10)]
     x = rng.standard_normal((n, 784))
@@ -237,14 +237,55 @@ def gemms_main() -> dict:
     print(f"forward {tf * 1e3:.3f} ms ({macs['forward'] / 1e6:.1f}M MACs), backward {tb * 1e3:.3f} ms "
           f"({macs['backward'] / 1e6:.1f}M MACs): (forward + backward) / forward = "
           f"{(macs['forward'] + macs['backward']) / macs['forward']:.2f} by count, {(tf + tb) / tf:.2f} timed")
-    return {"times_ms": {k: v * 1e3 for k, v in t.items()}, "macs": macs,
-            "ratio_by_count": (macs["forward"] + macs["backward"]) / macs["forward"], "ratio_timed": (tf + tb) / tf}
+    mlp_row = {"times_ms": {k: v * 1e3 for k, v in t.items()}, "macs": macs,
+               "ratio_by_count": (macs["forward"] + macs["backward"]) / macs["forward"], "ratio_timed": (tf + tb) / tf}
+    return {"mlp": mlp_row, "cnn": cnn_convs()}
+
+
+def cnn_convs() -> dict:
+    """The --gemms rows of the CNN (bench_cnn.py, batch 64, float32): the convolutions and GEMMs its
+    jit(grad) needs, each timed alone on the NumPy executor's host implementation (best of 9 rounds of 20
+    calls, CPU time): the forward convolution and dense GEMM; backward, the kernel's gradient (a
+    convolution of the images with the cotangent, as lax/_conv.py's rule binds it; the images get no
+    gradient, so there is no input-gradient convolution) and the dense layer's two GEMMs."""
+    from arrayx.executors.numpy import lax as host
+
+    rng = np.random.default_rng(0)
+    n, c, o, hw, k, classes = 64, 1, 16, 28, 3, 10
+    x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+    w = rng.standard_normal((o, c, k, k)).astype(np.float32)
+    ct = rng.standard_normal((n, o, hw, hw)).astype(np.float32)  # the cotangent of the conv's result
+    h = rng.standard_normal((n, o * (hw // 2) ** 2)).astype(np.float32)  # pooled, flattened
+    dense = rng.standard_normal((o * (hw // 2) ** 2, classes)).astype(np.float32)
+    d = rng.standard_normal((n, classes)).astype(np.float32)
+    same = dict(strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 1), groups=1)
+    canonical, swapped = ((0, 1, 2, 3),) * 3, ((1, 0, 2, 3),) * 3
+    forward = {"conv x * w (3x3 SAME)": lambda: host.conv(x, w, dimension_numbers=canonical, **same),
+               "h @ dense": lambda: h @ dense}
+    backward = {"dw = conv x * ct (kernel gradient)": lambda: host.conv(x, ct, dimension_numbers=swapped, **same),
+                "d_dense = h.T @ d": lambda: h.T @ d, "dh = d @ dense.T": lambda: d @ dense.T}
+    conv_macs = n * o * hw * hw * c * k * k
+    dense_macs = h.shape[0] * h.shape[1] * classes
+    macs = {"forward": conv_macs + dense_macs, "backward": conv_macs + 2 * dense_macs}
+    t = {name: min(timeit.repeat(f, number=20, repeat=9, timer=time.process_time)) / 20
+         for name, f in {**forward, **backward}.items()}
+    for name, v in t.items():
+        print(f"cnn {name:<38}{v * 1e3:8.3f} ms")
+    tf, tb = sum(t[k] for k in forward), sum(t[k] for k in backward)
+    by_count = (macs["forward"] + macs["backward"]) / macs["forward"]
+    print(f"cnn forward {tf * 1e3:.3f} ms ({macs['forward'] / 1e6:.2f}M MACs), backward {tb * 1e3:.3f} ms "
+          f"({macs['backward'] / 1e6:.2f}M MACs): (forward + backward) / forward = {by_count:.2f} by count, "
+          f"{(tf + tb) / tf:.2f} timed (convolutions and GEMMs only: the forward's bias, relu and pooling "
+          f"are not in it, so jit(f) is larger and the bound on jit(grad)/jit(f) lower)")
+    return {"times_ms": {k: v * 1e3 for k, v in t.items()}, "macs": macs, "ratio_by_count": by_count,
+            "ratio_timed": (tf + tb) / tf}
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--gemms", action="store_true", help="the MLP's GEMMs alone: what bounds its jit(grad)/jit(f)")
+    parser.add_argument("--gemms", action="store_true", help="the MLP's GEMMs and the CNN's convolutions alone: what bounds their "
+                        "jit(grad)/jit(f) (writes benchmarks/results/grad_gemms.json)")
     parser.add_argument("--jit", action="store_true",
                         help="the cheap-gradient rows: jit(grad)/jit(f) on the numpy executor and in jax.jit")
     parser.add_argument("--rounds", type=int, default=9, help="rounds of the --jit run (default 9)")
@@ -253,7 +294,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = parser.parse_args(argv)
     if args.gemms:
-        return gemms_main()
+        import os
+
+        from benchmarks._harness import run_record, write_results
+
+        load_before = os.getloadavg()
+        models = gemms_main()
+        record = run_record(False, 9, 20, load_before, [{"case": f"{m} convolutions/GEMMs alone", **r}
+                                                        for m, r in models.items()],
+                            command="python benchmarks/bench_grad.py --gemms", clock="process (CPU) time",
+                            environment={"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")})
+        write_results("grad_gemms", False, record)
+        return record
     if args.jit:
         from benchmarks._harness import write_results
 

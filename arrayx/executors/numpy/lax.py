@@ -9,7 +9,8 @@ The implementations are written over any NumPy-like array module ``m`` (``pad``,
   zero-padded frame, its windows, a strided view, copied into a (position, window x feature)
   matrix of at most ~16 MB) times the kernel matrix in one BLAS GEMM per block that writes the
   block's rows of a channels-last result, returned as an (N, O, *spatial) view; few output
-  positions with a large window (a kernel's gradient) go by output position instead;
+  positions with a large window (a kernel's gradient) go by input feature instead (one GEMM per
+  feature over its patches, summed), or by output position where the window is small;
 - ``reduce_window``: the maximum is separable, so it is taken one axis at a time: per axis, one
   elementwise ``maximum`` per window offset over strided views (2 + 2 for 2x2 pooling, on ever
   smaller arrays), written into the accumulator in place; ``window_select``/``window_scatter``
@@ -39,6 +40,11 @@ __all__ = ["TABLE", "conv_columns", "in_layout", "column_blocks", "reduce_host",
 # blocks and 0.30 s with 64 MB (out of cache); 4 MB blocks doubled the GEMM time (BLAS thread syncs)
 COLUMN_BYTES = 16 << 20
 
+# few output positions and a window of at least this many taps (a kernel's gradient): one GEMM per
+# input feature (K = the window), summed, rather than one GEMM whose K is features x window (a CNN's
+# first-layer kernel gradient, 16 x 9 outputs over K = 64 x 784: 1.2 ms as one GEMM, see _by_feature)
+PER_FEATURE_WINDOW = 64
+
 _COMBINE = {"max": "maximum", "min": "minimum"}
 
 
@@ -63,7 +69,10 @@ def _pad(m, x, padding):
     return x
 
 
-def conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups, column_bytes):
+def conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups, column_bytes,
+                 empty=None):
+    """The convolution in the canonical layout over the array module ``m``; ``empty(shape, dtype)``
+    allocates the kernel gradient's patches (default ``m.empty``; NumPy: from the buffer pool)."""
     out_shape = conv_shape(lhs.shape, rhs.shape, strides, padding, lhs_dilation, rhs_dilation)
     dtype = np.result_type(lhs.dtype, rhs.dtype)
     if math.prod(out_shape) == 0 or math.prod(rhs.shape[1:]) == 0:
@@ -71,6 +80,9 @@ def conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_di
     lhs, kernel = m.asarray(lhs, dtype=dtype), m.asarray(rhs, dtype=dtype)
     if math.prod(out_shape[2:]) <= math.prod(rhs.shape[2:]):
         x = m.ascontiguousarray(_pad(m, _dilate(m, lhs, lhs_dilation), padding))
+        if math.prod(rhs.shape[2:]) >= PER_FEATURE_WINDOW:
+            return _by_feature(m, as_strided, x, kernel, out_shape, strides, rhs_dilation, groups, column_bytes,
+                               empty or m.empty)
         return _by_output_position(m, x, kernel, out_shape, strides, rhs_dilation, groups, column_bytes)
     return _by_columns(m, as_strided, lhs, kernel, out_shape, strides, padding, lhs_dilation, rhs_dilation, groups,
                        column_bytes)
@@ -175,6 +187,44 @@ def _by_output_position(m, x, rhs, out_shape, strides, rhs_dilation, groups, col
                       tuple(range(2, 2 + len(spatial))))
 
 
+def _by_feature(m, as_strided, x, rhs, out_shape, strides, rhs_dilation, groups, column_bytes, empty):
+    """Few output positions and a large window (a kernel's gradient: the input correlated with the
+    cotangent), one batched GEMM per block of input features: for each feature, its patches (every
+    image's window at every output position: a strided view of ``x``, copied into an (image x
+    position, window) matrix) times that feature's kernel matrix (window, output feature: a view of
+    the cotangent when it is contiguous), the products summed over the features.  One GEMM whose K is
+    features x window instead left BLAS a few output rows and columns over a K of tens of thousands
+    (the CNN of bench_cnn.py: 16 x 9 outputs, K = 64 x 784, 1.2 ms; K per call = 784, ~0.5 ms), and
+    needed the cotangent copied into (output feature, feature x window) first."""
+    n, c = x.shape[:2]
+    o = rhs.shape[0]
+    window, spatial = tuple(rhs.shape[2:]), tuple(out_shape[2:])
+    cg, og = c // groups, o // groups
+    taps, rows = math.prod(window), n * math.prod(spatial)
+    # a block's patches and products stay within the im2col budget
+    features = max(1, min(cg, column_bytes // (rows * max(taps, og) * x.dtype.itemsize)))
+    out = m.empty((rows, o), dtype=x.dtype)
+    for g in range(groups):
+        total = out[:, g * og:(g + 1) * og]
+        for f0 in range(0, cg, features):
+            f1 = min(cg, f0 + features)
+            block = x[:, g * cg + f0:g * cg + f1]
+            bs = block.strides
+            view = as_strided(  # (feature, image, *position, *window tap): no copy yet
+                block, (f1 - f0, n) + spatial + window,
+                (bs[1], bs[0]) + tuple(bs[2 + i] * s for i, s in enumerate(strides))
+                + tuple(bs[2 + i] * r for i, r in enumerate(rhs_dilation)))
+            patches = empty((f1 - f0, rows, taps), x.dtype)
+            m.reshape(patches, view.shape)[...] = view
+            kernels = m.reshape(rhs[g * og:(g + 1) * og, f0:f1], (og, f1 - f0, taps)).transpose(1, 2, 0)
+            part = m.matmul(patches, kernels)  # (feature, image x position, output feature)
+            if f0 == 0:
+                m.sum(part, axis=0, out=total)
+            else:
+                total += m.sum(part, axis=0)
+    return m.moveaxis(m.reshape(out, (n,) + spatial + (o,)), -1, 1)
+
+
 def in_layout(canonical_impl, lhs, rhs, dimension_numbers, params):
     """``canonical_impl`` (for the canonical layout) applied in any layout: transposed views in and out."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
@@ -185,7 +235,7 @@ def in_layout(canonical_impl, lhs, rhs, dimension_numbers, params):
 def conv_canonical(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups):
     """NumPy's convolution in the canonical layout (the Dask executor runs it per block of images)."""
     return conv_columns(np, np.lib.stride_tricks.as_strided, lhs, rhs, strides, padding, lhs_dilation,
-                        rhs_dilation, groups, COLUMN_BYTES)
+                        rhs_dilation, groups, COLUMN_BYTES, _empty)
 
 
 def conv(lhs, rhs, *, dimension_numbers, **params):
@@ -370,7 +420,12 @@ def window_scatter_out(x, out, ct, **params):
     if not (disjoint and _covered(xp.shape, out.shape, window, strides, dilation)):
         dxp.fill(0)
     part = None if disjoint else _empty(out.shape, ct.dtype)
-    if ct.strides != out.strides:  # once in the windows' order, not once per window offset
+    if disjoint and ct.dtype.kind == "f":
+        # as adding into zeros does, -0.0 cotangents become +0.0: added to the cotangent (in the windows'
+        # order), not afterwards to the result prod(window) times as large
+        normal = _empty(out.shape, ct.dtype)
+        ct = np.add(ct, ct.dtype.type(0), out=normal)
+    elif ct.strides != out.strides:  # once in the windows' order, not once per window offset
         ct = _in_order_of(out, ct)
     cb = ct.view(bits)
     for key, hit in _first_winners(xp, out, window, strides, dilation):
@@ -379,8 +434,6 @@ def window_scatter_out(x, out, ct, **params):
         else:
             np.multiply(cb, hit, out=part.view(bits))
             add_at_inplace(dxp, key, part)
-    if disjoint and ct.dtype.kind == "f":
-        np.add(dxp, 0.0, out=dxp)  # as adding into zeros does: -0.0 cotangents become +0.0
     kept = crop(padding, x.shape)
     inner = tuple(k.stop - k.start for k in kept)
     dx = dxp[tuple(slice(max(lo, 0), max(lo, 0) + n) for n, (lo, _) in zip(inner, padding))]
