@@ -214,13 +214,15 @@ def test_pmap_on_a_dask_cluster_runs_one_task_per_worker():
         workers = set(cluster.scheduler.workers)
     np.testing.assert_allclose(s, np.broadcast_to((np.sin(x) * y).sum(axis=0), x.shape), rtol=1e-12)
     np.testing.assert_allclose(g, np.broadcast_to(x + 1.0, (4,) + x.shape), rtol=1e-12)
-    shard_tasks = [t for t in stream.data if "pmap-shard" in str(t["key"])]
-    # the 4 members in 2 groups, one per worker: one task per group for the one compute segment (the
-    # psum and the all_gather are one task after it), each group on its own worker
-    assert len(shard_tasks) == 2, [t["key"] for t in stream.data]
-    assert {t["worker"] for t in shard_tasks} == workers
-    collective_tasks = [t for t in stream.data if "pmap-collectives" in str(t["key"])]
-    assert len(collective_tasks) == 1, [t["key"] for t in stream.data]
+    keys = [str(t["key"]) for t in stream.data]
+    stage_tasks = [t for t in stream.data if "pmap-stage0" in str(t["key"])]
+    # the 4 members in 2 groups, one per worker: one task per group for the one compute segment, each
+    # group on its own worker; the psum and the all_gather are combined in one task per group after
+    # it (each from both groups' values), which stacks the group's results: 4 tasks, no other
+    assert len(stage_tasks) == 2, keys
+    assert {t["worker"] for t in stage_tasks} == workers
+    assert len([k for k in keys if "pmap-stage1" in k]) == 2, keys
+    assert not [k for k in keys if "pmap" in k and "stage" not in k and "out" not in k], keys
 
 
 def _train(lib, steps, n_dev=8):
@@ -265,7 +267,7 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
         try:
             got_params, got_losses, bufs = _train("dask", 6)
             workers = set(cluster.scheduler.workers)
-            futures = list(dict(bufs[-1].__dask_graph__()).values())
+            futures = [t.args[0] for t in dict(bufs[-1].__dask_graph__()).values()]
             client.gather(futures)
             held = client.who_has(futures)
         finally:
@@ -273,10 +275,12 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
     for g, w in zip(got_params, want_params):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-12)
-    for b in bufs:  # each step's result is its chunks' futures: no task of an earlier step in its graph
+    for b in bufs:  # each step's result picks its part of its groups' held results (one future per
+        # group, all of a step's outputs): no task of an earlier step in its graph
         graph = dict(b.__dask_graph__())
         assert set(graph) == set(b.__dask_keys__()), list(graph)[:5]
-        assert all(isinstance(v, distributed.Future) for v in graph.values())
+        assert all(isinstance(v.args[0], distributed.Future) and not v.dependencies - {v.args[0].key}
+                   for v in graph.values())
     # 8 members in 2 chunks of 4, one per worker
     assert bufs[-1].chunks == ((4, 4),)
     assert {w for ws in held.values() for w in ws} == workers and all(len(ws) >= 1 for ws in held.values())
