@@ -52,19 +52,17 @@ def _float_dtype(fname: str, dtype, key, *, complex_ok: bool = False) -> np.dtyp
     if dtype is None:
         return _defaults_of(key).real
     dt = _dtypes.as_dtype(dtype, fname)
-    allowed = "fc" if complex_ok else "f"
-    if dt.kind not in allowed:
+    kind = _dtypes.kind_of(dt)  # "f" for bfloat16 too (its NumPy kind is "V")
+    if kind != "f" and not (complex_ok and kind == "c"):
         kinds = "a floating-point" if complex_ok else "a real floating-point"
-        fix = ("; bfloat16 draws are not yet the same bits as jax.random's (JAX draws 8 random bits for "
-               "them): draw float32 and astype(x, bfloat16)") if _dtypes.kind_of(dt) == "f" else ""
-        raise TypeError(f"{fname}: dtype must be {kinds} dtype (float16, float32 or float64), got {dt}{fix}")
+        raise TypeError(f"{fname}: dtype must be {kinds} dtype (bfloat16, float16, float32 or float64), got {dt}")
     return dt
 
 
 def _float_param(fname: str, name: str, value, dtype):
     """A real parameter converted to ``dtype``: a NumPy scalar for Python numbers, else an arrayx array."""
     if isinstance(value, Array):
-        if value.dtype.kind not in "biuf":
+        if _dtypes.kind_of(value.dtype) not in "biuf":
             raise TypeError(f"{fname}: {name} must be real, got dtype {value.dtype}")
         return xp.astype(value, dtype) if value.dtype != dtype else value
     if isinstance(value, (bool, int, float, np.integer, np.floating)):

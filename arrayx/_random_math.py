@@ -430,6 +430,8 @@ def _has_own(prim: Primitive, x: Array) -> bool:
 
 def _xla_op(name: str, x: Array) -> Array:
     """XLA's operation ``name`` on ``x``: the executor's own where it has it, else the emulation."""
+    if is_half(x.dtype):
+        return _half_via_float32(name, x)
     prim, emulation = XLA_OPS[name]
     return prim.bind(x) if _has_own(prim, x) else emulation(x)
 
@@ -452,7 +454,12 @@ defjvp_coef(_xla_primitive("erf_inv", _erf_inv), lambda y, x: (_SQRT_PI / 2.0) *
 
 
 def fma(a: Array, b, c) -> Array:
-    """a * b + c rounded once, in a's float dtype (b and c: arrays or Python floats, broadcast to a)."""
+    """a * b + c rounded once, in a's float dtype (b and c: arrays or Python floats, broadcast to a).
+
+    For float16 and bfloat16 ``a``: two roundings, as XLA:CPU computes 16-bit arithmetic (below).
+    """
+    if is_half(a.dtype):
+        return a * b + c
     if not _has_own(xla_fma_p, a):
         return _fma(a, b, c)
     b, c = (xp.broadcast_to(xp.astype(v, a.dtype) if isinstance(v, Array)
@@ -478,3 +485,68 @@ def erf(x: Array) -> Array:
 def erf_inv(x: Array) -> Array:
     """Inverse error function on [-1, 1] as XLA:CPU computes it."""
     return _xla_op("erf_inv", x)
+
+
+# -- float16 and bfloat16 --------------------------------------------------------------------------
+# Measured on XLA:CPU (jax.random's compiled samplers and lax's operations, over every 16-bit
+# value): 16-bit arithmetic is done one operation at a time, each result rounded to the 16-bit
+# type (no fused multiply-adds: ``u * span + lo`` rounds twice); log, log1p, erf and erf^-1
+# convert their operand to float32, evaluate the float32 routine and round its result to the
+# 16-bit type once.  Float32 subnormals are read and written as zero there (XLA:CPU's
+# flush-to-zero), which shows for bfloat16, whose exponent range is float32's.  So a 16-bit
+# sampler is the same arrayx operations in the 16-bit dtype (NumPy's float16 and ml_dtypes'
+# bfloat16 arithmetic round correctly, as XLA's does), and each function the float32 one
+# (XLA's own on the jax executor, the emulations above elsewhere) between two conversions.
+
+def is_half(dt) -> bool:
+    """Whether ``dt`` is float16 or bfloat16."""
+    return dt.itemsize == 2 and _dtypes.kind_of(dt) == "f"
+
+
+def _flush32(x: Array) -> Array:
+    """Float32 subnormals of ``x`` replaced by zeros of their sign, as XLA:CPU reads and writes them."""
+    return xp.where(xp.abs(x) < _TINY32, x * 0.0, x)
+
+
+def flush_bfloat16(x):
+    """``x`` with bfloat16 subnormals replaced by zeros of their sign, as XLA:CPU's bfloat16 arithmetic
+    reads and writes them; values of other dtypes unchanged.  An arrayx array or a NumPy scalar."""
+    if getattr(x, "dtype", None) is None or x.dtype.name != "bfloat16":
+        return x  # (Python floats: the 0 and 1 of unit bounds)
+    if isinstance(x, Array):
+        return xp.where(xp.abs(x) < _TINY32, x * 0.0, x)
+    return x * x.dtype.type(0.0) if abs(float(x)) < _TINY32 else x
+
+
+def divide_bfloat16(x: Array, divisor: float) -> Array:
+    """x / divisor for bfloat16 ``x`` as XLA:CPU computes it: in float32, subnormals read and written as zero."""
+    return xp.astype(_flush32(_flush32(xp.astype(x, _dtypes.float32)) / divisor), x.dtype)
+
+
+def affine_bfloat16(floats: Array, minval, maxval) -> Array:
+    """max(minval, floats * (maxval - minval) + minval) in bfloat16 as XLA:CPU computes it: each
+    operation rounded, subnormal operands and results read as zero (bounds: NumPy scalars or arrays)."""
+    lo = flush_bfloat16(minval)
+    span = flush_bfloat16(flush_bfloat16(maxval) - lo)
+    out = flush_bfloat16(flush_bfloat16(floats * span) + lo)
+    return xp.where(out < lo, lo, out)  # XLA's max(lo, out): out where they compare equal (+0 for lo = -0)
+
+
+# The float16 operands whose erf Cephes' erf (in float64, then rounded to float32 and to float16)
+# rounds to the other float16 neighbour than XLA's float32 erf does: the exact erf of each lies
+# within float32 rounding error of a float16 midpoint.  Found by comparing all 65,536 float16
+# values with jax.lax.erf (tests/test_random_half.py checks it again); no bfloat16 value differs.
+# Bit patterns of |x| -> of XLA's |erf(x)|.
+_ERF16_XLA = {0x1612: 0x16D9, 0x2A6C: 0x2B3D}
+
+
+def _half_via_float32(name: str, x: Array) -> Array:
+    wide = _flush32(xp.astype(x, _dtypes.float32))
+    out = xp.astype(_flush32(_xla_op(name, wide)), x.dtype)
+    if name == "erf" and x.dtype == _dtypes.float16 and not _has_own(XLA_OPS[name][0], wide):
+        import numpy as np
+
+        for operand, value in _ERF16_XLA.items():
+            pair = np.array([operand, value], np.uint16).view(np.float16)
+            out = xp.where(xp.abs(x) == float(pair[0]), xp.copysign(float(pair[1]), x), out)
+    return out

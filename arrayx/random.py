@@ -37,6 +37,11 @@ Compatibility with ``jax.random``
     (float64) or ~1e-6 (float32): JAX computes the erf of its bounds its own way (on the jax
     executor that is XLA's erf, so there it is bit for bit too).  Under ``jit`` and ``vmap`` the
     values are the same bits as eagerly (tests/test_random_jit.py).
+    In float16 and bfloat16 (8 random bits per bfloat16 value, as in JAX) every float sampler,
+    truncated_normal included, and bernoulli's, categorical's and choice's 16-bit parameters give
+    jax.random's bits on every executor: XLA:CPU rounds 16-bit arithmetic after each operation and
+    evaluates log, log1p, erf and erf^-1 in float32, which arrayx follows (``_random_math``; the
+    measurements are in tests/test_random_half.py).
 
 Seeds
     A Python int in [-2**63, 2**63) (its 64-bit two's complement is split into
@@ -58,7 +63,7 @@ from arrayx.api._device_dtypes import for_array as _defaults_of
 from arrayx.api._checks import check_size, normalize_axis, shape_arg
 from arrayx.core.primitives import current_trace
 from arrayx import _random_math
-from arrayx._random_math import erf, erf_inv, fma, log, log1p
+from arrayx._random_math import affine_bfloat16, divide_bfloat16, erf, erf_inv, flush_bfloat16, fma, log, log1p
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "threefry_partitionable",
@@ -341,6 +346,11 @@ def _uniform_range(key: Array, dtype, minval, maxval, start: int, count: int) ->
     """Uniform values of the flat elements [start, start + count) of a draw (bounds: scalars or 0-d arrays)."""
     nbits = dtype.itemsize * 8
     nmant = np.finfo(dtype).nmant
+    if nbits == 16:  # float16 and bfloat16: 16 random bits per value, or 8 where they suffice (bfloat16), as JAX
+        drawn = 8 if nmant < 8 else 16
+        mantissa = xp.astype(_bits_range(key, drawn, start, count), _dtypes.uint16) >> (drawn - nmant)
+        floats = xp.astype(xp.astype(mantissa, _dtypes.float32) * (2.0 ** -nmant), dtype)  # exact
+        return _affine(floats, minval, maxval)
     mantissa = _bits_range(key, nbits, start, count) >> (nbits - nmant)
     # JAX ORs the mantissa into the bits of 1.0 and subtracts 1.0: the same number, exactly.
     return _affine(xp.astype(mantissa, dtype) * (2.0 ** -nmant), minval, maxval)
@@ -368,6 +378,8 @@ def _is_scalar(value) -> bool:
 
 def _affine(floats: Array, minval, maxval) -> Array:
     """max(minval, floats * (maxval - minval) + minval) with one rounding, as XLA computes it."""
+    if floats.dtype.name == "bfloat16":
+        return affine_bfloat16(floats, minval, maxval)
     if not isinstance(minval, Array) and not isinstance(maxval, Array):
         span = maxval - minval  # NumPy scalars of dtype (or Python floats): rounded as JAX rounds
         if span == 1 and minval == 0 and not np.signbit(minval):
@@ -440,13 +452,17 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     hi_a = hi if isinstance(hi, Array) else xp.asarray(hi, device=key.device)
     inv_sqrt2 = float(dt.type(1.0) / sqrt2)  # XLA compiles jax's division by the constant sqrt(2) to this product
     above, below = xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf)  # the open interval
+    above, below = flush_bfloat16(above), flush_bfloat16(below)  # (XLA's clip reads bfloat16 subnormals as 0)
     if lo_a.ndim == 0 and hi_a.ndim == 0 and _kernel_route(key):
         ends = erf(xp.stack([lo_a, hi_a]) * inv_sqrt2)  # both erfs in one pass: the same values
         fast = _kernel_floats("normal", key, shape, dt, _scalar_of(ends[0], dt), _scalar_of(ends[1], dt),
                               always_fma=True)  # erf_inv(u) * sqrt(2), u = fma(floats, b - a, a)
         if fast is not None:
             return xp.clip(fast, above, below)
-    a, b = erf(lo_a * inv_sqrt2), erf(hi_a * inv_sqrt2)
+    if dt.name == "bfloat16":  # XLA:CPU divides bfloat16 in float32 (flushing subnormals), float16 by a product
+        a, b = erf(divide_bfloat16(lo_a, float(sqrt2))), erf(divide_bfloat16(hi_a, float(sqrt2)))
+    else:
+        a, b = erf(lo_a * inv_sqrt2), erf(hi_a * inv_sqrt2)
 
     def clipped(u, above, below):
         return xp.clip(erf_inv(u) * float(sqrt2), above, below)
@@ -505,6 +521,10 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
         x = xp.where(high >= 0.5, high, high + low * float(2.0 ** -info.nmant) + float(info.tiny))
         return -log(-log1p(-x))
     tiny, one = dtype.type(info.tiny), dtype.type(1.0)
+    if dtype.itemsize == 2:  # float16, bfloat16: XLA folds JAX's u - 1 + tiny into u + fl(tiny - 1) = u - 1 (the
+        # constants are added first, which rounds the tiny away), so its uniform(tiny, 1) is max(tiny, u)
+        return _draw(key, shape, lambda ops, start, count: -log(-log(xp.maximum(
+            _uniform_range(ops[0], dtype, dtype.type(0.0), one, start, count), float(tiny)))))
     fast = _kernel_floats("gumbel", key, shape, dtype, tiny, one)
     if fast is not None:
         return fast
@@ -524,12 +544,13 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
     if mode not in ("low", "high"):
         raise ValueError(f"bernoulli: mode must be 'low' or 'high', got {mode!r}")
     if isinstance(p, Array):
-        if p.dtype.kind != "f":
+        if _dtypes.kind_of(p.dtype) != "f":
             raise TypeError(f"bernoulli: p must have a real floating-point dtype, got {p.dtype}")
         dt = p.dtype
-    elif isinstance(p, (float, np.floating)):
+        p = flush_bfloat16(p)  # XLA:CPU reads a subnormal bfloat16 p as zero
+    elif isinstance(p, (float, np.floating)) or _is_bfloat16_scalar(p):
         dt = _defaults_of(key).real if isinstance(p, float) else np.dtype(type(p))
-        p = float(p)
+        p = float(flush_bfloat16(p))
     else:
         raise TypeError(f"bernoulli: p must be a float or a float arrayx array, got {type(p).__name__}")
     shape = _shape_of(p) if shape is None else shape_arg("bernoulli", shape)
@@ -545,6 +566,11 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
             return fast < p
         return _draw(key, shape, lambda ops, start, count: _uniform_range(ops[0], dt, zero, one, start, count) < ops[1], p)
     return _uniform(key, shape, dt, zero, one) < p
+
+
+def _is_bfloat16_scalar(value) -> bool:
+    """An ml_dtypes bfloat16 scalar (not a NumPy floating subclass)."""
+    return type(value).__name__ == "bfloat16" and np.dtype(type(value)) == _dtypes.load_bfloat16()
 
 
 def _int_param(fname: str, name: str, value, device) -> Array:
@@ -707,7 +733,7 @@ def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: 
     else:
         if not isinstance(p, Array):
             raise TypeError(f"choice: p must be an arrayx array or None, got {type(p).__name__}")
-        if p.dtype.kind != "f":
+        if _dtypes.kind_of(p.dtype) != "f":
             p = xp.astype(p, _defaults_of(p).real)
         if p.shape != (n_inputs,):
             raise ValueError(
@@ -730,7 +756,7 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
     key = _check_key("categorical", key)
     if not isinstance(logits, Array):
         raise TypeError(f"categorical: logits must be an arrayx array, got {type(logits).__name__}")
-    if logits.dtype.kind != "f":
+    if _dtypes.kind_of(logits.dtype) != "f":
         raise TypeError(f"categorical: logits must have a real floating-point dtype, got {logits.dtype}")
     if logits.ndim == 0:
         raise ValueError("categorical: logits must have at least one dimension")
