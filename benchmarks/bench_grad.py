@@ -26,7 +26,8 @@ it writes benchmarks/results/grad_jit.json.  The same rows are registered with `
 benchmarks`` (workloads "<model> jit(f)" and "<model> jit(grad)", jax.jit beside arrayx), and the
 runner's summary shows each library's ratio (``PAIRS`` below).
 
-What bounds each ratio (``python benchmarks/bench_grad.py --gemms`` times the MLP's GEMMs alone):
+What bounds each ratio (``python benchmarks/bench_grad.py --gemms`` times the MLP's GEMMs and the
+CNN's convolutions alone, CPU time, and writes benchmarks/results/grad_gemms.json):
 
 - logistic regression reads X (10000 x 100, 8 MB, in cache on a quiet machine) once in jit(f) and
   twice in jit(grad) (``X @ w``, then the cotangent ``@ X``), so its ratio is 2 plus the gradient's
@@ -37,11 +38,17 @@ What bounds each ratio (``python benchmarks/bench_grad.py --gemms`` times the ML
   before any elementwise work, so 2.0 cannot hold for a matmul-bound network whose weights all get
   gradients (jax.jit's ratio on the same model is above 3);
 - the CNN's backward pass is the pooling's scatter, relu's derivative, the kernel's gradient (a
-  convolution as large as the forward's) and the dense layer's two GEMMs.  The NumPy executor's
-  scatter was a ``where`` per window offset (a data-dependent branch per element: 6 ns each) into
-  fresh pages, after reducing x again; it is now branch-free, pooled and given the forward's result
-  (executors/numpy/lax.py, lax/_window_prims.py), and relu's derivative takes two floating-point
-  passes instead of four (transforms/rules/elementwise.py).
+  convolution with as many multiply-adds as the forward's: 7.23M; the images get no gradient, so there
+  is no input-gradient convolution) and the dense layer's two GEMMs: 11.24M multiply-adds against the
+  forward's 9.23M, 2.22 by count, but the forward convolution (im2col, then a GEMM with K = 9) runs at
+  a third of the kernel gradient's speed per multiply-add, so timed the convolutions and GEMMs alone
+  give 1.46, and the forward's bias, relu and pooling lower the bound further: 2.0 is within reach.
+  The NumPy executor's scatter was a ``where`` per window offset (a data-dependent branch per element:
+  6 ns each) into fresh pages, after reducing x again; it is now branch-free, pooled and given the
+  forward's result (executors/numpy/lax.py, lax/_window_prims.py), and relu's derivative takes two
+  floating-point passes instead of four (transforms/rules/elementwise.py).  The kernel's gradient was
+  one GEMM of 9 x 16 outputs over K = 64 x 784 (1.2 ms in jit(grad)); it is now one GEMM per image
+  (K = 784) over a strided patch view, summed (executors/numpy/lax.py ``_by_feature``: ~0.4 ms).
 """
 from __future__ import annotations
 

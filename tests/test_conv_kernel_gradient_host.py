@@ -22,7 +22,8 @@ def _jax_peer(jax_peer_in_64_bits_module):  # JAX, the peer here, in 64 bits (te
 
 
 # name -> (lhs shape, rhs shape, keyword arguments of conv_general_dilated); every kernel gradient here
-# has a window of at least 64 taps (the per-feature path)
+# takes the per-feature path (``host.per_feature``: a window of 256 taps or more, or of 64 or more with
+# a small product), "dilated" by its window (336 taps), the others by their product
 CASES = {
     "cnn_first_layer": ((4, 1, 12, 12), (5, 1, 3, 3), dict(window_strides=(1, 1), padding="SAME")),
     "features_valid": ((3, 4, 10, 9), (6, 4, 3, 2), dict(window_strides=(1, 1), padding="VALID")),
@@ -104,11 +105,27 @@ def test_per_feature_path_matches_the_one_gemm_path(case, dtype, budget, monkeyp
     if budget == "one_feature":
         monkeypatch.setattr(host, "COLUMN_BYTES", 1)
     got = _kernel_gradient_conv(case, dtype)
-    monkeypatch.setattr(host, "PER_FEATURE_WINDOW", 1 << 62)  # every kernel gradient by output position
+    monkeypatch.setattr(host, "per_feature", lambda *_: False)  # every kernel gradient by output position
     want = _kernel_gradient_conv(case, dtype)
     tol = dict(rtol=2e-5, atol=2e-4) if dtype == "float32" else dict(rtol=1e-12, atol=1e-11)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_case_takes_the_per_feature_path(case, monkeypatch):
+    calls = []
+    real = host._by_feature
+    monkeypatch.setattr(host, "_by_feature", lambda *a: calls.append(1) or real(*a))
+    _kernel_gradient_conv(case, "float64")
+    assert calls
+
+
+def test_which_kernel_gradients_go_by_feature():
+    assert host.per_feature(784, 9, 16)  # bench_cnn's first layer
+    assert host.per_feature(256, 4096, 512)  # a large window, whatever the product
+    assert host.per_feature(64, 32, 32) and not host.per_feature(64, 64, 32)  # a mid window: small products
+    assert not host.per_feature(196, 144, 32) and not host.per_feature(9, 1, 1)
 
 
 def test_the_cnn_kernel_gradient_takes_the_per_feature_path(monkeypatch):

@@ -40,10 +40,18 @@ __all__ = ["TABLE", "conv_columns", "in_layout", "column_blocks", "reduce_host",
 # blocks and 0.30 s with 64 MB (out of cache); 4 MB blocks doubled the GEMM time (BLAS thread syncs)
 COLUMN_BYTES = 16 << 20
 
-# few output positions and a window of at least this many taps (a kernel's gradient): one GEMM per
-# input feature (K = the window), summed, rather than one GEMM whose K is features x window (a CNN's
-# first-layer kernel gradient, 16 x 9 outputs over K = 64 x 784: 1.2 ms as one GEMM, see _by_feature)
-PER_FEATURE_WINDOW = 64
+
+def per_feature(taps: int, rows: int, outputs: int) -> bool:
+    """Whether a convolution with few output positions (a kernel's gradient) goes by input feature (one
+    GEMM per feature with K = the window's ``taps``, summed: ``_by_feature``) rather than by output
+    position (one GEMM with K = features x taps): where the window is large, or where the product
+    (``rows`` x ``outputs`` per group) is too small for BLAS to spread a long K over.  Timed on the host
+    (float32, one BLAS thread, 3x3 kernels): bench_cnn's 64 x 1 x 28 x 28 images, 16 kernels (a 9 x 16
+    product, 784 taps) 1.10 -> 0.44 ms; 32 x 4 x 16 x 16, 32 kernels 0.59 -> 0.42 ms; 8 x 16 x 28 x 28,
+    64 kernels 1.87 -> 1.74 ms; but 64 x 16 x 14 x 14, 32 kernels (196 taps, a 144 x 32 product) 3.03
+    -> 3.22 ms and 4 x 128 x 8 x 8 (64 taps) 1.08 -> 1.18 ms, so those stay by output position."""
+    return taps >= 256 or (taps >= 64 and rows * outputs <= 1024)
+
 
 _COMBINE = {"max": "maximum", "min": "minimum"}
 
@@ -80,7 +88,8 @@ def conv_columns(m, as_strided, lhs, rhs, strides, padding, lhs_dilation, rhs_di
     lhs, kernel = m.asarray(lhs, dtype=dtype), m.asarray(rhs, dtype=dtype)
     if math.prod(out_shape[2:]) <= math.prod(rhs.shape[2:]):
         x = m.ascontiguousarray(_pad(m, _dilate(m, lhs, lhs_dilation), padding))
-        if math.prod(rhs.shape[2:]) >= PER_FEATURE_WINDOW:
+        rows, outputs = lhs.shape[0] * math.prod(out_shape[2:]), rhs.shape[0] // groups
+        if per_feature(math.prod(rhs.shape[2:]), rows, outputs):
             return _by_feature(m, as_strided, x, kernel, out_shape, strides, rhs_dilation, groups, column_bytes,
                                empty or m.empty)
         return _by_output_position(m, x, kernel, out_shape, strides, rhs_dilation, groups, column_bytes)
