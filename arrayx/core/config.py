@@ -167,6 +167,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("ARRAYX_JAX_REUSE_MEMORY", _flag, True, _YES_NO,
              "whether loading the jax executor has glibc's malloc reuse freed blocks up to 1 GiB (no page faults "
              "per XLA result; the process keeps freed heap)"),
+    Variable("ARRAYX_JAX_BLAS_MATMUL", _flag, True, _YES_NO,
+             "whether large eager float64 matrix products of the jax executor on one CPU device run through "
+             "NumPy's BLAS (the NumPy executor's values; XLA's under jit)"),
     Variable("ARRAYX_DASK_SCHEDULER", _scheduler, None,
              f"a scheduler name ({', '.join(_SCHEDULER_NAMES)}) or an address protocol://host[:port] "
              f"(protocols {', '.join(_SCHEDULER_PROTOCOLS)})",

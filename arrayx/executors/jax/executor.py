@@ -101,6 +101,7 @@ from arrayx.executors.jax.numpy_rules import (  # noqa: E402
     _truth_reduction,
 )
 from arrayx.executors.jax import fused as _fused, permuted as _permuted, programs as _programs, recycle as _recycle
+from arrayx.executors.jax import blas as _blas
 from arrayx.executors.jax.fused import Pending
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
@@ -577,6 +578,7 @@ class JaxExecutor(Executor):
         single_cpu = len(jax.devices()) == 1 and jax.devices()[0].platform == "cpu"
         _recycle.load(jax, self.array_type, single_cpu and _config.get("ARRAYX_JAX_REUSE_MEMORY"))
         _fused.load(jax, self.array_type, single_cpu)
+        _blas.load(jax, self.array_type, single_cpu and _config.get("ARRAYX_JAX_BLAS_MATMUL"))  # blas.py
         natives = list(jax.devices())
         if natives[0].platform != "cpu":  # list the host too when an accelerator is the default
             try:
@@ -593,7 +595,10 @@ class JaxExecutor(Executor):
 
     def finish_impl(self, prim, fn):
         # run with 64-bit types on (x64.py); what XLA:TPU aborts on refused first (tpu_limits.py)
-        return _tpu_limits.guard(self, prim, _Scoped(self._eager_impl(prim, fn)))
+        impl = self._eager_impl(prim, fn)
+        if prim.name == "matmul":  # large float64 products on one CPU device: NumPy's BLAS (blas.py)
+            impl = _blas.Routed(impl)
+        return _tpu_limits.guard(self, prim, _Scoped(impl))
 
     def _eager_impl(self, prim, fn):
         raw = fn
@@ -620,6 +625,8 @@ class JaxExecutor(Executor):
             fn = fn.fn
         if fn.__class__ is _Scoped:
             fn = fn.fn
+        if fn.__class__ is _blas.Routed:
+            fn = fn.inner
         if isinstance(fn, _permuted.Deferring):
             return fn.raw
         if isinstance(fn, (_SameDtypeShares, _SquareForTwo)):
