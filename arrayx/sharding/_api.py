@@ -110,7 +110,12 @@ def _put_one(x, target):
     host = None
     if name == "dask" and isinstance(target, NamedSharding) and not (isinstance(x, Array) and x._ex.name == "dask"):
         host = _host_values(x)  # host data goes to the workers block by block (client.scatter)
-    x = _on_executor(x, name)
+    if name == "jax":  # the dtype the target's devices give it (their defaults, the 64-bit setting)
+        from arrayx.sharding._jax import arriving
+
+        x = arriving(x, target)
+    else:
+        x = _on_executor(x, name)
     ex = x._ex
     if isinstance(target, Device):
         target = SingleDeviceSharding(target)

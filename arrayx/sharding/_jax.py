@@ -57,5 +57,54 @@ def from_jax(js):
                               f"arrayx.lax.with_sharding_constraint or device_put it with a NamedSharding")
 
 
+def _rule_device(ex, target):
+    """The device whose default dtypes and 64-bit setting decide what data arriving for ``target``
+    becomes (``arrayx/api/_device_dtypes.py``): a Device's or SingleDeviceSharding's own; for a
+    NamedSharding, a mesh device of this process without native 64-bit types if there is one (so
+    64-bit data never lands on such a device), else the mesh's first device of this process."""
+    if isinstance(target, SingleDeviceSharding):
+        return target.device
+    if not isinstance(target, NamedSharding):
+        return target  # a Device
+    from arrayx.api._device_dtypes import for_device
+
+    devs = list(target.mesh.devices.flat)
+    me = ex.default_device().native.process_index
+    mine = [d for d in devs if d.native is None or d.native.process_index == me] or devs
+    return next((d for d in mine if not for_device(ex, d).native64), mine[0])
+
+
+def arriving(x, target):
+    """``x`` (host data, an array of another executor, or a jax one) as a jax array whose dtype is what
+    ``asarray(x, device=d)`` gives it for ``d`` the target's device (:func:`_rule_device`), not the
+    default device: a float64 NumPy array put with a sharding over TPUs becomes float32 under
+    ``tpu_64bit("downcast")``, stays float64 under ``"emulate"``, raises TypeError under ``"refuse"``,
+    as ``asarray`` does.  Host data and other executors' arrays land on that device; a jax array
+    stays where it is, converted there before it moves (64-bit data never lands on the target)."""
+    from arrayx.api import _device_dtypes
+    from arrayx.api.creation import asarray
+    from arrayx.core.array import Array
+
+    ex = get("jax")
+    dev = _rule_device(ex, target)
+    if x.__class__ is not Array or x._ex is not ex:
+        return asarray(x, device=dev)
+    dd = _device_dtypes.for_device(ex, dev)
+    if dd.native64 or x.dtype not in _device_dtypes.WIDE or _device_dtypes.for_array(x) is dd:
+        return x
+    to = _device_dtypes.arriving(x.dtype, dd, ex, dev, "device_put")
+    if to == x.dtype:
+        return x
+    from arrayx.api.data_types import astype
+
+    return astype(x, to)
+
+
 def device_put(buf, sharding):
-    return _jax().device_put(buf, jax_sharding(sharding))
+    """``buf`` placed as ``sharding`` says, with arrayx's 64-bit types on for the call (executors/jax/x64.py:
+    a resharding JAX computes is traced with them, as every other call arrayx makes into JAX); a deferred
+    transpose or fused chain is computed first, so the sharding applies to the array's own axes."""
+    from arrayx.executors.jax import x64
+    from arrayx.executors.jax.permuted import plain
+
+    return x64.call_scoped(_jax().device_put, (plain(buf), jax_sharding(sharding)), {})
