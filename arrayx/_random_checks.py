@@ -65,7 +65,7 @@ def _float_param(fname: str, name: str, value, dtype):
         if _dtypes.kind_of(value.dtype) not in "biuf":
             raise TypeError(f"{fname}: {name} must be real, got dtype {value.dtype}")
         return xp.astype(value, dtype) if value.dtype != dtype else value
-    if isinstance(value, (bool, int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, int, float, np.integer, np.floating)) or type(value).__name__ == "bfloat16":
         return dtype.type(value)
     raise TypeError(
         f"{fname}: {name} must be a Python number or an arrayx array, got {type(value).__name__}"

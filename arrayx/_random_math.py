@@ -6,7 +6,7 @@ an exactly rounded fma (uniform's ``u * span + min``), Horner's rule with an fma
 (erf^-1 and log1p), and XLA's log1p and float32 log; erf (Cephes) gives truncated_normal's bounds.
 The one transcendental left to a native routine is float64 log: the primitive ``libm_log`` calls
 the C library's, which is XLA's, on every executor (never NumPy's SIMD log, which differs on
-CPUs with AVX-512).
+CPUs with AVX-512).  float16 and bfloat16 use the float32 routines (see the section at the end).
 """
 from __future__ import annotations
 

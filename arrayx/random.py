@@ -453,7 +453,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
     inv_sqrt2 = float(dt.type(1.0) / sqrt2)  # XLA compiles jax's division by the constant sqrt(2) to this product
     above, below = xp.nextafter(lo_a, math.inf), xp.nextafter(hi_a, -math.inf)  # the open interval
     above, below = flush_bfloat16(above), flush_bfloat16(below)  # (XLA's clip reads bfloat16 subnormals as 0)
-    if lo_a.ndim == 0 and hi_a.ndim == 0 and _kernel_route(key):
+    if lo_a.ndim == 0 and hi_a.ndim == 0 and dt in _KERNEL_FLOATS and _kernel_route(key):
         ends = erf(xp.stack([lo_a, hi_a]) * inv_sqrt2)  # both erfs in one pass: the same values
         fast = _kernel_floats("normal", key, shape, dt, _scalar_of(ends[0], dt), _scalar_of(ends[1], dt),
                               always_fma=True)  # erf_inv(u) * sqrt(2), u = fma(floats, b - a, a)
