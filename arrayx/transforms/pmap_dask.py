@@ -18,6 +18,7 @@ the call computes its tuples with Dask's local scheduler and the results hold th
 from __future__ import annotations
 
 import functools
+import itertools
 import uuid
 
 import numpy as np
@@ -49,21 +50,26 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     workers = held[1] if distributed else []
     n_groups = max(1, min(n, len(workers)))
     sizes = tuple(n // n_groups + (g < n % n_groups) for g in range(n_groups))
-    plan = _plan(ex, graph, sizes, tuple(flags))
-    run_id = uuid.uuid4().hex[:12]
+    plan = _plan(ex, graph, sizes, tuple(flags), distributed)
+    run_id = f"{_RUN_PREFIX}{next(_RUNS):x}"
 
-    # the inputs: per input and group, what a stage reads (a chunk's key, or a held tuple's future
-    # and the part of it) and the graphs behind them
+    # the inputs: per input and group, what a stage reads (a chunk's key; or the futures an earlier
+    # call's result holds, with how to get its part) and the graphs behind them
     in_refs, picks, base = [], [], []
     for b, f in zip(bufs, flags):
-        tuples = _held_tuples(b, sizes) if f and distributed else None
-        if tuples is not None:
-            in_refs.append(tuples[0])
-            picks.append(tuples[1])
+        source = _held_source(b, sizes) if f and distributed else None
+        if source is not None:
+            in_refs.append(source[0])
+            picks.append(source[1])
             continue
         arr = _group_chunks(b, f, sizes, distributed, client)
-        base.append(arr.__dask_graph__())
-        in_refs.append([TaskRef((arr.name, g if f else 0) + (0,) * (arr.ndim - 1)) for g in range(n_groups)])
+        chunk_keys = [(arr.name, g if f else 0) + (0,) * (arr.ndim - 1) for g in range(n_groups)]
+        held_chunks = _futures_of(arr, chunk_keys) if distributed else None
+        if held_chunks is not None:  # persisted: its futures, no graph to send again
+            in_refs.append(held_chunks)
+        else:
+            base.append(arr.__dask_graph__())
+            in_refs.append([TaskRef(ck) for ck in chunk_keys])
         picks.append(None)
     picks = tuple(picks)
 
@@ -75,17 +81,21 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
             return in_refs[dep[1]][dep[2]]
         return TaskRef(key(dep[1], dep[2]))
 
+    def fn_of(seg, j):
+        return None if seg is None else held[2][id(seg)] if distributed else plan.fns[j]
+
     layers, layer_deps = {}, {}
     below = set()
     if base:
         base = HighLevelGraph.merge(*base)
         below = set(base.layers)
+    submitted = len(plan.runners)  # the stages run now (the last one is deferred on a cluster)
     for g in range(n_groups):
         tasks = {}
-        for j, (seg, run, deps) in enumerate(zip(plan.stages, plan.runners, plan.deps)):
-            fn = None if seg is None else held[2][id(seg)] if distributed else plan.fns[j]
+        for j in range(submitted):
             k = key(j, g)
-            tasks[k] = Task(k, run[g], fn, picks, *(ref(d, g) for d in deps[g]))
+            tasks[k] = Task(k, plan.runners[j][g], fn_of(plan.stages[j], j), picks,
+                            *(ref(d, g) for d in plan.deps[j][g]))
         lname = f"pmap-group{g}-{run_id}"
         ann = {"workers": [workers[g]], "allow_other_workers": True} if workers else None  # a preference
         layers[lname] = MaterializedLayer(tasks, annotations=ann)
@@ -95,50 +105,64 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     hlg = HighLevelGraph(layers, layer_deps)
     if base:
         hlg = HighLevelGraph.merge(hlg, base)
-    last = len(plan.stages) - 1
-    final = [key(last, g) for g in range(n_groups)]
+    last = [key(submitted - 1, g) for g in range(n_groups)]
     out_names = [f"pmap-out-{run_id}-{k}" for k in range(len(graph.outputs))]
     if distributed:
-        futures = client.get(hlg, final, sync=False)
+        futures = client.get(hlg, last, sync=False)
+        final_fn = fn_of(plan.stages[-1], len(plan.stages) - 1) if plan.deferred else None
     else:  # computed now with Dask's local scheduler (its graph optimisations are not for this graph)
         import dask
         import dask.threaded
 
         getter = dask.base.get_scheduler(scheduler=client) or dask.threaded.get
-        tuples = getter(dict(hlg), final)
-        parts = [[t[k] for t in tuples] for k in range(len(out_names))]
+        tuples = getter(dict(hlg), last)
     outs = []
     for k, (o, oname) in enumerate(zip(graph.outputs, out_names)):
         shape, dtype = tuple(o.aval.shape), np.dtype(o.aval.dtype)
         chunk_keys = [(oname, g) + (0,) * len(shape) for g in range(n_groups)]
-        if distributed:
-            layer = {ck: Task(ck, _part, futures[g], k) for g, ck in enumerate(chunk_keys)}
+        if not distributed:
+            layer = {ck: t[k] for ck, t in zip(chunk_keys, tuples)}
+        elif plan.deferred:
+            layer = {ck: Task(ck, _deferred_part, plan.final[g], k, final_fn, *futures)
+                     for g, ck in enumerate(chunk_keys)}
         else:
-            layer = dict(zip(chunk_keys, parts[k]))
+            layer = {ck: Task(ck, _part, futures[g], k) for g, ck in enumerate(chunk_keys)}
         outs.append(da.Array(HighLevelGraph({oname: MaterializedLayer(layer)}, {oname: set()}), oname,
                              chunks=(sizes,) + tuple((d,) for d in shape), dtype=dtype,
                              meta=np.empty((0,) * (1 + len(shape)), dtype)))
     return [_wrap(o, ex) for o in outs]
 
 
+# run ids: a process's own prefix and a counter (no uuid per call: reading the OS's entropy is slow
+# on a loaded machine)
+_RUN_PREFIX = uuid.uuid4().hex[:8]
+_RUNS = itertools.count()
+
+
 class _Plan:
     """A member graph's stages for one cut of the members into groups (cached on the graph)."""
 
-    __slots__ = ("stages", "runners", "deps", "fns")
+    __slots__ = ("stages", "runners", "deps", "fns", "final", "deferred")
 
 
-def _plan(ex, graph, sizes, flags) -> _Plan:
+def _plan(ex, graph, sizes, flags, defer) -> _Plan:
     """The stages of ``graph`` for groups of ``sizes`` members and inputs mapped or not (``flags``):
-    per stage its compute segment (None
-    for the last stage when the graph ends with collectives), per stage and group the task's
-    function (a ``functools.partial`` of ``_run_stage`` on a recipe) and what it reads."""
+    per stage its compute segment (None for a last stage of its own when the graph ends with
+    collectives), and per stage run now and group the task's function (a ``functools.partial`` of
+    ``_run_stage`` on a recipe) and what it reads.
+
+    With ``defer`` (a cluster) and more than one stage, the last stage is not run now: the stage
+    before it returns, per group, the values the last stage reads of its group (a *carry*), and a
+    result's chunk runs the last stage from every group's carry when read (``_deferred_part``) or,
+    when it is the next call's input, inside that call's stage that reads it.  A training loop's
+    step is then one task per group (the update of a step and the gradient of the next together)."""
     import dask.array as da
 
     from arrayx.core.executor import get
     from arrayx.core.graph import Var
     from arrayx.core.lowering import lowered
 
-    cache_key = ("pmap dask plan", sizes, flags)
+    cache_key = ("pmap dask plan", sizes, flags, defer)
     got = graph.derived.get(cache_key)
     if got is not None:
         return got
@@ -179,29 +203,42 @@ def _plan(ex, graph, sizes, flags) -> _Plan:
     outputs = tuple(source_of(o) for o in graph.outputs)
     sources = tuple(sources)
     starts = tuple(sum(sizes[:g]) for g in range(len(sizes)))
-    numpy_ex = get("numpy")
+    n_groups, last = len(sizes), len(stages) - 1
     plan = _Plan()
     plan.stages = stages
-    plan.fns = [None if seg is None else lowered(numpy_ex, seg.graph) for seg in stages]
+    plan.fns = [None if seg is None else lowered(get("numpy"), seg.graph) for seg in stages]
+    plan.deferred = bool(defer) and last > 0
+    # the final stage's recipe per group (run by the last task now, or deferred)
+    plan.final = [(g, sizes, starts, sources, stage_inputs[last], "final", last,
+                   {d: p for p, d in enumerate(_reads(sources, stage_inputs[last] + outputs, g, last, n_groups))},
+                   outputs) for g in range(n_groups)]
+    carry: list = [[] for _ in range(n_groups)]
+    if plan.deferred:  # what the final stage of any group reads of each group, by source
+        for g in range(n_groups):
+            _reads(sources, stage_inputs[last] + outputs, g, last, n_groups, carry)
     plan.runners, plan.deps = [], []
-    last = len(stages) - 1
-    for j, ins in enumerate(stage_inputs):
+    for j in range(last if plan.deferred else last + 1):
         runners, deps = [], []
-        for g in range(len(sizes)):
-            outs = outputs if j == last else None
-            need = _reads(sources, ins + (outputs if j == last else ()), g, j, len(sizes))
-            recipe = (g, sizes, starts, sources, ins, outs, j, {d: p for p, d in enumerate(need)})
+        for g in range(n_groups):
+            if j == last:
+                recipe = plan.final[g]
+            else:
+                mode, extra = ("carry", tuple(carry[g])) if plan.deferred and j == last - 1 else ("stage", None)
+                need = _reads(sources, stage_inputs[j] + (extra or ()), g, j, n_groups)
+                recipe = (g, sizes, starts, sources, stage_inputs[j], mode, j,
+                          {d: p for p, d in enumerate(need)}, extra)
             runners.append(functools.partial(_run_stage, recipe))
-            deps.append(need)
+            deps.append(tuple(recipe[7]))
         plan.runners.append(runners)
         plan.deps.append(deps)
     graph.derived[cache_key] = plan
     return plan
 
 
-def _reads(sources, wanted, g, j, n_groups) -> tuple:
+def _reads(sources, wanted, g, j, n_groups, carry=None) -> tuple:
     """What group ``g``'s stage ``j`` reads to get the values ``wanted``: ``(_IN, input, group)``
-    and ``(_SEG, stage, group)`` entries, its own stage's results excepted."""
+    and ``(_SEG, stage, group)`` entries, its own stage's results excepted.  With ``carry`` (one
+    list per group), the sources of each group's values it reads are added to that group's list."""
     seen, need = set(), []
 
     def walk(s, h):
@@ -209,18 +246,17 @@ def _reads(sources, wanted, g, j, n_groups) -> tuple:
             return
         seen.add((s, h))
         src = sources[s]
-        if src[0] == _IN:
-            dep = (_IN, src[1], h)
-        elif src[0] == _SEG:
-            if src[1] == j and h == g:
-                return
-            dep = (_SEG, src[1], h)
-        elif src[0] == _COLL:
+        if src[0] == _COLL:
             for hh in range(n_groups):
                 walk(src[4], hh)
             return
-        else:
+        if src[0] not in (_IN, _SEG) or (src[0] == _SEG and src[1] == j and h == g):
             return
+        if carry is not None:
+            if s not in carry[h]:
+                carry[h].append(s)
+            return
+        dep = (src[0], src[1], h)
         if dep not in need:
             need.append(dep)
 
@@ -229,11 +265,13 @@ def _reads(sources, wanted, g, j, n_groups) -> tuple:
     return tuple(need)
 
 
-def _run_stage(recipe, fn, picks, *deps):
-    """One group's stage: its members' values of the segment's inputs (combining the collectives it
-    reads from every group's values), the segment run on each member in turn; the last stage
-    returns the group's results, one stacked array per output, as a tuple."""
-    g, sizes, starts, sources, ins, outs, j, pos = recipe
+def _evaluate(recipe, fn, lookup):
+    """One group's stage: its members' values of the segment's inputs (``lookup(source, group)``
+    gives a group's members' values of an input or of an earlier stage's result; a collective is
+    combined here from every group's values), the segment run on each member in turn.  Returns the
+    members' results (``"stage"``), the values of the sources the deferred last stage reads
+    (``"carry"``), or the group's results stacked, one array per output (``"final"``)."""
+    g, sizes, starts, sources, ins, mode, j, _, extra = recipe
     memo: dict = {}
     own: list = []
 
@@ -243,18 +281,14 @@ def _run_stage(recipe, fn, picks, *deps):
             return got
         src = sources[s]
         kind = src[0]
-        if kind == _IN:
-            d = deps[pos[(_IN, src[1], h)]]
-            if picks[src[1]] is not None:
-                d = d[picks[src[1]]]
-            out = list(d) if src[2] else [d] * sizes[h]
+        if kind == _SEG and src[1] == j and h == g:
+            out = [t[src[2]] for t in own]
+        elif kind == _IN or kind == _SEG:
+            out = lookup(s, h)
         elif kind == _INDEX:
             out = [np.int32(i) for i in range(starts[h], starts[h] + sizes[h])]
         elif kind == _VALUE:
             out = [src[1]] * sizes[h]
-        elif kind == _SEG:
-            d = own if (src[1] == j and h == g) else deps[pos[(_SEG, src[1], h)]]
-            out = [t[src[2]] for t in d]
         else:
             total = memo.get((s, None))
             if total is None:
@@ -267,9 +301,39 @@ def _run_stage(recipe, fn, picks, *deps):
     if fn is not None:
         cols = [values(s, g) for s in ins]
         own.extend(tuple(fn(*(np.asarray(c[i]) for c in cols))) for i in range(sizes[g]))
-    if outs is None:
+    if mode == "stage":
         return own
-    return tuple(np.stack([np.asarray(v) for v in values(s, g)]) for s in outs)
+    if mode == "carry":
+        return {s: values(s, g) for s in extra}
+    return tuple(np.stack([np.asarray(v) for v in values(s, g)]) for s in extra)
+
+
+def _run_stage(recipe, fn, picks, *deps):
+    """A stage's task: ``deps`` are what ``recipe`` reads (its positions in ``recipe[7]``);
+    ``picks[i]`` says how input ``i`` is had from its dep: its chunk (None), part ``k`` of a held
+    tuple (``("held", k)``) or part ``k`` of an earlier call's deferred last stage, run here from
+    the carries (``("deferred", k, its recipes per group)``, the dep ``[fn, *carries]``)."""
+    sizes, sources, pos = recipe[1], recipe[3], recipe[7]
+    earlier: dict = {}
+
+    def lookup(s, h):
+        src = sources[s]
+        if src[0] == _SEG:
+            return [t[src[2]] for t in deps[pos[(_SEG, src[1], h)]]]
+        i = src[1]
+        d, pick = deps[pos[(_IN, i, h)]], picks[i]
+        if pick is not None and pick[0] == "held":
+            d = d[pick[1]]
+        elif pick is not None:
+            k = (h,) + tuple(map(id, d[1:]))
+            outs = earlier.get(k)
+            if outs is None:
+                carries = d[1:]
+                outs = earlier[k] = _evaluate(pick[2][h], d[0], lambda s2, h2: carries[h2][s2])
+            d = outs[pick[1]]
+        return list(d) if src[2] else [d] * sizes[h]
+
+    return _evaluate(recipe, fn, lookup)
 
 
 def _combine(prim, axis, tiled, values):
@@ -288,10 +352,36 @@ def _part(outs, k):
     return outs[k]
 
 
-def _held_tuples(b, sizes):
-    """``b`` as the futures of an earlier call's groups and its output's place in their tuples, when
-    ``b`` is such a result (unchanged, cut into ``sizes`` as now); else None."""
-    from dask._task_spec import Task
+def _deferred_part(recipe, k, fn, *carries):
+    """Output ``k`` of a group's deferred last stage, run from every group's carry."""
+    return _evaluate(recipe, fn, lambda s, h: carries[h][s])[k]
+
+
+def held_futures(b) -> list:
+    """The futures a pmap result on a cluster holds (tests: where its data is)."""
+    from dask._task_spec import TaskRef
+
+    return list({a.key: a for t in dict(b.__dask_graph__()).values() for a in getattr(t, "args", ())
+                 if isinstance(a, TaskRef)}.values())
+
+
+def _futures_of(arr, keys):
+    """The futures of ``arr``'s chunks ``keys`` when its graph is only futures (a persisted array)."""
+    from distributed import Future
+
+    graph = arr.__dask_graph__()
+    layers = getattr(graph, "layers", None)
+    if layers is None or len(layers) != 1:
+        return None
+    (layer,) = layers.values()
+    got = [layer.get(k) for k in keys]
+    return got if all(isinstance(f, Future) for f in got) else None
+
+
+def _held_source(b, sizes):
+    """When ``b`` is an unchanged pmap result on a cluster cut into ``sizes`` as now: per group the
+    dep a stage reads it from and how (see ``_run_stage``); else None."""
+    from dask._task_spec import List, Task
 
     if tuple(b.chunks[0]) != tuple(sizes) or any(len(c) != 1 for c in b.chunks[1:]):
         return None
@@ -299,14 +389,19 @@ def _held_tuples(b, sizes):
     layer = layers.get(b.name) if layers is not None else None
     if layer is None or len(layers) != 1:
         return None
-    futures, k = [], None
-    for g in range(len(sizes)):
-        t = layer.get((b.name, g) + (0,) * (b.ndim - 1))
-        if not isinstance(t, Task) or t.func is not _part or (k is not None and t.args[1] != k):
+    tasks = [layer.get((b.name, g) + (0,) * (b.ndim - 1)) for g in range(len(sizes))]
+    if not all(isinstance(t, Task) for t in tasks):
+        return None
+    if all(t.func is _part for t in tasks) and len({t.args[1] for t in tasks}) == 1:
+        return [t.args[0] for t in tasks], ("held", tasks[0].args[1])
+    if all(t.func is _deferred_part for t in tasks):
+        k, rest = tasks[0].args[1], tasks[0].args[2:]
+        if any(t.args[1] != k or len(t.args) != len(tasks[0].args) or
+               any(a is not b2 for a, b2 in zip(t.args[2:], rest)) for t in tasks):
             return None
-        futures.append(t.args[0])
-        k = t.args[1]
-    return futures, k
+        dep = List(*rest)
+        return [dep] * len(sizes), ("deferred", k, tuple(t.args[0] for t in tasks))
+    return None
 
 
 def _cluster_workers(client) -> list:

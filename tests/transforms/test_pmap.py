@@ -217,12 +217,11 @@ def test_pmap_on_a_dask_cluster_runs_one_task_per_worker():
     keys = [str(t["key"]) for t in stream.data]
     stage_tasks = [t for t in stream.data if "pmap-stage0" in str(t["key"])]
     # the 4 members in 2 groups, one per worker: one task per group for the one compute segment, each
-    # group on its own worker; the psum and the all_gather are combined in one task per group after
-    # it (each from both groups' values), which stacks the group's results: 4 tasks, no other
+    # group on its own worker; the psum and the all_gather are combined when a result's chunk is read
+    # (each chunk from both groups' values): no other task
     assert len(stage_tasks) == 2, keys
     assert {t["worker"] for t in stage_tasks} == workers
-    assert len([k for k in keys if "pmap-stage1" in k]) == 2, keys
-    assert not [k for k in keys if "pmap" in k and "stage" not in k and "out" not in k], keys
+    assert not [k for k in keys if "pmap" in k and "stage0" not in k and "pmap-out" not in k], keys
 
 
 def _train(lib, steps, n_dev=8):
@@ -258,6 +257,7 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
     # thread per worker a step no longer computes on the cluster from inside a task (it waited for ever)
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
+    from arrayx.transforms.pmap_dask import held_futures
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
@@ -267,7 +267,7 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
         try:
             got_params, got_losses, bufs = _train("dask", 6)
             workers = set(cluster.scheduler.workers)
-            futures = [t.args[0] for t in dict(bufs[-1].__dask_graph__()).values()]
+            futures = held_futures(bufs[-1])
             client.gather(futures)
             held = client.who_has(futures)
         finally:
@@ -275,15 +275,17 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
     for g, w in zip(got_params, want_params):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-12)
-    for b in bufs:  # each step's result picks its part of its groups' held results (one future per
-        # group, all of a step's outputs): no task of an earlier step in its graph
+    for b in bufs:  # each step's result is one task per chunk reading its step's held values (one
+        # future per group, on its worker, and the scattered code): no task of an earlier step in its graph
         graph = dict(b.__dask_graph__())
         assert set(graph) == set(b.__dask_keys__()), list(graph)[:5]
-        assert all(isinstance(v.args[0], distributed.Future) and not v.dependencies - {v.args[0].key}
-                   for v in graph.values())
-    # 8 members in 2 chunks of 4, one per worker
+        kept = held_futures(b)
+        assert all(isinstance(f, distributed.Future) for f in kept) and len(kept) <= 3, kept
+        assert all(set(t.dependencies) <= {f.key for f in kept} for t in graph.values())
+    # 8 members in 2 chunks of 4, one per worker: the last step's values held one group per worker
     assert bufs[-1].chunks == ((4, 4),)
-    assert {w for ws in held.values() for w in ws} == workers and all(len(ws) >= 1 for ws in held.values())
+    groups = {k: ws for k, ws in held.items() if "pmap-stage" in str(k)}
+    assert len(groups) == 2 and {w for ws in groups.values() for w in ws} == workers, held
 
 
 def test_pmap_training_loop_on_dask_without_a_cluster_matches_numpy():

@@ -1,0 +1,118 @@
+"""pmap's dask runner (arrayx/transforms/pmap_dask.py): stages between collectives, the last stage
+deferred on a cluster and run inside the next call (or when a result is read); the same bits as the
+NumPy executor, on a LocalCluster of 2 workers and without a cluster."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import arrayx as ax
+from tests.conftest import to_numpy
+
+
+def _program(n, rng):
+    """Two pmaps chained: three stages (two runs of collectives), a graph ending with collectives,
+    a result fed back mapped and unmapped, axis_index, a constant; every result read twice."""
+    def f(x, w):
+        s = ax.psum(x * w, "i")  # run 1
+        z = ax.sin(s) * x + ax.astype(ax.axis_index("i"), x.dtype)
+        m = ax.pmax(z, "i")  # run 2
+        return z - m * 0.5, ax.all_gather(ax.sum(z), "i")  # ends with a collective
+
+    def g(a, b, c):
+        return ax.pmean(a * ax.sum(c) + b[0], "i"), a + 1.0
+
+    x = rng.normal(size=(n, 3))
+    w = rng.normal(size=(3,))
+    return f, g, x, w
+
+
+def _run(lib, n, steps=3):
+    f, g, x, w = _program(n, np.random.default_rng(n))
+    out = []
+    with ax.use_executor(lib):
+        pf = ax.pmap(f, "i", in_axes=(0, None))
+        pg = ax.pmap(g, "i", in_axes=(0, 0, None))
+        a, b = pf(ax.asarray(x), ax.asarray(w))
+        for _ in range(steps):
+            a, b = pf(a, ax.asarray(w))  # a: the last call's (deferred) result, mapped
+            c, d = pg(a, b, b[0])  # b[0]: a result's row, unmapped
+            out += [to_numpy(a), to_numpy(b), to_numpy(c), to_numpy(d), to_numpy(a)]  # a read twice
+            a = c
+    return out
+
+
+@pytest.mark.parametrize("n", [4, 5])
+def test_pmap_dask_stages_match_numpy_bits_on_a_cluster(n):
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    want = _run("numpy", n)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        dask_executor.connect(cluster)
+        try:
+            got = _run("dask", n)
+        finally:
+            dask_executor.disconnect()
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype, g.shape, w.shape)
+        np.testing.assert_array_equal(g, w, err_msg=f"result {k}")
+
+
+@pytest.mark.parametrize("lib", ["numba", "dask"])
+def test_pmap_stages_match_numpy_bits_without_a_cluster(lib):
+    if not ax.executors.get(lib).available():
+        pytest.skip(f"{lib} executor unavailable")
+    want = _run("numpy", 4, steps=2)
+    got = _run(lib, 4, steps=2)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype)
+        np.testing.assert_array_equal(g, w, err_msg=f"result {k}")
+
+
+def test_a_deferred_result_is_read_from_its_held_values_only():
+    # the tutorial's step on a cluster: one task per group a step; a result's chunk reads its step's
+    # carries (one future per group) and the scattered code, nothing of an earlier step
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+    from arrayx.transforms.pmap_dask import held_futures
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+
+    def step(p, x):
+        g = ax.pmean(p * x, "d")
+        return p - 0.1 * g
+
+    x = np.linspace(0.0, 1.0, 8)
+    with ax.use_executor("numpy"):
+        p_np = ax.asarray(np.full(8, 0.5))
+        s = ax.pmap(step, "d")
+        for _ in range(5):
+            p_np = s(p_np, ax.asarray(x))
+        want = to_numpy(p_np)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        client = dask_executor.connect(cluster)
+        try:
+            with ax.use_executor("dask"):
+                p = ax.asarray(np.full(8, 0.5))
+                s = ax.pmap(step, "d")
+                xs = ax.asarray(x)
+                p = s(p, xs)  # the first call cuts and places the inputs
+                to_numpy(p)  # and has run
+                with distributed.get_task_stream(client=client) as stream:
+                    for _ in range(4):
+                        p = s(p, xs)
+                    kept = held_futures(p._buf)
+                    got = to_numpy(p)
+        finally:
+            dask_executor.disconnect()
+    np.testing.assert_array_equal(got, want)
+    steps = [t for t in stream.data if "pmap-stage" in str(t["key"])]
+    assert len(steps) == 4 * 2, [str(t["key"]) for t in stream.data]  # 4 calls x 2 groups, nothing else
+    assert len([f for f in kept if "pmap-stage" in str(f.key)]) == 2
