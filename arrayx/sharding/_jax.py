@@ -87,9 +87,11 @@ def arriving(x, target):
 
     ex = get("jax")
     dev = _rule_device(ex, target)
-    if x.__class__ is not Array or x._ex is not ex:
-        return asarray(x, device=dev)
     dd = _device_dtypes.for_device(ex, dev)
+    if x.__class__ is not Array or x._ex is not ex:
+        if not dd.native64 and isinstance(x, (np.ndarray, np.generic)):
+            _device_dtypes.arriving(x.dtype, dd, ex, dev, "device_put")  # refused or warned as device_put's
+        return asarray(x, device=dev)
     if dd.native64 or x.dtype not in _device_dtypes.WIDE or _device_dtypes.for_array(x) is dd:
         return x
     to = _device_dtypes.arriving(x.dtype, dd, ex, dev, "device_put")

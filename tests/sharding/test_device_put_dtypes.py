@@ -76,7 +76,7 @@ def test_device_put_follows_the_64bit_setting(jax_device, kind):
         if native:
             assert ax.device_put(x, target).dtype == np.float64
         else:
-            with pytest.raises(TypeError, match=r"float64 data on .*no native 64-bit types.*'refuse'"):
+            with pytest.raises(TypeError, match=r"device_put: float64 data on .*no native 64-bit types.*'refuse'"):
                 ax.device_put(x, target)
             with pytest.raises(TypeError, match="float64 data"):
                 ax.asarray(x, device=jax_device)  # the same answer as asarray
