@@ -1,9 +1,13 @@
 """arrayx's jax executor against JAX itself on the default JAX device (a TPU on the chip machine),
 side by side in one process, with the same dtypes and the same matmul precision on both sides.
 
-Run:  python benchmarks/bench_tpu.py [--quick] [--output PATH]
+Run:  python benchmarks/bench_tpu.py [--quick] [--only TEXT] [--row-timeout S] [--output PATH]
       (on the chip: ``bash benchmarks/tpu_check.sh run`` with STEPS=bench; writes
-      benchmarks/results/tpu_bench.json, or tpu_bench_quick.json with --quick; docs/benchmarks.rst plots it)
+      benchmarks/results/tpu_bench.json, or tpu_bench_quick.json with --quick; docs/benchmarks.rst plots it;
+      on a CPU, --quick is the dry run: every row at small sizes, in about a minute)
+      --only runs the rows whose name holds TEXT; each row (its first calls, where XLA compiles, the
+      agreement check, the timing) gets --row-timeout seconds (120), then is reported as timed out, with
+      the phase it was in, and the next row starts.  Rows are written to the output file as they come.
 
 Rows (issue 41, point 7): eager dispatch of a tiny op; eager exp of 16M; 4096^2 matmul in float32 and
 bfloat16; jit SELU of 64M; an MLP train step jit(grad) in float32 and bfloat16 (batch 2048,
@@ -260,17 +264,64 @@ def precision_rows(mm: int, rounds: int, repeat: int) -> list:
         out.append({"case": f"matmul {mm}^2 float32 at precision {precision!r}", "arrayx ms": ta * 1e3,
                     "jax ms": tj * 1e3, "speed vs jax": tj / ta, "TFLOP/s (arrayx)": 2 * mm**3 / ta / 1e12,
                     "max error vs float64 / max |exact| (arrayx)": err, "same (jax)": errj})
-        print(json.dumps(out[-1]), flush=True)
-    return out
+    return out  # printed and written by main's keep, once each
 
 
-def main(quick: bool = False, output: pathlib.Path | None = None) -> dict:
+#: seconds a row may take (its first calls, where XLA compiles, the agreement check and the timing)
+#: before it is reported as timed out and the next row starts (--row-timeout, BENCH_TPU_ROW_TIMEOUT)
+ROW_TIMEOUT_S = float(os.environ.get("BENCH_TPU_ROW_TIMEOUT", "120"))
+
+
+def _measure(fa, fj, tol, rounds, repeat, phase: list, row: dict) -> dict:
+    """One row, filled into ``row`` as it goes: each side's first call timed (XLA compiles there), the
+    agreement check, the timing.  ``phase[0]`` says what is running, for a row that times out."""
+    for side, fn in (("arrayx", fa), ("jax", fj)):
+        phase[0] = f"{side}'s first call (XLA compiles it)"
+        t0 = time.perf_counter()
+        fn()
+        row[f"{side} first call s"] = time.perf_counter() - t0
+    if tol:
+        phase[0] = "the agreement check"
+        _agree(fa(), fj(), tol)
+        row["agree"] = f"within {tol:g}"
+    phase[0] = "the timing"
+    ta, tj = _pair_times(fa, fj, rounds, repeat)
+    row.update({"arrayx ms": ta * 1e3, "jax ms": tj * 1e3, "speed vs jax": tj / ta})
+    return row
+
+
+def _guarded(work, timeout_s: float, stuck: list) -> dict:
+    """``work(phase, row)`` in a thread, waited for ``timeout_s``: its row, or what it had when it failed
+    or ran out of time, with the error.  A row past its time is left running (XLA's compile cannot be
+    interrupted) and noted in ``stuck``; the next rows still run (the process then ends with os._exit)."""
+    import threading
+
+    result, phase = {}, ["setting up"]
+
+    def target():
+        try:
+            result.update(work(phase, result))
+        except Exception as e:  # noqa: BLE001 - a row that fails is reported, the others still run
+            result["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        stuck.append(thread)
+        return {**dict(result), "error": f"timed out after {timeout_s:.0f} s in {phase[0]} (left running; the "
+                                         f"rows after it were timed beside it)"}
+    return result
+
+
+def main(quick: bool = False, output: pathlib.Path | None = None, only: str | None = None,
+         row_timeout: float = ROW_TIMEOUT_S) -> dict:
     import jax
 
     ax.set_executor("jax")
     rounds, repeat = (2, 2) if quick else (5, 5)
     load_before = os.getloadavg()
-    rows = []
+    rows, stuck = [], []
     work, mm = tpu_rows(quick)
 
     def keep(row):
@@ -279,32 +330,32 @@ def main(quick: bool = False, output: pathlib.Path | None = None) -> dict:
         if output is not None:  # each row written as soon as it is timed: a row that hangs loses only itself
             output.write_text(json.dumps({"rows so far": rows}, indent=1) + "\n")
 
-    # the CNN row last: on the chip its first call did not return within 100 s in two runs (2026-12-06)
+    def wanted(name):
+        return only is None or only.lower() in name.lower()
+
+    # the CNN row last: on the chip its first call did not return within 100 s in two runs (2026-12-06;
+    # XLA:TPU's compile of the kernel gradient's 28x28-window convolution, JAX's own program as well)
     for name in sorted(work, key=lambda name: name.startswith("cnn")):
-        if name.startswith("cnn"):
-            try:
-                for row in precision_rows(mm, rounds, repeat):
-                    keep(row)
-            except Exception as e:  # noqa: BLE001
-                keep({"case": "matmul precision", "error": f"{type(e).__name__}: {e}"[:300]})
+        if name.startswith("cnn") and wanted("matmul precision"):
+            precision = _guarded(lambda phase, row: {"rows": precision_rows(mm, rounds, repeat)}, row_timeout, stuck)
+            for row in precision.get("rows") or [{"case": "matmul precision", "error": precision.get("error")}]:
+                keep(row)
+        if not wanted(name):
+            continue
         fa, fj, tol = work[name]
-        row = {"case": name}
-        try:
-            if tol:
-                _agree(fa(), fj(), tol)
-            ta, tj = _pair_times(fa, fj, rounds, repeat)
-            row.update({"arrayx ms": ta * 1e3, "jax ms": tj * 1e3, "speed vs jax": tj / ta})
-        except Exception as e:  # noqa: BLE001 - a row that fails is reported, the others still run
-            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
-        keep(row)
+        keep({"case": name, **_guarded(lambda phase, row, fa=fa, fj=fj, tol=tol: _measure(fa, fj, tol, rounds, repeat,
+                                                                                          phase, row),
+                                       row_timeout, stuck)})
     dev = jax.devices()[0]
-    return {"title": TITLE, "command": "python benchmarks/bench_tpu.py" + (" --quick" if quick else ""),
+    return {"title": TITLE, "command": "python benchmarks/bench_tpu.py" + (" --quick" if quick else "")
+            + (f" --only {only!r}" if only else ""),
             "device": f"{dev.platform} {getattr(dev, 'device_kind', '')}", "jax": jax.__version__,
-            "quick": quick, "rounds": rounds, "repeats per round": repeat,
+            "quick": quick, "rounds": rounds, "repeats per round": repeat, "row timeout s": row_timeout,
             "load average before (1, 5, 15 min)": load_before, "rows": rows,
             "default dtypes (arrayx, this device)": {k: str(v) for k, v in
                                                      ax.__array_namespace_info__().default_dtypes(
-                                                         device=ax.__array_namespace_info__().default_device()).items()}}
+                                                         device=ax.__array_namespace_info__().default_device()).items()},
+            "rows left running": len(stuck)}
 
 
 if __name__ == "__main__":
@@ -313,9 +364,15 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=TITLE)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--output", type=pathlib.Path, default=None)
+    p.add_argument("--only", default=None, help="run only the rows whose name holds this text (any case)")
+    p.add_argument("--row-timeout", type=float, default=ROW_TIMEOUT_S,
+                   help="seconds a row may take before the next starts (default %(default)s)")
     a = p.parse_args()
     out = a.output or pathlib.Path(__file__).parent / "results" / ("tpu_bench_quick.json" if a.quick else "tpu_bench.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = main(a.quick, out)
+    result = main(a.quick, out, a.only, a.row_timeout)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    print(f"wrote {out}", flush=True)
+    if result["rows left running"]:  # a row still compiling: do not wait for it at exit
+        sys.stdout.flush()
+        os._exit(0)
