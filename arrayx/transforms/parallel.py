@@ -22,9 +22,10 @@ runs it on the executor of its arguments:
   (``XLA_FLAGS=--xla_force_host_platform_device_count=N`` gives N CPU devices);
 - numpy / numba (one device): the members run in turn, segment by segment between collectives,
   each segment compiled once; a collective combines the members' values;
-- dask: each segment is one task per member (``dask.delayed`` of the NumPy-compiled segment on
-  the member's blocks), collectives combine lazily: computing the result runs the members on
-  the cluster's workers.
+- dask (``pmap_dask``): the members in one group per worker, one task per group per segment
+  between collectives (the NumPy-compiled segment run on each member in turn); a segment's task
+  combines the collectives it reads from every group's values; on a cluster the last segment runs
+  inside the next call (or when a result is read), so a training step is one task per group.
 
 Under a transform (``grad(pmap(f))``, ``jit``, ``vmap``) ``pmap`` is ``vmap(f, axis_name=...)``:
 the same values, on the one executor, differentiable and stageable.

@@ -1,19 +1,22 @@
 """pmap on the dask executor: one graph per call, the members in one contiguous group per worker
 (split from parallel.py, which holds pmap itself, the collectives and the other executors' runners).
 
-A call is a few tasks per group: one per compute segment of the member graph (a *stage*), the
-last one also stacking the group's results into one tuple.  There is no task for a collective:
-each stage that reads a collective's result combines it itself, from every group's values of the
-collective's operand (the earlier stages' results, sent to it by Dask), in member order (the bits
-of the NumPy executor's ``_combine``).  A step of JAX's pmap tutorial (a gradient, ``pmean``, an
-update) is then 2 tasks per group with one hop between them, not 11 tasks over 4 hops.
+A call is a few tasks per group: one per compute segment of the member graph (a *stage*).  There is
+no task for a collective: each stage that reads a collective's result combines it itself, from
+every group's values of the collective's operand (the earlier stages' results, which Dask sends
+it), in member order (the bits of the NumPy executor's ``_combine``).  The last stage stacks the
+group's results, one array per output.
 
-On a ``dask.distributed`` cluster the graph is submitted at once (``Client.get(..., sync=False)``):
-only the last stage's tuples are held, one future per group on its worker; a result is a dask
-array whose chunk ``g`` picks its part of group ``g``'s tuple (a task, run only when the array is
-read).  The next call recognises such an array and reads the tuples where they are, so a training
-loop's parameters stay on their workers and each step is its own small graph.  Without a cluster
-the call computes its tuples with Dask's local scheduler and the results hold the NumPy chunks.
+On a ``dask.distributed`` cluster the graph is submitted at once (``Client.get(..., sync=False)``)
+and the last stage is deferred: the stage before it returns, per group, the values the last stage
+reads of that group (its *carry*, one future per group, held on the group's worker).  A result is
+a dask array whose chunk ``g`` runs group ``g``'s last stage from the carries when it is read (a
+small task, not the call again); the next call recognises such an input and runs that last stage
+inside its own first stage.  A step of JAX's pmap tutorial (a gradient, ``pmean``, an update) is
+then one task per group (this step's gradient with the last step's update), one hop between steps,
+and the parameters stay on their workers; a loop builds no ever-longer graph (each call's graph
+holds only the futures of the call before).  Without a cluster the call computes its stages with
+Dask's local scheduler and the results hold the NumPy chunks.
 """
 from __future__ import annotations
 
@@ -108,7 +111,10 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     last = [key(submitted - 1, g) for g in range(n_groups)]
     out_names = [f"pmap-out-{run_id}-{k}" for k in range(len(graph.outputs))]
     if distributed:
-        futures = client.get(hlg, last, sync=False)
+        from dask._expr import HLGExpr
+
+        # a token of our own: Dask would draw a uuid4 per graph (slow on a loaded machine)
+        futures = client.get(HLGExpr(hlg, _determ_token=f"pmap-{run_id}"), last, sync=False)
         final_fn = fn_of(plan.stages[-1], len(plan.stages) - 1) if plan.deferred else None
     else:  # computed now with Dask's local scheduler (its graph optimisations are not for this graph)
         import dask
