@@ -116,3 +116,48 @@ def test_a_deferred_result_is_read_from_its_held_values_only():
     steps = [t for t in stream.data if "pmap-stage" in str(t["key"])]
     assert len(steps) == 4 * 2, [str(t["key"]) for t in stream.data]  # 4 calls x 2 groups, nothing else
     assert len([f for f in kept if "pmap-stage" in str(f.key)]) == 2
+
+
+def _edges():
+    """An identity (a result that is an input), no collective (one stage, run now), only a collective
+    with ``out_axes=None``, static arguments with axis_index, chained collectives; chained twice."""
+    x = np.random.default_rng(1).normal(size=(6, 2))
+    f1 = ax.pmap(lambda a: a, "i")
+    f2 = ax.pmap(lambda a: ax.sin(a) * 2.0, "i")
+    f3 = ax.pmap(lambda a: ax.psum(a, "i"), "i", out_axes=None)
+    f4 = ax.pmap(lambda a, k: (ax.pmean(a * k, "i"), ax.axis_index("i")), "i", static_broadcasted_argnums=1)
+    f5 = ax.pmap(lambda a: (ax.psum(ax.psum(a, "i"), "i"), ax.pmax(a, "i") + 0.0 * a), "i")
+    a, out = ax.asarray(x), []
+    for _ in range(2):
+        b = f1(a)
+        c = f2(b)
+        d = f3(c)
+        e, idx = f4(c, 3.0)
+        g, h = f5(e)
+        out += [to_numpy(v) for v in (b, c, d, e, idx, g, h)]
+        a = h
+    return out
+
+
+def test_pmap_dask_edge_programs_match_numpy_bits():
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    with ax.use_executor("numpy"):
+        want = _edges()
+    with ax.use_executor("dask"):
+        local = _edges()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        dask_executor.connect(cluster)
+        try:
+            with ax.use_executor("dask"):
+                got = _edges()
+        finally:
+            dask_executor.disconnect()
+    for k, (g, lo, w) in enumerate(zip(got, local, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype, g.shape, w.shape)
+        np.testing.assert_array_equal(g, w, err_msg=f"result {k} on the cluster")
+        np.testing.assert_array_equal(lo, w, err_msg=f"result {k} without a cluster")
