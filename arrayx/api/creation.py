@@ -132,11 +132,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Arr
             return _place(ex, ex.asarray(np.asarray(obj), dtype=dtype, copy=copy), dev)
         if copy is False:
             raise ValueError(f"asarray: copy=False, but moving a NumPy array to the {ex.name!r} executor copies")
-        if dtype is not None and ex.name == "jax" and isinstance(obj, np.ndarray):
-            from arrayx.executors.jax.host_transfer import fits
-
-            if fits(obj, dtype):  # cast in the executor's private host copy: one pass (host_transfer.py)
-                return _place(ex, ex.asarray(obj, dtype=dtype, copy=True), dev)
+        if dtype is not None and isinstance(obj, np.ndarray) and ex.casts_while_copying(obj, dtype):
+            return _place(ex, ex.asarray(obj, dtype=dtype, copy=True), dev)  # one pass over the data
         return _place(ex, ex.asarray(np.asarray(obj, dtype=dtype)), dev)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, (list, tuple)):
         out = from_dlpack(obj, device=device, copy=copy)

@@ -283,6 +283,12 @@ class Executor:
         """A buffer of this executor from host data (NumPy array, scalar, nested sequence)."""
         return self.xp.asarray(obj, dtype=dtype, copy=copy)
 
+    def casts_while_copying(self, obj: np.ndarray, dtype) -> bool:
+        """Whether ``asarray(obj, dtype=dtype, copy=True)`` casts NumPy data ``obj`` with NumPy's
+        rules in the copy it makes anyway (one pass over the data): then ``arrayx.asarray`` hands
+        the data over uncast.  No by default: the caller casts with NumPy first."""
+        return False
+
     def from_dlpack(self, obj, copy=None):
         return self.xp.from_dlpack(obj, copy=copy) if copy is not None else self.xp.from_dlpack(obj)
 

@@ -103,10 +103,7 @@ def arriving(x, target):
 
 
 def device_put(buf, sharding):
-    """``buf`` placed as ``sharding`` says, with arrayx's 64-bit types on for the call (executors/jax/x64.py:
-    a resharding JAX computes is traced with them, as every other call arrayx makes into JAX); a deferred
-    transpose or fused chain is computed first, so the sharding applies to the array's own axes."""
-    from arrayx.executors.jax import x64
-    from arrayx.executors.jax.permuted import plain
-
-    return x64.call_scoped(_jax().device_put, (plain(buf), jax_sharding(sharding)), {})
+    """``buf`` placed as ``sharding`` says, with arrayx's 64-bit types on for the call (the jax
+    executor's ``put``: a resharding JAX computes is traced with them, as every other call arrayx
+    makes into JAX); a deferred transpose or fused chain is computed first."""
+    return get("jax").put(buf, jax_sharding(sharding))

@@ -710,6 +710,13 @@ class JaxExecutor(Executor):
     def to_device(self, buf, device: Device):
         return self._jax.device_put(_plain(buf), self._native(device, "to_device"))
 
+    @_in_x64
+    def put(self, buf, sharding):
+        """``buf`` placed as ``sharding`` (a JAX sharding) says: a resharding JAX computes is traced
+        with arrayx's 64-bit types, and a deferred transpose or fused chain is computed first, so the
+        sharding applies to the array's own axes (``arrayx.device_put``, sharding/_jax.py)."""
+        return self._jax.device_put(_plain(buf), sharding)
+
     @staticmethod
     def scoped(fn):
         """``fn`` called with 64-bit types on (x64.py): what runs a JAX program arrayx built outside this
@@ -744,6 +751,11 @@ class JaxExecutor(Executor):
                 # jnp.asarray(copy=True) compiles a conversion per shape and dtype (55 ms each, against 0.5 ms)
                 return self._jax.device_put(host_transfer.private_copy(obj, dtype), native)
         return self.xp.asarray(obj, dtype=dtype, copy=copy, device=native)
+
+    def casts_while_copying(self, obj, dtype) -> bool:
+        from arrayx.executors.jax import host_transfer
+
+        return host_transfer.fits(obj, dtype)
 
     @_in_x64
     def from_dlpack(self, obj, copy=None):
