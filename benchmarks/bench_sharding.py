@@ -43,14 +43,14 @@ the load average at the start.  Issue #42 point 2, on this machine (2 shared cor
 - now: a step is one task per group and one hop (``arrayx/transforms/pmap_dask.py``): no task for
   a collective (the stage that reads it combines it from every group's values, in member order),
   the last stage deferred into the next call's first stage (a result's chunk runs it when read),
-  one held future per group per step.  Same-code comparison, ``--rounds 3``, run one after the
-  other (the earlier code from a worktree of 0a8aece with this file): earlier dask 45.7 s, jax
-  4.35 s (10.5x; rounds 10.7 / 8.3 / 9.5, load 14.9); now dask 17.0 s, jax 3.05 s, numpy 1.61 s,
-  numba 1.73 s (5.6x; rounds 3.5 / 5.9 / 5.3, load 17.3).  Single runs of the new code at load
-  10-14 gave 3.3x to 9.5x: at this load the ratio is noise-bound around 5x.  What is left is
-  Dask's cost per task and per transfer (2 tasks and 2 transfers a step; a chain of 1 trivial
-  ``client.submit`` a step takes ~9 ms a step here, 2 a step ~17 ms); jax's time includes its
-  compile (~1.5 s of it at 20 steps).
+  one held future per group per step.  ``--rounds 3``: the earlier code (a worktree of 0a8aece
+  with this file) dask 45.7 s, jax 4.35 s: 10.5x (rounds 10.7 / 8.3 / 9.5, load 14.9); right
+  after it this code dask 17.0 s, jax 3.05 s: 5.6x (rounds 3.5 / 5.9 / 5.3, load 17.3); at load
+  8.7 and 9.3 (the committed JSON is the second): 4.2x (3.8 / 4.5 / 3.0) and 5.1x (dask 10.2 s,
+  jax 2.00 s, numpy 0.66 s, numba 0.74 s; rounds 5.1 / 5.7 / 4.5).  So ~5x, within noise of the
+  load.  What is left is Dask's cost per task and per transfer (2 tasks and 2 transfers a step; a
+  chain of 1 trivial ``client.submit`` a step takes ~9 ms a step at load 12, 2 a step ~17 ms).
+  jax's time includes its compile (~1.8 s: 20 steps take 1.8 s), so warm jax steps are ~1.3 ms.
 
 ``--multiprocess`` (issue #42 point 5) times one data-parallel training step (a 2-layer MLP,
 batch 4096 x 128 -> 256 -> 16, float32, ``value_and_grad``, gradients averaged over 8 members;
