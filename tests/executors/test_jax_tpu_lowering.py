@@ -4,7 +4,7 @@ platform "tpu" (no chip needed), and the TPU formulas' values checked here on th
 On a TPU v5e the CNN step of benchmarks/bench_tpu.py (batch 256) did not compile within 100 s, in
 arrayx and in JAX alike: XLA:TPU spends minutes on the 28x28-window convolution that is a 3x3
 kernel's gradient (compiled for the chip ahead of time on a CPU with libtpu: JAX's own step took
-90 s at batch 64 and over 300 s at 256; with that convolution as products, 9 s and 16 s).  So on a
+39 s of CPU at batch 64 and 143 s at 256; with that convolution as products, 5-6 s).  So on a
 TPU the jax executor computes a convolution with few output positions and a wide window as products
 (``executors/jax/lax.py``: ``_position_products``), and the max pooling's cotangent as XLA's
 select-and-scatter, JAX's own program there (``_select_and_scatter``).  Elsewhere XLA's convolution

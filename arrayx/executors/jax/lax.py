@@ -33,11 +33,11 @@ def _xla_conv(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation, groups,
 #: element) runs as products on the platforms ``POSITION_PRODUCTS_ON`` (``_position_products``)
 _FEW_POSITIONS = 64
 _WIDE_WINDOW = 64
-#: XLA:TPU took minutes to compile the 28x28-window convolution of a 3x3 kernel's gradient (the CNN
-#: step of benchmarks/bench_tpu.py, in JAX's own program too: 90 s at batch 64, over 300 s at 256,
-#: compiled ahead of time for a v5e with libtpu 0.0.42.1; as products 8 s and 16 s).  XLA:TPU's cost
-#: model puts that step at 0.12 ms with the products against 0.10 ms with the convolution (batch 64):
-#: the compile decides.  XLA:CPU compiles and runs the convolution well.
+#: XLA:TPU takes minutes to compile the 28x28-window convolution of a 3x3 kernel's gradient (the CNN
+#: step of benchmarks/bench_tpu.py, JAX's own program too, compiled ahead of time for a v5e with libtpu
+#: 0.0.42.1 on a CPU: 39 s of CPU at batch 64, 143 s at 256; with the products the whole process took
+#: 5-6 s).  XLA:TPU's cost model puts that step at 0.12 / 0.24 ms with the products against 0.10 /
+#: 0.20 ms with the convolution (batch 64 / 256): the compile decides.  XLA:CPU does well with it.
 POSITION_PRODUCTS_ON = ("tpu",)
 #: up to this many bytes of input windows (output positions x window slice), they are stacked and
 #: contracted in one product (the cotangent read once: 5% less time than one product per position in
