@@ -81,12 +81,13 @@ def main(batches, sides, timeout: float) -> list:
                 done = subprocess.run([sys.executable, __file__, "--child", side, str(batch)], capture_output=True,
                                       text=True, timeout=timeout, env={**os.environ, **TPU_ENV})
                 lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-                row = json.loads(lines[-1]) if lines else {
-                    "side": side, "batch": batch, "error": (done.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+                row = json.loads(lines[-1]) if lines else {"side": side, "batch": batch, "error": last}
             except subprocess.TimeoutExpired:
                 row = {"side": side, "batch": batch, "error": f"compile still running after {timeout:.0f} s"}
             cpu1 = os.times()
-            row["process CPU s"] = (cpu1.children_user + cpu1.children_system) - (cpu0.children_user + cpu0.children_system)
+            row["process CPU s"] = (cpu1.children_user + cpu1.children_system
+                                    - cpu0.children_user - cpu0.children_system)
             row["process wall s"] = time.perf_counter() - t0
             rows.append(row)
             print(json.dumps(row), flush=True)
