@@ -170,7 +170,7 @@ def avg_pool(x, window_shape, strides=None, padding="VALID", *, axes=None, count
     from arrayx import api as ax
 
     x, window, strides, padding, axes = _pool_args("avg_pool", x, window_shape, strides, padding, axes)
-    if x.dtype.kind != "f":
+    if not ax.isdtype(x.dtype, "real floating"):  # bfloat16 too (NumPy kind "V")
         raise TypeError(f"avg_pool: x must be floating (got {x.dtype}); cast with astype(x, float32)")
     total = reduce_window(x, 0, "sum", window, strides, padding)
     if count_include_pad:

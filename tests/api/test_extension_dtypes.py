@@ -325,6 +325,26 @@ def test_grad(executor, name):
 
 
 @pytest.mark.parametrize("name", EXT)
+def test_pooling_and_its_gradient(executor, name):
+    """max_pool/avg_pool keep the dtype (max's padding value is -inf for bfloat16, NumPy kind "V",
+    too: it raised ValueError on every executor) and their gradients match jax's."""
+    jnp = _jnp()
+    import jax
+
+    data = (np.arange(48.0).reshape(1, 1, 6, 8) * 0.37) % 5.0 - 2.0
+    x = xp.asarray(data, dtype=getattr(xp, name))
+    jx = jnp.asarray(data, name)
+
+    def jmax(v):
+        return jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "SAME")
+
+    _close(xp.lax.max_pool(x, (2, 2), padding="SAME"), jmax(jx), name)
+    _close(xp.lax.avg_pool(x, (2, 2)), jnp.asarray(data.reshape(1, 1, 3, 2, 4, 2).mean(axis=(3, 5)), name), name)
+    _close(xp.grad(lambda v: xp.sum(xp.lax.max_pool(v, (2, 2), padding="SAME") ** 2))(x),
+           jax.grad(lambda v: jnp.sum(jmax(v) ** 2))(jx), name)
+
+
+@pytest.mark.parametrize("name", EXT)
 def test_vmap_and_jit(executor, name):
     jnp = _jnp()
     dt = getattr(xp, name)

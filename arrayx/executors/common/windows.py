@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from arrayx.executors.common.narrow_floats import is_narrow
+
 __all__ = ["conv_shape", "window_out_shape", "axis_out", "identity", "crop", "offset_key", "winners"]
 
 
@@ -36,7 +38,7 @@ def identity(kind: str, dtype) -> object:
         return 0
     if kind == "prod":
         return 1
-    if dtype.kind == "f":
+    if dtype.kind == "f" or is_narrow(dtype):  # bfloat16 is NumPy kind "V"
         return -math.inf if kind == "max" else math.inf
     if dtype.kind == "b":
         return kind == "min"
