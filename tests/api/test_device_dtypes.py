@@ -17,6 +17,7 @@ import arrayx as ax
 from arrayx.api import _device_dtypes
 from arrayx.core import config as _config
 from arrayx.core import executor as base
+from tests.executors.platform_tolerances import dtypes_of_a_tpu
 
 _jax = base.get("jax")
 needs_jax = pytest.mark.skipif(not _jax.available(), reason=f"executor 'jax' unavailable: {_jax.unavailable_reason}")
@@ -28,16 +29,8 @@ _64 = {"real floating": ax.float64, "complex floating": ax.complex128, "integral
 @pytest.fixture
 def tpu_jax(monkeypatch):
     """The jax executor's devices count as TPUs (the table's "tpu" row); new arrays go there."""
-    monkeypatch.setattr(type(_jax), "platform_of", lambda self, device: "tpu")
-    _device_dtypes.clear_caches()
-    _device_dtypes.reset_warning()
-    try:
-        with ax.use_executor("jax"):
-            yield _jax.default_device()
-    finally:
-        monkeypatch.undo()
-        _device_dtypes.clear_caches()
-        _device_dtypes.reset_warning()
+    with dtypes_of_a_tpu(monkeypatch) as device:
+        yield device
 
 
 def _host(x) -> np.ndarray:

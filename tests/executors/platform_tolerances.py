@@ -72,6 +72,26 @@ def native64_device(executor: str = "jax"):
 
 
 @contextlib.contextmanager
+def dtypes_of_a_tpu(monkeypatch):
+    """The jax executor's devices count as TPUs for the per-device dtype table only (``platform_of``;
+    its eager implementations stay as they are); yields its default device with the jax executor in
+    use; everything put back after."""
+    from arrayx.api import _device_dtypes
+
+    ex = base.get("jax")
+    monkeypatch.setattr(type(ex), "platform_of", lambda self, device: "tpu")
+    _device_dtypes.clear_caches()
+    _device_dtypes.reset_warning()
+    try:
+        with ax.use_executor("jax"):
+            yield ex.default_device()
+    finally:
+        monkeypatch.undo()
+        _device_dtypes.clear_caches()
+        _device_dtypes.reset_warning()
+
+
+@contextlib.contextmanager
 def taken_for_tpu(monkeypatch, setting: str):
     """The jax executor with its devices taken for TPUs (their default dtypes and tpu_limits' checks)
     and its eager implementations rebuilt, under ``tpu_64bit(setting)``; everything put back after."""

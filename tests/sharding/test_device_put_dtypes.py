@@ -23,6 +23,7 @@ from arrayx import sharding as sh
 from arrayx.api import _device_dtypes
 from arrayx.core import executor as base
 
+from tests.executors.platform_tolerances import dtypes_of_a_tpu
 from tests.sharding.conftest import json_from_eight_jax_devices
 
 _jax = base.get("jax")
@@ -33,16 +34,11 @@ pytestmark = pytest.mark.skipif(not _jax.available(), reason=f"executor 'jax' un
 def jax_device(request, monkeypatch):
     """The jax executor's default device, as it is and taken for a TPU (its 32-bit row), current."""
     if request.param != "here":
-        monkeypatch.setattr(type(_jax), "platform_of", lambda self, device: "tpu")
-    _device_dtypes.clear_caches()
-    _device_dtypes.reset_warning()
-    try:
-        with ax.use_executor("jax"):
-            yield _jax.default_device()
-    finally:
-        monkeypatch.undo()
-        _device_dtypes.clear_caches()
-        _device_dtypes.reset_warning()
+        with dtypes_of_a_tpu(monkeypatch) as device:
+            yield device
+        return
+    with ax.use_executor("jax"):
+        yield _jax.default_device()
 
 
 def _targets(dev):
