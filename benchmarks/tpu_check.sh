@@ -21,7 +21,8 @@
 #      tpu_bench.json (benchmarks/bench_tpu.py) and tpu_defaults.json (benchmarks/bench_tpu_defaults.py);
 #      the device returns at most 8 files a call, so split STEPS over calls (e.g. "env tests main
 #      differential bench", then "official").
-#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench
+#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn
+#      (cnn: bench_tpu's CNN rows alone with a long row limit, tpu_bench_cnn.json: a call of its own)
 #      (probe: the hand-picked examples in crash-proof children, 32-bit and 64-bit under emulate;
 #      main: python -m arrayx; differential: python -m conformance.report, one process).
 #   3. here: copy what came back to conformance/results/ (tpu_probe.json, official-jax-tpu.json,
@@ -117,5 +118,11 @@ for step in $STEPS; do
         timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py --output "$OUT/tpu_bench.json" 2>&1 | tail -30
         echo "== bench_tpu_defaults (the default-dtype MLP, each side in its own process)"
         timeout "${DEFAULTS_S:-120}" $PY benchmarks/bench_tpu_defaults.py --output "$OUT/tpu_defaults.json" 2>&1 | tail -12 ;;
+    cnn)
+        # the CNN rows alone, with room for XLA:TPU's compile of JAX's side (minutes at batch 256:
+        # the kernel gradient's wide-window convolution; benchmarks/tpu_aot.py measures it on a CPU)
+        echo "== bench_tpu --only cnn"
+        timeout "${CNN_S:-560}" $PY benchmarks/bench_tpu.py --only cnn --row-timeout "${CNN_ROW_S:-270}" \
+            --output "$OUT/tpu_bench_cnn.json" 2>&1 | tail -20 ;;
     esac
 done
