@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrayx.executors.jax.host_transfer import ALIGNMENT as ALIGN, aligned_empty  # noqa: F401  (results taken without a copy)
+
 __all__ = ["Routed", "ENABLED", "worth", "load", "stats"]
 
 _jax = None
@@ -47,8 +49,6 @@ DTYPES = frozenset({np.dtype(np.float64)})
 MIN_MACS = 1 << 24
 #: the shortest inner dimension routed
 MIN_INNER = 4096
-#: results aligned to this many bytes are taken by ``device_put`` without a copy
-ALIGN = 64
 _calls = [0]
 #: route every 2-D float64 product whatever its shape (benchmarks/bench_jax_blas.py's comparison)
 FORCE = False
@@ -99,13 +99,6 @@ def _host(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    nbytes = shape[0] * shape[1] * dtype.itemsize
-    raw = np.empty(nbytes + ALIGN, np.uint8)
-    start = (-raw.ctypes.data) % ALIGN
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
-
-
 def product(a, b):
     """``a @ b`` through NumPy's BLAS as a ``jax.Array``, or None when the call is not one to route."""
     a, b = _operand(a), _operand(b)
@@ -117,7 +110,7 @@ def product(a, b):
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2 or not worth(m, k, n):
         return None
-    out = _aligned((m, n), dtype)
+    out = aligned_empty((m, n), dtype)
     with np.errstate(all="ignore"):  # XLA's product warns of nothing (inf * 0 is a NaN, silently)
         np.matmul(_host(a), _host(b), out=out)
     _calls[0] += 1

@@ -101,7 +101,7 @@ from arrayx.executors.jax.numpy_rules import (  # noqa: E402
     _truth_reduction,
 )
 from arrayx.executors.jax import fused as _fused, permuted as _permuted, programs as _programs, recycle as _recycle
-from arrayx.executors.jax import blas as _blas
+from arrayx.executors.jax import blas as _blas, host_transfer as _host_transfer
 from arrayx.executors.jax.fused import Pending
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
@@ -743,19 +743,14 @@ class JaxExecutor(Executor):
         native = None if device is None else self._native(device, "asarray")
         if copy is None and isinstance(obj, np.ndarray) and obj.flags.writeable:
             copy = True  # XLA may alias an aligned host buffer, which mutable executors write into
-        if copy and isinstance(obj, np.ndarray):
-            from arrayx.executors.jax import host_transfer
-
-            if host_transfer.fits(obj, dtype):
-                # a private host copy, cast to ``dtype`` in the same pass, placed as it is (host_transfer.py):
-                # jnp.asarray(copy=True) compiles a conversion per shape and dtype (55 ms each, against 0.5 ms)
-                return self._jax.device_put(host_transfer.private_copy(obj, dtype), native)
+        if copy and isinstance(obj, np.ndarray) and _host_transfer.fits(obj, dtype):
+            # a private host copy, cast to ``dtype`` in the same pass, placed as it is (host_transfer.py):
+            # jnp.asarray(copy=True) compiles a conversion per shape and dtype (55 ms each, against 0.5 ms)
+            return self._jax.device_put(_host_transfer.private_copy(obj, dtype), native)
         return self.xp.asarray(obj, dtype=dtype, copy=copy, device=native)
 
     def casts_while_copying(self, obj, dtype) -> bool:
-        from arrayx.executors.jax import host_transfer
-
-        return host_transfer.fits(obj, dtype)
+        return _host_transfer.fits(obj, dtype)
 
     @_in_x64
     def from_dlpack(self, obj, copy=None):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ALIGNMENT", "fits", "private_copy"]
+__all__ = ["ALIGNMENT", "aligned_empty", "fits", "private_copy"]
 
 #: the alignment XLA:CPU needs to take a host buffer without copying it (and DMA engines like)
 ALIGNMENT = 64
@@ -39,10 +39,15 @@ def fits(obj: np.ndarray, dtype=None) -> bool:
 def private_copy(obj: np.ndarray, dtype=None) -> np.ndarray:
     """A C-ordered copy of ``obj`` (cast to ``dtype`` in the same pass, with NumPy's casting, as
     ``np.asarray(obj, dtype)``) in a fresh buffer that starts on an :data:`ALIGNMENT` boundary."""
-    to = obj.dtype if dtype is None else np.dtype(dtype)
-    nbytes = obj.size * to.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGNMENT
-    out = raw[start:start + nbytes].view(to).reshape(obj.shape)
+    out = aligned_empty(obj.shape, obj.dtype if dtype is None else np.dtype(dtype))
     np.copyto(out, obj, casting="unsafe")
     return out
+
+
+def aligned_empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-ordered array whose memory starts on an :data:`ALIGNMENT` boundary: what
+    ``jax.device_put`` takes on XLA:CPU as the buffer itself, without a copy."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
