@@ -51,6 +51,24 @@ the load average at the start.  Issue #42 point 2, on this machine (2 shared cor
   load.  What is left is Dask's cost per task and per transfer (2 tasks and 2 transfers a step; a
   chain of 1 trivial ``client.submit`` a step takes ~9 ms a step at load 12, 2 a step ~17 ms).
   jax's time includes its compile (~1.8 s: 20 steps take 1.8 s), so warm jax steps are ~1.3 ms.
+- session 20: the task runner measured again, alone at load 1.7: dask 11.3 s, jax 1.87 s (6.0x);
+  a chain of one trivial ``client.submit`` a step is ~5.7 ms a step there (one ``submit`` and
+  ``result`` ~11.5 ms): a scheduler round trip a step alone is ~3x a warm jax step.  Now, on a
+  cluster whose workers are in this process (this benchmark's ``processes=False``), a call is one
+  message to a runner actor on the first worker (``arrayx/transforms/pmap_dask_actor.py``: an async
+  ``Actor.post``, ~0.3 ms, no task, no scheduler round trip); the runner's thread runs the calls in
+  order with the NumPy executor's runner (the same bits) and keeps the results; a result is a dask
+  array of one chunk reading the runner's value (a task only when read); the next call passes the
+  runner the result's name.  ``--rounds 3`` at load 6.2-6.7 (the committed JSON):
+  dask 1.29 s, jax 2.08 s, numpy 0.73 s, numba 1.08 s: dask/jax 0.62x (rounds 0.67 / 0.51 /
+  0.67); after step 100 (jax compiled; ``seconds_after_step_100``, 900 steps) dask 1.16 s, jax
+  1.38 s: 0.84x.  A cluster of worker processes still takes the task runner (one task per group a
+  step, ~5-6x jax here).
+
+What is timed: each executor's process from the first call of ``pmap`` (staging, jax's compile,
+dask's placement of the runner or of the inputs) to the last parameters read on the host;
+``seconds`` is the issue's measure (the whole loop), ``seconds_after_step_100`` the steps after
+the first 100 (warm: jax compiled, the loss read at step 100 done) to the same end.
 
 ``--multiprocess`` (issue #42 point 5) times one data-parallel training step (a 2-layer MLP,
 batch 4096 x 128 -> 256 -> 16, float32, ``value_and_grad``, gradients averaged over 8 members;
@@ -173,12 +191,17 @@ with ax.use_executor(ex):
     params = (ax.asarray(np.full(n_dev, 0.3)), ax.asarray(np.full(n_dev, -0.2)))
     xsp, ysp = ax.asarray(xs.reshape(n_dev, -1, 1)), ax.asarray(ys.reshape(n_dev, -1, 1))
     t = time.perf_counter()
+    warm = None
     for i in range(steps):
         params, loss = step(params, xsp, ysp)
         if i % 100 == 0:
             float(loss[0])
+            if i == 100:
+                warm = time.perf_counter()  # steps 0-100 done (compiles, placement, first calls)
     w, b = float(np.asarray(params[0])[0]), float(np.asarray(params[1])[0])
-    print(json.dumps({"seconds": time.perf_counter() - t, "w": w, "b": b}))
+    end = time.perf_counter()
+    print(json.dumps({"seconds": end - t, "seconds_after_step_100": None if warm is None else end - warm,
+                      "w": w, "b": b}))
 """
 
 
@@ -193,6 +216,7 @@ def _pmap_main(steps: int, rounds: int) -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     runs: dict = {}
+    warm_runs: dict = {}
     params = {}
     for _ in range(rounds):  # every executor in turn, again: load from other processes falls on all
         for ex in ("numpy", "numba", "jax", "dask"):
@@ -204,17 +228,22 @@ def _pmap_main(steps: int, rounds: int) -> None:
                 raise RuntimeError(f"bench_sharding --pmap: the {ex} run failed: {proc.stderr[-2000:]}")
             out = json.loads(proc.stdout.strip().splitlines()[-1])
             runs.setdefault(ex, []).append(out["seconds"])
+            warm_runs.setdefault(ex, []).append(out["seconds_after_step_100"])
             params[ex] = (out["w"], out["b"])
     ref = params["numpy"]
     for ex, wb in params.items():
         assert np.allclose(wb, ref, rtol=1e-5), (ex, wb, ref)
     seconds = {ex: min(ts) for ex, ts in runs.items()}
+    warm_seconds = {ex: min(ts) if None not in ts else None for ex, ts in warm_runs.items()}
     per_round = [runs["dask"][r] / runs["jax"][r] for r in range(rounds)] if "dask" in runs and "jax" in runs else []
     result = {"workload": "pmap(value_and_grad + pmean) linear regression, 8 members, JAX's pmap tutorial",
               "steps": steps, "rounds": rounds, "cpus": os.cpu_count(), "load_average_at_start": load,
               "seconds": seconds, "seconds_per_round": runs,
               "dask_over_jax": seconds["dask"] / seconds["jax"] if per_round else None,
               "dask_over_jax_per_round": per_round,
+              "seconds_after_step_100": warm_seconds, "seconds_after_step_100_per_round": warm_runs,
+              "dask_over_jax_after_step_100": (warm_seconds["dask"] / warm_seconds["jax"]
+                                               if per_round and warm_seconds["jax"] else None),
               "command": f"python -m benchmarks.bench_sharding --pmap --steps {steps} --rounds {rounds}"}
     out = pathlib.Path(__file__).parent / "results" / "sharding_pmap.json"
     out.write_text(json.dumps(result, indent=2) + "\n")

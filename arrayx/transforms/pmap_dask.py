@@ -17,6 +17,10 @@ then one task per group (this step's gradient with the last step's update), one 
 and the parameters stay on their workers; a loop builds no ever-longer graph (each call's graph
 holds only the futures of the call before).  Without a cluster the call computes its stages with
 Dask's local scheduler and the results hold the NumPy chunks.
+
+On a cluster whose workers all live in this process (``LocalCluster(processes=False)``) the calls
+go to a runner actor instead (``pmap_dask_actor``: one message a call, no task; a task's scheduler
+round trip alone cost more than a warm jax step); ``IN_PROCESS_RUNNER = False`` sends them here.
 """
 from __future__ import annotations
 
@@ -43,6 +47,12 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     numpy_ex = get("numpy")
     client = dask_executor.get_scheduler()
     distributed = getattr(client, "scheduler_info", None) is not None
+    if distributed and IN_PROCESS_RUNNER:
+        from arrayx.transforms import pmap_dask_actor
+
+        entry = pmap_dask_actor.runner_for(client)
+        if entry is not None:  # the workers are in this process: one message to a runner actor a call
+            return pmap_dask_actor.run(entry, ex, graph, name, n, bufs, flags)
     # per cluster, once per member graph: the workers (asked of the scheduler once) and each compute
     # segment's function held on every worker (scattered once: a call's graph carries no code)
     held = graph.derived.get(("pmap dask", id(client))) if distributed else None
@@ -138,6 +148,10 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
                              meta=np.empty((0,) * (1 + len(shape)), dtype)))
     return [_wrap(o, ex) for o in outs]
 
+
+#: on a cluster whose workers are in this process, calls go to a runner actor (pmap_dask_actor);
+#: False sends them to the task runner below (tests of that runner)
+IN_PROCESS_RUNNER = True
 
 # run ids: a process's own prefix and a counter (no uuid per call: reading the OS's entropy is slow
 # on a loaded machine)

@@ -192,9 +192,13 @@ def test_pmap_on_four_jax_cpu_devices():
 # -- dask on a LocalCluster with 2 workers ---------------------------------------------------------------
 
 
-def test_pmap_on_a_dask_cluster_runs_one_task_per_worker():
+def test_pmap_on_a_dask_cluster_runs_one_task_per_worker(monkeypatch):
+    # the task runner (a cluster of worker processes takes it; here forced on an in-process one)
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask
+
+    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
@@ -251,13 +255,17 @@ def _train(lib, steps, n_dev=8):
         return [to_numpy(p) for p in params], losses, bufs
 
 
-def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
-    # issue #42 point 2: one graph per step, submitted at once; the per-device parameters are futures
-    # held on the workers (the next step reads them there, a read computes nothing again); with one
-    # thread per worker a step no longer computes on the cluster from inside a task (it waited for ever)
+def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers(monkeypatch):
+    # issue #42 point 2, the task runner: one graph per step, submitted at once; the per-device
+    # parameters are futures held on the workers (the next step reads them there, a read computes
+    # nothing again); with one thread per worker a step no longer computes on the cluster from
+    # inside a task (it waited for ever)
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask
     from arrayx.transforms.pmap_dask import held_futures
+
+    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
@@ -286,6 +294,35 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers():
     assert bufs[-1].chunks == ((4, 4),)
     groups = {k: ws for k, ws in held.items() if "pmap-stage" in str(k)}
     assert len(groups) == 2 and {w for ws in groups.values() for w in ws} == workers, held
+
+
+def test_pmap_training_loop_on_an_in_process_cluster_keeps_parameters_in_the_runner():
+    # issue #42 point 2, the runner actor (in-process workers): each step's results are one task per
+    # output reading the runner's values of that step, nothing of an earlier step; the bits of numpy
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask_actor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    want_params, want_losses, _ = _train("numpy", 6)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        client = dask_executor.connect(cluster)
+        try:
+            got_params, got_losses, bufs = _train("dask", 6)
+            entry = pmap_dask_actor.runner_for(client)
+            workers = set(cluster.scheduler.workers)
+        finally:
+            dask_executor.disconnect()
+    for g, w in zip(got_params, want_params):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got_losses, want_losses)
+    assert entry is not None and entry.worker in workers
+    for b in bufs:
+        graph = dict(b.__dask_graph__())
+        assert set(graph) == set(b.__dask_keys__()) and len(graph) == 1, list(graph)[:5]
+        held, k = b._arrayx_pmap_held
+        assert held.runner_id == entry.runner_id and k == 0
 
 
 def test_pmap_training_loop_on_dask_without_a_cluster_matches_numpy():

@@ -1,6 +1,8 @@
-"""pmap's dask runner (arrayx/transforms/pmap_dask.py): stages between collectives, the last stage
-deferred on a cluster and run inside the next call (or when a result is read); the same bits as the
-NumPy executor, on a LocalCluster of 2 workers and without a cluster."""
+"""pmap's dask runners: the task runner (arrayx/transforms/pmap_dask.py: stages between
+collectives, the last stage deferred on a cluster and run inside the next call or when a result is
+read) and, on a cluster whose workers are in this process, the runner actor
+(arrayx/transforms/pmap_dask_actor.py: one message a call, no task); the same bits as the NumPy
+executor, on a LocalCluster of 2 workers (each runner) and without a cluster."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +44,17 @@ def _run(lib, n, steps=3):
     return out
 
 
+@pytest.fixture(params=["actor", "tasks"])
+def runner(request, monkeypatch):
+    """Each dask runner on an in-process cluster: the runner actor (the default) or the tasks."""
+    from arrayx.transforms import pmap_dask
+
+    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", request.param == "actor")
+    return request.param
+
+
 @pytest.mark.parametrize("n", [4, 5])
-def test_pmap_dask_stages_match_numpy_bits_on_a_cluster(n):
+def test_pmap_dask_stages_match_numpy_bits_on_a_cluster(n, runner):
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
 
@@ -74,12 +85,16 @@ def test_pmap_stages_match_numpy_bits_without_a_cluster(lib):
         np.testing.assert_array_equal(g, w, err_msg=f"result {k}")
 
 
-def test_a_deferred_result_is_read_from_its_held_values_only():
-    # the tutorial's step on a cluster: one task per group a step; a result's chunk reads its step's
-    # carries (one future per group) and the scattered code, nothing of an earlier step
+def test_a_deferred_result_is_read_from_its_held_values_only(monkeypatch):
+    # the tutorial's step on a cluster, by the task runner: one task per group a step; a result's
+    # chunk reads its step's carries (one future per group) and the scattered code, nothing of an
+    # earlier step
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask
     from arrayx.transforms.pmap_dask import held_futures
+
+    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
@@ -139,7 +154,7 @@ def _edges():
     return out
 
 
-def test_pmap_dask_edge_programs_match_numpy_bits():
+def test_pmap_dask_edge_programs_match_numpy_bits(runner):
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
 
@@ -161,3 +176,54 @@ def test_pmap_dask_edge_programs_match_numpy_bits():
         assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype, g.shape, w.shape)
         np.testing.assert_array_equal(g, w, err_msg=f"result {k} on the cluster")
         np.testing.assert_array_equal(lo, w, err_msg=f"result {k} without a cluster")
+
+
+def test_the_runner_actor_runs_calls_without_tasks_and_releases_results():
+    # on an in-process cluster a call is one message to the runner actor: no task reaches the
+    # scheduler until a result is read, and a result's values go when its arrays are collected
+    import gc
+
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask_actor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+
+    def step(p, x):
+        g = ax.pmean(p * x, "d")
+        return p - 0.1 * g, ax.psum(g, "d")
+
+    x = np.linspace(0.0, 1.0, 8)
+    with ax.use_executor("numpy"):
+        p_np, s = ax.asarray(np.full(8, 0.5)), ax.pmap(step, "d")
+        for _ in range(30):
+            p_np, loss_np = s(p_np, ax.asarray(x))
+        want, want_loss = to_numpy(p_np), to_numpy(loss_np)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        client = dask_executor.connect(cluster)
+        try:
+            with ax.use_executor("dask"):
+                s = ax.pmap(step, "d")
+                p, xs = ax.asarray(np.full(8, 0.5)), ax.asarray(x)
+                p, loss = s(p, xs)
+                to_numpy(p)  # the runner is placed and has run
+                with distributed.get_task_stream(client=client) as stream:
+                    for _ in range(29):
+                        p, loss = s(p, xs)
+                    calls = list(stream.data)
+                got, got_loss = to_numpy(p), to_numpy(loss)
+                state = pmap_dask_actor._STATES[pmap_dask_actor.runner_for(client).runner_id]
+                held = len(state.results)
+                del p, loss
+                gc.collect()
+                s(ax.asarray(np.zeros(8)), xs)  # a call after the releases: the runner has taken them
+                with state.cv:
+                    assert state.cv.wait_for(lambda: len(state.results) <= 1, 60), len(state.results)
+        finally:
+            dask_executor.disconnect()
+    assert calls == [], [str(t["key"]) for t in calls]
+    assert held <= 2, held  # the last call's results (and at most one call not yet released)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_loss, want_loss)
