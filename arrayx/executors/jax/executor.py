@@ -27,11 +27,11 @@ Immutability
 
 One compiled call per op
     Each primitive runs as one ``jax.jit`` call of its ``jax.numpy``
-    implementation (params static), which is faster than ``jax.numpy``'s own
-    eager mode (one dispatch per internal step); see ``_Jitted`` and
-    benchmarks/bench_executors_jax.py.  Primitives with data-dependent output
-    shapes (``nonzero``, ``unique_*``, boolean masks) or value-like params
-    (indices, fill values) run op-by-op.  ``ARRAYX_JAX_JIT_OPS=0`` turns this off.
+    implementation (one program per set of params), which is faster than ``jax.numpy``'s own
+    eager mode (one dispatch per internal step); see ``eager.py`` (its direct path for small
+    operands: benchmarks/bench_jax_dispatch.py) and benchmarks/bench_executors_jax.py.
+    Primitives with data-dependent output shapes (``nonzero``, ``unique_*``, boolean
+    masks) or value-like params (indices, fill values) run op-by-op.  ``ARRAYX_JAX_JIT_OPS=0`` turns this off.
 
 Deferred transposes
     ``x.T``, ``x.mT`` and ``permute_dims`` of an array of 1 MiB or more record the base and the
@@ -91,7 +91,6 @@ from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
-from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, linalg as _jax_linalg, nn as _nn, parallel as _parallel, random as _random
 from arrayx.executors.jax import sharding as _sharding, tpu_limits as _tpu_limits, x64 as _x64
 from arrayx.executors.jax import numpy_rules as _numpy_rules
@@ -101,13 +100,15 @@ from arrayx.executors.jax.numpy_rules import (  # noqa: E402
     _truth_reduction,
 )
 from arrayx.executors.jax import fused as _fused, permuted as _permuted, programs as _programs, recycle as _recycle
-from arrayx.executors.jax import blas as _blas, host_transfer as _host_transfer
+from arrayx.executors.jax import blas as _blas, eager as _eager, host_transfer as _host_transfer
 from arrayx.executors.jax.fused import Pending
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
     in_host_memory as _in_host_memory
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
 from arrayx.executors.jax.x64 import Scoped as _Scoped, in_x64 as _in_x64
+from arrayx.executors.jax.eager import EAGER_ONLY as _EAGER_ONLY, Jitted as _Jitted, \
+    SameDtypeShares as _SameDtypeShares, SquareForTwo as _SquareForTwo
 
 _INDEX = np.dtype("int64")
 
@@ -334,127 +335,6 @@ class _DLPackExport:
         return self.buf.__dlpack_device__()
 
 
-# Primitives run op-by-op through jax.numpy rather than one ``jax.jit`` per op: those whose result
-# shape depends on operand values (JAX cannot trace them) and those whose params take values that
-# change from call to call (an index, a fill value, a shift), which would compile once per value.
-_EAGER_ONLY = frozenset({
-    "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
-    "boolean_mask", "full_like", "roll", "debug_callback",
-})
-
-
-class _Jitted:
-    """Runs one primitive's implementation under ``jax.jit`` (its params static).
-
-    ``jax.numpy`` functions dispatch each of their internal steps separately when
-    called eagerly; one compiled call per op is several times cheaper (see
-    benchmarks/bench_executors_jax.py).  Compilation happens once per operand
-    shape/dtype and params, as JAX's own eager mode does per internal step.  If
-    tracing ever needs a concrete value, the primitive falls back to eager for good.
-    """
-
-    __slots__ = ("fn", "jitted", "eager", "on_permuted", "record")
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.jitted = None
-        self.eager = False
-        #: None, or what records the call as a :class:`fused.Pending` (large elementwise chains on CPU)
-        self.record = None
-        #: None, or what takes a call with a :class:`Permuted` operand (elementwise operations,
-        #: reductions, matmul: ``permuted.Deferring.take``); otherwise a Permuted enters the compiled call
-        #: as its base, transposed inside the program (a pytree, permuted.py)
-        self.on_permuted = None
-
-    def __call__(self, *bufs, **params):
-        on = self.on_permuted
-        if on is not None:
-            for b in bufs:
-                if b.__class__ is Permuted:
-                    return on(bufs, params)
-        record = self.record
-        if record is not None and not params:
-            out = record(bufs)
-            if out is not None:
-                return out
-        for b in bufs:
-            if b.__class__ is Pending:  # recorded elementwise operations: computed now (fused.py)
-                bufs = tuple(_fused.plain(b) for b in bufs)
-                break
-        if self.eager:
-            return self.fn(*(_plain(b) for b in bufs), **params)
-        if self.jitted is None:
-            fn = self.fn
-            # a large result on CPU is written into a dropped earlier one (recycle.py: no page faults)
-            self.jitted = _recycle.Recycling(lambda *bufs, params: fn(*bufs, **params.values),
-                                             static_argnames=("params",))
-        try:
-            return self.jitted(*bufs, params=_StaticParams(params))
-        except _NEEDS_CONCRETE:
-            self.eager = True
-            return self.fn(*(_plain(b) for b in bufs), **params)
-
-
-class _SameDtypeShares:
-    """``astype`` to the dtype a buffer already has gives the buffer itself: jax buffers are immutable
-    (writes rebind the arrayx wrapper), so a copy could not be told apart, and XLA's copy of a 50 MB
-    operand (scikit-learn's ``check_array`` asks for one per call) cost 30-100 ms."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self, buf, **params):
-        if buf.dtype == params["dtype"]:
-            return buf
-        return self.fn(buf, **params)
-
-
-class _SquareForTwo:
-    """``pow(x, 2.0)`` of a real floating array by a host scalar exponent (the eager path passes a
-    Python scalar as a NumPy scalar) is ``x * x``, as NumPy computes it: XLA's pow of a traced
-    exponent is the general exp/log routine, 10-30x the cost of a multiply (scikit-learn's
-    variance squares 50 MB of deviations this way)."""
-
-    __slots__ = ("fn", "square")
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.square = None
-
-    def __call__(self, x1, x2):
-        if x1.__class__ is Pending:
-            x1 = x1.materialize()
-        if x2.__class__ in _HOST_FLOATS and x2 == 2.0 and getattr(x1, "dtype", None) is not None \
-                and x1.dtype.kind == "f" and x1.dtype == x2.dtype:
-            if self.square is None:
-                self.square = _recycle.Recycling(lambda x: x * x)
-            return self.square(x1)
-        return self.fn(x1, x2)
-
-
-_HOST_FLOATS = (np.float64, np.float32, np.float16)
-
-
-class _StaticParams:
-    """A primitive's params as one static argument of ``jax.jit``, equal only when every value is
-    the same bit for bit: Python's ``-0.0 == 0.0`` and ``True == 1`` would let ``jit``'s cache hand
-    ``full((), -0.0)`` the program compiled for ``0.0``."""
-
-    __slots__ = ("values", "key")
-
-    def __init__(self, values: dict):
-        self.values = values
-        self.key = tuple((k, exact_key(v)) for k, v in values.items())
-
-    def __hash__(self):
-        return hash(self.key)
-
-    def __eq__(self, other):
-        return isinstance(other, _StaticParams) and self.key == other.key
-
-
 _jax = None  # the jax module, set by JaxExecutor._load
 _NEEDS_CONCRETE: tuple = ()
 
@@ -573,6 +453,7 @@ class JaxExecutor(Executor):
                            jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
         self._jax = jax
         _permuted.load(jax)
+        _eager.load(jax, type(jnp.zeros((), dtype=jnp.float32)))
         _numpy_rules.load(jax)
         self.array_type = type(jnp.zeros((), dtype=jnp.float32))
         single_cpu = len(jax.devices()) == 1 and jax.devices()[0].platform == "cpu"
@@ -596,9 +477,15 @@ class JaxExecutor(Executor):
     def finish_impl(self, prim, fn):
         # run with 64-bit types on (x64.py); what XLA:TPU aborts on refused first (tpu_limits.py)
         impl = self._eager_impl(prim, fn)
-        if prim.name == "matmul":  # large float64 products on one CPU device: NumPy's BLAS (blas.py)
+        routed = prim.name == "matmul"
+        if routed:  # large float64 products on one CPU device: NumPy's BLAS (blas.py)
             impl = _blas.Routed(impl)
-        return _tpu_limits.guard(self, prim, _Scoped(impl))
+        jitted = impl.inner if routed else impl
+        if jitted.__class__ is _Jitted:  # with the direct path for small plain operands (eager.py)
+            scoped = _eager.direct(impl, jitted, gated=jitted.record is not None, routed=routed)
+        else:
+            scoped = _Scoped(impl)
+        return _tpu_limits.guard(self, prim, scoped, raw=fn)
 
     def _eager_impl(self, prim, fn):
         raw = fn
@@ -625,6 +512,8 @@ class JaxExecutor(Executor):
             fn = fn.fn
         if fn.__class__ is _Scoped:
             fn = fn.fn
+        elif getattr(fn, "jitted", None).__class__ is _Jitted:  # eager.direct's function
+            fn = fn.general
         if fn.__class__ is _blas.Routed:
             fn = fn.inner
         if isinstance(fn, _permuted.Deferring):
@@ -642,13 +531,15 @@ class JaxExecutor(Executor):
 
     def compile(self, graph, donate_argnums: tuple = ()):
         # traced and called with 64-bit types on: called without, jax.jit would trace it again in 32 bits
-        if self._has_tpu:  # what XLA:TPU aborts on, refused before it compiles (tpu_limits.py)
-            device = graph.device if graph.device is not None else self.default_device()
-            _tpu_limits.check_graph(self, graph, self.platform_of(device))
-        # (and at arrayx's matmul precision, if one is named: the trace and the calls see the same)
-        program = _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
         from arrayx.debug import waiting_for_callbacks  # debug callbacks have run when a call returns
 
+        if self._has_tpu:  # what XLA:TPU aborts on, refused before it compiles (tpu_limits.py)
+            device = graph.device if graph.device is not None else self.default_device()
+            if _tpu_limits.check_graph(self, graph, self.platform_of(device)):  # (or lowered in 32 bits)
+                program = _tpu_limits.In32Bits(_tpu_limits.in_32_bits(self._compile, (graph, donate_argnums), {}))
+                return waiting_for_callbacks(graph, program, self._jax.effects_barrier)
+        # (and at arrayx's matmul precision, if one is named: the trace and the calls see the same)
+        program = _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
         return waiting_for_callbacks(graph, program, self._jax.effects_barrier)
 
     def _compile(self, graph, donate_argnums: tuple = ()):
