@@ -45,7 +45,7 @@ from arrayx.core.axis_env import JAX_MAPPED, _frame, _names, axis_frames
 from arrayx.core.executor import GENERIC
 from arrayx.core.primitives import Primitive
 from arrayx.core.tracers import ShapeDtypeStruct, is_weak
-from arrayx.transforms.parallel import COLLECTIVES, all_gather, all_gather_p, axis_index, psum
+from arrayx.transforms.parallel import COLLECTIVES, _psum_unmapped, all_gather, all_gather_p, axis_index, psum, psum_p
 
 __all__ = ["ppermute", "psum_scatter", "ppermute_p", "psum_scatter_p", "record_transfers", "Transfers",
            "ppermute_gathered", "psum_scatter_summed", "combine_in_turn"]
@@ -266,9 +266,25 @@ def _jax_psum_scatter(x, params):
                                 tiled=params["tiled"])
 
 
+def _jax_psum(x, params):
+    import jax
+
+    return jax.lax.psum(x, params["axis_name"])
+
+
+def _psum_lowering(ex, params):
+    """psum over a tuple of names (one primitive: ``parallel.psum``) is ``jax.lax.psum`` over the
+    tuple, one all-reduce over the combined group; over one name the jax executor's own entry."""
+    if params["axis_name"].__class__ is tuple:
+        return _jax_lowering(_psum_unmapped, _jax_psum)(ex, params)
+    impl = ex.impls.get(psum_p) or ex.resolve(psum_p)
+    return lambda x: impl(x, **params)
+
+
 # inside jax.shard_map (and jax.pmap) over the axes: JAX's own collectives
 ppermute_p.lowerings["jax"] = _jax_lowering(_ppermute_unmapped, _jax_ppermute)
 psum_scatter_p.lowerings["jax"] = _jax_lowering(_psum_scatter_unmapped, _jax_psum_scatter)
+psum_p.lowerings["jax"] = _psum_lowering
 
 
 def _define_rules():

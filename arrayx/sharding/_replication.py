@@ -37,7 +37,7 @@ def _union(ins, eqn):
 
 
 def _collective(ins, eqn):
-    return [ins[0] - {eqn.params["axis_name"]}]
+    return [ins[0] - _names_of(eqn)]  # psum's axis_name may be a tuple of names
 
 
 def _names_of(eqn) -> frozenset:

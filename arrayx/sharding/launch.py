@@ -88,8 +88,8 @@ def launch(argv: list[str], count: int, *, devices_per_process: int | None = Non
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        for t in threads:
-            t.join(timeout=5)
+        for t in threads:  # every process has ended: each pipe ends too, so its output comes through whole
+            t.join(timeout=60)  # (a bound only for a grandchild that holds a pipe open)
 
 
 def _wait(procs, timeout, out) -> int:

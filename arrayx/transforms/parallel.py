@@ -1,7 +1,8 @@
 """``pmap`` and the named-axis collectives (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
 ``axis_index``), with JAX's semantics, inside ``pmap`` and inside ``vmap(axis_name=...)``.  A
 collective may name a tuple of axes: their members numbered row-major in the tuple's order (the
-first name varying slowest), as JAX numbers them; it binds one primitive per name.
+first name varying slowest), as JAX numbers them; ``psum`` binds one primitive over the whole tuple (one reduction
+over the combined group, JAX's bits), the others one primitive per name.
 
 An axis name is bound by a frame of the axis environment (``arrayx.core.axis_env``, a ContextVar: the name, the number of
 members, and how to get the member's index).  ``vmap(axis_name=)`` binds one around its function;
@@ -25,7 +26,8 @@ runs it on the executor of its arguments:
 - dask (``pmap_dask``): the members in one group per worker, one task per group per segment
   between collectives (the NumPy-compiled segment run on each member in turn); a segment's task
   combines the collectives it reads from every group's values; on a cluster the last segment runs
-  inside the next call (or when a result is read), so a training step is one task per group.
+  inside the next call (or when a result is read), so a training step is one task per group; on a
+  cluster of in-process workers a call is one message to a runner actor (``pmap_dask_actor``).
 
 Under a transform (``grad(pmap(f))``, ``jit``, ``vmap``) ``pmap`` is ``vmap(f, axis_name=...)``:
 the same values, on the one executor, differentiable and stageable.
@@ -184,6 +186,44 @@ def _named_reduction(reduce_name, unmapped):
     return rule
 
 
+def _psum_named(vals, dims, size, *, axis_name, axis_size):
+    """psum over the vmapped axis; over a tuple of names that holds it, the other names' members
+    are gathered first (they are enclosing axes) and every member of the tuple is added in turn, in
+    row-major order over the tuple: one reduction, the bits of the members' runners."""
+    from arrayx import api as ax
+    from arrayx.transforms.rules._batch import moveaxis_to
+
+    (x,), (d,) = vals, dims
+    if axis_name.__class__ is not tuple:
+        return (x * size if d is None else ax.sum(x, axis=d, dtype=x.dtype)), None
+    here = _vmapped_name("psum", axis_name, size)
+    rest = [a for a in axis_name if a != here]
+    if d is None:
+        x = ax.broadcast_to(ax.expand_dims(x, axis=0), (size,) + tuple(x.shape))
+    else:
+        x = moveaxis_to(x, d, 0, size)
+    for a in reversed(rest):  # leading axes: the other names (in the tuple's order), then this one
+        x = all_gather_p.bind(x, axis_name=a, axis_size=_frame("psum", a).size, axis=0, tiled=False)
+    lead = rest + [here]
+    x = ax.permute_dims(x, tuple(lead.index(a) for a in axis_name) + tuple(range(len(lead), x.ndim)))
+    x = ax.reshape(x, (axis_size,) + tuple(x.shape[len(lead):]))
+    total = x[0]
+    for i in range(1, axis_size):
+        total = total + x[i]
+    return total, None
+
+
+def _vmapped_name(fname, names, size):
+    """Which of ``names`` the trace applying a named rule maps: the innermost frame among them (bind
+    reaches the innermost trace first)."""
+    from arrayx.core.axis_env import axis_frames
+
+    for f in reversed(axis_frames()):
+        if f.name in names and f.size == size:
+            return f.name
+    raise NameError(f"{fname} over {names!r}: no enclosing vmap maps one of these axes")
+
+
 def _named_all_gather(vals, dims, size, *, axis, tiled, **params):
     from arrayx import api as ax
 
@@ -201,7 +241,7 @@ def _named_all_gather(vals, dims, size, *, axis, tiled, **params):
 def _register_named_rules():
     from arrayx.transforms.batching import COLLECTIVE_RULES
 
-    COLLECTIVE_RULES[psum_p] = _named_reduction("sum", lambda x, n: x * n)
+    COLLECTIVE_RULES[psum_p] = _psum_named
     COLLECTIVE_RULES[pmax_p] = _named_reduction("max", lambda x, n: x)
     COLLECTIVE_RULES[pmin_p] = _named_reduction("min", lambda x, n: x)
     COLLECTIVE_RULES[all_gather_p] = _named_all_gather
@@ -237,13 +277,22 @@ def _over_leaves(fname, x, axis_name, one):
 
 def psum(x, axis_name):
     """The sum of ``x`` over the members of the mapped axis ``axis_name`` (a name or a tuple of names);
-    every member gets it.  ``x`` may be a pytree; ``psum(1, name)`` is the axis size."""
-    def one(v, frame):
-        if not isinstance(v, Array):
-            return v * frame.size
-        return psum_p.bind(v, axis_name=frame.name, axis_size=frame.size)
+    every member gets it.  ``x`` may be a pytree; ``psum(1, name)`` is the axis size.  Over a tuple
+    it is ONE reduction over the members of all the names (one primitive whose ``axis_name`` is the
+    tuple): the members added in turn, numbered row-major in the tuple's order (the bits of
+    ``jax.lax.psum`` over the tuple under ``jax.shard_map``, not a sum per name)."""
+    frames = _frames("psum", axis_name)
+    size = math.prod(f.size for f in frames)
+    name = frames[0].name if len(frames) == 1 else tuple(f.name for f in frames)
 
-    return _over_leaves("psum", x, axis_name, one)
+    def leaf(v):
+        if not frames:
+            return v
+        if not isinstance(v, Array):
+            return v * size
+        return psum_p.bind(v, axis_name=name, axis_size=size)
+
+    return pytree.map(leaf, x)
 
 
 def pmean(x, axis_name):

@@ -50,9 +50,11 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     if distributed and IN_PROCESS_RUNNER:
         from arrayx.transforms import pmap_dask_actor
 
-        entry = pmap_dask_actor.runner_for(client)
+        from arrayx.transforms.parallel import _run_in_turn
+
+        entry = pmap_dask_actor.runner_for(client, _cluster_workers, _run_in_turn)
         if entry is not None:  # the workers are in this process: one message to a runner actor a call
-            return pmap_dask_actor.run(entry, ex, graph, name, n, bufs, flags)
+            return pmap_dask_actor.run(entry, ex, graph, name, n, bufs, flags, _wrap)
     # per cluster, once per member graph: the workers (asked of the scheduler once) and each compute
     # segment's function held on every worker (scattered once: a call's graph carries no code)
     held = graph.derived.get(("pmap dask", id(client))) if distributed else None

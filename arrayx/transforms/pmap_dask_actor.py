@@ -62,13 +62,13 @@ class _State:
 class Runner:
     """The actor: ``post`` queues a message; a thread of its own runs the messages in order."""
 
-    def __init__(self, runner_id):
+    def __init__(self, runner_id, run_members):
         from distributed import get_worker
 
         self._state = state = _State(runner_id)
         _STATES[runner_id] = state
         worker = weakref.ref(get_worker())
-        threading.Thread(target=_serve, args=(state, worker), daemon=True,
+        threading.Thread(target=_serve, args=(state, worker, run_members), daemon=True,
                          name=f"arrayx-pmap-runner-{runner_id}").start()
 
     async def post(self, seq, item):
@@ -85,10 +85,11 @@ class Runner:
                 state.cv.notify_all()
 
 
-def _serve(state: _State, worker_ref) -> None:
-    """The runner's thread: the messages in sequence order, until the worker closes."""
+def _serve(state: _State, worker_ref, run_members) -> None:
+    """The runner's thread: the messages in sequence order, until the worker closes.
+    ``run_members`` is ``parallel._run_in_turn`` (passed in: this module imports no other of the
+    transforms)."""
     from arrayx.core.executor import get
-    from arrayx.transforms.parallel import _run_in_turn
 
     numpy_ex = get("numpy")
     while True:
@@ -104,7 +105,7 @@ def _serve(state: _State, worker_ref) -> None:
             _, run, graph, name, n, flags, inputs = item
             try:
                 bufs = [_value_of(state, i) for i in inputs]
-                got = tuple(np.asarray(o._buf) for o in _run_in_turn(numpy_ex, graph, name, n, bufs, flags, None))
+                got = tuple(np.asarray(o._buf) for o in run_members(numpy_ex, graph, name, n, bufs, flags, None))
             except BaseException as e:  # kept: the reads of its results (and the calls reading them) raise it
                 got = e
             with state.cv:
@@ -158,21 +159,24 @@ class _Client:
         return seq
 
 
-def runner_for(client):
-    """The runner of ``client``'s cluster when its workers are in this process, else None."""
+def runner_for(client, cluster_workers=None, run_members=None):
+    """The runner of ``client``'s cluster when its workers are in this process, else None (the first
+    call on a client places it: ``cluster_workers(client)`` lists the workers, ``run_members`` is
+    what the runner runs a call with)."""
     got = _CLIENTS.get(id(client))
     if got is not None and got[0] is client:
         return got[1]
-    from arrayx.transforms.pmap_dask import _cluster_workers
+    if cluster_workers is None:
+        return None
 
     for k, (c, _) in list(_CLIENTS.items()):  # forget closed clients (and their runners' handles)
         if getattr(c, "status", "running") in ("closing", "closed"):
             _CLIENTS.pop(k, None)
-    workers = _cluster_workers(client)
+    workers = cluster_workers(client)
     entry = None
     if workers and all(str(w).startswith("inproc://") for w in workers):
         runner_id = uuid.uuid4().hex[:12]
-        future = client.submit(Runner, runner_id, actor=True, workers=[workers[0]], pure=False)
+        future = client.submit(Runner, runner_id, run_members, actor=True, workers=[workers[0]], pure=False)
         entry = _Client(client, future.result(), runner_id, workers[0])
         entry.future = future  # the actor lives while its future is held
     _CLIENTS[id(client)] = (client, entry)
@@ -250,12 +254,11 @@ def _input_ref(entry: _Client, ex, b, mapped, n):
     return ("value", None, np.asarray(b)), None
 
 
-def run(entry: _Client, ex, graph, name, n, bufs, flags):
-    """One pmap call posted to ``entry``'s runner: the results, one dask array per output."""
+def run(entry: _Client, ex, graph, name, n, bufs, flags, wrap):
+    """One pmap call posted to ``entry``'s runner: the results, one dask array per output (each
+    made an array of ``ex`` by ``wrap``)."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-
-    from arrayx.transforms.parallel import _wrap
 
     inputs, keep = [], []
     for b, f in zip(bufs, flags):
@@ -279,5 +282,5 @@ def run(entry: _Client, ex, graph, name, n, bufs, flags):
         arr = da.Array(HighLevelGraph({oname: layer}, {oname: set()}), oname,
                        chunks=tuple((d,) for d in shape), dtype=dtype, meta=np.empty((0,) * len(shape), dtype))
         arr._arrayx_pmap_held = (held, k)
-        outs.append(_wrap(arr, ex))
+        outs.append(wrap(arr, ex))
     return outs

@@ -231,11 +231,11 @@ def test_each_member_receives_only_what_it_needs(vex, eight):
     assert _transfers(vex, "ppermute", "identity_x", "new").bytes == 0
     # psum_scatter over ('x', 'y') tiled, blocks (2, 16): over 'x' each member receives half of the
     # other's block, then over 'y' a quarter of that from each of 3: 7/8 of a block, against the
-    # 1 + 3 whole blocks the psums over 'x' then 'y' made each member receive
+    # 7 whole blocks the psum over ('x', 'y') (one reduction over the 8 members) made each receive
     b = 2 * 16 * 4
     new = _transfers(vex, "psum_scatter", "xy_d1_tiled", "new")
     assert new.by_collective() == {"psum_scatter": 8 * (b // 2 + 3 * b // 8)}
-    assert _transfers(vex, "psum_scatter", "xy_d1_tiled", "old").by_collective() == {"psum": 8 * (1 + 3) * b}
+    assert _transfers(vex, "psum_scatter", "xy_d1_tiled", "old").by_collective() == {"psum": 8 * 7 * b}
     b = 2 * 8 * 4  # over 'y' alone, blocks (2, 8): a quarter from each of 3 members, against 3 blocks
     assert _transfers(vex, "psum_scatter", "y_d1_tiled", "new").bytes == 8 * 3 * (b // 4)
     assert _transfers(vex, "psum_scatter", "y_d1_tiled", "old").bytes == 8 * 3 * b

@@ -198,21 +198,54 @@ def test_launcher_environment():
     assert "JAX_PLATFORMS" not in launch.process_env(0, 1, "h:1", None, base={})
 
 
+# Every process prints its line; with an argument (a file's path) process 1 then fails, once process 0
+# has printed (process 0 makes the file after its line): the launcher stops the others at the first
+# failure, so without this a process 0 slow to start under load (15 on 2 cores) was stopped before
+# its line and the test failed now and then
+_HELLO = """import os, pathlib, sys, time
+i = int(os.environ['JAX_PROCESS_ID'])
+print('hello', i, os.environ['JAX_NUM_PROCESSES'], flush=True)
+if len(sys.argv) > 1:
+    printed = pathlib.Path(sys.argv[1])
+    if i == 0:
+        printed.touch()
+    elif i == 1:
+        deadline = time.monotonic() + 240
+        while not printed.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sys.exit(3)
+"""
+
+
 def test_launcher_forwards_output_and_returns_the_failure(tmp_path):
     script = tmp_path / "p.py"
-    script.write_text("import os, sys\ni = int(os.environ['JAX_PROCESS_ID'])\n"
-                      "print('hello', i, os.environ['JAX_NUM_PROCESSES'], flush=True)\n"
-                      "sys.exit(3 if i == 1 and len(sys.argv) > 1 else 0)\n")
+    script.write_text(_HELLO)
     out = io.StringIO()
-    assert launch.launch([str(script)], 3, port=1, out=out) == 0
+    assert launch.launch([str(script)], 3, port=1, out=out, timeout=300) == 0
     lines = out.getvalue().splitlines()
     assert sorted(lines) == ["[0] hello 0 3", "[1] hello 1 3", "[2] hello 2 3"]
     out = io.StringIO()
-    assert launch.launch([str(script), "fail"], 2, port=1, out=out) == 3
+    assert launch.launch([str(script), str(tmp_path / "printed-a")], 2, port=1, out=out, timeout=300) == 3
     assert "process 1 exited with status 3" in out.getvalue()
-    proc = subprocess.run([sys.executable, "-m", "arrayx.sharding.launch", "-n", "2", "--no-prefix", str(script), "x"],
-                          capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=120)
-    assert proc.returncode == 3 and "hello 0 2" in proc.stdout
+    assert "[0] hello 0 2" in out.getvalue().splitlines() and "[1] hello 1 2" in out.getvalue().splitlines()
+    proc = subprocess.run([sys.executable, "-m", "arrayx.sharding.launch", "-n", "2", "--no-prefix", "--timeout", "300",
+                           str(script), str(tmp_path / "printed-b")],
+                          capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=400)
+    assert proc.returncode == 3, (proc.stdout + proc.stderr)[-3000:]
+    assert "hello 0 2" in proc.stdout.splitlines() and "hello 1 2" in proc.stdout.splitlines(), proc.stdout
+
+
+def test_the_launcher_forwards_a_stopped_process_output_to_its_last_line(tmp_path):
+    # a process stopped after a failure: what it printed before comes through whole (the launcher
+    # reads its pipe to the end after stopping it)
+    script = tmp_path / "p.py"
+    script.write_text("import os, sys, time\ni = os.environ['JAX_PROCESS_ID']\n"
+                      "print('\\n'.join(f'{i} line {k}' for k in range(2000)), flush=True)\n"
+                      "if i == '1':\n    sys.exit(4)\ntime.sleep(600)\n")
+    out = io.StringIO()
+    assert launch.launch([str(script)], 2, port=1, out=out, timeout=300) == 4
+    lines = out.getvalue().splitlines()
+    assert [ln for ln in lines if ln.startswith("[1] ")] == [f"[1] 1 line {k}" for k in range(2000)]
 
 
 def test_launcher_leaves_the_programs_options_alone(monkeypatch):
