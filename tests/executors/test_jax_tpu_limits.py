@@ -58,15 +58,52 @@ def test_binary_and_astype_refused(as_tpu):
         ax.floor_divide(ax.asarray(np.ones(3)), ax.asarray(np.ones(3)))
 
 
-def test_svd_float32_refused_complex64_runs(as_tpu):
+def _x64_seen(monkeypatch):
+    """Records the calling thread's 64-bit setting each time jax.numpy's svd runs (traced or eager)."""
+    import jax
+    import jax.numpy as jnp
+
+    seen, real = [], jnp.linalg.svd
+
+    def svd(*args, **kwargs):
+        seen.append(bool(jax.config.jax_enable_x64))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jnp.linalg, "svd", svd)
+    return seen
+
+
+def test_svd_float32_runs_with_64_bit_types_off(as_tpu, monkeypatch):
+    """JAX's TPU lowering of svd, traced with 64-bit types on, aborted XLA:TPU (float32): 32-bit svd on a
+    TPU runs with them off, eagerly and compiled, with the values of the numpy executor; complex128 is
+    refused; a compiled function that also holds 64-bit values is refused before compiling."""
+    seen = _x64_seen(monkeypatch)
     rng = np.random.default_rng(0)
-    m = rng.standard_normal((4, 3))
-    with pytest.raises(NotImplementedError, match="svd: float32 on a TPU"):
-        ax.linalg.svd(ax.asarray(m.astype(np.float32)))
-    with pytest.raises(NotImplementedError, match="svd: float32"):
-        ax.linalg.pinv(ax.asarray(m.astype(np.float32)))
-    s = ax.linalg.svdvals(ax.asarray(m.astype(np.float32)))  # svdvals ran on the chip
-    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(m, compute_uv=False), rtol=1e-5)
+    m = rng.standard_normal((2, 5, 3))
+    for dtype in ("float32", "complex64"):
+        a = (m + 1j * m[..., ::-1] if dtype == "complex64" else m).astype(dtype)
+        with ax.use_executor("numpy"):
+            want = [np.asarray(v) for v in ax.linalg.svd(ax.asarray(a), full_matrices=False)]
+        for run in (lambda v: ax.linalg.svd(v, full_matrices=False),
+                    ax.jit(lambda v: ax.linalg.svd(v, full_matrices=False))):
+            seen.clear()
+            u, s, vh = run(ax.asarray(a))
+            assert seen and not any(seen), seen  # jax.numpy's svd ran with 64-bit types off
+            assert s.dtype == ax.float32 and u.dtype == vh.dtype == getattr(ax, dtype)
+            np.testing.assert_allclose(np.asarray(s), want[1], rtol=1e-5)
+            recon = (np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh)
+            np.testing.assert_allclose(recon, a, rtol=1e-4, atol=1e-5)
+    f32 = ax.asarray(m[0].astype(np.float32))
+    np.testing.assert_allclose(np.asarray(ax.linalg.pinv(f32)), np.linalg.pinv(m[0]), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(ax.jit(ax.linalg.pinv)(f32)), np.linalg.pinv(m[0]), rtol=1e-4, atol=1e-5)
+    with pytest.raises(NotImplementedError, match="svd: complex128 on a TPU"):
+        ax.linalg.svd(ax.asarray(m.astype(np.complex128)))
+    with pytest.raises(NotImplementedError, match="holds float64 values"):
+        ax.jit(lambda v, w: (ax.linalg.svdvals(v), ax.linalg.svd(v)[1] + 0, w * 2))(f32, ax.asarray(m[0]))
+    seen.clear()
+    s = ax.linalg.svd(ax.asarray(m))[1]  # float64 (emulated on a chip) keeps 64-bit types on
+    assert seen == [True] and s.dtype == ax.float64
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(m, compute_uv=False), rtol=1e-12)
 
 
 def test_compiled_graph_refused_before_compiling(as_tpu):
@@ -101,6 +138,8 @@ def test_table_covers_every_abort_the_probe_saw():
             continue
         name = PRIMITIVE_OF.get(r["func"], r["func"])
         dtypes = [np.dtype(d) for d in r["dtypes"]]
+        if name in tpu_limits.LOWER_IN_32_BITS and not any(d.name in ("float64", "complex128", "int64", "uint64") for d in dtypes):
+            continue  # the probe lowered it with 64-bit types on; arrayx lowers it with them off
         if name == "astype":
             dtypes = [np.dtype(r["id"].split("->")[1].rstrip("]"))]
         elif any(d.kind in "iu" for d in dtypes) and name in ("signbit", "atan2", "copysign", "nextafter"):
