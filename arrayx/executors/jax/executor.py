@@ -27,11 +27,11 @@ Immutability
 
 One compiled call per op
     Each primitive runs as one ``jax.jit`` call of its ``jax.numpy``
-    implementation (params static), which is faster than ``jax.numpy``'s own
-    eager mode (one dispatch per internal step); see ``_Jitted`` and
-    benchmarks/bench_executors_jax.py.  Primitives with data-dependent output
-    shapes (``nonzero``, ``unique_*``, boolean masks) or value-like params
-    (indices, fill values) run op-by-op.  ``ARRAYX_JAX_JIT_OPS=0`` turns this off.
+    implementation (one program per set of params), which is faster than ``jax.numpy``'s own
+    eager mode (one dispatch per internal step); see ``eager.py`` (its direct path for small
+    operands: benchmarks/bench_jax_dispatch.py) and benchmarks/bench_executors_jax.py.
+    Primitives with data-dependent output shapes (``nonzero``, ``unique_*``, boolean
+    masks) or value-like params (indices, fill values) run op-by-op.  ``ARRAYX_JAX_JIT_OPS=0`` turns this off.
 
 Deferred transposes
     ``x.T``, ``x.mT`` and ``permute_dims`` of an array of 1 MiB or more record the base and the
@@ -41,6 +41,14 @@ Deferred transposes
     their program, ``numpy.asarray`` is a transposed host view.  Compiled graphs that compute the
     operand of a LAPACK call (``svd``, ``qr``, ``eigh``, ``solve``, ...) run as consecutive programs
     cut before it (``programs.lapack_cut``), as XLA:CPU ran the fused form slower.
+
+Large eager results on CPU
+    On a process whose JAX backend is one CPU device, a result of 1 MiB or more is written into a
+    dropped earlier result of its shape and dtype, donated to the program (``recycle.py``: XLA's
+    freshly allocated results paid a page fault per 4 KiB, as much as the operation itself), and
+    chains of ``add``/``subtract``/``maximum``/``minimum``/``sqrt``/``abs``/``negative`` (and a
+    last ``multiply``) are recorded and run as one program when their value is needed
+    (``fused.py``: one pass instead of one per operation, the values of the operations one by one).
 
 Index arrays
     Eager ``x[int array]`` and ``x[mask]`` go through arrayx's primitives (``general_eager_keys``):
@@ -83,20 +91,24 @@ from arrayx.core import config as _config
 from arrayx.executors.common.indexing import NUMPY_LIKE as _INDEXING, gather_key, native_basic_key
 from arrayx.executors.common.linalg import FAILING as _LINALG_FAILING, checked as checked_linalg
 from arrayx.core.executor import Device, Executor
-from arrayx.core.keys import exact_key
 from arrayx.executors.jax import lax as _lax, linalg as _jax_linalg, nn as _nn, parallel as _parallel, random as _random
 from arrayx.executors.jax import sharding as _sharding, tpu_limits as _tpu_limits, x64 as _x64
 from arrayx.executors.jax import numpy_rules as _numpy_rules
+_SIGNED_ZERO = {name: _numpy_rules.keeping_signed_zero(name) for name in ("expm1", "sinh")}
 from arrayx.executors.jax.numpy_rules import (  # noqa: E402
     _abs, _floor_divide, _mean, _nan_propagating, _prod, _remainder, _sign, _sum_from_plus_zero,
     _truth_reduction,
 )
-from arrayx.executors.jax import permuted as _permuted, programs as _programs
+from arrayx.executors.jax import fused as _fused, permuted as _permuted, programs as _programs, recycle as _recycle
+from arrayx.executors.jax import blas as _blas, eager as _eager, host_transfer as _host_transfer
+from arrayx.executors.jax.fused import Pending
 from arrayx.executors.jax.programs import lapack_cut as _lapack_cut
 from arrayx.executors.jax.indexing import basic_index as _basic_index, boolean_mask as _boolean_mask, \
     in_host_memory as _in_host_memory
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
 from arrayx.executors.jax.x64 import Scoped as _Scoped, in_x64 as _in_x64
+from arrayx.executors.jax.eager import EAGER_ONLY as _EAGER_ONLY, Jitted as _Jitted, \
+    SameDtypeShares as _SameDtypeShares, SquareForTwo as _SquareForTwo
 
 _INDEX = np.dtype("int64")
 
@@ -323,112 +335,6 @@ class _DLPackExport:
         return self.buf.__dlpack_device__()
 
 
-# Primitives run op-by-op through jax.numpy rather than one ``jax.jit`` per op: those whose result
-# shape depends on operand values (JAX cannot trace them) and those whose params take values that
-# change from call to call (an index, a fill value, a shift), which would compile once per value.
-_EAGER_ONLY = frozenset({
-    "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
-    "boolean_mask", "full_like", "roll", "debug_callback",
-})
-
-
-class _Jitted:
-    """Runs one primitive's implementation under ``jax.jit`` (its params static).
-
-    ``jax.numpy`` functions dispatch each of their internal steps separately when
-    called eagerly; one compiled call per op is several times cheaper (see
-    benchmarks/bench_executors_jax.py).  Compilation happens once per operand
-    shape/dtype and params, as JAX's own eager mode does per internal step.  If
-    tracing ever needs a concrete value, the primitive falls back to eager for good.
-    """
-
-    __slots__ = ("fn", "jitted", "eager", "on_permuted")
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.jitted = None
-        self.eager = False
-        #: None, or what takes a call with a :class:`Permuted` operand (elementwise operations,
-        #: reductions, matmul: ``permuted.Deferring.take``); otherwise a Permuted enters the compiled call
-        #: as its base, transposed inside the program (a pytree, permuted.py)
-        self.on_permuted = None
-
-    def __call__(self, *bufs, **params):
-        on = self.on_permuted
-        if on is not None:
-            for b in bufs:
-                if b.__class__ is Permuted:
-                    return on(bufs, params)
-        if self.eager:
-            return self.fn(*(_plain(b) for b in bufs), **params)
-        if self.jitted is None:
-            fn = self.fn
-            self.jitted = _jax.jit(lambda *bufs, params: fn(*bufs, **params.values), static_argnames=("params",))
-        try:
-            return self.jitted(*bufs, params=_StaticParams(params))
-        except _NEEDS_CONCRETE:
-            self.eager = True
-            return self.fn(*(_plain(b) for b in bufs), **params)
-
-
-class _SameDtypeShares:
-    """``astype`` to the dtype a buffer already has gives the buffer itself: jax buffers are immutable
-    (writes rebind the arrayx wrapper), so a copy could not be told apart, and XLA's copy of a 50 MB
-    operand (scikit-learn's ``check_array`` asks for one per call) cost 30-100 ms."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self, buf, **params):
-        if buf.dtype == params["dtype"]:
-            return buf
-        return self.fn(buf, **params)
-
-
-class _SquareForTwo:
-    """``pow(x, 2.0)`` of a real floating array by a host scalar exponent (the eager path passes a
-    Python scalar as a NumPy scalar) is ``x * x``, as NumPy computes it: XLA's pow of a traced
-    exponent is the general exp/log routine, 10-30x the cost of a multiply (scikit-learn's
-    variance squares 50 MB of deviations this way)."""
-
-    __slots__ = ("fn", "square")
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.square = None
-
-    def __call__(self, x1, x2):
-        if x2.__class__ in _HOST_FLOATS and x2 == 2.0 and getattr(x1, "dtype", None) is not None \
-                and x1.dtype.kind == "f" and x1.dtype == x2.dtype:
-            if self.square is None:
-                self.square = _jax.jit(lambda x: x * x)
-            return self.square(x1)
-        return self.fn(x1, x2)
-
-
-_HOST_FLOATS = (np.float64, np.float32, np.float16)
-
-
-class _StaticParams:
-    """A primitive's params as one static argument of ``jax.jit``, equal only when every value is
-    the same bit for bit: Python's ``-0.0 == 0.0`` and ``True == 1`` would let ``jit``'s cache hand
-    ``full((), -0.0)`` the program compiled for ``0.0``."""
-
-    __slots__ = ("values", "key")
-
-    def __init__(self, values: dict):
-        self.values = values
-        self.key = tuple((k, exact_key(v)) for k, v in values.items())
-
-    def __hash__(self):
-        return hash(self.key)
-
-    def __eq__(self, other):
-        return isinstance(other, _StaticParams) and self.key == other.key
-
-
 _jax = None  # the jax module, set by JaxExecutor._load
 _NEEDS_CONCRETE: tuple = ()
 
@@ -497,7 +403,9 @@ class JaxExecutor(Executor):
         "cumulative_prod": _cumulative_prod,
         "any": _truth_reduction("any"),
         "all": _truth_reduction("all"),
-        **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p}.get(name)) for name in _COMPLEX_SPECIAL},
+        **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p, **_SIGNED_ZERO}.get(name))
+           for name in _COMPLEX_SPECIAL},
+        "round": _numpy_rules._round,
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
         # tall, thin float64 svd through CholeskyQR2's matrix products (this package's linalg.py)
@@ -518,6 +426,7 @@ class JaxExecutor(Executor):
         super().__init__()
         self._devices: list[Device] = []
         self._by_native: dict = {}
+        self._default: Device | None = None
         self._jax = None
         self._has_tpu = False  # set at load: whether tpu_limits' checks apply
 
@@ -544,8 +453,13 @@ class JaxExecutor(Executor):
                            jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
         self._jax = jax
         _permuted.load(jax)
+        _eager.load(jax, type(jnp.zeros((), dtype=jnp.float32)))
         _numpy_rules.load(jax)
         self.array_type = type(jnp.zeros((), dtype=jnp.float32))
+        single_cpu = len(jax.devices()) == 1 and jax.devices()[0].platform == "cpu"
+        _recycle.load(jax, self.array_type, single_cpu and _config.get("ARRAYX_JAX_REUSE_MEMORY"))
+        _fused.load(jax, self.array_type, single_cpu)
+        _blas.load(jax, self.array_type, single_cpu and _config.get("ARRAYX_JAX_BLAS_MATMUL"))  # blas.py
         natives = list(jax.devices())
         if natives[0].platform != "cpu":  # list the host too when an accelerator is the default
             try:
@@ -555,11 +469,23 @@ class JaxExecutor(Executor):
         self._devices = [Device(self.name, f"{d.platform}:{d.id}", d) for d in natives]
         self._has_tpu = any(d.platform == "tpu" for d in natives)
         self._by_native = {d.native: d for d in self._devices}
+        # many processes (jax.distributed): JAX lists every process's devices; new arrays go on this one's
+        local = set(jax.local_devices())
+        self._default = next((d for d in self._devices if d.native in local), self._devices[0])
         return _x64.Namespace(jnp)  # ``xp``: jax.numpy, each function run with 64-bit types on
 
     def finish_impl(self, prim, fn):
         # run with 64-bit types on (x64.py); what XLA:TPU aborts on refused first (tpu_limits.py)
-        return _tpu_limits.guard(self, prim, _Scoped(self._eager_impl(prim, fn)))
+        impl = self._eager_impl(prim, fn)
+        routed = prim.name == "matmul"
+        if routed:  # large float64 products on one CPU device: NumPy's BLAS (blas.py)
+            impl = _blas.Routed(impl)
+        jitted = impl.inner if routed else impl
+        if jitted.__class__ is _Jitted:  # with the direct path for small plain operands (eager.py)
+            scoped = _eager.direct(impl, jitted, gated=jitted.record is not None, routed=routed)
+        else:
+            scoped = _Scoped(impl)
+        return _tpu_limits.guard(self, prim, scoped, raw=fn)
 
     def _eager_impl(self, prim, fn):
         raw = fn
@@ -574,6 +500,8 @@ class JaxExecutor(Executor):
             return deferring  # transposes, and what runs op by op (a Permuted is computed first)
         if deferring.kind != "other":  # elementwise, reductions, matmul: the check in _Jitted's call
             jitted.on_permuted = deferring.take
+        if _fused.ENABLED:  # large add/subtract/maximum/... chains recorded, run as one pass (fused.py)
+            jitted.record = _fused.fuser(prim.name, raw)
         return fn
 
     # -- jit ----------------------------------------------------------------------------------
@@ -584,6 +512,10 @@ class JaxExecutor(Executor):
             fn = fn.fn
         if fn.__class__ is _Scoped:
             fn = fn.fn
+        elif getattr(fn, "jitted", None).__class__ is _Jitted:  # eager.direct's function
+            fn = fn.general
+        if fn.__class__ is _blas.Routed:
+            fn = fn.inner
         if isinstance(fn, _permuted.Deferring):
             return fn.raw
         if isinstance(fn, (_SameDtypeShares, _SquareForTwo)):
@@ -599,13 +531,15 @@ class JaxExecutor(Executor):
 
     def compile(self, graph, donate_argnums: tuple = ()):
         # traced and called with 64-bit types on: called without, jax.jit would trace it again in 32 bits
-        if self._has_tpu:  # what XLA:TPU aborts on, refused before it compiles (tpu_limits.py)
-            device = graph.device if graph.device is not None else self.default_device()
-            _tpu_limits.check_graph(self, graph, self.platform_of(device))
-        # (and at arrayx's matmul precision, if one is named: the trace and the calls see the same)
-        program = _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
         from arrayx.debug import waiting_for_callbacks  # debug callbacks have run when a call returns
 
+        if self._has_tpu:  # what XLA:TPU aborts on, refused before it compiles (tpu_limits.py)
+            device = graph.device if graph.device is not None else self.default_device()
+            if _tpu_limits.check_graph(self, graph, self.platform_of(device)):  # (or lowered in 32 bits)
+                program = _tpu_limits.In32Bits(_tpu_limits.in_32_bits(self._compile, (graph, donate_argnums), {}))
+                return waiting_for_callbacks(graph, program, self._jax.effects_barrier)
+        # (and at arrayx's matmul precision, if one is named: the trace and the calls see the same)
+        program = _Scoped(_x64.call_scoped(self._compile, (graph, donate_argnums), {}))
         return waiting_for_callbacks(graph, program, self._jax.effects_barrier)
 
     def _compile(self, graph, donate_argnums: tuple = ()):
@@ -648,7 +582,7 @@ class JaxExecutor(Executor):
 
     def default_device(self) -> Device:
         self.xp  # noqa: B018
-        return self._devices[0]
+        return self._default
 
     def device_of(self, buf) -> Device:
         natives = buf.devices()
@@ -657,12 +591,22 @@ class JaxExecutor(Executor):
             dev = self._by_native.get(native)
             if dev is not None:
                 return dev
-        # sharded over several devices: report the first, as JAX's own ``.device`` would refuse
-        return self._by_native.get(sorted(natives, key=lambda d: d.id)[0], self._devices[0])
+        # sharded over several devices: report the first, as JAX's own ``.device`` would refuse (the
+        # first of this process's, where the devices of several processes hold it: jax.distributed)
+        me = self._default.native.process_index
+        natives = [d for d in natives if d.process_index == me] or list(natives)
+        return self._by_native.get(min(natives, key=lambda d: d.id), self._devices[0])
 
     @_in_x64
     def to_device(self, buf, device: Device):
         return self._jax.device_put(_plain(buf), self._native(device, "to_device"))
+
+    @_in_x64
+    def put(self, buf, sharding):
+        """``buf`` placed as ``sharding`` (a JAX sharding) says: a resharding JAX computes is traced
+        with arrayx's 64-bit types, and a deferred transpose or fused chain is computed first, so the
+        sharding applies to the array's own axes (``arrayx.device_put``, sharding/_jax.py)."""
+        return self._jax.device_put(_plain(buf), sharding)
 
     @staticmethod
     def scoped(fn):
@@ -677,7 +621,7 @@ class JaxExecutor(Executor):
 
     # -- buffers ----------------------------------------------------------------------------
     def coerce(self, out):
-        if out.__class__ is Permuted:  # a deferred transpose is this executor's buffer too
+        if out.__class__ is Permuted or out.__class__ is Pending:  # deferred values are this executor's buffers too
             return out
         return self.xp.asarray(out)
 
@@ -690,12 +634,14 @@ class JaxExecutor(Executor):
         native = None if device is None else self._native(device, "asarray")
         if copy is None and isinstance(obj, np.ndarray) and obj.flags.writeable:
             copy = True  # XLA may alias an aligned host buffer, which mutable executors write into
-        if copy and isinstance(obj, np.ndarray) and obj.dtype.kind in "biufc" and obj.dtype.isnative \
-                and (dtype is None or np.dtype(dtype) == obj.dtype):
-            # a private host copy, placed as it is: jnp.asarray(copy=True) compiles a conversion per
-            # shape and dtype (55 ms each, against 0.5 ms)
-            return self._jax.device_put(np.array(obj, copy=True, order="C"), native)
+        if copy and isinstance(obj, np.ndarray) and _host_transfer.fits(obj, dtype):
+            # a private host copy, cast to ``dtype`` in the same pass, placed as it is (host_transfer.py):
+            # jnp.asarray(copy=True) compiles a conversion per shape and dtype (55 ms each, against 0.5 ms)
+            return self._jax.device_put(_host_transfer.private_copy(obj, dtype), native)
         return self.xp.asarray(obj, dtype=dtype, copy=copy, device=native)
+
+    def casts_while_copying(self, obj, dtype) -> bool:
+        return _host_transfer.fits(obj, dtype)
 
     @_in_x64
     def from_dlpack(self, obj, copy=None):
@@ -714,7 +660,14 @@ class JaxExecutor(Executor):
 
     @_in_x64
     def to_host(self, buf) -> np.ndarray:
-        return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
+        try:
+            return np.asarray(buf)  # read-only view on CPU, a device-to-host copy elsewhere
+        except RuntimeError:
+            if getattr(buf, "is_fully_addressable", True):
+                raise
+            from arrayx.sharding._distributed import not_addressable_error  # blocks held by other processes
+
+            raise not_addressable_error(buf) from None
 
     def dlpack_buffer(self, buf):
         return _DLPackExport(_plain(buf))
