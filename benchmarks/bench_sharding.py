@@ -59,10 +59,11 @@ the load average at the start.  Issue #42 point 2, on this machine (2 shared cor
   ``Actor.post``, ~0.3 ms, no task, no scheduler round trip); the runner's thread runs the calls in
   order with the NumPy executor's runner (the same bits) and keeps the results; a result is a dask
   array of one chunk reading the runner's value (a task only when read); the next call passes the
-  runner the result's name.  ``--rounds 3`` at load 6.2-6.7 (the committed JSON):
-  dask 1.29 s, jax 2.08 s, numpy 0.73 s, numba 1.08 s: dask/jax 0.62x (rounds 0.67 / 0.51 /
-  0.67); after step 100 (jax compiled; ``seconds_after_step_100``, 900 steps) dask 1.16 s, jax
-  1.38 s: 0.84x.  A cluster of worker processes still takes the task runner (one task per group a
+  runner the result's name.  ``--rounds 3`` at load 6.2-6.7: dask 1.29 s, jax 2.08 s, numpy
+  0.73 s, numba 1.08 s: dask/jax 0.62x (rounds 0.67 / 0.51 / 0.67); after step 100 (jax
+  compiled; ``seconds_after_step_100``, 900 steps) dask 1.16 s, jax 1.38 s: 0.84x.  At load 9.7
+  (the committed JSON): dask 1.34 s, jax 2.34 s: 0.57x (rounds 0.68 / 0.71 / 0.57), after step
+  100 0.74x.  A cluster of worker processes still takes the task runner (one task per group a
   step, ~5-6x jax here).
 
 What is timed: each executor's process from the first call of ``pmap`` (staging, jax's compile,

@@ -227,3 +227,43 @@ def test_the_runner_actor_runs_calls_without_tasks_and_releases_results():
     assert held <= 2, held  # the last call's results (and at most one call not yet released)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_loss, want_loss)
+
+
+def test_an_error_in_a_call_is_raised_by_its_reads_and_the_next_calls(runner):
+    # the numpy executor raises at the call; on a cluster the call runs later (the runner's thread or
+    # the tasks): its reads raise the member's error, as do the reads of a call that reads its
+    # results; the calls after run as before
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+
+    def check(v):
+        if v < 0:
+            raise ValueError("a negative member value")
+
+    def f(a):
+        ax.debug.callback(check, a)
+        return ax.psum(a, "d") * a
+
+    bad, good = np.array([1.0, -1.0]), np.array([1.0, 2.0])
+    with ax.use_executor("numpy"):
+        with pytest.raises(ValueError, match="a negative member value"):
+            ax.pmap(f, "d")(ax.asarray(bad))
+        want = to_numpy(ax.pmap(f, "d")(ax.asarray(good)))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        dask_executor.connect(cluster)
+        try:
+            with ax.use_executor("dask"):
+                g = ax.pmap(f, "d")
+                y = g(ax.asarray(bad))
+                with pytest.raises(ValueError, match="a negative member value"):
+                    to_numpy(y)
+                with pytest.raises(ValueError, match="a negative member value"):
+                    to_numpy(g(y))
+                got = to_numpy(g(ax.asarray(good)))
+        finally:
+            dask_executor.disconnect()
+    np.testing.assert_array_equal(got, want)
