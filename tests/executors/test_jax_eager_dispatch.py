@@ -158,3 +158,19 @@ def test_programs_per_primitive_are_bounded(monkeypatch):
     ex = x._ex
     (run,) = [f for p, f in ex.impls.items() if p.name == "reshape"]
     assert len(run.jitted.programs) <= 4 and len(run.jitted.fast) <= 4
+
+
+def test_small_calls_stay_direct_after_a_large_result_of_the_same_primitive(general_calls):
+    _, _, recycle = _modules()
+    if not recycle.ENABLED:
+        pytest.skip("the pool is on only for a single CPU device")
+    big = xp.asarray(np.random.default_rng(1).normal(size=(512, 512)))
+    small = xp.asarray(np.linspace(-1, 1, 8))
+    for _ in range(2):
+        assert_same(xp.tanh(big), on_numpy(xp.tanh, big))  # the pool decides these calls from now on
+    xp.tanh(small)
+    before = general_calls[0]
+    got = xp.tanh(small)
+    assert general_calls[0] == before
+    assert_same(got, on_numpy(xp.tanh, small))
+    assert_same(xp.tanh(big), on_numpy(xp.tanh, big))

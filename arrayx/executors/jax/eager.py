@@ -210,7 +210,14 @@ def direct(general, jitted: Jitted, gated: bool, routed: bool = False):
                 return call_scoped(general, bufs, params)
             key = params_key(params) if params else ()
             program = fast.get(key)
-            if program is None or precision() is not None:
+            if program is None:
+                # the program has given large results (recycle.py decides those calls); small operands
+                # without params give a small result, which the program's own jax.jit computes
+                recycling = None if params or n >= SMALL or jitted.eager else jitted.programs.get(key)
+                if recycling is None:
+                    return call_scoped(general, bufs, params)
+                program = recycling.plain
+            if precision() is not None:
                 return call_scoped(general, bufs, params)
             prev = swap(True)
             try:

@@ -29,7 +29,9 @@ A ``jax.Array`` of the user's keeps its dtype in arrayx (``asarray`` of a float3
 
 Cost: two C++ calls per scope (~0.1 us) plus one Python call layer; eager ops of 8 elements
 measured 0.5-0.8 us slower than with the process-wide switch, of 7-10 us
-(``benchmarks/bench_jax_x64_scope.py``, results/jax_x64_scope.json).
+(``benchmarks/bench_jax_x64_scope.py``, results/jax_x64_scope.json).  Inside the scope a
+``jax.jit`` call itself takes ~0.15 us more (4.6 -> 4.8 us on CPU: the thread's setting enters its
+cache key); it keeps JAX's C++ fast path.  The eager path enters the scope inline (``eager.direct``).
 """
 from __future__ import annotations
 
