@@ -23,7 +23,8 @@ Writes benchmarks/results/sharding.json.
 ``--pmap`` times JAX's pmap tutorial's data-parallel training loop instead (linear regression, a
 gradient step with ``pmean`` over 8 members, ``--steps`` steps, the loss read every 100) on each
 executor, each in its own process (jax with 8 forced host devices, dask on a LocalCluster of 2
-in-process workers with 1 thread each, ``ARRAYX_VIRTUAL_DEVICES=8``):
+in-process workers with 1 thread each, ``ARRAYX_VIRTUAL_DEVICES=8``; ``dask_processes``: dask on
+a LocalCluster of 2 worker processes with 1 thread each):
 
     python -m benchmarks.bench_sharding --pmap [--steps 1000] [--rounds 3]
 
@@ -61,10 +62,16 @@ the load average at the start.  Issue #42 point 2, on this machine (2 shared cor
   array of one chunk reading the runner's value (a task only when read); the next call passes the
   runner the result's name.  ``--rounds 3`` at load 6.2-6.7: dask 1.29 s, jax 2.08 s, numpy
   0.73 s, numba 1.08 s: dask/jax 0.62x (rounds 0.67 / 0.51 / 0.67); after step 100 (jax
-  compiled; ``seconds_after_step_100``, 900 steps) dask 1.16 s, jax 1.38 s: 0.84x.  At load 9.7
-  (the committed JSON): dask 1.34 s, jax 2.34 s: 0.57x (rounds 0.68 / 0.71 / 0.57), after step
-  100 0.74x.  A cluster of worker processes still takes the task runner (one task per group a
-  step, ~5-6x jax here).
+  compiled; ``seconds_after_step_100``, 900 steps) dask 1.16 s, jax 1.38 s: 0.84x.  At load 9.7:
+  dask 1.34 s, jax 2.34 s: 0.57x (rounds 0.68 / 0.71 / 0.57), after step 100 0.74x.
+- a cluster of worker processes (``dask_processes``): the task runner took 37.7 s (jax ~2.3-3.7
+  s: 10-16x, load 11).  Now a call whose inputs hold at most 1 MiB goes to the runner actor there
+  too: the call is shipped once as the task runner's compiled stages of one group holding every
+  member (a pickled graph's primitives would not be the worker's), inputs sent once per Dask
+  name, a message a call (pickled, over TCP); reads are tasks on the runner's worker.  At load
+  10.5 (the committed JSON): dask 1.34 s, dask_processes 7.80 s, jax 3.02 s, numpy 1.17 s,
+  numba 1.19 s: dask/jax 0.44x (rounds 0.42 / 0.75 / 0.51), dask_processes/jax 2.6x (rounds 3.7
+  / 3.5 / 2.6); after step 100: dask 1.11 s, dask_processes 4.73 s, jax 1.49 s (0.75x, 3.2x).
 
 What is timed: each executor's process from the first call of ``pmap`` (staging, jax's compile,
 dask's placement of the runner or of the inputs) to the last parameters read on the host;
@@ -171,11 +178,13 @@ import sys, time, json
 import numpy as np
 import arrayx as ax
 ex, steps = sys.argv[1], int(sys.argv[2])
-if ex == "dask":
+if ex.startswith("dask"):  # dask: 2 in-process workers; dask_processes: 2 worker processes
     import arrayx.executors.dask as dex
     from distributed import LocalCluster
-    cluster = LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, processes=ex == "dask_processes", threads_per_worker=1,
+                           dashboard_address=None)
     dex.connect(cluster)
+    ex = "dask"
 n_dev = 8
 def loss_fn(params, xs, ys):
     w, b = params
@@ -220,8 +229,8 @@ def _pmap_main(steps: int, rounds: int) -> None:
     warm_runs: dict = {}
     params = {}
     for _ in range(rounds):  # every executor in turn, again: load from other processes falls on all
-        for ex in ("numpy", "numba", "jax", "dask"):
-            if not base.get(ex).available():
+        for ex in ("numpy", "numba", "jax", "dask", "dask_processes"):
+            if not base.get(ex.split("_")[0]).available():
                 continue
             proc = subprocess.run([sys.executable, "-c", _PMAP_PROGRAM, ex, str(steps)], capture_output=True,
                                   text=True, env=env, cwd=root, timeout=900)
@@ -241,6 +250,8 @@ def _pmap_main(steps: int, rounds: int) -> None:
               "steps": steps, "rounds": rounds, "cpus": os.cpu_count(), "load_average_at_start": load,
               "seconds": seconds, "seconds_per_round": runs,
               "dask_over_jax": seconds["dask"] / seconds["jax"] if per_round else None,
+              "dask_processes_over_jax": (seconds["dask_processes"] / seconds["jax"]
+                                          if "dask_processes" in seconds and "jax" in seconds else None),
               "dask_over_jax_per_round": per_round,
               "seconds_after_step_100": warm_seconds, "seconds_after_step_100_per_round": warm_runs,
               "dask_over_jax_after_step_100": (warm_seconds["dask"] / warm_seconds["jax"]

@@ -20,7 +20,9 @@ Dask's local scheduler and the results hold the NumPy chunks.
 
 On a cluster whose workers all live in this process (``LocalCluster(processes=False)``) the calls
 go to a runner actor instead (``pmap_dask_actor``: one message a call, no task; a task's scheduler
-round trip alone cost more than a warm jax step); ``IN_PROCESS_RUNNER = False`` sends them here.
+round trip alone cost more than a warm jax step), and on a cluster of worker processes the calls
+whose inputs hold at most ``RUNNER_ACTOR_MAX_BYTES`` (1 MiB); ``RUNNER_ACTOR = False`` sends every
+call here.
 """
 from __future__ import annotations
 
@@ -47,14 +49,19 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     numpy_ex = get("numpy")
     client = dask_executor.get_scheduler()
     distributed = getattr(client, "scheduler_info", None) is not None
-    if distributed and IN_PROCESS_RUNNER:
+    if distributed and RUNNER_ACTOR:
         from arrayx.transforms import pmap_dask_actor
 
         from arrayx.transforms.parallel import _run_in_turn
 
-        entry = pmap_dask_actor.runner_for(client, _cluster_workers, _run_in_turn)
-        if entry is not None:  # the workers are in this process: one message to a runner actor a call
-            return pmap_dask_actor.run(entry, ex, graph, name, n, bufs, flags, _wrap)
+        entry = pmap_dask_actor.runner_for(client, _cluster_workers)
+        if entry is not None and (entry.local or sum(_nbytes(b) for b in bufs) <= RUNNER_ACTOR_MAX_BYTES):
+            def program(local):
+                if local:  # NumPy's runner of the members, on the graph itself (the same bits as numpy)
+                    return functools.partial(_run_members_in_turn, _run_in_turn, graph, name, n, tuple(flags))
+                return _program_for_a_runner(ex, graph, n, flags)
+
+            return pmap_dask_actor.run(entry, ex, graph, n, bufs, flags, program, _wrap)  # one message a call
     # per cluster, once per member graph: the workers (asked of the scheduler once) and each compute
     # segment's function held on every worker (scattered once: a call's graph carries no code)
     held = graph.derived.get(("pmap dask", id(client))) if distributed else None
@@ -151,9 +158,38 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     return [_wrap(o, ex) for o in outs]
 
 
-#: on a cluster whose workers are in this process, calls go to a runner actor (pmap_dask_actor);
-#: False sends them to the task runner below (tests of that runner)
-IN_PROCESS_RUNNER = True
+#: calls go to a runner actor (pmap_dask_actor) on a cluster whose workers are in this process, and
+#: on any other cluster when the call's inputs hold at most RUNNER_ACTOR_MAX_BYTES (a bigger call's
+#: members run where their groups' data are, one task per group: workers in parallel); False sends
+#: every call to the task runner below
+RUNNER_ACTOR = True
+RUNNER_ACTOR_MAX_BYTES = 1 << 20
+
+
+def _run_members_in_turn(run_in_turn, graph, name, n, flags, *bufs):
+    from arrayx.core.executor import get
+
+    return tuple(np.asarray(o._buf) for o in run_in_turn(get("numpy"), graph, name, n, list(bufs), list(flags), None))
+
+
+def _program_for_a_runner(ex, graph, n, flags):
+    """The call as one function of its inputs' values for a runner in another process: the stages
+    of one group holding every member (the task runner's recipes and compiled segments: no graph,
+    whose primitives would not be this process's after pickling), run in turn."""
+    plan = _plan(ex, graph, (n,), tuple(flags), False)
+    steps = tuple((plan.runners[j][0], plan.fns[j], plan.deps[j][0]) for j in range(len(plan.runners)))
+    return functools.partial(_run_program, steps, (None,) * len(flags))
+
+
+def _run_program(steps, picks, *inputs):
+    done: list = []
+    for runner, fn, deps in steps:
+        done.append(runner(fn, picks, *(inputs[d[1]] if d[0] == _IN else done[d[1]] for d in deps)))
+    return done[-1]
+
+
+def _nbytes(b) -> int:
+    return int(np.prod(np.shape(b), dtype=np.int64)) * np.dtype(getattr(b, "dtype", np.float64)).itemsize
 
 # run ids: a process's own prefix and a counter (no uuid per call: reading the OS's entropy is slow
 # on a loaded machine)

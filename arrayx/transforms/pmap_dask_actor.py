@@ -1,5 +1,6 @@
-"""pmap on the dask executor when the cluster's workers live in this process (``LocalCluster(
-processes=False)``): a call is one message to an actor, with no task and no scheduler round trip.
+"""pmap on the dask executor through a runner actor: a call is one message to an actor, with no
+task and no scheduler round trip (on a cluster whose workers live in this process, every call; on a
+cluster of worker processes, a call whose inputs are small: ``pmap_dask.RUNNER_ACTOR_MAX_BYTES``).
 
 A task costs a round trip through the scheduler: a chain of one trivial ``client.submit`` a step
 takes ~6 ms a step on an in-process cluster on this 2-core machine at load 1, more than 3x a
@@ -21,8 +22,16 @@ copy, any other by one read (kept per Dask name: a name's data never changes).  
 ``_MAX_AHEAD`` calls wait in the runner's queue: a loop that never reads runs at the runner's pace.
 
 Every worker group runs on the one runner's worker: on an in-process cluster the workers share
-this process (and its GIL), so the placement of groups on workers bought no parallelism; a
-cluster of worker processes takes ``pmap_dask``'s task runner instead.
+this process (and its GIL), so the placement of groups on workers bought no parallelism; on a
+cluster of worker processes the runner serves the small calls (a scheduler round trip and a
+transfer per group a step cost more than their members' work there), the others take the task
+runner (groups on their workers, in parallel).
+
+In another process the runner gets the call once as a function of its inputs (the task runner's
+compiled stages of one group holding every member: the same bits; a pickled member graph's
+primitives would not be the worker's own, which the segments are cut at), the host-made inputs
+by value once per Dask name, and tells its progress when asked (``wait_run``); a result's chunk
+is read in the runner's process from its state, elsewhere from the actor (``read``).
 """
 from __future__ import annotations
 
@@ -56,19 +65,20 @@ class _State:
         self.results: dict = {}  # run number -> tuple of arrays, or the exception the call raised
         self.last_run = -1  # the newest run number the runner has finished
         self.values: dict = {}  # Dask name -> host value sent for it
+        self.graphs: dict = {}  # program number -> the call as a function of its inputs (sent once)
         self.stopped = False
 
 
 class Runner:
     """The actor: ``post`` queues a message; a thread of its own runs the messages in order."""
 
-    def __init__(self, runner_id, run_members):
+    def __init__(self, runner_id):
         from distributed import get_worker
 
         self._state = state = _State(runner_id)
         _STATES[runner_id] = state
         worker = weakref.ref(get_worker())
-        threading.Thread(target=_serve, args=(state, worker, run_members), daemon=True,
+        threading.Thread(target=_serve, args=(state, worker), daemon=True,
                          name=f"arrayx-pmap-runner-{runner_id}").start()
 
     async def post(self, seq, item):
@@ -76,6 +86,17 @@ class Runner:
         with state.cv:
             state.items[seq] = item
             state.cv.notify_all()
+
+    def wait_run(self, run, timeout):
+        """The newest finished run number, once it is at least ``run`` (or ``timeout`` has passed)."""
+        state = self._state
+        with state.cv:
+            state.cv.wait_for(lambda: state.last_run >= run or state.stopped, timeout)
+            return state.last_run
+
+    def read(self, run, k):
+        """Output ``k`` of call ``run`` (a read from another worker than the runner's)."""
+        return _wait_result(self._state, run, k)
 
     def __del__(self):
         state = self.__dict__.get("_state")
@@ -85,13 +106,8 @@ class Runner:
                 state.cv.notify_all()
 
 
-def _serve(state: _State, worker_ref, run_members) -> None:
-    """The runner's thread: the messages in sequence order, until the worker closes.
-    ``run_members`` is ``parallel._run_in_turn`` (passed in: this module imports no other of the
-    transforms)."""
-    from arrayx.core.executor import get
-
-    numpy_ex = get("numpy")
+def _serve(state: _State, worker_ref) -> None:
+    """The runner's thread: the messages in sequence order, until the worker closes."""
     while True:
         with state.cv:
             while state.next_seq not in state.items:
@@ -102,10 +118,9 @@ def _serve(state: _State, worker_ref, run_members) -> None:
             state.next_seq += 1
         kind = item[0]
         if kind == "call":
-            _, run, graph, name, n, flags, inputs = item
+            _, run, gid, inputs = item
             try:
-                bufs = [_value_of(state, i) for i in inputs]
-                got = tuple(np.asarray(o._buf) for o in run_members(numpy_ex, graph, name, n, bufs, flags, None))
+                got = tuple(state.graphs[gid](*(_value_of(state, i) for i in inputs)))
             except BaseException as e:  # kept: the reads of its results (and the calls reading them) raise it
                 got = e
             with state.cv:
@@ -117,6 +132,8 @@ def _serve(state: _State, worker_ref, run_members) -> None:
                 state.results.pop(item[1], None)
         elif kind == "forget":
             state.values.pop(item[1], None)
+        elif kind == "graph":
+            state.graphs[item[1]] = item[2]
 
 
 def _closed(worker_ref) -> bool:
@@ -144,10 +161,13 @@ def _value_of(state: _State, ref):
 class _Client:
     """The client's side of a runner: the actor, the message numbers, the values sent by name."""
 
-    def __init__(self, client, actor, runner_id, worker):
+    def __init__(self, client, actor, runner_id, worker, local):
         self.client, self.actor, self.runner_id, self.worker = client, actor, runner_id, worker
+        self.local = local  # the runner is in this process (its state in _STATES here)
         self.seq = itertools.count()
         self.runs = itertools.count()
+        self.graphs = itertools.count()
+        self.finished = -1  # the newest run the runner is known to have finished (another process)
         self.sent: OrderedDict = OrderedDict()  # Dask names whose values the runner holds, oldest first
         self.lock = threading.RLock()  # re-entrant: a release's finaliser may run inside post
         self.future = None
@@ -159,10 +179,9 @@ class _Client:
         return seq
 
 
-def runner_for(client, cluster_workers=None, run_members=None):
-    """The runner of ``client``'s cluster when its workers are in this process, else None (the first
-    call on a client places it: ``cluster_workers(client)`` lists the workers, ``run_members`` is
-    what the runner runs a call with)."""
+def runner_for(client, cluster_workers=None):
+    """The runner of ``client``'s cluster (None: the cluster has no worker); the first call on a
+    client places it (``cluster_workers(client)`` lists the workers)."""
     got = _CLIENTS.get(id(client))
     if got is not None and got[0] is client:
         return got[1]
@@ -174,10 +193,13 @@ def runner_for(client, cluster_workers=None, run_members=None):
             _CLIENTS.pop(k, None)
     workers = cluster_workers(client)
     entry = None
-    if workers and all(str(w).startswith("inproc://") for w in workers):
+    if workers:
         runner_id = uuid.uuid4().hex[:12]
-        future = client.submit(Runner, runner_id, run_members, actor=True, workers=[workers[0]], pure=False)
-        entry = _Client(client, future.result(), runner_id, workers[0])
+        future = client.submit(Runner, runner_id, actor=True, workers=[workers[0]], pure=False)
+        with client.as_current():  # the handle binds to this client (it need not be the default one)
+            actor = future.result()
+        entry = _Client(client, actor, runner_id, workers[0],
+                        all(str(w).startswith("inproc://") for w in workers))
         entry.future = future  # the actor lives while its future is held
     _CLIENTS[id(client)] = (client, entry)
     return entry
@@ -187,21 +209,21 @@ class _Held:
     """A call's results, held by the runner while an array's graph holds this (client side only:
     a copy, as a task's argument, is a plain ``_HeldRef``)."""
 
-    __slots__ = ("runner_id", "run", "__weakref__")
+    __slots__ = ("runner_id", "run", "actor", "__weakref__")
 
     def __init__(self, entry: _Client, run: int):
-        self.runner_id, self.run = entry.runner_id, run
+        self.runner_id, self.run, self.actor = entry.runner_id, run, entry.actor
         weakref.finalize(self, _release, entry, run)
 
     def __reduce__(self):
-        return _HeldRef, (self.runner_id, self.run)
+        return _HeldRef, (self.runner_id, self.run, self.actor)
 
 
 class _HeldRef:
-    __slots__ = ("runner_id", "run")
+    __slots__ = ("runner_id", "run", "actor")
 
-    def __init__(self, runner_id, run):
-        self.runner_id, self.run = runner_id, run
+    def __init__(self, runner_id, run, actor):
+        self.runner_id, self.run, self.actor = runner_id, run, actor
 
 
 def _release(entry: _Client, run: int) -> None:
@@ -212,18 +234,26 @@ def _release(entry: _Client, run: int) -> None:
 
 
 def _held_part(held, k):
-    """A result's chunk: output ``k`` of call ``held.run``, once the runner has run it."""
+    """A result's chunk: output ``k`` of call ``held.run``, once the runner has run it (in the
+    runner's process from its state, elsewhere by asking the actor)."""
     state = _STATES.get(held.runner_id)
-    if state is None:
+    if state is not None:
+        return _wait_result(state, held.run, k)
+    if held.actor is None:
         raise RuntimeError("pmap on the dask executor: the runner that held this result is gone "
                            "(its cluster was closed); run the pmap again on the new cluster")
+    return held.actor.read(held.run, k).result()  # the runner's error, if the call raised one
+
+
+def _wait_result(state: _State, run: int, k: int):
+    """Output ``k`` of call ``run`` from the runner's state, once the runner has run it."""
     with state.cv:
-        if not state.cv.wait_for(lambda: state.last_run >= held.run or state.stopped, _READ_TIMEOUT):
-            raise TimeoutError(f"pmap on the dask executor: call {held.run} did not finish within "
+        if not state.cv.wait_for(lambda: state.last_run >= run or state.stopped, _READ_TIMEOUT):
+            raise TimeoutError(f"pmap on the dask executor: call {run} did not finish within "
                                f"{_READ_TIMEOUT:.0f} s")
-        got = state.results.get(held.run)
+        got = state.results.get(run)
     if got is None:
-        raise RuntimeError(f"pmap on the dask executor: the result of call {held.run} was released "
+        raise RuntimeError(f"pmap on the dask executor: the result of call {run} was released "
                            f"(or its runner stopped) before it was read")
     if isinstance(got, BaseException):
         raise got
@@ -239,13 +269,13 @@ def _input_ref(entry: _Client, ex, b, mapped, n):
         if held is not None and held[0].runner_id == entry.runner_id:
             return ("held", held[0].run, held[1]), held[0]
         host = b.__dict__.get("_arrayx_host")
-        if host is not None and host.shape == b.shape:
-            return ("value", None, host), None
+        if host is not None and host.shape == b.shape and entry.local:
+            return ("value", None, host), None  # by reference: the runner is in this process
         name = b.name
         if name in entry.sent:
             entry.sent.move_to_end(name)
             return ("named", name), None
-        value = np.asarray(ex.to_host(b))
+        value = np.asarray(host if host is not None and host.shape == b.shape else ex.to_host(b))
         entry.sent[name] = True
         if len(entry.sent) > 16:
             old, _ = entry.sent.popitem(last=False)
@@ -254,9 +284,11 @@ def _input_ref(entry: _Client, ex, b, mapped, n):
     return ("value", None, np.asarray(b)), None
 
 
-def run(entry: _Client, ex, graph, name, n, bufs, flags, wrap):
+def run(entry: _Client, ex, graph, n, bufs, flags, program, wrap):
     """One pmap call posted to ``entry``'s runner: the results, one dask array per output (each
-    made an array of ``ex`` by ``wrap``)."""
+    made an array of ``ex`` by ``wrap``).  ``program(local)`` is the call as a function of its
+    inputs' values returning the outputs' (NumPy arrays, every member's stacked), for a runner in
+    this process (``local``) or in another (picklable, with nothing of this process)."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
@@ -265,15 +297,24 @@ def run(entry: _Client, ex, graph, name, n, bufs, flags, wrap):
         ref, held = _input_ref(entry, ex, b, f, n)
         inputs.append(ref)
         keep.append(held)  # the inputs' results stay held until the call is posted
-    state = _STATES.get(entry.runner_id)
+    gid = graph.derived.get(("pmap runner", entry.runner_id))
+    if gid is None:  # the member graph goes to the runner once
+        gid = graph.derived[("pmap runner", entry.runner_id)] = next(entry.graphs)
+        entry.post(("graph", gid, program(entry.local)))
     run_no = next(entry.runs)
-    if state is not None and run_no - state.last_run > _MAX_AHEAD:
-        with state.cv:  # the runner is far behind: wait for it (bounded queue)
-            state.cv.wait_for(lambda: run_no - state.last_run <= _MAX_AHEAD // 2 or state.stopped, _READ_TIMEOUT)
-    entry.post(("call", run_no, graph, name, n, tuple(flags), tuple(inputs)))
+    if run_no - entry.finished > _MAX_AHEAD:  # the runner is far behind: wait for it (a bounded queue)
+        state = _STATES.get(entry.runner_id) if entry.local else None
+        if state is not None:
+            with state.cv:
+                state.cv.wait_for(lambda: run_no - state.last_run <= _MAX_AHEAD // 2 or state.stopped,
+                                  _READ_TIMEOUT)
+                entry.finished = state.last_run
+        else:
+            entry.finished = entry.actor.wait_run(run_no - _MAX_AHEAD // 2, _READ_TIMEOUT).result()
+    entry.post(("call", run_no, gid, tuple(inputs)))
     del keep
     held = _Held(entry, run_no)
-    ann = {"workers": [entry.worker], "allow_other_workers": True}
+    ann = {"workers": [entry.worker], "allow_other_workers": True}  # read there, or asked of the actor
     outs = []
     for k, o in enumerate(graph.outputs):
         shape, dtype = (n,) + tuple(o.aval.shape), np.dtype(o.aval.dtype)
@@ -284,3 +325,4 @@ def run(entry: _Client, ex, graph, name, n, bufs, flags, wrap):
         arr._arrayx_pmap_held = (held, k)
         outs.append(wrap(arr, ex))
     return outs
+

@@ -198,7 +198,7 @@ def test_pmap_on_a_dask_cluster_runs_one_task_per_worker(monkeypatch):
     from arrayx.executors import dask as dask_executor
     from arrayx.transforms import pmap_dask
 
-    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", False)
+    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
@@ -265,7 +265,7 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers(mo
     from arrayx.transforms import pmap_dask
     from arrayx.transforms.pmap_dask import held_futures
 
-    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", False)
+    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")

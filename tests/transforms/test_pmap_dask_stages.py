@@ -44,12 +44,24 @@ def _run(lib, n, steps=3):
     return out
 
 
-@pytest.fixture(params=["actor", "tasks"])
+@pytest.fixture(params=["actor", "actor-shipped", "tasks"])
 def runner(request, monkeypatch):
-    """Each dask runner on an in-process cluster: the runner actor (the default) or the tasks."""
-    from arrayx.transforms import pmap_dask
+    """Each dask runner on an in-process cluster: the runner actor (the default), the runner actor
+    as it runs in a worker process (the call shipped as the task runner's compiled stages, inputs
+    sent once by name, progress asked of the actor), or the tasks."""
+    from arrayx.transforms import pmap_dask, pmap_dask_actor
 
-    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", request.param == "actor")
+    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", request.param != "tasks")
+    if request.param == "actor-shipped":
+        placed = pmap_dask_actor.runner_for
+
+        def as_if_remote(client, cluster_workers=None):
+            entry = placed(client, cluster_workers)
+            if entry is not None:
+                entry.local = False
+            return entry
+
+        monkeypatch.setattr(pmap_dask_actor, "runner_for", as_if_remote)
     return request.param
 
 
@@ -94,7 +106,7 @@ def test_a_deferred_result_is_read_from_its_held_values_only(monkeypatch):
     from arrayx.transforms import pmap_dask
     from arrayx.transforms.pmap_dask import held_futures
 
-    monkeypatch.setattr(pmap_dask, "IN_PROCESS_RUNNER", False)
+    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
@@ -267,3 +279,28 @@ def test_an_error_in_a_call_is_raised_by_its_reads_and_the_next_calls(runner):
         finally:
             dask_executor.disconnect()
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.slow
+def test_the_runner_actor_on_worker_processes_matches_numpy_bits():
+    # a cluster of worker processes: small calls go to the runner actor in a worker process (the
+    # compiled stages shipped once), reads are tasks there; the bits of the numpy executor
+    distributed = pytest.importorskip("distributed")
+    from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask_actor
+
+    if not ax.executors.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    want = _run("numpy", 4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        client = dask_executor.connect(cluster)
+        try:
+            got = _run("dask", 4)
+            entry = pmap_dask_actor.runner_for(client)
+        finally:
+            dask_executor.disconnect()
+    assert entry is not None and not entry.local
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype)
+        np.testing.assert_array_equal(g, w, err_msg=f"result {k}")
