@@ -95,15 +95,64 @@ def _mlp_loss(lib, relu):
     return loss
 
 
+#: SELU's constants (the jit SELU row)
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+
+def selu(lib):
+    return lambda x: SELU_SCALE * lib.where(x > 0, x, SELU_ALPHA * (lib.exp(x) - 1))
+
+
+def sgd(value_and_grad, tree_map, loss):
+    """One SGD step of ``loss``: (its value, the updated parameters)."""
+    def step(p, x, y):
+        v, g = value_and_grad(loss)(p, x, y)
+        return v, tree_map(lambda w, d: w - 0.01 * d, p, g)
+    return step
+
+
+def sizes(quick: bool) -> dict:
+    """The rows' sizes (--quick: small ones, for a dry run on a CPU)."""
+    return {"exp": 2**16 if quick else 2**24, "selu": 2**16 if quick else 2**26, "mm": 256 if quick else 4096,
+            "mlp": (64, (128, 256, 256, 128)) if quick else (2048, (1024, 4096, 4096, 1024)),
+            "per-example": (16 if quick else 128, (784, 512, 512, 10)), "cnn": (16,) if quick else (64, 256),
+            "attention": (2, 64, 64, 4) if quick else (8, 1024, 512, 8)}
+
+
+def attention(lib, softmax, ab, seq, d, heads):
+    """softmax(q k^T / sqrt(d)) v over ``heads`` heads, q, k, v = q @ w[0], w[1], w[2]; the mean square."""
+    def f(w, q):
+        hd = d // heads
+        qs, ks, vs = (lib.reshape(q @ w[i], (ab, seq, heads, hd)) for i in range(3))
+        qs, ks, vs = (lib.permute_dims(t, (0, 2, 1, 3)) for t in (qs, ks, vs))
+        att = softmax((qs @ lib.matrix_transpose(ks)) / np.float32(np.sqrt(hd)), axis=-1)
+        return lib.mean((att @ vs) ** 2)
+    return f
+
+
+def cnn_losses():
+    """The CNN row's loss in arrayx and in JAX (benchmarks/bench_cnn.py's model)."""
+    import jax
+    import jax.numpy as jnp
+
+    from benchmarks.bench_cnn import cnn_loss
+
+    jloss = cnn_loss(jnp, jax.lax.conv, lambda h: jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
+                                                                     (1, 1, 2, 2), "VALID"),
+                     jax.nn.log_softmax, lambda t, n: jax.nn.one_hot(t, n, dtype=jnp.float32))
+    aloss = cnn_loss(ax, ax.lax.conv, lambda h: ax.lax.max_pool(h, (2, 2)), ax.nn.log_softmax,
+                     lambda t, n: ax.nn.one_hot(t, n, dtype=ax.float32))
+    return aloss, jloss
+
+
 def tpu_rows(quick: bool):
     import jax
     import jax.numpy as jnp
 
     bf16 = jnp.bfloat16
-    n_exp = 2**16 if quick else 2**24
-    n_selu = 2**16 if quick else 2**26
-    mm = 256 if quick else 4096
-    batch, sizes = (64, (128, 256, 256, 128)) if quick else (2048, (1024, 4096, 4096, 1024))
+    size = sizes(quick)
+    n_exp, n_selu, mm = size["exp"], size["selu"], size["mm"]
+    batch, mlp_sizes = size["mlp"]
     rng = np.random.default_rng(1)
 
     def tree_j(t, dt=None):
@@ -135,24 +184,13 @@ def tpu_rows(quick: bool):
     # jit SELU
     s = rng.standard_normal(n_selu).astype(np.float32)
     sa, sj = ax.asarray(s), jnp.asarray(s)
-    alpha, scale = 1.6732632423543772, 1.0507009873554805
-
-    def selu(lib):
-        return lambda x: scale * lib.where(x > 0, x, alpha * (lib.exp(x) - 1))
-
     fa, fj = ax.jit(selu(ax)), jax.jit(selu(jnp))
     rows[f"jit selu, {n_selu} float32"] = (lambda: _block_ax(fa(sa)), lambda: jax.block_until_ready(fj(sj)), 1e-6)
     # MLP train step, float32 and bfloat16
-    params = _mlp(None, sizes, np.float32)
-    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
-    y = rng.standard_normal((batch, sizes[-1])).astype(np.float32)
-    la, lj = _mlp_loss(ax, lambda h: ax.maximum(h, 0)), _mlp_loss(jnp, jax.nn.relu)
-
-    def sgd(value_and_grad, tree_map, loss):
-        def step(p, x, y):
-            v, g = value_and_grad(loss)(p, x, y)
-            return v, tree_map(lambda w, d: w - 0.01 * d, p, g)
-        return step
+    params = _mlp(None, mlp_sizes, np.float32)
+    x = rng.standard_normal((batch, mlp_sizes[0])).astype(np.float32)
+    y = rng.standard_normal((batch, mlp_sizes[-1])).astype(np.float32)
+    la, lj = _mlp_loss(ax, ax.nn.relu), _mlp_loss(jnp, jax.nn.relu)  # each library's relu (derivative 0 at 0)
 
     step_a = ax.jit(sgd(ax.value_and_grad, ax.pytree.map, la))
     step_j = jax.jit(sgd(jax.value_and_grad, jax.tree.map, lj))
@@ -164,7 +202,7 @@ def tpu_rows(quick: bool):
             lambda pa=pa, xa_=xa_, ya_=ya_: _block_ax(step_a(pa, xa_, ya_)),
             lambda pj=pj, xj_=xj_, yj_=yj_: jax.block_until_ready(step_j(pj, xj_, yj_)), tol)
     # the same MLP with each library's defaults: weights and data straight from NumPy float64
-    params64 = _mlp(None, sizes, np.float64)
+    params64 = _mlp(None, mlp_sizes, np.float64)
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     pa, pj = tree_a(params64), tree_j(params64)
     xa_, xj_, ya_, yj_ = ax.asarray(x64), jnp.asarray(x64), ax.asarray(y64), jnp.asarray(y64)
@@ -179,8 +217,7 @@ def tpu_rows(quick: bool):
     rows["ten sgd steps jit(fori_loop) float32"] = (lambda: _block_ax(ten_a(pa, xa_, ya_)),
                                                     lambda: jax.block_until_ready(ten_j(pj, xj_, yj_)), 1e-3)
     # per-example gradients
-    pe_sizes = (784, 512, 512, 10)
-    pe_batch = 16 if quick else 128
+    pe_batch, pe_sizes = size["per-example"]
     pp = _mlp(None, pe_sizes, np.float32)
     px = rng.standard_normal((pe_batch, pe_sizes[0])).astype(np.float32)
     py = rng.standard_normal((pe_batch, pe_sizes[-1])).astype(np.float32)
@@ -191,39 +228,26 @@ def tpu_rows(quick: bool):
     rows[f"per-example grads jit(vmap(grad)) batch {pe_batch} float32"] = (
         lambda: _block_ax(pea(ppa, pxa, pya)), lambda: jax.block_until_ready(pej(ppj, pxj, pyj)), 1e-4)
     # CNN step through lax.conv
-    from benchmarks.bench_cnn import _data, _step, cnn_loss
+    from benchmarks.bench_cnn import _data, _step
 
     # batch 64 too: XLA:TPU compiles JAX's step there in ~40 s of CPU (the kernel gradient's 28x28-window
     # convolution; minutes at 256), so the row has JAX's time within the row timeout
-    jloss = cnn_loss(jnp, jax.lax.conv, lambda h: jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2),
-                                                                     (1, 1, 2, 2), "VALID"),
-                     jax.nn.log_softmax, lambda t, n: jax.nn.one_hot(t, n, dtype=jnp.float32))
-    aloss = cnn_loss(ax, ax.lax.conv, lambda h: ax.lax.max_pool(h, (2, 2)), ax.nn.log_softmax,
-                     lambda t, n: ax.nn.one_hot(t, n, dtype=ax.float32))
+    aloss, jloss = cnn_losses()
     cj = jax.jit(_step(jax.value_and_grad(jloss), jax.tree.map))
     ca = ax.jit(_step(ax.value_and_grad(aloss), ax.pytree.map))
-    for cb in (16,) if quick else (64, 256):
+    for cb in size["cnn"]:
         images, labels, cparams = _data(cb)
         cja = (tree_j(cparams), jnp.asarray(images), jnp.asarray(labels.astype(np.int32)))
         caa = (tree_a(cparams), ax.asarray(images), ax.asarray(labels.astype(np.int32)))
         rows[f"cnn train step lax.conv batch {cb} float32"] = (lambda caa=caa: _block_ax(ca(*caa)),
                                                              lambda cja=cja: jax.block_until_ready(cj(*cja)), 1e-3)
     # attention block: softmax(q k^T / sqrt(d)) v, value_and_grad of its mean square
-    ab, seq, d, heads = (2, 64, 64, 4) if quick else (8, 1024, 512, 8)
+    ab, seq, d, heads = size["attention"]
     q = rng.standard_normal((ab, seq, d)).astype(np.float32)
     wq = (rng.standard_normal((3, d, d)) / np.sqrt(d)).astype(np.float32)
 
-    def attention(lib, softmax):
-        def f(w, q):
-            hd = d // heads
-            qs, ks, vs = (lib.reshape(q @ w[i], (ab, seq, heads, hd)) for i in range(3))
-            qs, ks, vs = (lib.permute_dims(t, (0, 2, 1, 3)) for t in (qs, ks, vs))
-            att = softmax((qs @ lib.matrix_transpose(ks)) / np.float32(np.sqrt(hd)), axis=-1)
-            return lib.mean((att @ vs) ** 2)
-        return f
-
-    att_a = ax.jit(ax.value_and_grad(attention(ax, ax.nn.softmax)))
-    att_j = jax.jit(jax.value_and_grad(attention(jnp, jax.nn.softmax)))
+    att_a = ax.jit(ax.value_and_grad(attention(ax, ax.nn.softmax, ab, seq, d, heads)))
+    att_j = jax.jit(jax.value_and_grad(attention(jnp, jax.nn.softmax, ab, seq, d, heads)))
     qa, qj, wa, wj = ax.asarray(q), jnp.asarray(q), ax.asarray(wq), jnp.asarray(wq)
     rows[f"attention block jit(value_and_grad) {ab}x{seq}x{d}, {heads} heads float32"] = (
         lambda: _block_ax(att_a(wa, qa)), lambda: jax.block_until_ready(att_j(wj, qj)), 1e-3)

@@ -155,12 +155,14 @@ def _place(canonical, spec):
     return tuple(out)
 
 
-@pytest.mark.parametrize("stacked", [True, False], ids=["stacked", "per-position"])
+@pytest.mark.parametrize("form", ["diagonal", "stacked", "per-position"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "x".join(map(str, c[1])))
 def test_the_position_products_are_the_numpy_executors_convolution(tpu_formulas_on_the_cpu, monkeypatch, case,
-                                                                   stacked):
+                                                                   form):
     jax_lax = tpu_formulas_on_the_cpu
-    if not stacked:
+    if form != "diagonal":
+        monkeypatch.setattr(jax_lax, "_DIAGONAL_BYTES", -1)
+    if form == "per-position":
         monkeypatch.setattr(jax_lax, "_STACK_BYTES", 0)
     lhs_shape, rhs_shape, strides, padding, rhs_dilation, dn = case
     rng = np.random.default_rng(1)
@@ -169,11 +171,36 @@ def test_the_position_products_are_the_numpy_executors_convolution(tpu_formulas_
                   groups=1, dimension_numbers=dn)
     ex = base.get("jax")
     assert jax_lax._window_heavy(lhs, rhs, **params)
+    assert (jax_lax._diagonal_extent(lhs, rhs, **params) is not None) == (form == "diagonal")
     got = ex.scoped(lambda a, b: np.asarray(ex.overrides["conv"](ex.xp.asarray(a), ex.xp.asarray(b), **params)))(
         lhs, rhs)
     want = base.get("numpy").overrides["conv"](lhs, rhs, **params)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("case", CONV_CASES[:5], ids=lambda c: "x".join(map(str, c[1])))
+def test_the_diagonal_products_keep_infinities_and_nans_where_the_numpy_executor_has_them(tpu_formulas_on_the_cpu,
+                                                                                         case, dtype):
+    """The diagonal form computes products of every input position with every last-axis window element
+    and keeps the diagonal: the others' infinities and NaNs (inf * 0) must not reach an output."""
+    jax_lax = tpu_formulas_on_the_cpu
+    lhs_shape, rhs_shape, strides, padding, rhs_dilation, dn = case
+    rng = np.random.default_rng(3)
+    lhs = rng.integers(-3, 4, size=_place(lhs_shape, dn[0])).astype(dtype)  # integers: exact sums in any order
+    rhs = rng.integers(-3, 4, size=_place(rhs_shape, dn[1])).astype(dtype)
+    lhs.flat[:3] = np.inf, -np.inf, np.nan  # at a corner: the windows away from it stay finite
+    params = dict(strides=strides, padding=padding, lhs_dilation=(1,) * len(strides), rhs_dilation=rhs_dilation,
+                  groups=1, dimension_numbers=dn)
+    ex = base.get("jax")
+    assert jax_lax._diagonal_extent(lhs, rhs, **params) is not None
+    got = ex.scoped(lambda a, b: np.asarray(ex.overrides["conv"](ex.xp.asarray(a), ex.xp.asarray(b), **params)))(
+        lhs, rhs)
+    want = base.get("numpy").overrides["conv"](lhs.astype(np.float64), rhs.astype(np.float64), **params)
+    assert got.dtype == lhs.dtype and got.shape == want.shape
+    assert np.isnan(want).any() and np.isfinite(want).any()  # the case reaches both kinds of output
+    np.testing.assert_array_equal(got, want.astype(dtype))
 
 
 @pytest.mark.parametrize("kind", ["max", "min"])

@@ -122,7 +122,8 @@ def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
 
 
 def _slice_update(x, v, *, key):
-    return x.at[native_basic_key(key)].set(v)
+    from arrayx.executors.jax.indexing import slice_update  # a window by concatenation, not a scatter
+    return slice_update(x, v, native_basic_key(key))
 
 
 def _starts(starts):
