@@ -4,9 +4,11 @@ inputs (8 float32 elements, a 4x4 matmul), on the default JAX device: what array
 "eager a + b, 8 float32" row, >= 0.97x JAX).
 
 Run:  python benchmarks/bench_jax_dispatch.py [--tree PATH] [--rounds N] [--number N]
-      python benchmarks/bench_jax_dispatch.py --compare BEFORE AFTER... [--passes 3]
+      python benchmarks/bench_jax_dispatch.py --compare BEFORE AFTER... [--passes 3] [--host-devices N]
       (one process per tree, the trees alternating, ``--passes`` times; keeps each tree's best per op
-      and writes benchmarks/results/jax_dispatch.json)
+      and writes benchmarks/results/jax_dispatch.json, or jax_dispatch_host_devices.json with
+      ``--host-devices``: JAX's CPU backend split into N devices, so that, as on a process with an
+      accelerator, no large-result pool, chain recording or BLAS route is on)
 
 ``--tree`` runs the arrayx package found under PATH (e.g. an export of an earlier commit:
 ``git archive <commit> arrayx | tar -x -C /tmp/base``).  Each op is timed as ``number`` calls per
@@ -67,7 +69,7 @@ def measure(tree: str, rounds: int, number: int) -> dict:
                 for side in (0, 1):
                     s = timeit.Timer(fns[side], timer=timer).timeit(number) / number
                     best[t, name, side] = min(best[t, name, side], s)
-    out = {"tree": tree, "jax": jax.__version__, "device": str(jax.devices()[0]),
+    out = {"tree": tree, "jax": jax.__version__, "device": str(jax.devices()[0]), "devices": len(jax.devices()),
            "global_x64_after": bool(jax.config.jax_enable_x64)}
     for t in timers:
         out[t] = {name: {"arrayx_us": round(best[t, name, 0] * 1e6, 3), "jax_numpy_us": round(best[t, name, 1] * 1e6, 3),
@@ -77,12 +79,17 @@ def measure(tree: str, rounds: int, number: int) -> dict:
 
 def compare(args) -> dict:
     """Run each tree in its own process, alternating, ``passes`` times; keep each tree's best per op."""
+    import os
+
+    env = dict(os.environ)
+    if args.host_devices:
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={args.host_devices}"
     best: dict = {}
     for _ in range(args.passes):
         for tree in args.compare:
             line = subprocess.run([sys.executable, __file__, "--tree", tree, "--rounds", str(args.rounds),
                                    "--number", str(args.number)], check=True, capture_output=True,
-                                  text=True).stdout.strip().splitlines()[-1]
+                                  text=True, env=env).stdout.strip().splitlines()[-1]
             got = json.loads(line)
             have = best.setdefault(tree, got)
             for t in ("cpu", "wall"):
@@ -91,11 +98,11 @@ def compare(args) -> dict:
                     for side in ("arrayx_us", "jax_numpy_us"):
                         old[side] = min(old[side], row[side])
                     old["ratio"] = round(old["jax_numpy_us"] / old["arrayx_us"], 3)
-    import os
-
-    result = {"command": "python benchmarks/bench_jax_dispatch.py --compare " + " ".join(args.compare),
-              "load_average": os.getloadavg(), "trees": best}
-    path = HERE / "results" / "jax_dispatch.json"
+    command = "python benchmarks/bench_jax_dispatch.py --compare " + " ".join(args.compare)
+    if args.host_devices:
+        command += f" --host-devices {args.host_devices}"
+    result = {"command": command, "load_average": os.getloadavg(), "trees": best}
+    path = HERE / "results" / ("jax_dispatch_host_devices.json" if args.host_devices else "jax_dispatch.json")
     path.write_text(json.dumps(result, indent=1) + "\n")
     for tree, got in best.items():
         print(tree)
@@ -113,6 +120,7 @@ def main() -> dict:
     p.add_argument("--number", type=int, default=1000)
     p.add_argument("--compare", nargs="+", metavar="TREE")
     p.add_argument("--passes", type=int, default=3)
+    p.add_argument("--host-devices", type=int, default=0)
     args = p.parse_args()
     if args.compare:
         return compare(args)
