@@ -379,7 +379,7 @@ class JaxExecutor(Executor):
     #: on CPU), not ``jax.Array.__getitem__``, which dispatches jax.numpy's indexing steps one by one
     #: (``x[int array]`` 1.4 ms -> 0.3 ms; read by ``api/indexing.py``'s ``_eager_native_key``)
     general_eager_keys = True
-    #: run each op as one ``jax.jit`` call (see ``_Jitted``); False: plain op-by-op jax.numpy
+    #: run each op as one ``jax.jit`` call (``eager.Jitted``); False: plain op-by-op jax.numpy
     jit_ops = _config.get("ARRAYX_JAX_JIT_OPS")
     #: primitive name -> implementation, where ``getattr(jax.numpy, name)`` is not what the standard says
     overrides: dict = {

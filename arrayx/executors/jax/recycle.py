@@ -12,7 +12,7 @@ call depending on which results were alive when (a 124 MB ``rfft`` result that f
 72-77 ms of CPU time, 33 ms written into a donated one; NumPy's whole ``rfft`` 38 ms).
 
 How: a result of :data:`MIN_BYTES` or more of an eager operation (``Recycling``: the per-op
-``jax.jit`` of ``executor._Jitted``, the folded transposed ``matmul`` of ``permuted.py``, the
+``jax.jit`` programs of ``eager.Jitted``, the folded transposed ``matmul`` of ``permuted.py``, the
 programs of recorded chains in ``fused.py``) is also kept by :data:`SPARES`.  Once nothing else
 references it (its Python reference count is the pool's own: the arrayx array that held it was
 dropped or rebound, as ``x += y`` does), the next
