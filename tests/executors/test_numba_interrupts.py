@@ -2,7 +2,7 @@
 any bytecode of a call leaves the team of worker threads usable, and the next call right.
 
 A fresh process calls a fused jitted function, an eager elementwise kernel (on the team) and an
-eager reduction (a parallel Numba kernel) in a loop while a timer interrupts it at random points,
+eager reduction (a Numba kernel on the team) in a loop while a timer interrupts it at random points,
 each interrupt a KeyboardInterrupt caught by the loop; then last calls must return the values the
 first ones did, and the reduction must still run as a Numba kernel, from this thread and another
 one (not on NumPy for good: a launch guard left taken).  A call that hangs (a lock left held by an
@@ -37,7 +37,7 @@ seconds, wanted, seed, limit = float(sys.argv[2]), int(sys.argv[3]), int(sys.arg
 ex = base.get("numba")
 ex.fusion_min_size = ex.fusion_parallel_size = 0  # a parallel fused kernel: run by the team
 ex.min_team_share = 0  # the eager kernel runs on the team too, however little the workers take
-ex.thresholds["reduction"] = 1  # the sum below runs as Numba's parallel kernel
+ex.thresholds["reduction"] = 1  # the sum below runs as a Numba kernel on the team
 native = []  # whether each eager kernel ran (False: it went to NumPy)
 real_call = ex._call
 def spy(*args, **kw):

@@ -86,9 +86,10 @@ __all__ = ["NumbaExecutor", "DEFAULT_THRESHOLDS", "NATIVE"]
 #:   float64 one at 1.0-16x; arithmetic is memory-bound and crosses at 256-512K (float64) and
 #:   512K-1M (float32): 1.0-1.5x at 1M (``where`` 4-9x at any size);
 #: - "moment" (mean, var, std: one fused pass where NumPy makes three to five) from ~1M;
-#: - "reduction" (sum, prod) and "extremum" (min, max) run as parfors kernels (workqueue layer, a
-#:   launch 35-150 us) and only break even at 4-16M elements (their single-thread speed equals
-#:   NumPy's), so they go native for larger arrays only.  Lower the thresholds where cores are idle.
+#: - "reduction" (sum, prod) and "extremum" (min, max) ran as parfors kernels (workqueue layer, a
+#:   launch 35-150 us) when these were measured, and only broke even at 4-16M elements (their
+#:   single-thread speed equals NumPy's), so they go native for larger arrays only; they now run on
+#:   ``numba.team`` like the elementwise kernels.  Lower the thresholds where cores are idle.
 #: - "short rows": any of those reductions over the last axis of a C array whose rows are short
 #:   (at most ``SHORT_ROW`` elements: logsumexp's and softmax's max/sum over axis 1 of (N, 64)),
 #:   where NumPy pays a loop start per row: max of (N, 64) ran natively at 1.3x NumPy from 512K

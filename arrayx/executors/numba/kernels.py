@@ -123,7 +123,7 @@ _HEADER = '''\
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from arrayx.executors.numba import math as nm
 
@@ -215,23 +215,39 @@ _ELEMENTWISE_FIXUP = '''\
 # Reductions take x as (outer, red, inner), C-contiguous, and write one partial result per
 # (outer row, split of the reduced axis, inner column) to part[outer, nsplit, inner]: the
 # work items are (row, split) pairs, so one long row and many short rows both run in parallel.
+# Like the elementwise kernels they run on ``numba.team``: chunks of ``group`` work items, claimed
+# by the threads entering the kernel, compiled for one thread (no parfors: a third of the compile
+# time, and the serial and parallel executor share the kernel); returns the chunks this thread ran.
+# Each work item's result does not depend on the thread that computes it.
 _REDUCTION = '''
+from arrayx.executors.numba import team as team
+
+
 @{jit}
-def kernel(x, {extra}step, part{extra_out}):
+def kernel(claims, x, {extra}step, group, part{extra_out}):
     outer, red, inner = x.shape
     nsplit = part.shape[1]
+    items = outer * nsplit
+    chunks = (items + group - 1) // group
     flat = x.reshape(x.size)
-    for w in prange(outer * nsplit):
-        o = w // nsplit
-        s = w - o * nsplit
-        lo = s * step
-        hi = min(lo + step, red)
-        if inner == 1:
-            row = flat[o * red + lo:o * red + hi]
+    c = team.claim(claims)
+    mine = 0
+    while c < chunks:
+        for w in range(c * group, min(c * group + group, items)):
+            o = w // nsplit
+            s = w - o * nsplit
+            lo = s * step
+            hi = min(lo + step, red)
+            if inner == 1:
+                row = flat[o * red + lo:o * red + hi]
 {row}
-        else:
-            p = part[o, s]
+            else:
+                p = part[o, s]
 {columns}
+        team.finish(claims)
+        mine += 1
+        c = team.claim(claims)
+    return mine
 '''
 
 # Sums (and products) of one row: blocks of _BLOCK (vectorised, fastmath reassociation allowed),
@@ -571,13 +587,9 @@ def _cached(key: tuple, make):
 
 
 def _jit(parallel: bool, fastmath: set | None = None) -> str:
-    """The decorator line: ``parallel=False`` makes ``prange`` a plain ``range`` (one thread)."""
+    """The decorator line (every kernel is compiled with ``parallel=False``: threads come from ``numba.team``)."""
     fm = sorted(fastmath or {"contract"})
     return _JIT.format(parallel=parallel, fastmath="{" + ", ".join(repr(f) for f in fm) + "}")
-
-
-def _stem(name: str, parallel: bool) -> str:
-    return name if parallel else name + "_serial"
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -680,10 +692,20 @@ def clip_kernel(dtype: np.dtype, bounds: str, parallel: bool = True):
     return _team_kernel(f"clip_{bounds}_{dtype.name}", f"clip, {bounds}, {dtype.name}", dtype, "x, lo, hi, ", body)
 
 
+def reduction_group(outer: int, nsplit: int, step: int, inner: int) -> tuple[int, int]:
+    """(group, chunks): work items per chunk of a reduction kernel, so that a chunk reduces at least
+    ``_CHUNK`` elements (one claim per few microseconds of work), and the chunks of all items."""
+    group = max(1, _CHUNK // max(1, step * inner))
+    items = outer * nsplit
+    return group, -(-items // group)
+
+
 def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = True):
-    """Kernel ``(x, step, part)`` of "sum", "prod", "max" or "min" over axis 1 of x (outer, red, inner),
-    accumulating in ``acc``; part[o, s, :] gets the result of rows s*step ... of slab o.  A float
-    sum also takes ``pabs`` (like part), which gets the sums of absolute values."""
+    """Kernel ``(claims, x, step, group, part)`` of "sum", "prod", "max" or "min" over axis 1 of x
+    (outer, red, inner), accumulating in ``acc``; part[o, s, :] gets the result of rows s*step ... of
+    slab o.  A float sum also takes ``pabs`` (like part), which gets the sums of absolute values.
+    Run alone or on the team (``numba.team``; chunks of ``group`` work items, see ``reduction_group``):
+    ``parallel`` is unused, the same kernel serves both."""
     def make():
         float_sum = op == "sum" and acc.kind == "f"
         extra_out = ", pabs" if float_sum else ""
@@ -706,29 +728,30 @@ def reduction_kernel(op: str, dtype: np.dtype, acc: np.dtype, parallel: bool = T
                                      nan_scan=_NAN_SCAN if count else "")
             cols = _COLUMNS_SELECT.format(pick=_PICK[op].format(a="a"))
             fastmath = None
-        text = _REDUCTION.format(jit=_jit(parallel, fastmath), extra="", extra_out=extra_out, row=row,
-                                 columns=cols)
-        stem = _stem(f"reduce_{op}_{dtype.name}_{acc.name}", parallel)
+        text = _REDUCTION.format(jit=_jit(False, fastmath), extra="", extra_out=extra_out, row=_indent(row, 4),
+                                 columns=_indent(cols, 4))
+        stem = f"reduce_{op}_{dtype.name}_{acc.name}"
         return stem, _HEADER.format(what=f"{op} reduction, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text
-    return _cached(("reduce", op, dtype, acc, parallel), make)
+    return _cached(("reduce", op, dtype, acc), make)
 
 
 def sqdev_kernel(dtype: np.dtype, acc: np.dtype, parallel: bool = True):
-    """Kernel ``(x, mean, step, part)``: sums of (x - mean)**2 over axis 1 of x (outer, red, inner),
-    mean[o, j] per output element, accumulating in ``acc`` (the second pass of var/std)."""
+    """Kernel ``(claims, x, mean, step, group, part)``: sums of (x - mean)**2 over axis 1 of x (outer,
+    red, inner), mean[o, j] per output element, accumulating in ``acc`` (the second pass of
+    var/std); run as ``reduction_kernel``'s kernels are."""
     def make():
         row = _with_abs(_ROW_FOLD, False).format(init="0", block=_BLOCK, op="+",
                                                  load="d = A(blk[k]) - m\n                    v = d * d")
         row = "            m = mean[o, 0]\n" + row
         cols = _with_abs(_COLUMNS_FOLD, False).format(init="0", op="+", col_setup="                m = mean[o]",
                                                       load="d = A(xr[j]) - m[j]\n                    v = d * d")
-        text = _REDUCTION.format(jit=_jit(parallel, {"contract", "reassoc"}), extra="mean, ", extra_out="",
-                                 row=row, columns=cols)
-        stem = _stem(f"reduce_sqdev_{dtype.name}_{acc.name}", parallel)
+        text = _REDUCTION.format(jit=_jit(False, {"contract", "reassoc"}), extra="mean, ", extra_out="",
+                                 row=_indent(row, 4), columns=_indent(cols, 4))
+        stem = f"reduce_sqdev_{dtype.name}_{acc.name}"
         return stem, _HEADER.format(what=f"sum of squared deviations, {dtype.name} -> {acc.name}",
                                     dtype=dtype.name, acc=acc.name) + text
-    return _cached(("sqdev", dtype, acc, parallel), make)
+    return _cached(("sqdev", dtype, acc), make)
 
 
 # The C library's log through a symbol LLVM does not know (see executors/libm.py): never vectorised or replaced.

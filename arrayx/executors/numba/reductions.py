@@ -1,7 +1,7 @@
 """The Numba executor's eager reductions (sum, prod, max, min, mean, var, std): the array viewed as
-(outer, reduced, inner), folded by parallel kernels into partial results, and the thresholds by
-layout that decide when the kernel runs at all ("short rows", "columns": see
-``executor.DEFAULT_THRESHOLDS``).
+(outer, reduced, inner), folded into partial results by kernels that run on the team of threads
+(``numba.team``), and the thresholds by layout that decide when the kernel runs at all ("short
+rows", "columns": see ``executor.DEFAULT_THRESHOLDS``).
 """
 from __future__ import annotations
 
@@ -89,12 +89,15 @@ def _build_reduction(ex, name: str, fallback):
         outer, _, inner = x3.shape
         part = np.empty((outer, nsplit, inner), acc)
         pabs = np.empty_like(part) if op == "sum" and acc.kind == "f" else None
+        group, chunks = K.reduction_group(outer, nsplit, step, inner)  # (on the team: numba.team)
         if op == "sqdev":
-            ran = ex._call(name, dt, kernels, (dt, acc), K.sqdev_kernel, x3, mean, step, part)
+            ran = ex._call(name, dt, kernels, (dt, acc), K.sqdev_kernel, x3, mean, step, group, part, chunks=chunks)
         elif pabs is not None:
-            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part, pabs)
+            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, group, part, pabs,
+                           chunks=chunks)
         else:
-            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, part)
+            ran = ex._call(name, dt, kernels, (op, dt, acc), K.reduction_kernel, x3, step, group, part,
+                           chunks=chunks)
         if not ran:
             return None
         if nsplit == 1:
