@@ -11,7 +11,12 @@ Run:  PYTHONPATH=DIR python benchmarks/tpu_aot.py [--batch 64 256] [--sides arra
 Measured 2026-12-06 (JAX 0.10.2, libtpu 0.0.42.1, this 2-core machine at load 8-14): JAX's step
 compiled in 39 s of CPU at batch 64 and 143 s at 256 (the kernel gradient's 28x28-window
 convolution); arrayx's (products there on a TPU, executors/jax/lax.py) in 5-6 s for the whole
-process.  Cost model: arrayx 0.12 / 0.24 ms, JAX 0.10 / 0.20 ms at batch 64 / 256.
+process.  Cost model then: arrayx 0.12 / 0.24 ms, JAX 0.10 / 0.20 ms at batch 64 / 256; with the
+kernel gradient as one product and a diagonal sum (session 20): arrayx 0.103 / 0.201 ms (JAX's time
+over arrayx's: 0.957 / 0.970), compiled in 4.3 / 6.6 s of CPU (JAX's: 26 s at batch 64).
+
+benchmarks/tpu_aot_rows.py does the same for every jitted row of bench_tpu.py, both libraries, with
+the optimized HLO's ops by opcode (benchmarks/results/tpu_aot.json).
 """
 from __future__ import annotations
 

@@ -139,8 +139,9 @@ def slice_update(x, v, key):
     unit-step slices, None, Ellipsis: ``window_of``) is placed by concatenation, not XLA's scatter
     that ``x.at[key].set`` lowers to: the gradient of ``w[i]`` is such a write into zeros, and XLA:TPU
     compiled the attention block of benchmarks/bench_tpu.py (three of them) in 12.1 s of CPU with the
-    scatters (or dynamic-update-slices), 9.1 s this way (JAX's own program, pads: 7.8 s), its cost
-    model 4.47 -> 4.40 ms (JAX's 4.37; benchmarks/tpu_aot_rows.py).  Other keys: ``x.at[key].set``."""
+    scatters (or dynamic-update-slices), 9.1-9.8 s this way (JAX's own program, pads: 7.8-8.3 s), its
+    cost model 4.47 -> 4.40 ms (JAX's 4.37; benchmarks/results/tpu_aot.json).  Other keys:
+    ``x.at[key].set``."""
     import jax.numpy as jnp
 
     w = window_of(x.shape, key)
