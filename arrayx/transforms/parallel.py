@@ -27,7 +27,8 @@ runs it on the executor of its arguments:
   between collectives (the NumPy-compiled segment run on each member in turn); a segment's task
   combines the collectives it reads from every group's values; on a cluster the last segment runs
   inside the next call (or when a result is read), so a training step is one task per group; on a
-  cluster of in-process workers a call is one message to a runner actor (``pmap_dask_actor``).
+  cluster of in-process workers, and for small calls on any cluster, a call is one message to a
+  runner actor instead (``pmap_dask_actor``).
 
 Under a transform (``grad(pmap(f))``, ``jit``, ``vmap``) ``pmap`` is ``vmap(f, axis_name=...)``:
 the same values, on the one executor, differentiable and stageable.
