@@ -69,9 +69,12 @@ the load average at the start.  Issue #42 point 2, on this machine (2 shared cor
   too: the call is shipped once as the task runner's compiled stages of one group holding every
   member (a pickled graph's primitives would not be the worker's), inputs sent once per Dask
   name, a message a call (pickled, over TCP); reads are tasks on the runner's worker.  At load
-  10.5 (the committed JSON): dask 1.34 s, dask_processes 7.80 s, jax 3.02 s, numpy 1.17 s,
-  numba 1.19 s: dask/jax 0.44x (rounds 0.42 / 0.75 / 0.51), dask_processes/jax 2.6x (rounds 3.7
-  / 3.5 / 2.6); after step 100: dask 1.11 s, dask_processes 4.73 s, jax 1.49 s (0.75x, 3.2x).
+  10.5: dask 1.34 s, dask_processes 7.80 s, jax 3.02 s, numpy 1.17 s, numba 1.19 s: dask/jax
+  0.44x (rounds 0.42 / 0.75 / 0.51), dask_processes/jax 2.6x (rounds 3.7 / 3.5 / 2.6); after
+  step 100: dask 1.11 s, dask_processes 4.73 s, jax 1.49 s (0.75x, 3.2x).  At load 5.5 (the
+  committed JSON): dask 1.40 s, dask_processes 4.52 s, jax 2.58 s, numpy 0.55 s, numba 0.55 s:
+  0.54x (rounds 0.64 / 0.70 / 0.50) and 1.75x (rounds 1.7 / 2.8 / 2.9); after step 100 dask
+  1.24 s, dask_processes 2.86 s, jax 1.72 s (0.72x, 1.66x).
 
 What is timed: each executor's process from the first call of ``pmap`` (staging, jax's compile,
 dask's placement of the runner or of the inputs) to the last parameters read on the host;
