@@ -52,6 +52,7 @@ def runner(request, monkeypatch):
     from arrayx.transforms import pmap_dask, pmap_dask_actor
 
     monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", request.param != "tasks")
+    monkeypatch.setattr(pmap_dask_actor, "_MAX_AHEAD", 2)  # the client waits for the runner often
     if request.param == "actor-shipped":
         placed = pmap_dask_actor.runner_for
 
