@@ -255,7 +255,8 @@ def tpu_rows(quick: bool):
 
 
 def _block_ax(v):
-    for leaf in ax.pytree.leaves(v):
+    # one array: no pytree walk (jax.block_until_ready of one jax.Array does none either)
+    for leaf in ((v,) if v.__class__ is ax.Array else ax.pytree.leaves(v)):
         buf = leaf._buf if isinstance(leaf, ax.Array) else leaf
         if hasattr(buf, "block_until_ready"):
             buf.block_until_ready()
