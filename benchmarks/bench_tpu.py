@@ -363,8 +363,10 @@ def main(quick: bool = False, output: pathlib.Path | None = None, only: str | No
     # the CNN rows last: on the chip the first call at batch 256 did not return within 100 s in two runs
     # (2026-12-06): XLA:TPU's compile of the kernel gradient's 28x28-window convolution, minutes in JAX's
     # own program too; arrayx's TPU program has products there now (executors/jax/lax.py)
+    precision_done = False
     for name in sorted(work, key=lambda name: name.startswith("cnn")):
-        if name.startswith("cnn") and wanted("matmul precision"):
+        if name.startswith("cnn") and wanted("matmul precision") and not precision_done:  # once, before the CNN rows
+            precision_done = True
             precision = _guarded(lambda phase, row: {"rows": precision_rows(mm, rounds, repeat)}, row_timeout, stuck)
             for row in precision.get("rows") or [{"case": "matmul precision", "error": precision.get("error")}]:
                 keep(row)

@@ -39,7 +39,11 @@ NOT_NEEDED: dict[str, tuple[str, ...]] = {
 #: JAX 0.10.2, libtpu 0.0.42.1); every other platform runs plain jax.numpy
 ONLY_ON: dict[str, tuple[str, ...]] = {
     "signed_zero": ("tpu",),  # XLA:TPU's float32 expm1(-0.0) and sinh(-0.0) are +0.0 (C99 and NumPy: -0.0)
-    "round_large": ("tpu",),  # XLA:TPU's float32 round(355269951488.0) is 355269935104.0, not the value itself
+    # round of floats from 2**23 on gives them back.  Unverified on the chip: the suite failure that led
+    # to it (round(355269951488.0) -> 355269935104.0) was the suite's own (that Python float is
+    # 355269935104.0 in float32, so round returned its input; known_failures/jax-tpu.txt).  Kept, as it
+    # is exact everywhere and costs a compare and a select in a TPU program; the next chip run decides.
+    "round_large": ("tpu",),
 }
 
 
