@@ -26,6 +26,68 @@ def pytest_configure(config) -> None:
     tiers.register(config)  # the slow tier and the executor markers (tests/tiers.py)
     config.addinivalue_line("markers", "dask_chunks(*sizes): the test's dask run once per chunk size (sync "
                                        "scheduler); the other executors once")
+    _share_jax_programs(config)
+
+
+#: environment variables JAX reads its persistent compilation cache settings from when it is imported
+_JAX_CACHE_ENV = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
+
+
+def _share_jax_programs(config) -> None:
+    """One JAX disk cache of compiled programs for the whole pytest session, in a temporary folder
+    made here and removed at the end (``pytest_unconfigure``; never the user's cache folder): the
+    xdist workers (and the Python subprocesses tests start) inherit it through JAX's environment
+    variables, so an eager op's XLA program compiled by one worker is loaded by the other (the
+    README's ``-n 2`` run: both compile many of the same small programs).  Only the controller (or a
+    run without xdist) makes it; a ``JAX_COMPILATION_CACHE_DIR`` the user set is left alone."""
+    import os
+    import tempfile
+
+    if hasattr(config, "workerinput") or os.environ.get(_JAX_CACHE_ENV[0]):
+        return
+    _remove_folders_of_ended_sessions(tempfile.gettempdir())
+    folder = tempfile.mkdtemp(prefix=f"{_JAX_CACHE_PREFIX}{os.getpid()}-")
+    config._arrayx_jax_cache = (folder, {name: os.environ.get(name) for name in _JAX_CACHE_ENV})
+    os.environ[_JAX_CACHE_ENV[0]] = folder
+    os.environ[_JAX_CACHE_ENV[1]] = "0"  # every program: an eager op's is small and quick, and there are thousands
+
+
+_JAX_CACHE_PREFIX = "arrayx-tests-jax-"
+
+
+def _remove_folders_of_ended_sessions(tmp: str) -> None:
+    """The session folders (``<prefix><pid>-*``) of pytest processes that no longer run: a session
+    killed before ``pytest_unconfigure`` leaves its folder behind."""
+    import os
+    import pathlib
+    import shutil
+
+    for folder in pathlib.Path(tmp).glob(f"{_JAX_CACHE_PREFIX}*-*"):
+        pid = folder.name[len(_JAX_CACHE_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # a process of another user has that id: still running
+            pass
+
+
+def pytest_unconfigure(config) -> None:
+    import os
+    import shutil
+
+    made = getattr(config, "_arrayx_jax_cache", None)
+    if made is None:
+        return
+    folder, saved = made
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _dist_chosen(config) -> bool:
