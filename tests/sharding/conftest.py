@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -34,3 +35,22 @@ def json_from_eight_jax_devices(code: str):
                           cwd=root)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+#: the start of every program of :func:`jax_mesh_json`: JAX's 8 devices as a 2 x 4 mesh ``jm`` over the
+#: axes ("x", "y"), ``JP`` for its partition specs, arrayx as ``ax``, ``json`` and NumPy
+MESH_2X4 = textwrap.dedent("""
+    import json
+    import numpy as np, jax
+    import arrayx as ax
+    jm = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+    JP = jax.sharding.PartitionSpec
+""")
+
+
+def jax_mesh_json(body: str):
+    """:func:`json_from_eight_jax_devices` of ``body`` after :data:`MESH_2X4` (skipped where the jax
+    executor is unavailable)."""
+    if not base.get("jax").available():
+        pytest.skip("executor 'jax' unavailable")
+    return json_from_eight_jax_devices(MESH_2X4 + textwrap.dedent(body))

@@ -10,7 +10,6 @@ blocks each result block's task graph reads.  The data are small integers in flo
 sum is exact and every order of addition gives the same bits."""
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ import arrayx as ax
 from arrayx.core import executor as base
 from arrayx.sharding import P, _collectives as C, virtual_devices
 
-from tests.sharding.conftest import json_from_eight_jax_devices, VIRTUAL  # noqa: F401  (and the vex fixture)
+from tests.sharding.conftest import jax_mesh_json, VIRTUAL  # noqa: F401  (and the vex fixture)
 
 #: name -> (axis_name, perm); block shape (2, 3) of a (4, 12) array over a (2, 4) mesh ("x", "y")
 PERMS = {
@@ -309,15 +308,8 @@ def test_dask_result_blocks_read_only_their_sources(eight):
 
 @pytest.fixture(scope="module")
 def jax_values():
-    if not base.get("jax").available():
-        pytest.skip("executor 'jax' unavailable")
-    code = textwrap.dedent("""
-        import json, sys
-        import numpy as np, jax
-        import arrayx as ax
+    return jax_mesh_json("""
         from tests.sharding import test_collectives_blocks as T
-        jm = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
-        JP = jax.sharding.PartitionSpec
         out = {}
         for kind, name in T.CASES:
             if kind == "ppermute":
@@ -337,7 +329,6 @@ def jax_values():
             out[f"{kind} {name}"] = [np.asarray(v).tolist() for v in (ref, eager, jitted)]
         print(json.dumps(out))
     """)
-    return json_from_eight_jax_devices(code)
 
 
 @pytest.mark.parametrize("kind,name", CASES)

@@ -27,7 +27,7 @@ import arrayx as ax
 from arrayx.core import executor as base
 from arrayx.sharding import P, virtual_devices
 
-from tests.sharding.conftest import json_from_eight_jax_devices, VIRTUAL  # noqa: F401  (and the vex fixture)
+from tests.sharding.conftest import jax_mesh_json, VIRTUAL  # noqa: F401  (and the vex fixture)
 
 SIZES = {"x": 2, "y": 4}
 TUPLES = [("x", "y"), ("y", "x")]
@@ -207,15 +207,8 @@ def test_nested_maps_with_axis_names(case, nesting):
 
 @pytest.fixture(scope="module")
 def jax_values():
-    if not base.get("jax").available():
-        pytest.skip("executor 'jax' unavailable")
-    code = textwrap.dedent("""
-        import json
-        import numpy as np, jax
-        import arrayx as ax
+    return jax_mesh_json("""
         from tests.sharding import test_tuple_axes as T
-        jm = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
-        JP = jax.sharding.PartitionSpec
         out = {"counts": [ax.device_count("jax"), ax.local_device_count("jax"), jax.device_count(),
                           jax.local_device_count()]}
         x = T._data()
@@ -244,7 +237,6 @@ def jax_values():
             out[case] = row
         print(json.dumps(out))
     """)
-    return json_from_eight_jax_devices(code)
 
 
 @pytest.mark.parametrize("case", ALL)

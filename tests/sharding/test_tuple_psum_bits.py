@@ -7,16 +7,14 @@ names, pmap(vmap)) against the fold written out here, and JAX (a subprocess with
 jax.lax under jax.shard_map, and arrayx's jax executor) against the same fold."""
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 import pytest
 
 import arrayx as ax
-from arrayx.core import executor as base
 from arrayx.sharding import P, virtual_devices
 
-from tests.sharding.conftest import json_from_eight_jax_devices, VIRTUAL  # noqa: F401  (and the vex fixture)
+from tests.sharding.conftest import jax_mesh_json, VIRTUAL  # noqa: F401  (and the vex fixture)
 
 SIZES = {"x": 2, "y": 4}
 TUPLES = [("x", "y"), ("y", "x")]
@@ -114,14 +112,8 @@ def test_psum_over_a_tuple_is_one_fold_on_every_executor(vex, names, eight):
 
 @pytest.fixture(scope="module")
 def jax_psums():
-    if not base.get("jax").available():
-        pytest.skip("executor 'jax' unavailable")
-    code = textwrap.dedent("""
-        import json
-        import numpy as np, jax
+    return jax_mesh_json("""
         from tests.sharding import test_tuple_psum_bits as T
-        jm = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
-        JP = jax.sharding.PartitionSpec
         out = {}
         for names in T.TUPLES:
             f = jax.jit(jax.shard_map(lambda b: jax.lax.psum(b, names), mesh=jm, in_specs=JP(("x", "y")),
@@ -131,7 +123,6 @@ def jax_psums():
                                    "jit": hexed(T._shard_map("jax", names, True))}
         print(json.dumps(out))
     """)
-    return json_from_eight_jax_devices(code)
 
 
 @pytest.mark.parametrize("names", TUPLES, ids=["xy", "yx"])

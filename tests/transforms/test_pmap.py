@@ -2,6 +2,7 @@
 jax over 4 simulated CPU devices (a subprocess), dask on a LocalCluster with 2 workers."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -192,29 +193,37 @@ def test_pmap_on_four_jax_cpu_devices():
 # -- dask on a LocalCluster with 2 workers ---------------------------------------------------------------
 
 
-def test_pmap_on_a_dask_cluster_runs_one_task_per_worker(monkeypatch):
-    # the task runner (a cluster of worker processes takes it; here forced on an in-process one)
+@contextlib.contextmanager
+def _two_workers():
+    """The dask executor on a cluster of 2 in-process workers, one thread each: (cluster, client)."""
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
-    from arrayx.transforms import pmap_dask
-
-    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
 
     if not ax.executors.get("dask").available():
         pytest.skip("dask executor unavailable")
-    x, y = _inputs(3)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         client = dask_executor.connect(cluster)
         try:
-            assert ax.device_count("dask") == 2
-            with ax.use_executor("dask"):
-                f = ax.pmap(lambda v, w: (ax.psum(ax.sin(v) * w, "i"), ax.all_gather(v + 1.0, "i")), "i",
-                            in_axes=(0, None))
-                with distributed.get_task_stream(client=client) as stream:
-                    s, g = f(ax.asarray(x), ax.asarray(y))
-                    s, g = to_numpy(s), to_numpy(g)
+            yield cluster, client
         finally:
             dask_executor.disconnect()
+
+
+def test_pmap_on_a_dask_cluster_runs_one_task_per_worker(monkeypatch):
+    # the task runner (a cluster of worker processes takes it; here forced on an in-process one)
+    distributed = pytest.importorskip("distributed")
+    from arrayx.transforms import pmap_dask
+
+    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
+    x, y = _inputs(3)
+    with _two_workers() as (cluster, client):
+        assert ax.device_count("dask") == 2
+        with ax.use_executor("dask"):
+            f = ax.pmap(lambda v, w: (ax.psum(ax.sin(v) * w, "i"), ax.all_gather(v + 1.0, "i")), "i",
+                        in_axes=(0, None))
+            with distributed.get_task_stream(client=client) as stream:
+                s, g = f(ax.asarray(x), ax.asarray(y))
+                s, g = to_numpy(s), to_numpy(g)
         workers = set(cluster.scheduler.workers)
     np.testing.assert_allclose(s, np.broadcast_to((np.sin(x) * y).sum(axis=0), x.shape), rtol=1e-12)
     np.testing.assert_allclose(g, np.broadcast_to(x + 1.0, (4,) + x.shape), rtol=1e-12)
@@ -261,25 +270,17 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers(mo
     # nothing again); with one thread per worker a step no longer computes on the cluster from
     # inside a task (it waited for ever)
     distributed = pytest.importorskip("distributed")
-    from arrayx.executors import dask as dask_executor
     from arrayx.transforms import pmap_dask
     from arrayx.transforms.pmap_dask import held_futures
 
     monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
-
-    if not ax.executors.get("dask").available():
-        pytest.skip("dask executor unavailable")
     want_params, want_losses, _ = _train("numpy", 6)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        client = dask_executor.connect(cluster)
-        try:
-            got_params, got_losses, bufs = _train("dask", 6)
-            workers = set(cluster.scheduler.workers)
-            futures = held_futures(bufs[-1])
-            client.gather(futures)
-            held = client.who_has(futures)
-        finally:
-            dask_executor.disconnect()
+    with _two_workers() as (cluster, client):
+        got_params, got_losses, bufs = _train("dask", 6)
+        workers = set(cluster.scheduler.workers)
+        futures = held_futures(bufs[-1])
+        client.gather(futures)
+        held = client.who_has(futures)
     for g, w in zip(got_params, want_params):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-12)
@@ -299,21 +300,13 @@ def test_pmap_training_loop_on_a_dask_cluster_keeps_parameters_on_the_workers(mo
 def test_pmap_training_loop_on_an_in_process_cluster_keeps_parameters_in_the_runner():
     # issue #42 point 2, the runner actor (in-process workers): each step's results are one task per
     # output reading the runner's values of that step, nothing of an earlier step; the bits of numpy
-    distributed = pytest.importorskip("distributed")
-    from arrayx.executors import dask as dask_executor
     from arrayx.transforms import pmap_dask_actor
 
-    if not ax.executors.get("dask").available():
-        pytest.skip("dask executor unavailable")
     want_params, want_losses, _ = _train("numpy", 6)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        client = dask_executor.connect(cluster)
-        try:
-            got_params, got_losses, bufs = _train("dask", 6)
-            entry = pmap_dask_actor.runner_for(client)
-            workers = set(cluster.scheduler.workers)
-        finally:
-            dask_executor.disconnect()
+    with _two_workers() as (cluster, client):
+        got_params, got_losses, bufs = _train("dask", 6)
+        entry = pmap_dask_actor.runner_for(client)
+        workers = set(cluster.scheduler.workers)
     for g, w in zip(got_params, want_params):
         np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(got_losses, want_losses)
