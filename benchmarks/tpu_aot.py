@@ -77,23 +77,30 @@ def _one(side: str, batch: int) -> dict:
             "flops": cost.get("flops"), "bytes accessed": cost.get("bytes accessed")}
 
 
+def run_child(script: str, args: list, ident: dict, timeout: float) -> dict:
+    """``script --child *args`` in a child process with a compile-only TPU: the last JSON line it printed,
+    or ``ident`` with the error (its last stderr line, or the time limit); the child's CPU and wall time."""
+    t0, cpu0 = time.perf_counter(), os.times()
+    try:
+        done = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True,
+                              timeout=timeout, env={**os.environ, **TPU_ENV})
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        row = json.loads(lines[-1]) if lines else {**ident, "error": last}
+    except subprocess.TimeoutExpired:
+        row = {**ident, "error": f"compile still running after {timeout:.0f} s"}
+    cpu1 = os.times()
+    row["process CPU s"] = round(cpu1.children_user + cpu1.children_system - cpu0.children_user
+                                 - cpu0.children_system, 2)
+    row["process wall s"] = round(time.perf_counter() - t0, 2)
+    return row
+
+
 def main(batches, sides, timeout: float) -> list:
     rows = []
     for batch in batches:
         for side in sides:
-            t0, cpu0 = time.perf_counter(), os.times()
-            try:
-                done = subprocess.run([sys.executable, __file__, "--child", side, str(batch)], capture_output=True,
-                                      text=True, timeout=timeout, env={**os.environ, **TPU_ENV})
-                lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-                last = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
-                row = json.loads(lines[-1]) if lines else {"side": side, "batch": batch, "error": last}
-            except subprocess.TimeoutExpired:
-                row = {"side": side, "batch": batch, "error": f"compile still running after {timeout:.0f} s"}
-            cpu1 = os.times()
-            row["process CPU s"] = (cpu1.children_user + cpu1.children_system
-                                    - cpu0.children_user - cpu0.children_system)
-            row["process wall s"] = time.perf_counter() - t0
+            row = run_child(__file__, [side, str(batch)], {"side": side, "batch": batch}, timeout)
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows

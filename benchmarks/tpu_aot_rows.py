@@ -44,14 +44,13 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.tpu_aot import TPU_ENV  # noqa: E402
+from benchmarks.tpu_aot import run_child  # noqa: E402
 
 #: row name -> what it compiles (see ``_build``)
 ROWS = ("jit selu", "mlp float32", "mlp bfloat16", "mlp default dtypes", "defaults xent b4096", "ten sgd steps",
@@ -228,20 +227,7 @@ def diff(a: dict, j: dict) -> dict:
 
 
 def _child(row: str, side: str, timeout: float, hlo_dir: str | None) -> dict:
-    t0, cpu0 = time.perf_counter(), os.times()
-    cmd = [sys.executable, __file__, "--child", row, side] + ([hlo_dir] if hlo_dir else [])
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **TPU_ENV})
-        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        res = json.loads(lines[-1]) if lines else {"row": row, "side": side, "error": last}
-    except subprocess.TimeoutExpired:
-        res = {"row": row, "side": side, "error": f"compile still running after {timeout:.0f} s"}
-    cpu1 = os.times()
-    res["process CPU s"] = round(cpu1.children_user + cpu1.children_system - cpu0.children_user
-                                 - cpu0.children_system, 2)
-    res["process wall s"] = round(time.perf_counter() - t0, 2)
-    return res
+    return run_child(__file__, [row, side] + ([hlo_dir] if hlo_dir else []), {"row": row, "side": side}, timeout)
 
 
 def main(rows, sides, timeout: float, output: pathlib.Path | None, hlo_dir: str | None, update: bool = False) -> dict:
