@@ -203,8 +203,8 @@ def run_in_process(ex: str, timeout: float = 600) -> dict:
                               env=env, timeout=timeout, cwd=root)
     except subprocess.TimeoutExpired:
         return {"error": f"no result within {timeout} s"}
-    if proc.returncode != 0:
-        return {"error": (proc.stderr or proc.stdout).strip()[-1500:]}
+    if proc.returncode != 0:  # the exit status first: a crash at exit leaves only log lines behind
+        return {"error": f"exit status {proc.returncode}: " + (proc.stderr or proc.stdout).strip()[-1500:]}
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -275,16 +275,24 @@ def main(argv=None) -> int:
         print(render(section))
         return 1 if section["failing"] else 0
     ex = argv[0]
-    if ex == "dask":
-        import arrayx.executors.dask as dex
-        from distributed import LocalCluster
+    if ex != "dask":
+        print(json.dumps(run(ex)))
+        return 0
+    import os
 
-        cluster = LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None)
+    import arrayx.executors.dask as dex
+    from distributed import LocalCluster
+
+    # closed here, not by the interpreter's exit: a cluster left to the exit's finalisers was torn down
+    # with its tasks still held, and under load the process then ended with a nonzero status
+    with LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None) as cluster:
         dex.connect(cluster)
-        import os
-
         os.environ["ARRAYX_VIRTUAL_DEVICES"] = "8"
-    print(json.dumps(run(ex)))
+        try:
+            result = run(ex)
+        finally:
+            dex.disconnect()
+    print(json.dumps(result))
     return 0
 
 
