@@ -187,20 +187,24 @@ def _position_products(lhs, rhs, *, strides, padding, lhs_dilation, rhs_dilation
     return jax.lax.transpose(res, tuple(int(i) for i in np.argsort(out_spec)))  # out axis out_spec[i]: canonical i
 
 
+def _by_platform(a, b, platforms, special, default, params):
+    """``special(a, b, **params)`` on ``platforms``, else ``default``: an eager call outside a trace goes by
+    its data's device; a traced one is chosen when XLA lowers for the device (``platform_dependent``)."""
+    import jax
+
+    if not isinstance(a, jax.core.Tracer) and not isinstance(b, jax.core.Tracer) and hasattr(a, "devices"):
+        return (special if next(iter(a.devices())).platform in platforms else default)(a, b, **params)
+    return jax.lax.platform_dependent(a, b, default=lambda u, v: default(u, v, **params),
+                                      **{p: (lambda u, v: special(u, v, **params)) for p in platforms})
+
+
 def conv(lhs, rhs, **params):
     """XLA's convolution, except where ``_window_heavy`` on the platforms ``POSITION_PRODUCTS_ON``: products
     there (``_position_products``), chosen when XLA lowers for the device (``platform_dependent``: the
     program holds only the chosen branch; an eager call outside a trace goes by its data's device)."""
-    import jax
-
     if not _window_heavy(lhs, rhs, **params):
         return _xla_conv(lhs, rhs, **params)
-    if not isinstance(lhs, jax.core.Tracer) and not isinstance(rhs, jax.core.Tracer) and hasattr(lhs, "devices"):
-        platform = next(iter(lhs.devices())).platform
-        return (_position_products if platform in POSITION_PRODUCTS_ON else _xla_conv)(lhs, rhs, **params)
-    return jax.lax.platform_dependent(
-        lhs, rhs, default=lambda a, b: _xla_conv(a, b, **params),
-        **{p: (lambda a, b: _position_products(a, b, **params)) for p in POSITION_PRODUCTS_ON})
+    return _by_platform(lhs, rhs, POSITION_PRODUCTS_ON, _position_products, _xla_conv, params)
 
 
 def _add_at_jax(buf, key, value):
@@ -279,16 +283,9 @@ def window_scatter(x, ct, **params):
     """The pooling's cotangent: select-and-scatter on the platforms ``SELECT_AND_SCATTER_ON`` (chosen
     when XLA lowers for the device; an eager call outside a trace goes by its data's device), the
     host implementation over jax.numpy elsewhere."""
-    import jax
-
     if not _scatter_as_jax(x, **params):
         return _scatter_host_jnp(x, ct, **params)
-    if not isinstance(x, jax.core.Tracer) and not isinstance(ct, jax.core.Tracer) and hasattr(x, "devices"):
-        platform = next(iter(x.devices())).platform
-        return (_select_and_scatter if platform in SELECT_AND_SCATTER_ON else _scatter_host_jnp)(x, ct, **params)
-    return jax.lax.platform_dependent(
-        x, ct, default=lambda a, b: _scatter_host_jnp(a, b, **params),
-        **{p: (lambda a, b: _select_and_scatter(a, b, **params)) for p in SELECT_AND_SCATTER_ON})
+    return _by_platform(x, ct, SELECT_AND_SCATTER_ON, _select_and_scatter, _scatter_host_jnp, params)
 
 
 #: primitive name -> JAX's implementation (merged into ``JaxExecutor.overrides``)
