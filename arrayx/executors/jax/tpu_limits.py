@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrayx.core.precision import current as _precision
+from arrayx.executors.jax import x64
+
 __all__ = ["MEASURED_ON", "REFUSED", "LOWER_IN_32_BITS", "Guarded", "In32Bits", "guard", "check_graph", "reason"]
 
 MEASURED_ON = {"jax": "0.10.2", "jaxlib": "0.10.2", "libtpu": "0.0.42.1", "device": "TPU v5 lite",
@@ -115,10 +118,7 @@ class Guarded:
 def in_32_bits(fn, args, kwargs):
     """``fn(*args, **kwargs)`` with the calling thread's 64-bit types off (what JAX does by default) and
     arrayx's matmul precision, if one is named; the caller's settings restored after."""
-    from arrayx.core.precision import current
-    from arrayx.executors.jax import x64
-
-    prev, wanted = x64.swap(False), current()
+    prev, wanted = x64.swap(False), _precision()
     before = None if wanted is None else x64.precision_swap(wanted)
     try:
         return fn(*args, **kwargs)
