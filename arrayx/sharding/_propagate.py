@@ -18,7 +18,7 @@ _KEEPS = {"sort", "argsort", "cumulative_sum", "cumulative_prod", "cumulative_ma
           "flip", "roll", "copy"}
 
 
-def _spec_of_eqn(eqn, ins):
+def _spec_of_eqn(eqn, ins, mesh=None):
     """The output specs (tuples of names per dimension, or None: replicated) of one equation, and
     the mesh it sets (``with_sharding_constraint``) or None."""
     name = eqn.prim.name
@@ -28,8 +28,44 @@ def _spec_of_eqn(eqn, ins):
         s = params["sharding"]
         return [s.spec.normalized(len(outs[0].aval.shape)) if isinstance(s, NamedSharding) else None], \
             s.mesh if isinstance(s, NamedSharding) else None
+    if name == "slice" and ins and ins[0] is not None:  # x[key] under jit: XLA's rule, not the eager one
+        return [sliced_spec(ins[0], params["key"], tuple(outs[0].aval.shape), mesh)], None
     shaped = [(tuple(v.aval.shape), s) for v, s in zip(eqn.inputs, ins) if hasattr(v, "aval")]
     return spec_rule(name, params, shaped, [tuple(o.aval.shape) for o in outs]), None
+
+
+def sliced_spec(s: tuple, key: tuple, oshape: tuple, mesh) -> tuple:
+    """The spec of ``slice`` (a static basic key: ints, None, (start, stop, step)) under ``jit``, as
+    XLA's propagation gives it (``jax.jit``'s results): an int drops its dimension, None adds a
+    replicated one, and a dimension cut by a slice (any start, stop or step) keeps the longest
+    leading part of its mesh axes whose product divides the result's size there (``x[2:6]`` of
+    ``P('x', 'y')`` on a (2, 4) mesh stays ``P('x', 'y')``; ``x[1:]``'s 7 rows are replicated).
+    Eager basic indexing is JAX's eager rule instead (``basic_index_spec``)."""
+    out, i = [], 0
+    for e in key:
+        if e is None:
+            out.append(())
+            continue
+        names = s[i] if i < len(s) else ()
+        i += 1
+        if e.__class__ is not tuple:  # an int: the dimension goes
+            continue
+        out.append(_dividing_prefix(names, oshape[len(out)], mesh))
+    for j in range(i, len(s)):  # the dimensions the key leaves whole
+        out.append(s[j])
+    return tuple(out)
+
+
+def _dividing_prefix(names: tuple, size, mesh) -> tuple:
+    if not isinstance(size, int):
+        return ()
+    k, keep = 1, 0
+    for a in names:
+        k *= mesh.shape[a]
+        if size % k:
+            break
+        keep += 1
+    return tuple(names[:keep])
 
 
 def spec_rule(name: str, params: dict, shaped: list, oshapes: list) -> list:
@@ -192,7 +228,7 @@ def output_shardings(graph, in_shardings: tuple) -> list:
                 if s is not None:
                     env[o] = (s.mesh, s.spec.normalized())
             continue
-        specs, emesh = _spec_of_eqn(eqn, ins)
+        specs, emesh = _spec_of_eqn(eqn, ins, mesh)
         mesh = emesh or mesh
         for o, s in zip(eqn.outputs, specs):
             if mesh is not None:
