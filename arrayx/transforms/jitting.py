@@ -43,7 +43,10 @@ from collections import OrderedDict
 from contextvars import ContextVar
 from typing import Callable
 
+from optree._C import flatten as _flatten_raw
+
 from arrayx import pytree
+from arrayx.pytree._registry import FLATTEN_NAMESPACE
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._modes import is_strict
@@ -426,11 +429,24 @@ class JitFunction:
             return self.fun(*args, **kwargs)
         store = self._store
         if self._simple and not kwargs and _TRACE.get() is None:
-            # the cache-hit path for flat concrete arrays: no pytree walk, a flat key of buffer attributes
+            # the cache-hit path for concrete arrays: a flat key of buffer attributes; arrays in
+            # containers (a parameter list, a dict) are found by optree's own flatten, whose structure
+            # enters the key (no pytree checks: a structure reaches this table only after the slow path
+            # flattened it into these same leaves, in this order)
             fast = [_base._scoped.get() or _base._process_default, is_strict()]
             bufs = []
             ex = None
+            flat = args
             for a in args:
+                if a.__class__ is not Array:
+                    try:
+                        flat, spec = _flatten_raw(args, None, False, FLATTEN_NAMESPACE[0])
+                    except Exception:  # noqa: BLE001 - a node that fails to flatten: the slow path says why
+                        flat = (None,)
+                    else:
+                        fast.append(spec)
+                    break
+            for a in flat:
                 if a.__class__ is not Array:
                     break
                 b = a._buf
@@ -448,7 +464,7 @@ class JitFunction:
                     store.touch(entry.key)
                     out = entry.fn(*bufs)
                     if sharding_hook is not None:  # numpy/numba/dask results take their inputs' shardings
-                        return pytree.unflatten(entry.out_tree, sharding_hook(entry.graph, args, _wrap_all(out, ex)))
+                        return pytree.unflatten(entry.out_tree, sharding_hook(entry.graph, flat, _wrap_all(out, ex)))
                     if entry.single:
                         new = _object_new(Array)
                         new._buf = out[0]
@@ -469,14 +485,24 @@ class JitFunction:
             where = ex or key[5]
             if entry.fn is None:
                 entry.fn = compiled_for(entry.graph, where, entry.donate)
-            if self._simple and not kwargs and ex is not None and len(leaves) == len(args) and all(
-                    x.__class__ is Array for x in leaves):
-                store.add_fast((_base._scoped.get() or _base._process_default, is_strict(),
-                                *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex), entry)
+            if self._simple and not kwargs and ex is not None and all(x.__class__ is Array for x in leaves):
+                self._add_fast(store, entry, args, leaves, ex)
             return self._run(entry, leaves, where)
         arrays = [x if isinstance(x, Array) else _scalar_array(ex or key[5], x) for x in leaves]
         outs = call_p.bind(*entry.consts, *arrays, graph=entry.graph, name=entry.name)
         return pytree.unflatten(entry.out_tree, list(outs))
+
+    @staticmethod
+    def _add_fast(store, entry, args, leaves, ex) -> None:
+        """Enter ``entry`` in the fast table under the key the cache-hit path builds for ``args``
+        (arrays only, as plain arguments or in containers that optree flattens into ``leaves``)."""
+        head = [_base._scoped.get() or _base._process_default, is_strict()]
+        if len(leaves) != len(args) or any(a.__class__ is not Array for a in args):
+            raw, spec = _flatten_raw(args, None, False, FLATTEN_NAMESPACE[0])
+            if len(raw) != len(leaves) or any(a is not b for a, b in zip(raw, leaves)):
+                return  # a structure that arrayx's pytree checks flatten otherwise: the slow path only
+            head.append(spec)
+        store.add_fast((*head, *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex), entry)
 
     def _run(self, entry: _Entry, leaves, ex):
         """The compiled function of ``entry`` on concrete ``leaves`` (arrays of ``ex``, Python scalars)."""

@@ -166,6 +166,55 @@ def test_cache_hits_and_misses():
     assert g(ax.ones(3, dtype=ax.int8), 3).dtype == ax.int8
 
 
+def test_arrays_in_containers_take_the_cache_hit_path_with_the_right_entry(executor):
+    # parameters in a list of tuples, a dict: repeated calls find their entry by structure, shapes and
+    # dtypes; another structure (other keys, another length) or another dtype is another entry
+    calls = []
+
+    def f(params, x):
+        calls.append(1)
+        (w, b), = params["layers"]
+        return {"y": x @ w + b, "n": params["scale"] * ax.sum(x)}
+
+    jf = ax.jit(f)
+    rng = np.random.default_rng(0)
+    w, b, x = rng.standard_normal((3, 2)), rng.standard_normal(2), rng.standard_normal((4, 3))
+    for scale in (1.0, 2.0, 3.0):
+        params = {"layers": [(ax.asarray(w), ax.asarray(b))], "scale": ax.asarray(scale)}
+        got = jf(params, ax.asarray(x))
+        np.testing.assert_allclose(np.asarray(got["y"]), x @ w + b, rtol=1e-12)
+        np.testing.assert_allclose(float(got["n"]), scale * x.sum(), rtol=1e-12)
+    assert jf.trace_count == 1 and len(calls) == 1
+    other = {"layers": [(ax.asarray(w), ax.asarray(b))], "scale": ax.asarray(1.0), "extra": ax.asarray(0.0)}
+    np.testing.assert_allclose(np.asarray(jf(other, ax.asarray(x))["y"]), x @ w + b, rtol=1e-12)
+    assert jf.trace_count == 2 and len(calls) == 2  # another structure: staged again
+    params32 = {"layers": [(ax.asarray(w, dtype=ax.float32), ax.asarray(b, dtype=ax.float32))],
+                "scale": ax.asarray(2.0, dtype=ax.float32)}
+    got = jf(params32, ax.asarray(x, dtype=ax.float32))
+    assert got["y"].dtype == ax.float32
+    assert jf.trace_count == 3
+    # the same structure with a Python scalar leaf, then a NumPy array: the slow path converts them
+    params = {"layers": [(ax.asarray(w), ax.asarray(b))], "scale": 5.0}
+    np.testing.assert_allclose(float(jf(params, ax.asarray(x))["n"]), 5.0 * x.sum(), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(jf({"layers": [(w, ax.asarray(b))], "scale": ax.asarray(1.0)},
+                                             ax.asarray(x))["y"]), x @ w + b, rtol=1e-12)
+
+
+def test_arrays_of_two_executors_in_a_container_are_refused_by_name():
+    jf = ax.jit(lambda p: p[0] + p[1])
+    a = ax.ones(3)
+    assert float(ax.sum(jf([a, a]))) == 6.0
+    with ax.use_executor("numpy"):
+        b = ax.ones(3)
+    other = next((n for n in ("jax", "numba", "dask") if n in ax.executors()), None)
+    if other is None:
+        pytest.skip("only the numpy executor is available")
+    with ax.use_executor(other):
+        c = ax.ones(3)
+    with pytest.raises(TypeError, match="executors"):
+        jf([b, c])
+
+
 def test_jitted_function_runs_on_the_inputs_executor(executor):
     f = ax.jit(lambda x: ax.exp(x) + ax.zeros(3))
     y = f(ax.asarray([0.0, 1.0, 2.0]))
