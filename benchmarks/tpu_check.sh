@@ -22,7 +22,9 @@
 #      the device returns at most 8 files a call, so split STEPS over calls (e.g. "env tests main
 #      differential bench", then "official").
 #      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn
-#      (cnn: bench_tpu's CNN rows alone with a long row limit, tpu_bench_cnn.json: a call of its own)
+#      (cnn: bench_tpu's CNN rows alone with a long row limit, tpu_bench_cnn.json: a call of its own;
+#      CNN_VARIANTS=1 adds arrayx's step with XLA's convolution for the kernel gradient; bench:
+#      BENCH_SKIP=cnn leaves the CNN rows to that call, DEFAULTS_S=0 leaves out bench_tpu_defaults)
 #      (probe: the hand-picked examples in crash-proof children, 32-bit and 64-bit under emulate;
 #      main: python -m arrayx; differential: python -m conformance.report, one process).
 #   3. here: copy what came back to conformance/results/ (tpu_probe.json, official-jax-tpu.json,
@@ -82,6 +84,17 @@ for step in $STEPS; do
     env)
         { $PY -c "import sys, numpy, jax; print(sys.version.split()[0], 'numpy', numpy.__version__, 'jax', jax.__version__, jax.devices())"
           $PY -c "import arrayx; info = arrayx.__array_namespace_info__(); print(info.devices()); chip = [d for d in info.devices() if 'tpu' in str(d)][0]; print('defaults on', chip, info.default_dtypes(device=chip))"
+          # numpy_rules' round_large correction: does plain jnp.round give large integral floats back here?
+          $PY -c "
+import numpy as np, jax, jax.numpy as jnp
+for dt in (np.float32, jnp.bfloat16):
+    x = np.array([2.0**23, 2.0**23 + 1, 2.0**24 + 2, 355269935104.0, -3.0e38, 1.5e30, 2.5, -0.5, 8388607.5], dtype=dt)
+    want = np.round(x.astype(np.float64)).astype(dt)
+    for how, f in (('eager', jnp.round), ('jit', jax.jit(jnp.round))):
+        got = np.asarray(f(jnp.asarray(x)))
+        bad = [(float(a), float(b)) for a, b, c in zip(x, got, want) if float(b) != float(c)]
+        print('round_large check', np.dtype(dt).name, how, 'jnp.round == numpy' if not bad else f'DIFFERS at {bad}')
+"
         } > "$OUT/tpu.txt" 2>&1; cat "$OUT/tpu.txt" ;;
     tests)
         echo "== the chip's own tests (tests/executors/test_tpu_chip.py), then -m jax tests with the chip as default"
@@ -115,14 +128,17 @@ for step in $STEPS; do
         fi ;;
     bench)
         echo "== bench_tpu"
-        timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py --output "$OUT/tpu_bench.json" 2>&1 | tail -30
+        timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py ${BENCH_SKIP:+--skip "$BENCH_SKIP"} \
+            --output "$OUT/tpu_bench.json" 2>&1 | tail -30
+        [ -n "${DEFAULTS_S:-}" ] && [ "$DEFAULTS_S" = 0 ] && continue
         echo "== bench_tpu_defaults (the default-dtype MLP, each side in its own process)"
         timeout "${DEFAULTS_S:-120}" $PY benchmarks/bench_tpu_defaults.py --output "$OUT/tpu_defaults.json" 2>&1 | tail -12 ;;
     cnn)
         # the CNN rows alone, with room for XLA:TPU's compile of JAX's side (minutes at batch 256:
         # the kernel gradient's wide-window convolution; benchmarks/tpu_aot.py measures it on a CPU)
         echo "== bench_tpu --only cnn"
+        # (CNN_VARIANTS=1: also arrayx's step with XLA's convolution for the kernel gradient, JAX's form)
         timeout "${CNN_S:-560}" $PY benchmarks/bench_tpu.py --only cnn --row-timeout "${CNN_ROW_S:-270}" \
-            --output "$OUT/tpu_bench_cnn.json" 2>&1 | tail -20 ;;
+            ${CNN_VARIANTS:+--cnn-variants} --output "$OUT/tpu_bench_cnn.json" 2>&1 | tail -20 ;;
     esac
 done
