@@ -24,13 +24,20 @@ shard_map holds them and the runners see them):
   (source, destination) cutting the source's part where the source is, one sum where the
   destination is;
 - shard_map on jax: ``jax.lax.ppermute`` / ``jax.lax.psum_scatter`` (the lowering below);
-- under ``vmap(axis_name=)`` (and so shard_map under ``jit``/``grad``, which is nested vmaps): the
-  named batch rules (a ``take`` along the mapped axis; a sum then a split);
-- inside ``pmap``: the earlier formulation over ``all_gather``/``psum`` (:func:`ppermute_gathered`,
-  :func:`psum_scatter_summed`), which every pmap runner has; the same values.
+- under ``vmap(axis_name=)`` (and so shard_map under ``jit``/``grad``, and ``pmap`` under a
+  transform, which are nested vmaps): the named batch rules (a ``take`` along the mapped axis; a
+  sum then a split);
+- inside ``pmap`` with no transform active (its member graph holds the primitives as shard_map's
+  does): numpy / numba and the dask runner actor hand each member its source's block or its
+  summed part (:func:`combine_in_turn`); the dask task runner (``transforms/pmap_dask.py``) cuts,
+  on each group's worker, only the blocks or parts another group's members need (one small task
+  per pair of groups) and the reading group combines them; jax runs ``jax.lax.ppermute`` /
+  ``jax.lax.psum_scatter`` inside ``jax.pmap``.  The earlier formulation over ``all_gather`` /
+  ``psum`` (:func:`ppermute_gathered`, :func:`psum_scatter_summed`: every member received every
+  block) stays as the tests' reference.
 
 :func:`record_transfers` counts, per collective, the bytes each member receives from the others
-on the numpy/numba/dask runners of shard_map (the tests and the benchmark read it).
+on the numpy/numba/dask runners of shard_map and pmap (the tests and the benchmark read it).
 """
 from __future__ import annotations
 
@@ -87,10 +94,6 @@ def _axis_frames(fname, axis_name):
     return names, [_frame(fname, a) for a in names]
 
 
-def _under_pmap(frames) -> bool:
-    return any(f.kind == "pmap" for f in frames)
-
-
 def ppermute(x, axis_name, perm):
     """Member ``dst`` gets member ``src``'s ``x`` for each ``(src, dst)`` in ``perm``; members that no
     pair sends to get zeros (as ``jax.lax.ppermute``).  ``axis_name``: a mapped axis or a tuple of
@@ -109,8 +112,6 @@ def ppermute(x, axis_name, perm):
 
     def one(v):
         v = v if isinstance(v, ax.Array) else ax.asarray(v)
-        if _under_pmap(frames):
-            return ppermute_gathered(v, names, pairs)
         return ppermute_p.bind(v, axis_name=name, axis_size=n, perm=pairs)
 
     return pytree.map(one, x)
@@ -145,8 +146,6 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
     def one(v):
         v = v if isinstance(v, ax.Array) else ax.asarray(v)
         d = _scatter_dim("psum_scatter", v, scatter_dimension, n, tiled, axis_name)
-        if _under_pmap(frames):
-            return psum_scatter_summed(v, names, d, tiled)
         if not tiled and len(names) > 1:  # the dimension of n as one of each axis's size, row-major
             v = ax.reshape(v, tuple(v.shape[:d]) + tuple(f.size for f in frames) + tuple(v.shape[d + 1:]))
         for f in frames:  # the first name first: member (i, j) ends with block i * n_j + j
@@ -483,3 +482,4 @@ def combine_in_turn(xp, eqn, values, copy) -> list:
 
 def is_block_collective(prim) -> bool:
     return prim is ppermute_p or prim is psum_scatter_p
+

@@ -19,13 +19,17 @@ shapes (with ``disable_jit``: nested jit bodies are inlined, so their collective
 runs it on the executor of its arguments:
 
 - jax: ``jax.pmap`` of the lowered graph over the executor's devices (collectives lower to
-  ``jax.lax.psum/pmax/pmin/all_gather``); at most ``jax.local_device_count()`` members
-  (``XLA_FLAGS=--xla_force_host_platform_device_count=N`` gives N CPU devices);
+  ``jax.lax.psum/pmax/pmin/all_gather/ppermute/psum_scatter``); at most
+  ``jax.local_device_count()`` members (``XLA_FLAGS=--xla_force_host_platform_device_count=N``
+  gives N CPU devices);
 - numpy / numba (one device): the members run in turn, segment by segment between collectives,
-  each segment compiled once; a collective combines the members' values;
+  each segment compiled once; a collective combines the members' values (``ppermute`` hands each
+  member a copy of its source's block only, ``psum_scatter`` adds up only each member's part:
+  ``sharding._collectives.combine_in_turn``; ``record_transfers`` counts what they receive);
 - dask (``pmap_dask``): the members in one group per worker, one task per group per segment
   between collectives (the NumPy-compiled segment run on each member in turn); a segment's task
-  combines the collectives it reads from every group's values; on a cluster the last segment runs
+  combines the collectives it reads from every group's values (of ppermute / psum_scatter only the
+  blocks its members need, cut where they are by a small task); on a cluster the last segment runs
   inside the next call (or when a result is read), so a training step is one task per group; on a
   cluster of in-process workers, and for small calls on any cluster, a call is one message to a
   runner actor instead (``pmap_dask_actor``).
@@ -671,13 +675,26 @@ def _read(env, a, consts):
     return None if a is None else a.value
 
 
-def _run_segments(ex, graph, n, bufs, flags, run_compute, xp, index_of, wrap_const):
+def _combine_members(xp, eqn, values, copy):
+    """A collective of the pmap runners over the members' values: ppermute / psum_scatter hand each
+    member only its source's block (a copy) or its summed part (``sharding._collectives``), the
+    others ``_combine``; what the members receive is counted for ``record_transfers``."""
+    from arrayx.sharding import _collectives
+
+    _collectives.note_collective(eqn, range(len(values)))
+    if _collectives.is_block_collective(eqn.prim):
+        return _collectives.combine_in_turn(xp, eqn, values, copy)
+    return _combine(xp, eqn, values)
+
+
+def _run_segments(ex, graph, n, bufs, flags, run_compute, xp, index_of, wrap_const, copy=None):
     envs = _member_inputs(graph, bufs, flags, n, index_of)
     consts = {v: wrap_const(c) for v, c in zip(graph.constvars, graph.consts)}
+    copy = copy or (lambda b: np.array(b, copy=True))
     for seg in segments(graph):
         if seg.eqn is not None:
             vals = [_read(env, seg.inputs[0], consts) for env in envs]
-            for env, r in zip(envs, _combine(xp, seg.eqn, vals)):
+            for env, r in zip(envs, _combine_members(xp, seg.eqn, vals, copy)):
                 env[seg.outputs[0]] = r
             continue
         for i, env in enumerate(envs):
@@ -701,8 +718,10 @@ def _run_in_turn(ex, graph, name, n, bufs, flags, devices):
     def compute(seg, ins, i):
         return lowered(ex, seg.graph)(*ins)
 
+    copy = (lambda b: np.array(b, copy=True)) if ex.name == "numpy" else \
+        (lambda b: ex.coerce(np.array(ex.to_host(b), copy=True)))
     per_output = _run_segments(ex, graph, n, bufs, flags, compute, xp,
-                               lambda i: ex.asarray(np.int32(i)), lambda c: _buffer_for(ex, c))
+                               lambda i: ex.asarray(np.int32(i)), lambda c: _buffer_for(ex, c), copy)
     return [_wrap(xp.stack([ex.coerce(p) if p.__class__ is not ex.array_type else p for p in parts], axis=0), ex)
             for parts in per_output]
 

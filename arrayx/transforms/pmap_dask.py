@@ -4,8 +4,13 @@
 A call is a few tasks per group: one per compute segment of the member graph (a *stage*).  There is
 no task for a collective: each stage that reads a collective's result combines it itself, from
 every group's values of the collective's operand (the earlier stages' results, which Dask sends
-it), in member order (the bits of the NumPy executor's ``_combine``).  The last stage stacks the
-group's results, one array per output.
+it), in member order (the bits of the NumPy executor's ``_combine``).  ``ppermute`` and
+``psum_scatter`` move only what each member needs: for each (source group, reading group) a *cut*
+task on the source group's worker keeps the blocks (ppermute: a source member's value for each of
+the reader's members it sends to; psum_scatter: each of its members' part ``m`` for each reader
+member ``m``), and the reading stage combines its own group's values with the cuts (the bits of
+``_collectives.combine_in_turn``); a source group no member reads from gets no task.  The last
+stage stacks the group's results, one array per output.
 
 On a ``dask.distributed`` cluster the graph is submitted at once (``Client.get(..., sync=False)``)
 and the last stage is deferred: the stage before it returns, per group, the values the last stage
@@ -14,7 +19,8 @@ a dask array whose chunk ``g`` runs group ``g``'s last stage from the carries wh
 small task, not the call again); the next call recognises such an input and runs that last stage
 inside its own first stage.  A step of JAX's pmap tutorial (a gradient, ``pmean``, an update) is
 then one task per group (this step's gradient with the last step's update), one hop between steps,
-and the parameters stay on their workers; a loop builds no ever-longer graph (each call's graph
+and the parameters stay on their workers (a last stage that reads a ppermute or psum_scatter is
+not deferred: its carry would hold every group's whole operand); a loop builds no ever-longer graph (each call's graph
 holds only the futures of the call before).  Without a cluster the call computes its stages with
 Dask's local scheduler and the results hold the NumPy chunks.
 
@@ -26,6 +32,7 @@ call here.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import uuid
@@ -34,8 +41,10 @@ import numpy as np
 
 from arrayx.transforms.parallel import _wrap, segments
 
-# where a stage finds a member value (see _plan)
-_IN, _INDEX, _VALUE, _SEG, _COLL = range(5)
+# where a stage finds a member value (see _plan); _CUT: the part of a group's values that a
+# ppermute / psum_scatter of another group's members needs (a task of its own on the source group)
+_IN, _INDEX, _VALUE, _SEG, _COLL, _CUT = range(6)
+_BLOCK = ("ppermute", "psum_scatter")
 
 
 def _run_dask(ex, graph, name, n, bufs, flags, devices):
@@ -101,7 +110,12 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
     def ref(dep, g):
         if dep[0] == _IN:
             return in_refs[dep[1]][dep[2]]
+        if dep[0] == _CUT:
+            return TaskRef(cut_key(dep))
         return TaskRef(key(dep[1], dep[2]))
+
+    def cut_key(dep):  # (_CUT, source, from group, for group)
+        return (f"pmap-cut{dep[1]}-{run_id}", dep[2], dep[3])
 
     def fn_of(seg, j):
         return None if seg is None else held[2][id(seg)] if distributed else plan.fns[j]
@@ -118,6 +132,10 @@ def _run_dask(ex, graph, name, n, bufs, flags, devices):
             k = key(j, g)
             tasks[k] = Task(k, plan.runners[j][g], fn_of(plan.stages[j], j), picks,
                             *(ref(d, g) for d in plan.deps[j][g]))
+        for dep, (runner, deps) in plan.cuts.items():  # the cuts of this group's values, on its worker
+            if dep[2] == g:
+                k = cut_key(dep)
+                tasks[k] = Task(k, runner, None, picks, *(ref(d, g) for d in deps))
         lname = f"pmap-group{g}-{run_id}"
         ann = {"workers": [workers[g]], "allow_other_workers": True} if workers else None  # a preference
         layers[lname] = MaterializedLayer(tasks, annotations=ann)
@@ -200,7 +218,7 @@ _RUNS = itertools.count()
 class _Plan:
     """A member graph's stages for one cut of the members into groups (cached on the graph)."""
 
-    __slots__ = ("stages", "runners", "deps", "fns", "final", "deferred")
+    __slots__ = ("stages", "runners", "deps", "fns", "final", "deferred", "cuts")
 
 
 def _plan(ex, graph, sizes, flags, defer) -> _Plan:
@@ -246,9 +264,7 @@ def _plan(ex, graph, sizes, flags, defer) -> _Plan:
     stages, stage_inputs = [], []
     for seg in segs:
         if seg.eqn is not None:
-            p = seg.eqn.params
-            ids[seg.outputs[0]] = new((_COLL, seg.eqn.prim.name, p.get("axis"), p.get("tiled"),
-                                       source_of(seg.inputs[0])))
+            ids[seg.outputs[0]] = new(_collective_source(seg.eqn, source_of(seg.inputs[0]), sum(sizes)))
             continue
         j = len(stages)
         stages.append(seg)
@@ -267,13 +283,15 @@ def _plan(ex, graph, sizes, flags, defer) -> _Plan:
     plan.fns = [None if seg is None else lowered(get("numpy"), seg.graph) for seg in stages]
     plan.deferred = bool(defer) and last > 0
     # the final stage's recipe per group (run by the last task now, or deferred)
+    if plan.deferred and _reads_blocks(sources, stage_inputs[last] + outputs):
+        plan.deferred = False  # a carry would hold every group's whole operand: the cuts run now instead
     plan.final = [(g, sizes, starts, sources, stage_inputs[last], "final", last,
-                   {d: p for p, d in enumerate(_reads(sources, stage_inputs[last] + outputs, g, last, n_groups))},
+                   {d: p for p, d in enumerate(_reads(sources, stage_inputs[last] + outputs, g, last, sizes))},
                    outputs) for g in range(n_groups)]
     carry: list = [[] for _ in range(n_groups)]
     if plan.deferred:  # what the final stage of any group reads of each group, by source
         for g in range(n_groups):
-            _reads(sources, stage_inputs[last] + outputs, g, last, n_groups, carry)
+            _reads(sources, stage_inputs[last] + outputs, g, last, sizes, carry)
     plan.runners, plan.deps = [], []
     for j in range(last if plan.deferred else last + 1):
         runners, deps = [], []
@@ -282,28 +300,92 @@ def _plan(ex, graph, sizes, flags, defer) -> _Plan:
                 recipe = plan.final[g]
             else:
                 mode, extra = ("carry", tuple(carry[g])) if plan.deferred and j == last - 1 else ("stage", None)
-                need = _reads(sources, stage_inputs[j] + (extra or ()), g, j, n_groups)
+                need = _reads(sources, stage_inputs[j] + (extra or ()), g, j, sizes)
                 recipe = (g, sizes, starts, sources, stage_inputs[j], mode, j,
                           {d: p for p, d in enumerate(need)}, extra)
             runners.append(functools.partial(_run_stage, recipe))
             deps.append(tuple(recipe[7]))
         plan.runners.append(runners)
         plan.deps.append(deps)
+    # the cut tasks the stages read: (_CUT, source, from group, for group) -> (runner, its deps)
+    plan.cuts = {}
+    for deps in plan.deps:
+        for dep in (d for group_deps in deps for d in group_deps if d[0] == _CUT):
+            if dep not in plan.cuts:
+                h = dep[2]
+                need = _reads(sources, (sources[dep[1]][4],), h, None, sizes)
+                recipe = (h, sizes, starts, sources, (), "cut", None, {d: p for p, d in enumerate(need)},
+                          (dep[1], dep[3]))
+                plan.cuts[dep] = (functools.partial(_run_stage, recipe), need)
     graph.derived[cache_key] = plan
     return plan
 
 
-def _reads(sources, wanted, g, j, n_groups, carry=None) -> tuple:
-    """What group ``g``'s stage ``j`` reads to get the values ``wanted``: ``(_IN, input, group)``
-    and ``(_SEG, stage, group)`` entries, its own stage's results excepted.  With ``carry`` (one
-    list per group), the sources of each group's values it reads are added to that group's list."""
+def _collective_source(eqn, operand, n) -> tuple:
+    """A collective's entry in a plan's sources: ``(_COLL, name, axis, tiled, operand[, extra])``;
+    ppermute's extra is (each member's source member or -1, the block's shape, its dtype),
+    psum_scatter's ``axis`` its scatter dimension."""
+    p, name = eqn.params, eqn.prim.name
+    if name == "ppermute":
+        from arrayx.sharding._collectives import sources as sources_of
+
+        aval = eqn.inputs[0].aval
+        return (_COLL, name, None, None, operand,
+                (tuple(sources_of(p["perm"], n)), tuple(aval.shape), np.dtype(aval.dtype).str))
+    if name == "psum_scatter":
+        return (_COLL, name, p["scatter_dimension"], p["tiled"], operand, None)
+    return (_COLL, name, p.get("axis"), p.get("tiled"), operand)
+
+
+def _group_of(m, starts) -> int:
+    return bisect.bisect_right(starts, m) - 1
+
+
+def _source_groups(src, h, sizes, starts) -> list:
+    """The groups whose values group ``h``'s members need for ppermute / psum_scatter ``src``."""
+    if src[1] == "psum_scatter":
+        return list(range(len(sizes)))
+    src_of = src[5][0]
+    return sorted({_group_of(src_of[m], starts) for m in range(starts[h], starts[h] + sizes[h]) if src_of[m] >= 0})
+
+
+def _reads_blocks(sources, wanted) -> bool:
+    """Whether reading ``wanted`` combines a ppermute or psum_scatter (through collectives only)."""
+    todo, seen = list(wanted), set()
+    while todo:
+        s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        src = sources[s]
+        if src[0] == _COLL:
+            if src[1] in _BLOCK:
+                return True
+            todo.append(src[4])
+    return False
+
+
+def _reads(sources, wanted, g, j, sizes, carry=None) -> tuple:
+    """What group ``g``'s stage ``j`` reads to get the values ``wanted``: ``(_IN, input, group)``,
+    ``(_SEG, stage, group)`` and ``(_CUT, source, from group, for group)`` entries, its own stage's
+    results excepted.  With ``carry`` (one list per group), the sources of each group's values it
+    reads are added to that group's list (a ppermute / psum_scatter then reads every group's)."""
     seen, need = set(), []
+    n_groups = len(sizes)
+    starts = tuple(sum(sizes[:h]) for h in range(n_groups))
 
     def walk(s, h):
         if (s, h) in seen:
             return
         seen.add((s, h))
         src = sources[s]
+        if src[0] == _COLL and src[1] in _BLOCK and carry is None:
+            for hh in _source_groups(src, h, sizes, starts):
+                if hh == g:  # this task's own group's values: no cut
+                    walk(src[4], g)
+                elif (_CUT, s, hh, h) not in need:
+                    need.append((_CUT, s, hh, h))
+            return
         if src[0] == _COLL:
             for hh in range(n_groups):
                 walk(src[4], hh)
@@ -323,12 +405,15 @@ def _reads(sources, wanted, g, j, n_groups, carry=None) -> tuple:
     return tuple(need)
 
 
-def _evaluate(recipe, fn, lookup):
+def _evaluate(recipe, fn, lookup, cut=None):
     """One group's stage: its members' values of the segment's inputs (``lookup(source, group)``
     gives a group's members' values of an input or of an earlier stage's result; a collective is
     combined here from every group's values), the segment run on each member in turn.  Returns the
     members' results (``"stage"``), the values of the sources the deferred last stage reads
-    (``"carry"``), or the group's results stacked, one array per output (``"final"``)."""
+    (``"carry"``), or the group's results stacked, one array per output (``"final"``); a cut task
+    (``"cut"``) returns the part of its group's values of a ppermute / psum_scatter operand that
+    another group's members need.  ``cut(source, from group, for group)`` gives a cut task's result
+    (None: the operand's values are had of every group through ``lookup``)."""
     g, sizes, starts, sources, ins, mode, j, _, extra = recipe
     memo: dict = {}
     own: list = []
@@ -347,6 +432,8 @@ def _evaluate(recipe, fn, lookup):
             out = [np.int32(i) for i in range(starts[h], starts[h] + sizes[h])]
         elif kind == _VALUE:
             out = [src[1]] * sizes[h]
+        elif src[1] in _BLOCK:
+            out = _block_values(s, src, h)
         else:
             total = memo.get((s, None))
             if total is None:
@@ -356,6 +443,39 @@ def _evaluate(recipe, fn, lookup):
         memo[(s, h)] = out
         return out
 
+    def from_group(s, src, hh, h):  # what group hh's members give group h's for a block collective
+        if cut is not None and hh != g:
+            return cut(s, hh, h)
+        return _cut(src, values(src[4], hh), starts[hh], starts[h], sizes[h], sum(sizes))
+
+    def _block_values(s, src, h):
+        lo, k = starts[h], sizes[h]
+        if src[1] == "ppermute":
+            src_of, shape, dtype = src[5]
+            got: dict = {}
+            out = []
+            for m in range(lo, lo + k):
+                if src_of[m] < 0:
+                    out.append(np.zeros(shape, dtype))
+                    continue
+                hh = _group_of(src_of[m], starts)
+                if hh not in got:
+                    got[hh] = from_group(s, src, hh, h)
+                out.append(got[hh][m])
+            return out
+        pieces = [from_group(s, src, hh, h) for hh in range(len(sizes))]
+        out = []
+        for m in range(lo, lo + k):  # the parts added in member order (combine_in_turn's bits)
+            parts = [p for got in pieces for p in got[m]]
+            acc = np.array(parts[0], copy=True)
+            for p in parts[1:]:
+                acc = acc + p
+            out.append(np.asarray(acc))
+        return out
+
+    if mode == "cut":
+        s, h = extra
+        return from_group(s, sources[s], g, h)
     if fn is not None:
         cols = [values(s, g) for s in ins]
         own.extend(tuple(fn(*(np.asarray(c[i]) for c in cols))) for i in range(sizes[g]))
@@ -364,6 +484,23 @@ def _evaluate(recipe, fn, lookup):
     if mode == "carry":
         return {s: values(s, g) for s in extra}
     return tuple(np.stack([np.asarray(v) for v in values(s, g)]) for s in extra)
+
+
+def _cut(src, vals, start, lo, k, n) -> dict:
+    """What the members ``start, start + 1, ...`` (their values ``vals``) give members ``lo`` to
+    ``lo + k - 1`` for ppermute / psum_scatter ``src``: {member: its source's block} or {member:
+    [each member's part of it]}, copies (only these travel)."""
+    if src[1] == "ppermute":
+        src_of = src[5][0]
+        return {m: np.array(vals[src_of[m] - start], copy=True) for m in range(lo, lo + k)
+                if start <= src_of[m] < start + len(vals)}
+    from arrayx.sharding._collectives import part_index
+
+    vals = [np.asarray(v) for v in vals]
+    d, tiled = src[2], src[3]
+    shape = vals[0].shape
+    return {m: [np.ascontiguousarray(v[part_index(len(shape), d, m, n, tiled, shape[d])]) for v in vals]
+            for m in range(lo, lo + k)}
 
 
 def _run_stage(recipe, fn, picks, *deps):
@@ -391,7 +528,7 @@ def _run_stage(recipe, fn, picks, *deps):
             d = outs[pick[1]]
         return list(d) if src[2] else [d] * sizes[h]
 
-    return _evaluate(recipe, fn, lookup)
+    return _evaluate(recipe, fn, lookup, lambda s, hh, h: deps[pos[(_CUT, s, hh, h)]])
 
 
 def _combine(prim, axis, tiled, values):

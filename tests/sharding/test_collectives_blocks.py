@@ -179,7 +179,7 @@ def test_under_vmap_with_axis_names():
         want_p[dst] = 2 * flat[src]
     np.testing.assert_array_equal(np.asarray(p).reshape(8, 8), want_p)
     np.testing.assert_array_equal(np.asarray(s).reshape(8), 2 * flat.sum() * np.ones(8, np.float32))
-    # inside pmap: the earlier formulation, the same values
+    # inside pmap: the primitives too (tests/transforms/test_pmap_blocks.py), the same values
     g = ax.pmap(lambda v: ax.lax.ppermute(v, "i", [(0, 1), (1, 0)]), axis_name="i")
     np.testing.assert_array_equal(np.asarray(g(ax.asarray(np.arange(6.0).reshape(2, 3)))),
                                   np.arange(6.0).reshape(2, 3)[::-1])
