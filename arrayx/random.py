@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from contextvars import ContextVar
 
 import numpy as np
@@ -60,9 +61,10 @@ from arrayx import api as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._device_dtypes import for_array as _defaults_of
-from arrayx.api._checks import check_size, normalize_axis, shape_arg
+from arrayx.api._checks import check_size, shape_arg
 from arrayx.core.primitives import current_trace
 from arrayx import _random_math
+from arrayx import _random_sampling as _sampling
 from arrayx._random_math import affine_bfloat16, divide_bfloat16, erf, erf_inv, flush_bfloat16, fma, log, log1p
 
 __all__ = [
@@ -531,13 +533,6 @@ def _gumbel(key: Array, shape: tuple, dtype, mode: str) -> Array:
     return _draw(key, shape, lambda ops, start, count: -log(-log(_uniform_range(ops[0], dtype, tiny, one, start, count))))
 
 
-def _xla_log_daz(x: Array) -> Array:
-    """log of any input as XLA:CPU computes it, which reads subnormal operands as zero (log gives -inf there)."""
-    if x.dtype == _dtypes.float32:
-        return log(x)  # whose emulation reads them as zero already
-    return log(xp.where(xp.abs(x) < float(np.finfo(x.dtype).tiny), 0.0, x))
-
-
 def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
     """Booleans that are True with probability ``p`` (a float or a float array broadcasting to ``shape``)."""
     key = _check_key("bernoulli", key)
@@ -645,8 +640,9 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
         words = [np.uint64(int(np.asarray(v._buf).astype(np.uint64 if v.dtype.kind == "u" else np.int64))
                            % 2**64) for v in (lo, span, multiplier)]
         out = np.empty(math.prod(shape), dtype)
-        if _kernel_call(lambda: random_kernels.randint_kernel(dtype), *_key_words(k1), *_key_words(k2), 0, out,
-                        *words):
+        narrow = 0 < int(words[1]) < 2**32  # (64-bit values: remainders without integer division)
+        if _kernel_call(lambda: random_kernels.randint_kernel(dtype, narrow), *_key_words(k1), *_key_words(k2), 0,
+                        out, *words):
             return Array._new(out.reshape(shape), key._ex)
     if span.ndim == 0 and lo.ndim == 0 and not _kernel_route(key):
         return _draw(k1, shape, lambda ops, start, count: values(
@@ -655,135 +651,23 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
     return values(_random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape), lo, span, multiplier)
 
 
-def _shuffle(key: Array, x: Array, axis: int) -> Array:
-    """Sort by fresh random 32-bit keys, enough rounds that ties are unlikely (JAX's scheme)."""
-    rounds = math.ceil(3 * math.log(max(1, math.prod(x.shape))) / math.log(2**32 - 1))
-    for _ in range(rounds):
-        pair = split(key)
-        key, subkey = pair[0], pair[1]
-        sort_keys = _random_bits(subkey, 32, x.shape)
-        x = xp.take_along_axis(x, xp.argsort(sort_keys, axis=axis, stable=True), axis=axis)
-    return x
+# -- draws from a set: permutation, choice, categorical (arrayx/_random_sampling.py) ------------------------
+
+_SELF = sys.modules[__name__]  # passed to _random_sampling, which does not import this module
 
 
 def permutation(key, x, axis: int = 0, independent: bool = False) -> Array:
     """A shuffled ``arange(x)`` (for an int ``x``) or ``x`` shuffled along ``axis``
     (each slice separately when ``independent``).
     """
-    key = _check_key("permutation", key)
-    if isinstance(x, Array) and x.ndim:
-        axis = normalize_axis("permutation", axis, x.ndim)
-        if independent or x.ndim == 1:
-            return _shuffle(key, x, axis)
-        index = _shuffle(key, xp.arange(x.shape[axis], device=key.device), 0)
-        return xp.take(x, index, axis=axis)
-    n = _static_int("permutation", x, "x")
-    return _shuffle(key, xp.arange(n, device=key.device), 0)
-
-
-def _static_int(fname: str, value, name: str) -> int:
-    if isinstance(value, Array):
-        if value.dtype.kind not in "iu":
-            raise TypeError(f"{fname}: {name} must be an integer or an array with at least one dimension")
-        return int(value)  # a size: must be known when the computation is built
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(
-            f"{fname}: {name} must be an int or an arrayx array, got {type(value).__name__}; "
-            f"convert sequences with arrayx.asarray"
-        )
-    return int(value)
-
-
-def _top_k_indices(values: Array, k: int) -> Array:
-    """Indices of the k largest values along the last axis, ties to the lower index (like lax.top_k)."""
-    return xp.argsort(values, axis=-1, descending=True, stable=True)[..., :k]
+    return _sampling.permutation(_SELF, key, x, axis, independent)
 
 
 def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode: str | None = None) -> Array:
     """A random sample from ``arange(a)`` (int ``a``) or from ``a`` along ``axis``, with optional probabilities ``p``."""
-    key = _check_key("choice", key)
-    if not isinstance(shape, (tuple, list)):
-        raise TypeError(f"choice: shape must be a tuple of ints, got {type(shape).__name__}")
-    shape = shape_arg("choice", shape)
-    check_size("choice", shape, _defaults_of(key).integral, key._ex)
-    is_array = isinstance(a, Array) and a.ndim > 0
-    if is_array:
-        axis = normalize_axis("choice", axis, a.ndim)
-        n_inputs = a.shape[axis]
-        out_dtype = a.dtype
-    else:
-        n_inputs = _static_int("choice", a, "a")
-        out_dtype = _defaults_of(key).integral
-    n_draws = math.prod(shape)
-    out_shape = (*a.shape[:axis], *shape, *a.shape[axis + 1:]) if is_array else shape
-    if n_draws == 0:
-        return xp.zeros(out_shape, dtype=out_dtype, device=key.device)
-    if n_inputs <= 0:
-        raise ValueError("choice: a must be greater than 0 unless no samples are taken")
-    if not replace and n_draws > n_inputs:
-        raise ValueError(
-            f"choice: cannot take a larger sample (size {n_draws}) than the population (size {n_inputs}) "
-            f"when replace=False"
-        )
-    if p is None:
-        if replace:
-            index = xp.reshape(randint(key, shape, 0, n_inputs), (-1,))
-        else:  # the first draws of a permutation, as JAX does
-            index = permutation(key, n_inputs)[:n_draws]
-    else:
-        if not isinstance(p, Array):
-            raise TypeError(f"choice: p must be an arrayx array or None, got {type(p).__name__}")
-        if _dtypes.kind_of(p.dtype) != "f":
-            p = xp.astype(p, _defaults_of(p).real)
-        if p.shape != (n_inputs,):
-            raise ValueError(
-                f"choice: p must be None or a 1-D array of size a.shape[axis] ({n_inputs}), got shape {p.shape}"
-            )
-        if replace:
-            cumulative = xp.cumulative_sum(p)
-            r = cumulative[-1] * (1 - _uniform(key, shape, p.dtype, p.dtype.type(0.0), p.dtype.type(1.0)))
-            index = xp.searchsorted(cumulative, xp.reshape(r, (-1,)))
-        else:
-            g = _gumbel(key, (n_inputs,), p.dtype, _gumbel_mode("choice", mode)) + _xla_log_daz(p)
-            index = _top_k_indices(g, n_draws)
-    if not is_array:
-        return xp.reshape(xp.astype(index, out_dtype), shape)
-    return xp.reshape(xp.take(a, index, axis=axis), out_shape)
+    return _sampling.choice(_SELF, key, a, shape, replace, p, axis, mode)
 
 
 def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, mode: str | None = None) -> Array:
     """Indices drawn from softmax(logits) along ``axis`` (Gumbel-max; Gumbel-top-k without replacement)."""
-    key = _check_key("categorical", key)
-    if not isinstance(logits, Array):
-        raise TypeError(f"categorical: logits must be an arrayx array, got {type(logits).__name__}")
-    if _dtypes.kind_of(logits.dtype) != "f":
-        raise TypeError(f"categorical: logits must have a real floating-point dtype, got {logits.dtype}")
-    if logits.ndim == 0:
-        raise ValueError("categorical: logits must have at least one dimension")
-    mode = _gumbel_mode("categorical", mode)
-    axis = normalize_axis("categorical", axis, logits.ndim)
-    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
-    if shape is None:
-        shape = batch_shape
-    else:
-        shape = shape_arg("categorical", shape)
-        check_size("categorical", shape, _defaults_of(key).integral, key._ex)
-        _check_shape("categorical", shape, batch_shape)
-    prefix = shape[: len(shape) - len(batch_shape)]
-    if replace:
-        axis_from_end = axis - logits.ndim
-        draw_shape = list(shape[len(prefix):])
-        draw_shape.insert(logits.ndim + axis_from_end, logits.shape[axis])
-        g = _gumbel(key, (*prefix, *draw_shape), logits.dtype, mode)
-        expanded = xp.reshape(logits, (1,) * len(prefix) + logits.shape)
-        return xp.argmax(g + expanded, axis=axis_from_end)
-    k = math.prod(prefix)
-    if k > logits.shape[axis]:
-        raise ValueError(
-            f"categorical: the number of samples without replacement ({k}) cannot exceed the number of "
-            f"categories ({logits.shape[axis]})"
-        )
-    perturbed = logits + _gumbel(key, logits.shape, logits.dtype, mode)
-    top = _top_k_indices(xp.moveaxis(perturbed, axis, -1), k)  # batch_shape + (k,)
-    top = xp.permute_dims(top, (top.ndim - 1, *range(top.ndim - 1)))
-    return xp.reshape(top, shape)
+    return _sampling.categorical(_SELF, key, logits, axis, shape, replace, mode)

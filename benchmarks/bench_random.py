@@ -6,8 +6,11 @@ Run:  python benchmarks/bench_random.py                 (1e7 values; writes benc
 
 Each case draws ``n`` values of one distribution (uniform, normal, exponential, Gumbel, Gumbel
 mode="high", Bernoulli, truncated normal: float64 and float32; bits uint32; randint int32) once
-per repeat; the best time counts.  jax.random gives the same bits; numpy.random.Generator is a
-different generator (PCG64, ziggurat normals) and has no truncated normal or Gumbel "high".
+per repeat; the best time counts.  The sampling rows (``_sampling``): categorical (n // 1000 rows
+of 1000 logits), choice with probabilities (n of 1000; n // 10 of n without replacement), choice
+of ints (n of 1000; n // 10 of n without replacement) and permutation of n.  jax.random gives the
+same bits; numpy.random.Generator is a different generator (PCG64, ziggurat normals) and has no
+truncated normal, Gumbel "high" or categorical.
 
 Routes of an eager arrayx draw (arrayx/random.py): with Numba installed, one Numba kernel per
 draw (threefry2x32 and the transform in one loop, arrayx/executors/numba/random_kernels.py), on
@@ -132,6 +135,43 @@ def cases(n: int, executor: str = "numpy") -> dict:
     add("randint int32", lambda: xr.randint(key, (n,), 0, 1000, xp.int32),
         (lambda k: jr.randint(k, (n,), 0, 1000, np.int32)) if jax is not None else None,
         lambda: generator.integers(0, 1000, n, dtype=np.int32))
+    for case, (draw, jdraw, peer) in _sampling(n, generator, jr if jax is not None else None, executor).items():
+        add(case, lambda d=draw: d(key), jdraw, peer)
+    return out
+
+
+def _sampling(n: int, generator, jr, executor: str) -> dict:
+    """case -> (arrayx draw of key, jax.random draw of key or None, numpy.random.Generator's counterpart
+    or None): categorical over n // 1000 rows of 1000 logits; choice of n values from 1000 with
+    probabilities p; choice of n // 10 of n without replacement, with and without p; choice of n of
+    arange(1000); permutation of n (float dtypes: those of the logits and of p)."""
+    jnp = __import__("jax.numpy").numpy if jr is not None else None
+    out = {}
+    rng = np.random.default_rng(1)
+    for t in (np.dtype(np.float64), np.dtype(np.float32)):
+        logits = rng.standard_normal((n // 1000, 1000)).astype(t)
+        p, p_all = rng.random(1000), rng.random(n)
+        p, p_all = p / p.sum(), p_all / p_all.sum()  # numpy.random.Generator: its own float64 p
+        lx, px, pax = (xp.asarray(a.astype(t), device=executor) for a in (logits, p, p_all))
+        lj, pj, paj = (jnp.asarray(a.astype(t)) for a in (logits, p, p_all)) if jr else (None,) * 3
+        out[f"categorical {t.name}"] = (
+            lambda k, lx=lx: xr.categorical(k, lx), (lambda k, lj=lj: jr.categorical(k, lj)) if jr else None, None)
+        out[f"choice p {t.name}"] = (
+            lambda k, px=px: xr.choice(k, 1000, (n,), p=px),
+            (lambda k, pj=pj: jr.choice(k, 1000, (n,), p=pj)) if jr else None,
+            lambda p=p: generator.choice(1000, n, p=p))
+        out[f"choice p no-replace {t.name}"] = (
+            lambda k, pax=pax: xr.choice(k, n, (n // 10,), replace=False, p=pax),
+            (lambda k, paj=paj: jr.choice(k, n, (n // 10,), replace=False, p=paj)) if jr else None,
+            lambda p=p_all: generator.choice(n, n // 10, replace=False, p=p))
+    out["choice int64"] = (lambda k: xr.choice(k, 1000, (n,)), (lambda k: jr.choice(k, 1000, (n,))) if jr else None,
+                           lambda: generator.choice(1000, n))
+    out["choice no-replace int64"] = (
+        lambda k: xr.choice(k, n, (n // 10,), replace=False),
+        (lambda k: jr.choice(k, n, (n // 10,), replace=False)) if jr else None,
+        lambda: generator.choice(n, n // 10, replace=False))
+    out["permutation int64"] = (lambda k: xr.permutation(k, n), (lambda k: jr.permutation(k, n)) if jr else None,
+                                lambda: generator.permutation(n))
     return out
 
 

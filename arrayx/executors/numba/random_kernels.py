@@ -26,7 +26,8 @@ import numpy as np
 
 from arrayx.executors.numba import kernels as _kernels
 
-__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "randint_kernel", "transform_kernel", "run", "warm"]
+__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "randint_kernel", "transform_kernel", "choice_kernel", "log_kernel",
+           "run", "warm"]
 
 #: samplers with a float kernel: (k0, k1, start, offset, out, lo, span, mode) -> None
 FLOAT_SAMPLERS = ("uniform", "normal", "exponential", "gumbel", "gumbel_high")
@@ -469,21 +470,145 @@ def urem(a, b):
     return np.uint64(r)'''
 
 
-def randint_kernel(dtype: np.dtype):
+# 64-bit operands, a modulus below 2**32 (randint's common case: choice of n < 2**32): the remainder
+# in three steps of 32, 16 and 16 bits, each step's dividend below 2**48 so that _UREM32's float64
+# quotient is off by at most one; vectorised, where a 64-bit integer division is not
+_UREM64_NARROW = """@njit(**_INLINE)
+def urem48(a, b):
+    \"\"\"a % b for a < 2**48 and 0 < b < 2**32 (held in uint64).\"\"\"
+    ia, ib = np.int64(a), np.int64(b)
+    r = ia - np.int64(np.floor(np.float64(ia) / np.float64(ib))) * ib
+    if r < 0:
+        r += ib
+    elif r >= ib:
+        r -= ib
+    return np.uint64(r)
+
+
+@njit(**_INLINE)
+def urem(a, b):
+    \"\"\"a % b for any 64-bit a and 0 < b < 2**32.\"\"\"
+    r = urem48(a >> np.uint64(32), b)
+    r = urem48((r << np.uint64(16)) | ((a >> np.uint64(16)) & np.uint64(0xFFFF)), b)
+    return urem48((r << np.uint64(16)) | (a & np.uint64(0xFFFF)), b)"""
+
+
+def randint_kernel(dtype: np.dtype, narrow: bool = False):
     """``kernel(a0, a1, b0, b1, start, out, lo, span, multiplier)``: ``arrayx.random.randint``'s values of
     counters ``start + i`` for an integer ``dtype`` of 32 or 64 bits: twice the bits per value (keys
     ``a`` and ``b``, the halves of ``split(key)``), reduced modulo ``span`` as JAX does; ``lo``, ``span``
     and ``multiplier`` (``2**nbits % span``, squared, mod ``span``) as uint64 words, arithmetic wraps
-    at the dtype's width."""
+    at the dtype's width.  ``narrow`` (64-bit dtypes): the kernel for 0 < span < 2**32, which
+    computes the remainders without integer division."""
     dtype = np.dtype(dtype)
     nbits = dtype.itemsize * 8
+    narrow = bool(narrow) and nbits == 64
 
     def make():
         value = ("    return (y0 << np.uint64(32)) | y1" if nbits == 64 else "    return y0 ^ y1")
-        urem = _UREM64 if nbits == 64 else _UREM32
+        urem = _UREM64_NARROW if narrow else _UREM64 if nbits == 64 else _UREM32
         mask = 2 ** nbits - 1
-        text = (_kernels._HEADER.format(what="random randint", dtype=dtype.name, acc=dtype.name) + _PRELUDE
+        what = "random randint" + (" (span below 2**32)" if narrow else "")
+        text = (_kernels._HEADER.format(what=what, dtype=dtype.name, acc=dtype.name) + _PRELUDE
                 + f"MASK = np.uint64({mask})\nBLOCK = {BLOCK}\n" + _threefry_source()
                 + _RANDINT_BODY.format(bits=value, urem=urem, width=_width()))
-        return f"random_randint_{dtype.name}", text
-    return _kernels._cached(("random_randint", dtype), make)
+        return f"random_randint_{dtype.name}" + ("_narrow" if narrow else ""), text
+    return _kernels._cached(("random_randint", dtype, narrow), make)
+
+
+_CHOICE_BODY = '''
+
+@njit(**_INLINE)
+def unit(k0, k1, k2, c):
+    y0, y1 = threefry(k0, k1, k2, c >> np.uint64(32), c & M32)
+{unit}
+
+
+@njit(**_FLAGS)
+def kernel(claims, k0, k1, start, out, cum, total, levels):
+{width}    # per block: the query total * (1 - u) of each counter, then jax.numpy.searchsorted's binary search
+    # (its "scan" method: `levels` halvings of [low, high), mid = low + (high - low) // 2, left when
+    # query <= cum[mid]), one level at a time over the block so that the searches run side by side
+    k2 = k0 ^ k1 ^ PARITY
+    n = out.size
+    blocks = (n + BLOCK - 1) // BLOCK
+    q = np.empty(BLOCK, T)
+    low = np.empty(BLOCK, np.int64)
+    high = np.empty(BLOCK, np.int64)
+    mine = 0
+    b = team.claim(claims)
+    while b < blocks:
+        b0 = b * BLOCK
+        m = min(BLOCK, n - b0)
+        base = np.uint64(start + b0)
+        for j in range(m):
+            q[j] = total * (T(1.0) - unit(k0, k1, k2, base + np.uint64(j)))
+            low[j] = 0
+            high[j] = cum.size
+        for _ in range(levels):
+            for j in range(m):  # branch-free (mid < high <= cum.size, or mid == low < cum.size)
+                lo, hi = low[j], high[j]
+                mid = (lo + hi) >> 1  # = low + (high - low) // 2
+                left = q[j] <= cum[mid]
+                high[j] = mid if left else hi
+                low[j] = lo if left else mid
+        for j in range(m):
+            out[b0 + j] = high[j]
+        team.finish(claims)
+        mine += 1
+        b = team.claim(claims)
+    return mine
+'''
+
+
+def choice_kernel(dtype: np.dtype):
+    """``kernel(k0, k1, start, out, cum, total, levels)``: ``out[i]`` (int64) = the insertion point, left
+    side, of ``total * (1 - u)`` in ``cum`` (float ``dtype``, no NaN), ``u`` the [0, 1) uniform of counter
+    ``start + i``: ``arrayx.random.choice`` with probabilities, with replacement (``levels``: the
+    ceil(log2(cum.size + 1)) halvings of jax.numpy.searchsorted, which give its index for any ``cum``)."""
+    dtype = np.dtype(dtype)
+
+    def make():
+        text = (_kernels._HEADER.format(what="random choice", dtype=dtype.name, acc=dtype.name) + _PRELUDE
+                + f"BLOCK = {BLOCK}\n" + _threefry_source()
+                + _CHOICE_BODY.format(unit=_UNIT[dtype.name], width=_width()))
+        return f"random_choice_{dtype.name}", text
+    return _kernels._cached(("random_choice", dtype), make)
+
+
+_LOG_BODY = '''
+
+@njit(**_FLAGS)
+def kernel(claims, x, out):
+{width}    n = out.size
+    blocks = (n + BLOCK - 1) // BLOCK
+    mine = 0
+    b = team.claim(claims)
+    while b < blocks:
+        b0 = b * BLOCK
+        for j in range(b0, min(b0 + BLOCK, n)):
+            v = x[j]
+{flush}            out[j] = xla_log(v)
+        team.finish(claims)
+        mine += 1
+        b = team.claim(claims)
+    return mine
+'''
+
+
+def log_kernel(dtype: np.dtype, tables):
+    """``kernel(x, out)`` (through ``run``): XLA:CPU's log of each ``x`` (float32: its own, float64: the C
+    library's), subnormal operands read as zero, the values of ``arrayx._random_sampling._xla_log_daz``'s arrayx
+    operations (``arrayx.random.choice``'s log(p) without replacement)."""
+    dtype = np.dtype(dtype)
+
+    # float64: the C library's log after reading subnormal operands (either sign) as zero; float32's
+    # xla_log reads positive ones as zero and gives NaN below zero, as the arrayx operations do
+    flush = ("            if abs(v) < TINY_NORMAL:  # subnormal or zero: -inf (NaN passes on)\n"
+             "                v = T(0.0)\n") if dtype == np.float64 else ""
+
+    def make():
+        text = (_kernels._HEADER.format(what="random log", dtype=dtype.name, acc=dtype.name) + _PRELUDE
+                + _math_source(dtype, tables) + _constants(dtype) + _LOG_BODY.format(width=_width(), flush=flush))
+        return f"random_log_{dtype.name}", text
+    return _kernels._cached(("random_log", dtype), make)
