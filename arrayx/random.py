@@ -640,9 +640,10 @@ def _randint(key: Array, shape: tuple, lo: Array, hi: Array, dtype) -> Array:
         words = [np.uint64(int(np.asarray(v._buf).astype(np.uint64 if v.dtype.kind == "u" else np.int64))
                            % 2**64) for v in (lo, span, multiplier)]
         out = np.empty(math.prod(shape), dtype)
-        narrow = 0 < int(words[1]) < 2**32  # (64-bit values: remainders without integer division)
-        if _kernel_call(lambda: random_kernels.randint_kernel(dtype, narrow), *_key_words(k1), *_key_words(k2), 0,
-                        out, *words):
+        magic = nbits == 64 and int(words[1]) >= 2  # (64-bit remainders by multiplying: randint_magic)
+        extra = random_kernels.randint_magic(int(words[1])) if magic else ()
+        if _kernel_call(lambda: random_kernels.randint_kernel(dtype, magic), *_key_words(k1), *_key_words(k2), 0,
+                        out, *words, *extra):
             return Array._new(out.reshape(shape), key._ex)
     if span.ndim == 0 and lo.ndim == 0 and not _kernel_route(key):
         return _draw(k1, shape, lambda ops, start, count: values(

@@ -175,8 +175,8 @@ def test_each_executor_matches_numpy(executor, dtype):
 @pytest.mark.parametrize("dtype", ["int64", "uint64"])
 @pytest.mark.parametrize("bounds", [(0, 1), (0, 2), (3, 1000), (0, 2**31 + 3), (2**40, 2**40 + 2**32 - 1),
                                     (7, 7 + 2**32), (0, 2**63 - 1)])
-def test_randint64_narrow_and_wide_spans(x64, kernels, dtype, bounds):
-    # spans below 2**32 take the kernel without integer division (random_kernels._UREM64_NARROW)
+def test_randint64_spans(x64, kernels, dtype, bounds):
+    # choice of ints draws randint's 64-bit values: spans below and above 2**32
     lo, hi = bounds
     got = xr.randint(xr.key(11), (3000,), lo, hi, getattr(xp, dtype))
     same(got, jr.randint(jr.PRNGKey(11), (3000,), lo, hi, getattr(jnp, dtype)), f"randint {dtype} [{lo}, {hi})")
