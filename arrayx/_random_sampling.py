@@ -57,8 +57,32 @@ def _shuffle(rnd, key: Array, x: Array, axis: int) -> Array:
         pair = rnd.split(key)
         key, subkey = pair[0], pair[1]
         sort_keys = rnd._random_bits(subkey, 32, x.shape)
-        x = xp.take_along_axis(x, xp.argsort(sort_keys, axis=axis, stable=True), axis=axis)
+        order = _sort_order(rnd, sort_keys) if x.ndim == 1 else None
+        if order is None:
+            order = xp.argsort(sort_keys, axis=axis, stable=True)
+        x = xp.take_along_axis(x, order, axis=axis)
     return x
+
+
+_RADIX_MIN = 4096  # fewer keys: NumPy's sort
+
+
+def _sort_order(rnd, keys: Array):
+    """The stable argsort (int64) of 1-d uint32 ``keys`` held eagerly in NumPy, or None: a radix sort
+    (``random_kernels.argsort_kernel``) with the kernels, else NumPy's radix sorts of the two 16-bit
+    halves (low half first: stable, so the same order as one stable sort of the 32-bit keys)."""
+    if keys.shape[0] < _RADIX_MIN or not _host(keys):
+        return None
+    values = np.ascontiguousarray(keys._buf)
+    if rnd._kernel_route(keys):
+        from arrayx.executors.numba import random_kernels
+
+        out = np.empty(values.shape, np.int64)
+        if rnd._kernel_call(lambda: random_kernels.argsort_kernel(), values, out, whole=True):
+            return Array._new(out, keys._ex)
+    order = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
+    high = (values >> 16).astype(np.uint16)[order]
+    return Array._new(order[np.argsort(high, kind="stable")].astype(np.int64, copy=False), keys._ex)
 
 
 def permutation(rnd, key, x, axis: int = 0, independent: bool = False) -> Array:

@@ -111,9 +111,10 @@ def _kernel_route(key: Array) -> bool:
     return _numba_found
 
 
-def _kernel_call(build, *args) -> bool:
+def _kernel_call(build, *args, whole: bool = False) -> bool:
     """Run the kernel that ``build()`` returns on ``args`` (its output among them: the one array of
-    them that is written, ``random_kernels.run``); False (after one warning) if it cannot be built."""
+    them that is written, ``random_kernels.run``; ``whole``: one call on this thread, for kernels that
+    are not split in blocks); False (after one warning) if it cannot be built."""
     global _kernel_problem
     from arrayx.executors.numba import random_kernels
 
@@ -129,7 +130,12 @@ def _kernel_call(build, *args) -> bool:
                       f"their Numba kernels failed to build ({_kernel_problem}); reinstall Numba for speed",
                       RuntimeWarning, stacklevel=4)
         return False
-    random_kernels.run(fn, out, *args)
+    if whole:
+        from arrayx.executors.numba import team
+
+        fn(team.new_claims(), *args)
+    else:
+        random_kernels.run(fn, out, *args)
     return True
 
 

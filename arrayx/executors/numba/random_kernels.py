@@ -27,7 +27,7 @@ import numpy as np
 from arrayx.executors.numba import kernels as _kernels
 
 __all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "randint_kernel", "transform_kernel", "choice_kernel", "log_kernel",
-           "run", "warm"]
+           "argsort_kernel", "run", "warm"]
 
 #: samplers with a float kernel: (k0, k1, start, offset, out, lo, span, mode) -> None
 FLOAT_SAMPLERS = ("uniform", "normal", "exponential", "gumbel", "gumbel_high")
@@ -620,3 +620,53 @@ def log_kernel(dtype: np.dtype, tables):
                 + _math_source(dtype, tables) + _constants(dtype) + _LOG_BODY.format(width=_width(), flush=flush))
         return f"random_log_{dtype.name}", text
     return _kernels._cached(("random_log", dtype), make)
+
+
+_ARGSORT_BODY = '''
+
+@njit(**_FLAGS)
+def kernel(claims, keys, out):
+    # on the one thread that claims chunk 0: three passes of 11 bits, least significant first, each
+    # a stable counting scatter of (key, index) pairs, so the order is a stable sort's
+    if team.claim(claims) != 0:
+        return 0
+    n = keys.size
+    counts = np.zeros((3, 2049), np.int64)
+    for i in range(n):
+        k = np.int64(keys[i])
+        counts[0, (k & 2047) + 1] += 1
+        counts[1, ((k >> 11) & 2047) + 1] += 1
+        counts[2, (k >> 22) + 1] += 1
+    for d in range(3):
+        for b in range(2048):
+            counts[d, b + 1] += counts[d, b]
+    key_a = keys.copy()
+    key_b = np.empty_like(keys)
+    index_a = np.arange(n)
+    index_b = np.empty(n, np.int64)
+    for d in range(3):
+        shift = 11 * d
+        for i in range(n):
+            k = key_a[i]
+            digit = (np.int64(k) >> shift) & 2047
+            at = counts[d, digit]
+            counts[d, digit] = at + 1
+            key_b[at] = k
+            index_b[at] = index_a[i]
+        key_a, key_b = key_b, key_a
+        index_a, index_b = index_b, index_a
+    out[:] = index_a
+    team.finish(claims)
+    return 1
+'''
+
+
+def argsort_kernel():
+    """``kernel(claims, keys, out)``: ``out`` (int64) = the stable argsort of the uint32 ``keys`` (1-d), a
+    radix sort on the thread that claims chunk 0 of ``claims`` (``team.new_claims()``; not ``run``):
+    ``arrayx.random.permutation``'s sort by random keys."""
+    def make():
+        text = (_kernels._HEADER.format(what="random argsort", dtype="uint32", acc="uint32") + _PRELUDE
+                + _ARGSORT_BODY)
+        return "random_argsort_uint32", text
+    return _kernels._cached(("random_argsort",), make)
