@@ -19,9 +19,10 @@ between top-level modules).
 
 Eagerly on the NumPy and Numba executors (``arrayx.random.KERNELS``, Numba installed), ``choice``
 with ``p`` and replacement is one Numba kernel (the uniform, the query and the search per element,
-``random_kernels.choice_kernel``), the log of ``p`` another (``random_kernels.log_kernel``), and
-the ``k`` largest of a 1-d array are a partition and a sort of the candidates (NumPy), not a sort
-of everything.  Everywhere else (under a transform, on the other executors, without Numba) the
+``random_kernels.choice_kernel``), the log of ``p`` another (``random_kernels.log_kernel``), the
+sort of a 1-d permutation by its random keys a radix sort (``random_kernels.argsort_kernel``;
+without Numba, NumPy's radix sorts of the keys' 16-bit halves), and the ``k`` largest of a 1-d
+array are a partition and a sort of the candidates (NumPy), not a sort of everything.  Everywhere else (under a transform, on the other executors, without Numba) the
 arrayx operations below give the same values.
 """
 from __future__ import annotations
