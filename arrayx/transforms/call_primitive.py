@@ -79,11 +79,12 @@ _object_new = object.__new__
 
 def _wrap_all(bufs, ex) -> list:
     out = []
+    append = out.append
     for b in bufs:
-        new = object.__new__(Array)
+        new = _object_new(Array)
         new._buf = b
         new._ex = ex
-        out.append(new)
+        append(new)
     return out
 
 

@@ -36,6 +36,7 @@ import contextlib
 import functools
 import inspect
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -47,6 +48,7 @@ from optree._C import flatten as _flatten_raw
 
 from arrayx import pytree
 from arrayx.pytree._registry import FLATTEN_NAMESPACE
+from arrayx.pytree._treedef import unflatten_fn
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
 from arrayx.api._modes import is_strict
@@ -104,7 +106,7 @@ def cache_size() -> int:
 class _Entry:
     """One cache entry: the staged graph and, once run eagerly, its compiled function."""
 
-    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single", "key", "fast_keys")
+    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single", "key", "fast_keys", "build")
 
     def __init__(self, graph, out_tree, consts, name, donate, key=None):
         self.graph = graph
@@ -116,6 +118,7 @@ class _Entry:
         self.single = out_tree.num_leaves == 1 and out_tree.is_leaf()  # one array out: no unflatten
         self.key = key
         self.fast_keys: list = []  # keys of the store's fast table that lead here (dropped with it)
+        self.build = None  # the outputs' unflatten (pytree.unflatten_fn), made on the first fast call
 
 
 class _Store:
@@ -271,6 +274,24 @@ def _str_tuple(fname, what, v) -> tuple:
 
 _PY_SCALARS = (bool, int, float, complex)
 _NO_KWARGS: dict = {}
+_modules = sys.modules
+
+
+def _fast_flatten(tree):
+    """(leaves, structure) of ``tree`` for the cache-hit path's key: JAX's own flatten once JAX is
+    loaded (its C++ registry walks a parameter tree in about half optree's time) where it finds only
+    arrayx arrays, else optree's with arrayx's registry (nodes registered with arrayx alone).  Only a
+    key: an entry reaches the fast table after the slow path's checked flatten gave these same
+    leaves in this order (the two flattens' structures are of different types: never equal keys)."""
+    tree_util = _modules.get("jax.tree_util")
+    if tree_util is not None:
+        leaves, spec = tree_util.tree_flatten(tree)
+        for x in leaves:
+            if x.__class__ is not Array:
+                break
+        else:
+            return leaves, spec
+    return _flatten_raw(tree, None, False, FLATTEN_NAMESPACE[0])
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -440,7 +461,7 @@ class JitFunction:
             for a in args:
                 if a.__class__ is not Array:
                     try:
-                        flat, spec = _flatten_raw(args, None, False, FLATTEN_NAMESPACE[0])
+                        flat, spec = _fast_flatten(args)
                     except Exception:  # noqa: BLE001 - a node that fails to flatten: the slow path says why
                         flat = (None,)
                     else:
@@ -454,14 +475,18 @@ class JitFunction:
                     ex = a._ex
                 elif a._ex is not ex:
                     break  # the slow path names both executors
-                fast.append(b.shape)
-                fast.append(b.dtype)
+                v = getattr(b, "aval", b)  # a jax.Array's shape and dtype are properties reading its aval
+                fast.append(v.shape)
+                fast.append(v.dtype)
                 bufs.append(b)
             else:
                 fast.append(ex)
                 entry = store.fast.get(tuple(fast))
                 if entry is not None:
-                    store.touch(entry.key)
+                    try:
+                        store.cache.move_to_end(entry.key)
+                    except KeyError:  # dropped meanwhile by another thread
+                        pass
                     out = entry.fn(*bufs)
                     if sharding_hook is not None:  # numpy/numba/dask results take their inputs' shardings
                         return pytree.unflatten(entry.out_tree, sharding_hook(entry.graph, flat, _wrap_all(out, ex)))
@@ -470,7 +495,10 @@ class JitFunction:
                         new._buf = out[0]
                         new._ex = ex
                         return new
-                    return pytree.unflatten(entry.out_tree, _wrap_all(out, ex))
+                    build = entry.build
+                    if build is None:
+                        build = entry.build = unflatten_fn(entry.out_tree)
+                    return build(_wrap_all(out, ex))
         if self._simple and not kwargs:  # no static or donated arguments: the short path
             leaves, tree = pytree.flatten((args, _NO_KWARGS))
             leaves = self._inputs(leaves)
@@ -498,7 +526,10 @@ class JitFunction:
         (arrays only, as plain arguments or in containers that optree flattens into ``leaves``)."""
         head = [_base._scoped.get() or _base._process_default, is_strict()]
         if len(leaves) != len(args) or any(a.__class__ is not Array for a in args):
-            raw, spec = _flatten_raw(args, None, False, FLATTEN_NAMESPACE[0])
+            try:
+                raw, spec = _fast_flatten(args)
+            except Exception:  # noqa: BLE001 - the slow path only
+                return
             if len(raw) != len(leaves) or any(a is not b for a, b in zip(raw, leaves)):
                 return  # a structure that arrayx's pytree checks flatten otherwise: the slow path only
             head.append(spec)

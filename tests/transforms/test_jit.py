@@ -185,6 +185,7 @@ def test_arrays_in_containers_take_the_cache_hit_path_with_the_right_entry(execu
         np.testing.assert_allclose(np.asarray(got["y"]), x @ w + b, rtol=1e-12)
         np.testing.assert_allclose(float(got["n"]), scale * x.sum(), rtol=1e-12)
     assert jf.trace_count == 1 and len(calls) == 1
+    assert len(jf._store.fast) == 1  # the calls after the first took the cache-hit path
     other = {"layers": [(ax.asarray(w), ax.asarray(b))], "scale": ax.asarray(1.0), "extra": ax.asarray(0.0)}
     np.testing.assert_allclose(np.asarray(jf(other, ax.asarray(x))["y"]), x @ w + b, rtol=1e-12)
     assert jf.trace_count == 2 and len(calls) == 2  # another structure: staged again
@@ -198,6 +199,28 @@ def test_arrays_in_containers_take_the_cache_hit_path_with_the_right_entry(execu
     np.testing.assert_allclose(float(jf(params, ax.asarray(x))["n"]), 5.0 * x.sum(), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(jf({"layers": [(w, ax.asarray(b))], "scale": ax.asarray(1.0)},
                                              ax.asarray(x))["y"]), x @ w + b, rtol=1e-12)
+
+
+def test_namedtuples_and_registered_nodes_in_the_cache_hit_path(executor):
+    # a node registered with arrayx only (JAX's flatten, which the cache-hit key uses once JAX is
+    # loaded, sees it as a leaf) and a namedtuple: the same values as the function, every call
+    import collections
+
+    Pair = collections.namedtuple("Pair", "scale shift")
+
+    class Box:  # arrayx knows it, JAX does not: its leaf order is the reverse of its fields
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    ax.pytree.register_node(Box, lambda t: ((t.b, t.a), None), lambda _, ch: Box(ch[1], ch[0]))
+    jf = ax.jit(lambda p, box, x: p.scale * x + p.shift - box.a * box.b)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        s, t, a, b, x = (rng.standard_normal(3) for _ in range(5))
+        got = jf(Pair(ax.asarray(s), ax.asarray(t)), Box(ax.asarray(a), ax.asarray(b)), ax.asarray(x))
+        np.testing.assert_allclose(np.asarray(got), s * x + t - a * b, rtol=1e-12)
+    assert jf.trace_count == 1
+    assert len(jf._store.fast) == 1  # the calls after the first took the cache-hit path
 
 
 def test_arrays_of_two_executors_in_a_container_are_refused_by_name():
