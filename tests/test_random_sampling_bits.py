@@ -183,3 +183,19 @@ def test_randint64_spans(x64, kernels, dtype, bounds):
     with xp.use_executor("numpy"):
         neg = xr.randint(xr.key(12), (3000,), -2**31 - 5, 2**31, xp.int64)  # a span just above 2**32
     same(neg, jr.randint(jr.PRNGKey(12), (3000,), -2**31 - 5, 2**31, jnp.int64), "randint int64 negative lo")
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_jit_and_vmap_draws_match_jax(x64, dtype):
+    # staged: the arrayx operations (XLA's cumsum tiles, the halvings, the argsorts), not the kernels
+    p = _probabilities(300, dtype, 8)
+    px, pj = xp.asarray(p), jnp.asarray(p)
+    same(xp.jit(lambda k: xr.choice(k, 300, (500,), p=px))(xr.key(2)),
+         jr.choice(jr.PRNGKey(2), 300, (500,), p=pj), f"jit choice-p {np.dtype(dtype).name}")
+    same(xp.jit(lambda k: xr.choice(k, 300, (50,), replace=False, p=px))(xr.key(2)),
+         jr.choice(jr.PRNGKey(2), 300, (50,), replace=False, p=pj), f"jit choice-p-no-replace {np.dtype(dtype).name}")
+    same(xp.vmap(lambda k: xr.choice(k, 300, (200,), p=px))(xr.split(xr.key(1), 3)),
+         jax.vmap(lambda k: jr.choice(k, 300, (200,), p=pj))(jr.split(jr.PRNGKey(1), 3)),
+         f"vmap choice-p {np.dtype(dtype).name}")
+    same(xp.jit(lambda k: xr.permutation(k, 5000))(xr.key(5)), jr.permutation(jr.PRNGKey(5), 5000), "jit permutation")
