@@ -11,6 +11,12 @@ explicit ``llvm.fma`` (``numba.math.fma``: correctly rounded everywhere, one ins
 the CPU has FMA), where the arrayx operations emulate it.  Float64 log is the C library's
 (``executors/libm.py``), as XLA's.
 
+Besides the samplers (``kernel``, ``bits_kernel``, ``randint_kernel``: 64-bit remainders by
+multiplying, ``randint_magic``) the draws from a set (``arrayx/_random_sampling.py``) have
+``choice_kernel`` (the uniform, the query and jax.numpy.searchsorted's halvings per element),
+``log_kernel`` (XLA's log of ``p``) and ``argsort_kernel`` (permutation's sort by its random
+keys, a stable radix sort).
+
 Kernels are generated per (sampler, dtype) into the Numba executor's kernel cache
 (``kernels._cached``: a source file and Numba's disk cache in the verified folder) and compiled
 on first use; they run on one thread without the GIL (``nogil``), so Dask's worker threads may
