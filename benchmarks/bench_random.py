@@ -186,7 +186,7 @@ def main() -> dict:
     results = {}
     libs = ["arrayx", "arrayx (no Numba)", "numpy.Generator", "jax.random", "jax.random (jit)"]
     print(f"n = {args.n:.0e} values per draw, best of {args.repeat}; times in ms (M values/s)")
-    print(f"{'case':<16}" + "".join(f"{lib:>24}" for lib in libs) + f"{'vs numpy':>10}{'vs jax':>9}{'vs jit':>9}")
+    print(f"{'case':<28}" + "".join(f"{lib:>24}" for lib in libs) + f"{'vs numpy':>10}{'vs jax':>9}{'vs jit':>9}")
     for case, row in cases(args.n, args.executor).items():
         times = {lib: best_time(fn, args.repeat) for lib, fn in row.items()}
         entry = {f"{lib}_s": t for lib, t in times.items()}
@@ -203,7 +203,7 @@ def main() -> dict:
             f"{entry[k]:>9.1f}x" if k in entry else f"{'-':>10}"
             for k in ("arrayx_over_numpy", "arrayx_over_jax", "arrayx_over_jax_jit")
         )
-        print(f"{case:<16}{cells}{ratios}")
+        print(f"{case:<28}{cells}{ratios}")
     report = {
         "benchmark": "random", "n": args.n, "repeat": args.repeat, "executor": args.executor,
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "processor": platform.machine(),
