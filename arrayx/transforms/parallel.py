@@ -677,14 +677,21 @@ def _read(env, a, consts):
 
 def _combine_members(xp, eqn, values, copy):
     """A collective of the pmap runners over the members' values: ppermute / psum_scatter hand each
-    member only its source's block (a copy) or its summed part (``sharding._collectives``), the
-    others ``_combine``; what the members receive is counted for ``record_transfers``."""
-    from arrayx.sharding import _collectives
-
-    _collectives.note_collective(eqn, range(len(values)))
-    if _collectives.is_block_collective(eqn.prim):
-        return _collectives.combine_in_turn(xp, eqn, values, copy)
+    member only its source's block (a copy) or its summed part, the others ``_combine``; what the
+    members receive is counted for ``record_transfers`` (both through ``BLOCK_COLLECTIVES``)."""
+    hooks = BLOCK_COLLECTIVES
+    if hooks is None:  # arrayx.sharding not loaded: no ppermute / psum_scatter exists
+        return _combine(xp, eqn, values)
+    hooks.note_collective(eqn, range(len(values)))
+    if hooks.is_block_collective(eqn.prim):
+        return hooks.combine_in_turn(xp, eqn, values, copy)
     return _combine(xp, eqn, values)
+
+
+#: ``arrayx.sharding._collectives`` once it is loaded (it defines ppermute and psum_scatter, adds
+#: them to COLLECTIVES and sets this): their combine and the transfer count (transforms do not
+#: import sharding, which builds on them)
+BLOCK_COLLECTIVES = None
 
 
 def _run_segments(ex, graph, n, bufs, flags, run_compute, xp, index_of, wrap_const, copy=None):

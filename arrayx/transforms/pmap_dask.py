@@ -327,11 +327,11 @@ def _collective_source(eqn, operand, n) -> tuple:
     psum_scatter's ``axis`` its scatter dimension."""
     p, name = eqn.params, eqn.prim.name
     if name == "ppermute":
-        from arrayx.sharding._collectives import sources as sources_of
-
+        src_of = [-1] * n  # each member's source (-1: none sends to it, it gets zeros)
+        for s, d in p["perm"]:
+            src_of[d] = s
         aval = eqn.inputs[0].aval
-        return (_COLL, name, None, None, operand,
-                (tuple(sources_of(p["perm"], n)), tuple(aval.shape), np.dtype(aval.dtype).str))
+        return (_COLL, name, None, None, operand, (tuple(src_of), tuple(aval.shape), np.dtype(aval.dtype).str))
     if name == "psum_scatter":
         return (_COLL, name, p["scatter_dimension"], p["tiled"], operand, None)
     return (_COLL, name, p.get("axis"), p.get("tiled"), operand)
@@ -494,13 +494,14 @@ def _cut(src, vals, start, lo, k, n) -> dict:
         src_of = src[5][0]
         return {m: np.array(vals[src_of[m] - start], copy=True) for m in range(lo, lo + k)
                 if start <= src_of[m] < start + len(vals)}
-    from arrayx.sharding._collectives import part_index
-
     vals = [np.asarray(v) for v in vals]
     d, tiled = src[2], src[3]
-    shape = vals[0].shape
-    return {m: [np.ascontiguousarray(v[part_index(len(shape), d, m, n, tiled, shape[d])]) for v in vals]
-            for m in range(lo, lo + k)}
+    size = vals[0].shape[d] // n if tiled else None
+
+    def part(m):  # member m's part along d: its size-th (tiled) or its index
+        return (slice(None),) * d + ((slice(m * size, (m + 1) * size),) if tiled else (m,))
+
+    return {m: [np.ascontiguousarray(v[part(m)]) for v in vals] for m in range(lo, lo + k)}
 
 
 def _run_stage(recipe, fn, picks, *deps):
