@@ -4,6 +4,7 @@ make up the mesh, a placement: each block is computed on, and kept by, a worker 
 (``device_put``, and the results of eager and jitted ops on sharded arrays: :func:`laid_out`)."""
 from __future__ import annotations
 
+import itertools
 import uuid
 import weakref
 
@@ -34,10 +35,10 @@ def worker_of(dev, workers=None):
     return workers[dev.native % len(workers)] if workers else None
 
 
-def _client(mesh):
+def _client(mesh, workers=None):
     from arrayx.executors import dask as dask_executor
 
-    if any(worker_of(d) is None for d in mesh.devices.flat):
+    if any(worker_of(d, workers) is None for d in mesh.devices.flat):
         if any(d.label.startswith("worker:") for d in mesh.devices.flat):
             raise ValueError(f"device_put: {mesh!r} is made of dask workers but arrayx is not connected to their "
                              f"cluster; call arrayx.executors.dask.connect(...) first")
@@ -45,12 +46,22 @@ def _client(mesh):
     return dask_executor.get_scheduler()
 
 
-def holders(sharding: NamedSharding, shape) -> dict:
-    """{block position (chunk index tuple): [worker addresses holding it]}."""
+def _known_workers(mesh):
+    """The cluster's workers, asked of the scheduler once for a mesh of virtual devices (asked once
+    per device, a loaded scheduler could answer differently between two asks, and a block
+    restricted to worker None failed its whole graph on the scheduler); None for a mesh of workers."""
+    from arrayx.sharding._mesh import _dask_workers
+
+    return _dask_workers() if any(d.label.startswith("virtual:") for d in mesh.devices.flat) else None
+
+
+def holders(sharding: NamedSharding, shape, workers=None) -> dict:
+    """{block position (chunk index tuple): [worker addresses holding it]} (``workers``: the cluster's
+    sorted worker addresses, asked of the scheduler once by the caller)."""
     out: dict = {}
     for dev, idx in sharding.devices_indices_map(shape).items():
         pos = tuple(0 if sl.start is None else sl.start // max(1, (sl.stop - sl.start)) for sl in idx)
-        out.setdefault(pos, []).append(worker_of(dev))
+        out.setdefault(pos, []).append(worker_of(dev, workers))
     return out
 
 
@@ -58,45 +69,63 @@ def place(buf, sharding: NamedSharding, host=None):
     """``buf`` rechunked as ``sharding`` cuts it, each chunk computed on its worker where the mesh is
     made of workers (else left lazy: the scheduler runs the chunks).  ``host`` (a NumPy array with
     ``buf``'s values, when the data comes from the host) is cut into blocks sent to their workers
-    with ``client.scatter`` instead, so that no block travels inside a task graph."""
+    with ``client.scatter`` instead, so that no block travels inside a task graph.
+
+    A placed array is a persisted one: its graph is its chunks' futures under keys of a name of its
+    own (``placed-...``), nothing else.  (It was the blocks' futures joined by ``da.block``: its
+    ``concatenate-...`` keys then went into every later computation that read it, fused with their
+    neighbours differently by each graph's optimisation, and Dask's scheduler warned of a
+    "different ``run_spec``" for the same key: a key name reused for two different tasks.)"""
     import dask
     import dask.array as da
+    from dask._task_spec import Alias, cull
+    from dask.highlevelgraph import HighLevelGraph
 
     shape = tuple(buf.shape)
     chunks = chunks_of(sharding, shape)
-    client = _client(sharding.mesh)
+    known = _known_workers(sharding.mesh)
+    client = _client(sharding.mesh, known)
     if client is None:
         return buf.rechunk(chunks)
-    who = holders(sharding, shape)
+    who = holders(sharding, shape, known)
     numblocks = tuple(len(c) for c in chunks)
-    blocks = np.empty(numblocks, dtype=object)
-    meta = buf._meta
-
-    def keep(pos, fut, bshape, dtype):
-        blocks[pos] = da.from_delayed(dask.delayed(fut), shape=bshape, dtype=dtype, meta=meta)
-        _PLACED[fut.key] = fut
+    name = f"placed-{_PREFIX}-{next(_COUNT):x}"
+    held: dict = {}
 
     if host is None:
         # one submission per set of workers (two on two workers, not one per block): each block's
         # tasks restricted to its workers, after Dask has optimised the graph (no per-key
-        # annotation, which Dask's blockwise fusion does not survive)
+        # annotation, which Dask's blockwise fusion does not survive); the blocks computed under
+        # this placement's own keys
         buf = buf.rechunk(chunks)
+        named = {(name, *pos): Alias((name, *pos), (buf.name, *pos)) for pos in np.ndindex(*numblocks)}
+        arr = da.Array(HighLevelGraph.from_collections(name, named, dependencies=[buf]), name, chunks,
+                       dtype=buf.dtype, meta=buf._meta)
+        (arr,) = dask.optimize(arr)
+        graph = dict(arr.__dask_graph__())
         by_workers: dict = {}
         for pos in np.ndindex(*numblocks):
             by_workers.setdefault(tuple(sorted(set(who[pos]))), []).append(pos)
         for workers, where in by_workers.items():
-            parts = [buf.blocks[pos] if pos else buf for pos in where]  # (0-d: its blocks[()] computes to a key)
-            futs = client.compute(parts, workers=list(workers), allow_other_workers=False)
-            for pos, part, fut in zip(where, parts, futs):
-                keep(pos, fut, part.shape, part.dtype)
+            keys = [(name, *pos) for pos in where]
+            futs = client.get(cull(graph, keys), keys, workers=list(workers), allow_other_workers=False, sync=False)
+            held.update(zip(keys, futs))
     else:
         for pos in np.ndindex(*numblocks):
             workers = sorted(set(who[pos]))
             idx = tuple(slice(p * c[0], (p + 1) * c[0]) for p, c in zip(pos, chunks))
             part = np.ascontiguousarray(host[idx])
-            fut = client.scatter(part, workers=workers, broadcast=len(workers) > 1, hash=False)
-            keep(pos, fut, part.shape, part.dtype)
-    return da.block(blocks.tolist()) if blocks.ndim else blocks[()]
+            held.update(client.scatter({(name, *pos): part}, workers=workers, broadcast=len(workers) > 1,
+                                       hash=False))
+    for fut in held.values():
+        _PLACED[fut.key] = fut
+    return da.Array(held, name, chunks, dtype=buf.dtype, meta=buf._meta)
+
+
+# placement names: a process's own prefix and a counter (no uuid per placement: reading the OS's
+# entropy is slow on a loaded machine)
+_PREFIX = uuid.uuid4().hex[:8]
+_COUNT = itertools.count()
 
 
 def laid_out(buf, sharding: NamedSharding):
@@ -106,7 +135,7 @@ def laid_out(buf, sharding: NamedSharding):
     stay on their devices.  Without such a cluster (virtual devices run by threads) it stays lazy."""
     chunks = chunks_of(sharding, tuple(buf.shape))
     try:
-        client = _client(sharding.mesh)
+        client = _client(sharding.mesh, _known_workers(sharding.mesh))
     except ValueError:  # a mesh of workers after disconnect(): nothing to place on
         client = None
     if client is None:
@@ -120,7 +149,7 @@ def placement(x) -> dict:
     from arrayx.executors import dask as dask_executor
 
     client = dask_executor.get_scheduler()
-    futures = [f for f in (_PLACED.get(k) for k in x._buf.__dask_graph__() if isinstance(k, str)) if f is not None]
+    futures = [f for f in (_PLACED.get(k) for k in x._buf.__dask_graph__()) if f is not None]
     if futures:
         client.gather(futures)  # finished (no default client is set: wait() would need one)
     who = client.who_has(futures)
@@ -228,7 +257,7 @@ def block_placement(x) -> dict:
             if k in seen:
                 continue
             seen.add(k)
-            fut = _PLACED.get(k) if isinstance(k, str) else None
+            fut = _PLACED.get(k)
             if fut is None and isinstance(graph.get(k), Future):  # a persisted array's chunk
                 fut = graph[k]
             if fut is not None:

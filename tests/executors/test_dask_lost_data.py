@@ -70,7 +70,8 @@ def test_read_of_a_block_lost_with_its_worker_raises_naming_the_key(source):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     lost = got["lost"]
     assert lost["value"] is None and lost["error"].startswith("RuntimeError: read of a Dask array:"), lost
-    assert repr(got["key"]) in lost["error"] and "is lost" in lost["error"], lost
+    key = tuple(got["key"]) if isinstance(got["key"], list) else got["key"]  # a chunk key, through JSON
+    assert repr(key) in lost["error"] and "is lost" in lost["error"], lost
     assert lost["seconds"] < 10, lost
     assert got["unrelated"] == {"value": [1.0, 2.0, 3.0, 4.0, 5.0], "error": None,
                                 "seconds": got["unrelated"]["seconds"]}
