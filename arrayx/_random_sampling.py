@@ -181,8 +181,9 @@ def _choice_kernel(rnd, key: Array, shape: tuple, cumulative: Array):
     from arrayx.executors.numba import random_kernels
 
     out = np.empty(math.prod(shape), np.int64)
+    starts, scale, levels = random_kernels.choice_guide(cum)
     if not rnd._kernel_call(lambda: random_kernels.choice_kernel(cum.dtype), *rnd._key_words(key), 0, out, cum,
-                            cum[-1], cum.size.bit_length()):
+                            cum[-1], starts, scale, levels):
         return None
     return Array._new(out, key._ex)
 

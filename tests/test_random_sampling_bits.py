@@ -199,3 +199,18 @@ def test_jit_and_vmap_draws_match_jax(x64, dtype):
          jax.vmap(lambda k: jr.choice(k, 300, (200,), p=pj))(jr.split(jr.PRNGKey(1), 3)),
          f"vmap choice-p {np.dtype(dtype).name}")
     same(xp.jit(lambda k: xr.permutation(k, 5000))(xr.key(5)), jr.permutation(jr.PRNGKey(5), 5000), "jit permutation")
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_choice_p_guide_buckets_match_jax(x64, kernels, dtype):
+    # the kernel's guide (random_kernels.choice_guide): zeros (ties in cumsum), skewed p (full
+    # buckets), equal p, sizes below and above its 64-entry minimum
+    rng = np.random.default_rng(9)
+    for trial, (n, power, zeros) in enumerate([(10, 1, 0.0), (64, 1, 0.3), (300, 30, 0.2), (1000, 8, 0.0),
+                                                (2500, 1, 0.5), (700, 0, 0.0)]):
+        p = rng.random(n) ** power
+        p[rng.random(n) < zeros] = 0.0
+        p = (p / p.sum()).astype(dtype)
+        same(xr.choice(xr.key(trial), n, (3000,), p=xp.asarray(p)),
+             jr.choice(jr.PRNGKey(trial), n, (3000,), p=jnp.asarray(p)), f"choice-p n={n} power={power} zeros={zeros}")

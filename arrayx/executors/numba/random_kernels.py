@@ -32,8 +32,8 @@ import numpy as np
 
 from arrayx.executors.numba import kernels as _kernels
 
-__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "randint_kernel", "transform_kernel", "choice_kernel", "log_kernel",
-           "argsort_kernel", "run", "warm"]
+__all__ = ["FLOAT_SAMPLERS", "kernel", "bits_kernel", "randint_kernel", "transform_kernel", "choice_kernel", "choice_guide",
+           "log_kernel", "argsort_kernel", "run", "warm"]
 
 #: samplers with a float kernel: (k0, k1, start, offset, out, lo, span, mode) -> None
 FLOAT_SAMPLERS = ("uniform", "normal", "exponential", "gumbel", "gumbel_high")
@@ -539,12 +539,14 @@ def unit(k0, k1, k2, c):
 
 
 @njit(**_FLAGS)
-def kernel(claims, k0, k1, start, out, cum, total, levels):
-{width}    # per block: the query total * (1 - u) of each counter, then jax.numpy.searchsorted's binary search
-    # (its "scan" method: `levels` halvings of [low, high), mid = low + (high - low) // 2, left when
+def kernel(claims, k0, k1, start, out, cum, total, starts, scale, levels):
+{width}    # per block: the query total * (1 - u) of each counter, its guide bucket (the index range
+    # [starts[g], starts[g + 1]] that holds its answer), then `levels` halvings of that range as
+    # jax.numpy.searchsorted's "scan" method does them (mid = low + (high - low) // 2, left when
     # query <= cum[mid]), one level at a time over the block so that the searches run side by side
     k2 = k0 ^ k1 ^ PARITY
     n = out.size
+    buckets = starts.size - 1
     blocks = (n + BLOCK - 1) // BLOCK
     q = np.empty(BLOCK, T)
     low = np.empty(BLOCK, np.int64)
@@ -555,12 +557,16 @@ def kernel(claims, k0, k1, start, out, cum, total, levels):
         b0 = b * BLOCK
         m = min(BLOCK, n - b0)
         base = np.uint64(start + b0)
-        for j in range(m):
+        for j in range(m):  # (the hashes vectorise in a loop of their own)
             q[j] = total * (T(1.0) - unit(k0, k1, k2, base + np.uint64(j)))
-            low[j] = 0
-            high[j] = cum.size
+        for j in range(m):
+            x = np.float64(q[j]) * scale
+            g = np.int64(x) if x < buckets else buckets - 1  # (NaN: the last bucket)
+            low[j] = starts[g]
+            high[j] = starts[g + 1]
         for _ in range(levels):
-            for j in range(m):  # branch-free (mid < high <= cum.size, or mid == low < cum.size)
+            for j in range(m):  # branch-free; mid < high <= cum.size, or mid == low < cum.size (a query is
+                # at most total = cum[-1], so its bucket starts below cum.size)
                 lo, hi = low[j], high[j]
                 mid = (lo + hi) >> 1  # = low + (high - low) // 2
                 left = q[j] <= cum[mid]
@@ -575,11 +581,29 @@ def kernel(claims, k0, k1, start, out, cum, total, levels):
 '''
 
 
+def choice_guide(cum: np.ndarray) -> tuple:
+    """(starts, scale, levels) of ``choice_kernel`` for ``cum`` (1-d, no NaN).  Sorted, from zero up,
+    with a finite positive total: buckets of the query by ``int(query * scale)`` (float64, monotone in
+    the query, so a query's answer, the count of ``cum`` below it, lies between the counts of ``cum``
+    values in lower buckets and in buckets up to its own: ``starts``), and enough halvings for the
+    fullest bucket; else one bucket [0, cum.size] and jax.numpy.searchsorted's own halvings, whose
+    answer that is for any ``cum``."""
+    n = cum.size
+    total = float(cum[-1])
+    if n >= 64 and cum[0] >= 0 and 0 < total < math.inf and bool(np.all(cum[1:] >= cum[:-1])):
+        buckets = 1 << min(16, (2 * n - 1).bit_length())
+        scale = buckets / total
+        which = np.minimum((cum.astype(np.float64) * scale).astype(np.int64), buckets - 1)
+        starts = np.searchsorted(which, np.arange(buckets + 1), side="left").astype(np.int64)
+        return starts, scale, int(np.diff(starts).max()).bit_length()
+    return np.array([0, n], np.int64), 0.0, n.bit_length()
+
+
 def choice_kernel(dtype: np.dtype):
-    """``kernel(k0, k1, start, out, cum, total, levels)``: ``out[i]`` (int64) = the insertion point, left
-    side, of ``total * (1 - u)`` in ``cum`` (float ``dtype``, no NaN), ``u`` the [0, 1) uniform of counter
-    ``start + i``: ``arrayx.random.choice`` with probabilities, with replacement (``levels``: the
-    ceil(log2(cum.size + 1)) halvings of jax.numpy.searchsorted, which give its index for any ``cum``)."""
+    """``kernel(k0, k1, start, out, cum, total, starts, scale, levels)``: ``out[i]`` (int64) =
+    jax.numpy.searchsorted(cum, total * (1 - u)) (side left) with ``u`` the [0, 1) uniform of counter
+    ``start + i`` and ``cum`` of float ``dtype`` without NaN: ``arrayx.random.choice`` with probabilities,
+    with replacement; ``starts``, ``scale``, ``levels`` from ``choice_guide(cum)``."""
     dtype = np.dtype(dtype)
 
     def make():
