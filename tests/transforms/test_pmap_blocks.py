@@ -290,3 +290,47 @@ def test_the_dask_task_runner_moves_only_the_blocks_that_cross(monkeypatch):
     assert got_cross == sorted([("ppermute", 0, 4, block), ("ppermute", 4, 0, block),
                                 ("ppermute", 0, 4, 3 * block), ("ppermute", 4, 0, 3 * block),
                                 ("psum_scatter", 0, 4, 16 * block // N), ("psum_scatter", 4, 0, 16 * block // N)])
+
+
+def test_blocks_of_a_deferred_result_on_the_task_runner(monkeypatch):
+    """A ppermute / psum_scatter of the result of a pmap whose last stage is deferred (a psum's
+    stage, run inside the next call): the cut tasks run that stage where the result is held."""
+    from arrayx.executors import dask as dask_executor
+    from arrayx.transforms import pmap_dask
+
+    if not base.get("dask").available():
+        pytest.skip("dask executor unavailable")
+    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", False)
+
+    def g(x):
+        return x * ax.psum(x * 2.0, "i") + ax.astype(ax.axis_index("i"), x.dtype)
+
+    def h(y):
+        return ax.lax.ppermute(y, "i", PERM_CYCLE), ax.lax.psum_scatter(y, "i", scatter_dimension=0, tiled=True)
+
+    x = np.random.default_rng(3).standard_normal((N, 16))
+
+    def run(lib):
+        with ax.use_executor(lib):
+            pg, ph = ax.pmap(g, "i"), ax.pmap(h, "i")
+            a = pg(ax.asarray(x))
+            out = []
+            for _ in range(3):
+                p, s = ph(a)
+                a = pg(p)
+                out += [np.asarray(p), np.asarray(s), np.asarray(a)]
+            return out
+
+    want = run("numpy")
+    with distributed_cluster() as cluster:
+        dask_executor.connect(cluster)
+        try:
+            got = run("dask")
+        finally:
+            dask_executor.disconnect()
+    _assert_bits(got, want, "dask tasks, deferred inputs")
+
+
+def distributed_cluster():
+    distributed = pytest.importorskip("distributed")
+    return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
