@@ -75,6 +75,14 @@ the load average at the start.  Issue #42 point 2, on this machine (2 shared cor
   committed JSON): dask 1.40 s, dask_processes 4.52 s, jax 2.58 s, numpy 0.55 s, numba 0.55 s:
   0.54x (rounds 0.64 / 0.70 / 0.50) and 1.75x (rounds 1.7 / 2.8 / 2.9); after step 100 dask
   1.24 s, dask_processes 2.86 s, jax 1.72 s (0.72x, 1.66x).
+- session 21 (ppermute / psum_scatter moving only their blocks inside pmap; this loop has
+  neither, only its collectives' combine changed): at load 12.2 the code before (a162c03) dask
+  1.53 s, jax 3.47 s, numpy 1.47 s, dask_processes 15.7 s; right after, at load 11.7, this code
+  dask 2.61 s, jax 3.47 s, numpy 2.09 s, dask_processes 14.9 s (load rising to 14.9).  The pmap
+  files alone swapped in and out of the same tree, 1000 steps after 50 warm ones, in turns:
+  numpy 1.62 / 1.41 / 1.64 / 1.54 s with them, 1.99 / 1.97 / 1.70 / 1.59 s without; dask
+  (in-process runner) median 2.98 s with, 2.95 s without (8 turns each, load 13): no regression
+  within the noise.
 
 What is timed: each executor's process from the first call of ``pmap`` (staging, jax's compile,
 dask's placement of the runner or of the inputs) to the last parameters read on the host;
