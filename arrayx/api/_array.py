@@ -26,6 +26,7 @@ SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
 
 _KDLCPU = 1  # DLPack's device type of host memory
+_object_new = object.__new__
 
 
 def _dlpack_device_of(buf):
@@ -304,12 +305,26 @@ class _ArrayMethods:
 
     # -- indexing --------------------------------------------------------------
     def __getitem__(self, key, /) -> "Array":
+        if key.__class__ is slice and self.__class__ is Array:
+            # eager fast path of the commonest key, one slice, on an executor whose buffers are written
+            # in place and index as NumPy's (numpy, numba): indexing.getitem's own, in this frame
+            ex = self._ex
+            buf = self._buf
+            if ex.mutable and ex.basic_index is None and not ex.unknown_shapes and key.step != 0 and buf.ndim \
+                    and _trace_now() is None and _core.eager_hook is None:
+                out = buf[key]
+                new = _object_new(Array)
+                new._buf = out if out.__class__ is ex.array_type else ex.coerce(out)
+                new._ex = ex
+                return new
         return _indexing.getitem(self, key)
 
     def __setitem__(self, key, value, /) -> None:
         _index_updates.setitem(self, key, value)
 
     # -- arithmetic --------------------------------------------------------------
+    # (``x + y``, ``x == y`` and the other binary operators of an elementwise function: installed
+    # below the class, each with its function's eager fast path: api/_fast_paths.py)
     def __pos__(self):
         return _ew.positive(self)
 
@@ -322,11 +337,6 @@ class _ArrayMethods:
     def __invert__(self):
         return _ew.bitwise_invert(self)
 
-    def __add__(self, other, /):
-        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.add, other):
-            return self
-        return _ew.add(self, other)
-
     def __radd__(self, other, /):
         if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.add, other):  # a + b is b + a, bit for bit
             return self
@@ -335,21 +345,11 @@ class _ArrayMethods:
     def __iadd__(self, other, /):
         return self._inplace(_ew.add, other, "+=")
 
-    def __sub__(self, other, /):
-        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.subtract, other):
-            return self
-        return _ew.subtract(self, other)
-
     def __rsub__(self, other, /):
         return _ew.subtract(other, self)
 
     def __isub__(self, other, /):
         return self._inplace(_ew.subtract, other, "-=")
-
-    def __mul__(self, other, /):
-        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.multiply, other):
-            return self
-        return _ew.multiply(self, other)
 
     def __rmul__(self, other, /):
         if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.multiply, other):
@@ -359,28 +359,17 @@ class _ArrayMethods:
     def __imul__(self, other, /):
         return self._inplace(_ew.multiply, other, "*=")
 
-    def __truediv__(self, other, /):
-        if _getrefcount(self) == _TEMPORARY and _elide(self, _ew.divide, other):
-            return self
-        return _ew.divide(self, other)
-
     def __rtruediv__(self, other, /):
         return _ew.divide(other, self)
 
     def __itruediv__(self, other, /):
         return self._inplace(_ew.divide, other, "/=")
 
-    def __floordiv__(self, other, /):
-        return _ew.floor_divide(self, other)
-
     def __rfloordiv__(self, other, /):
         return _ew.floor_divide(other, self)
 
     def __ifloordiv__(self, other, /):
         return self._inplace(_ew.floor_divide, other, "//=")
-
-    def __mod__(self, other, /):
-        return _ew.remainder(self, other)
 
     def __rmod__(self, other, /):
         return _ew.remainder(other, self)
@@ -406,17 +395,11 @@ class _ArrayMethods:
     def __imatmul__(self, other, /):
         return self._inplace(_linalg.matmul, other, "@=")
 
-    def __and__(self, other, /):
-        return _ew.bitwise_and(self, other)
-
     def __rand__(self, other, /):
         return _ew.bitwise_and(other, self)
 
     def __iand__(self, other, /):
         return self._inplace(_ew.bitwise_and, other, "&=")
-
-    def __or__(self, other, /):
-        return _ew.bitwise_or(self, other)
 
     def __ror__(self, other, /):
         return _ew.bitwise_or(other, self)
@@ -424,17 +407,11 @@ class _ArrayMethods:
     def __ior__(self, other, /):
         return self._inplace(_ew.bitwise_or, other, "|=")
 
-    def __xor__(self, other, /):
-        return _ew.bitwise_xor(self, other)
-
     def __rxor__(self, other, /):
         return _ew.bitwise_xor(other, self)
 
     def __ixor__(self, other, /):
         return self._inplace(_ew.bitwise_xor, other, "^=")
-
-    def __lshift__(self, other, /):
-        return _ew.bitwise_left_shift(self, other)
 
     def __rlshift__(self, other, /):
         return _ew.bitwise_left_shift(other, self)
@@ -442,33 +419,11 @@ class _ArrayMethods:
     def __ilshift__(self, other, /):
         return self._inplace(_ew.bitwise_left_shift, other, "<<=")
 
-    def __rshift__(self, other, /):
-        return _ew.bitwise_right_shift(self, other)
-
     def __rrshift__(self, other, /):
         return _ew.bitwise_right_shift(other, self)
 
     def __irshift__(self, other, /):
         return self._inplace(_ew.bitwise_right_shift, other, ">>=")
-
-    # -- comparison ----------------------------------------------------------------
-    def __eq__(self, other, /):  # type: ignore[override]
-        return _ew.equal(self, other)
-
-    def __ne__(self, other, /):  # type: ignore[override]
-        return _ew.not_equal(self, other)
-
-    def __lt__(self, other, /):
-        return _ew.less(self, other)
-
-    def __le__(self, other, /):
-        return _ew.less_equal(self, other)
-
-    def __gt__(self, other, /):
-        return _ew.greater(self, other)
-
-    def __ge__(self, other, /):
-        return _ew.greater_equal(self, other)
 
     # -- in-place --------------------------------------------------------------------
     def _inplace(self, fn, other, op: str) -> "Array":
@@ -645,6 +600,14 @@ class _AtRef:
                                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
 
+#: elementwise function -> the operator that computes it on an Array (``x + y``: ``__add__``)
+_OPERATOR_OF = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__", "divide": "__truediv__",
+                "floor_divide": "__floordiv__", "remainder": "__mod__", "bitwise_and": "__and__",
+                "bitwise_or": "__or__", "bitwise_xor": "__xor__", "bitwise_left_shift": "__lshift__",
+                "bitwise_right_shift": "__rshift__", "equal": "__eq__", "not_equal": "__ne__", "less": "__lt__",
+                "less_equal": "__le__", "greater": "__gt__", "greater_equal": "__ge__"}
+
+
 # The namespace modules the methods route through (imported last: they import Array).
 from arrayx.api import creation as _creation  # noqa: E402
 from arrayx.api import elementwise as _ew  # noqa: E402
@@ -655,10 +618,26 @@ from arrayx.api import linalg as _linalg  # noqa: E402
 from arrayx.api import manipulation as _manip  # noqa: E402
 from arrayx.api import _numpy_dispatch  # noqa: E402
 from arrayx.api import _numpy_methods  # noqa: E402
+from arrayx.api import _fast_paths  # noqa: E402
 from arrayx.core import primitives as _core  # noqa: E402
 from arrayx.core import tracers as _tracers  # noqa: E402
 
+_trace_now = _core._TRACE.get  # the active trace, None when eager (bound once: __getitem__ calls it)
+
 _numpy_methods.install()  # NumPy's methods (astype, max, ...) in the default mode, none in strict
+
+# The binary operators of the elementwise functions (``x + y`` is ``add(x, y)``), each with its function's
+# eager fast path in its own frame (api/_fast_paths.py; ``x + y`` was four frames); the four with temporary
+# elision (``_inplace._elide``) keep it for the results large enough to use it.  The reflected and in-place
+# forms are written in the class body.
+for _name, _elides in (("add", True), ("subtract", True), ("multiply", True), ("divide", True),
+                       ("floor_divide", False), ("remainder", False), ("bitwise_and", False),
+                       ("bitwise_or", False), ("bitwise_xor", False), ("bitwise_left_shift", False),
+                       ("bitwise_right_shift", False), ("equal", False), ("not_equal", False),
+                       ("less", False), ("less_equal", False), ("greater", False), ("greater_equal", False)):
+    _dunder = _OPERATOR_OF[_name]
+    setattr(Array, _dunder, _fast_paths.operator(_name, _elides, _dunder))
+del _name, _elides, _dunder
 
 
 def _printed_part(x: Array) -> tuple:

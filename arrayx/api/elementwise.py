@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrayx.api import _device_dtypes, _dtypes, _inplace
+from arrayx.api import _device_dtypes, _dtypes, _fast_paths, _inplace
 from arrayx.api._array import Array
 from arrayx.api._checks import as_array, cast, promote_binary, scalar_operand, with_article
 from arrayx.api._modes import is_strict
@@ -252,208 +252,264 @@ _ACCEPTED = _accepted_by_primitive()
 _dtypes.ON_BFLOAT16.append(lambda: _ACCEPTED.update(_accepted_by_primitive()))
 ELEMENTWISE.update(UNARY, BINARY, BOUNDED)
 
+# Each function below whose body is ``_unary(<name>_p, x)`` or ``_binary(<name>_p, x1, x2)`` is wrapped
+# by ``_fast_paths.unary`` / ``.binary``: the eager fast path of ``_unary``/``_binary`` and ``run_eager1``/
+# ``run_eager2``, written into the function's own frame (three frames fewer per call); the body stays
+# the path for everything else (transforms, lazy() scopes, promotion, the errors).
 
+
+@_fast_paths.unary
 def abs(x, /):
     """Absolute value ``|x|``; real-valued for complex input."""
     return _unary(abs_p, x)
 
+@_fast_paths.unary
 def acos(x, /):
     """Inverse cosine."""
     return _unary(acos_p, x)
 
+@_fast_paths.unary
 def acosh(x, /):
     """Inverse hyperbolic cosine."""
     return _unary(acosh_p, x)
 
+@_fast_paths.binary
 def add(x1, x2, /):
     """x1 + x2."""
     return _binary(add_p, x1, x2)
 
+@_fast_paths.unary
 def asin(x, /):
     """Inverse sine."""
     return _unary(asin_p, x)
 
+@_fast_paths.unary
 def asinh(x, /):
     """Inverse hyperbolic sine."""
     return _unary(asinh_p, x)
 
+@_fast_paths.unary
 def atan(x, /):
     """Inverse tangent."""
     return _unary(atan_p, x)
 
+@_fast_paths.binary
 def atan2(x1, x2, /):
     """Quadrant-aware inverse tangent of x1/x2."""
     return _binary(atan2_p, x1, x2)
 
+@_fast_paths.unary
 def atanh(x, /):
     """Inverse hyperbolic tangent."""
     return _unary(atanh_p, x)
 
+@_fast_paths.binary
 def bitwise_and(x1, x2, /):
     """Bitwise AND."""
     return _binary(bitwise_and_p, x1, x2)
 
+@_fast_paths.unary
 def bitwise_invert(x, /):
     """Bitwise NOT (logical NOT for bool)."""
     return _unary(bitwise_invert_p, x)
 
+@_fast_paths.binary
 def bitwise_left_shift(x1, x2, /):
     """x1 shifted left by x2 bits."""
     return _binary(bitwise_left_shift_p, x1, x2)
 
+@_fast_paths.binary
 def bitwise_or(x1, x2, /):
     """Bitwise OR."""
     return _binary(bitwise_or_p, x1, x2)
 
+@_fast_paths.binary
 def bitwise_right_shift(x1, x2, /):
     """x1 shifted right by x2 bits."""
     return _binary(bitwise_right_shift_p, x1, x2)
 
+@_fast_paths.binary
 def bitwise_xor(x1, x2, /):
     """Bitwise XOR."""
     return _binary(bitwise_xor_p, x1, x2)
 
+@_fast_paths.unary
 def ceil(x, /):
     """Smallest integer-valued number not less than x."""
     return _unary(ceil_p, x)
 
+@_fast_paths.unary
 def conj(x, /):
     """Complex conjugate (identity for real dtypes)."""
     return _unary(conj_p, x)
 
+@_fast_paths.binary
 def copysign(x1, x2, /):
     """Magnitude of x1 with the sign of x2."""
     return _binary(copysign_p, x1, x2)
 
+@_fast_paths.unary
 def cos(x, /):
     """Cosine."""
     return _unary(cos_p, x)
 
+@_fast_paths.unary
 def cosh(x, /):
     """Hyperbolic cosine."""
     return _unary(cosh_p, x)
 
+@_fast_paths.binary
 def divide(x1, x2, /):
     """x1 / x2.  In the default mode bool and integer operands are divided as the default float
     dtype (as NumPy 2 does); strict mode takes floating-point operands only, as the standard."""
     return _binary(divide_p, x1, x2)
 
+@_fast_paths.binary
 def equal(x1, x2, /):
     """x1 == x2."""
     return _binary(equal_p, x1, x2)
 
+@_fast_paths.unary
 def exp(x, /):
     """e raised to x."""
     return _unary(exp_p, x)
 
+@_fast_paths.unary
 def expm1(x, /):
     """exp(x) - 1, accurate for small x."""
     return _unary(expm1_p, x)
 
+@_fast_paths.unary
 def floor(x, /):
     """Largest integer-valued number not greater than x."""
     return _unary(floor_p, x)
 
+@_fast_paths.binary
 def floor_divide(x1, x2, /):
     """Floor of x1 / x2."""
     return _binary(floor_divide_p, x1, x2)
 
+@_fast_paths.binary
 def greater(x1, x2, /):
     """x1 > x2."""
     return _binary(greater_p, x1, x2)
 
+@_fast_paths.binary
 def greater_equal(x1, x2, /):
     """x1 >= x2."""
     return _binary(greater_equal_p, x1, x2)
 
+@_fast_paths.binary
 def hypot(x1, x2, /):
     """sqrt(x1**2 + x2**2) without undue overflow."""
     return _binary(hypot_p, x1, x2)
 
+@_fast_paths.unary
 def imag(x, /):
     """Imaginary part (zeros for real dtypes)."""
     return _unary(imag_p, x)
 
+@_fast_paths.unary
 def isfinite(x, /):
     """True where x is finite."""
     return _unary(isfinite_p, x)
 
+@_fast_paths.unary
 def isinf(x, /):
     """True where x is infinite."""
     return _unary(isinf_p, x)
 
+@_fast_paths.unary
 def isnan(x, /):
     """True where x is NaN."""
     return _unary(isnan_p, x)
 
+@_fast_paths.binary
 def less(x1, x2, /):
     """x1 < x2."""
     return _binary(less_p, x1, x2)
 
+@_fast_paths.binary
 def less_equal(x1, x2, /):
     """x1 <= x2."""
     return _binary(less_equal_p, x1, x2)
 
+@_fast_paths.unary
 def log(x, /):
     """Natural logarithm."""
     return _unary(log_p, x)
 
+@_fast_paths.unary
 def log10(x, /):
     """Base-10 logarithm."""
     return _unary(log10_p, x)
 
+@_fast_paths.unary
 def log1p(x, /):
     """log(1 + x), accurate for small x."""
     return _unary(log1p_p, x)
 
+@_fast_paths.unary
 def log2(x, /):
     """Base-2 logarithm."""
     return _unary(log2_p, x)
 
+@_fast_paths.binary
 def logaddexp(x1, x2, /):
     """log(exp(x1) + exp(x2)), computed stably."""
     return _binary(logaddexp_p, x1, x2)
 
+@_fast_paths.binary
 def logical_and(x1, x2, /):
     """Logical AND."""
     return _binary(logical_and_p, x1, x2)
 
+@_fast_paths.unary
 def logical_not(x, /):
     """Logical NOT."""
     return _unary(logical_not_p, x)
 
+@_fast_paths.binary
 def logical_or(x1, x2, /):
     """Logical OR."""
     return _binary(logical_or_p, x1, x2)
 
+@_fast_paths.binary
 def logical_xor(x1, x2, /):
     """Logical XOR."""
     return _binary(logical_xor_p, x1, x2)
 
+@_fast_paths.binary
 def maximum(x1, x2, /):
     """Elementwise maximum (NaN propagates)."""
     return _binary(maximum_p, x1, x2)
 
+@_fast_paths.binary
 def minimum(x1, x2, /):
     """Elementwise minimum (NaN propagates)."""
     return _binary(minimum_p, x1, x2)
 
+@_fast_paths.binary
 def multiply(x1, x2, /):
     """x1 * x2."""
     return _binary(multiply_p, x1, x2)
 
+@_fast_paths.unary
 def negative(x, /):
     """-x."""
     return _unary(negative_p, x)
 
+@_fast_paths.binary
 def nextafter(x1, x2, /):
     """Next representable value after x1 towards x2."""
     return _binary(nextafter_p, x1, x2)
 
+@_fast_paths.binary
 def not_equal(x1, x2, /):
     """x1 != x2."""
     return _binary(not_equal_p, x1, x2)
 
+@_fast_paths.unary
 def positive(x, /):
     """+x."""
     return _unary(positive_p, x)
@@ -509,58 +565,72 @@ def _truncated_negative_pow(a1, a2):
     truncated = where(a1 == 1, one, where(a1 == -1, unit, zeros_like(base)))
     return where(negative, truncated, base)
 
+@_fast_paths.unary
 def real(x, /):
     """Real part (x itself for real dtypes)."""
     return _unary(real_p, x)
 
+@_fast_paths.unary
 def reciprocal(x, /):
     """1 / x."""
     return _unary(reciprocal_p, x)
 
+@_fast_paths.binary
 def remainder(x1, x2, /):
     """Remainder of floor division, with the sign of x2."""
     return _binary(remainder_p, x1, x2)
 
+@_fast_paths.unary
 def round(x, /):
     """Round half to even."""
     return _unary(round_p, x)
 
+@_fast_paths.unary
 def sign(x, /):
     """Sign of x (``x / |x|`` for complex)."""
     return _unary(sign_p, x)
 
+@_fast_paths.unary
 def signbit(x, /):
     """True where the sign bit of x is set."""
     return _unary(signbit_p, x)
 
+@_fast_paths.unary
 def sin(x, /):
     """Sine."""
     return _unary(sin_p, x)
 
+@_fast_paths.unary
 def sinh(x, /):
     """Hyperbolic sine."""
     return _unary(sinh_p, x)
 
+@_fast_paths.unary
 def sqrt(x, /):
     """Principal square root."""
     return _unary(sqrt_p, x)
 
+@_fast_paths.unary
 def square(x, /):
     """x * x."""
     return _unary(square_p, x)
 
+@_fast_paths.binary
 def subtract(x1, x2, /):
     """x1 - x2."""
     return _binary(subtract_p, x1, x2)
 
+@_fast_paths.unary
 def tan(x, /):
     """Tangent."""
     return _unary(tan_p, x)
 
+@_fast_paths.unary
 def tanh(x, /):
     """Hyperbolic tangent."""
     return _unary(tanh_p, x)
 
+@_fast_paths.unary
 def trunc(x, /):
     """Round towards zero."""
     return _unary(trunc_p, x)

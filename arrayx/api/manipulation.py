@@ -22,8 +22,11 @@ from arrayx.api._checks import (
     traced_value_error,
 )
 from arrayx.core import executor as _exec
-from arrayx.core.primitives import _TRACE, Primitive, run_eager
+from arrayx.core import primitives as _prims
+from arrayx.core.primitives import _TRACE, Primitive, _object_new, run_eager
 from arrayx.core.executor import GENERIC
+
+_trace_now = _TRACE.get  # the active trace, None when eager (bound once: the fast paths call it)
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip",
@@ -283,30 +286,42 @@ def squeeze(x, /, axis) -> Array:
 
 def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     """x with a new shape of the same size (one entry may be -1); ``copy`` as in ``asarray``."""
-    if x.__class__ is Array and shape.__class__ is tuple and copy is None and _TRACE.get() is None:
+    if x.__class__ is Array and shape.__class__ is tuple and copy is None and _trace_now() is None:
         # eager fast path: a shape of non-negative ints (one may be -1) with the array's size
         buf = x._buf
         size = 1
-        free = None  # the index of the -1 entry
-        for i, d in enumerate(shape):
+        free = False  # a -1 entry seen
+        for d in shape:
             if d.__class__ is not int:
                 break
-            if d < 0:
-                if d != -1 or free is not None:
-                    break
-                free = i
-            else:
+            if d >= 0:
                 size *= d
+            elif d != -1 or free:
+                break
+            else:
+                free = True
         else:
             n = buf.size
-            if free is not None and size and n and not n % size:  # xp.reshape(m, (-1,)), (-1, 1), ...
-                shape = (*shape[:free], n // size, *shape[free + 1:])
+            if free and size and n and not n % size:  # xp.reshape(m, (-1,)), (-1, 1), ...
+                i = shape.index(-1)
+                shape = (*shape[:i], n // size, *shape[i + 1:])
                 size = n
             # (an empty result takes the checked path: its other dimensions may exceed any buffer)
-            if size == n and size and not x._ex.unknown_shapes:
+            ex = x._ex
+            if size == n and size and not ex.unknown_shapes:
                 if shape == buf.shape:
                     return x
-                return run_eager(reshape_p, x._ex, (buf,), {"shape": shape, "copy": None})
+                # run_eager, spelled out with the params as keywords (``fn(*bufs, **params)`` costs ~0.2 us)
+                fn = ex.impls.get(reshape_p) or ex.resolve(reshape_p)
+                out = fn(buf, shape=shape, copy=None)
+                if out.__class__ is not ex.array_type:
+                    out = ex.coerce(out)
+                if _prims.eager_hook is not None:
+                    out = _prims.eager_hook(reshape_p, ex, (buf,), {"shape": shape, "copy": None}, out)
+                new = _object_new(Array)
+                new._buf = out
+                new._ex = ex
+                return new
     x = array_arg("reshape", x)
     shape = _shape_tuple("reshape", shape)
     if copy is not None and copy is not True and copy is not False:

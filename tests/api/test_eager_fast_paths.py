@@ -215,3 +215,119 @@ def test_dtypes_answers_are_fresh_dicts():
         info.dtypes(kind=("bool", "nope"))
     with pytest.raises((TypeError, ValueError)):
         info.dtypes(kind=["bool"])
+
+
+# -- the single-frame fast paths: elementwise functions, their operators, matmul, sum, reshape, x[a:b] ----
+# (api/_fast_paths.py and the functions' own): what the checked paths give, errors included
+
+def test_fast_functions_and_operators_match_numpy(executor):
+    a, b = _host(8, 1), _host(8, 2) + 3.0
+    x, y = ax.asarray(a), ax.asarray(b)
+    for got, want in [(ax.add(x, y), a + b), (x + y, a + b), (x - y, a - b), (x * y, a * b), (x / y, a / b),
+                      (x // y, a // b), (x % y, a % b), (x == y, a == b), (x != x, a != a), (x < y, a < b),
+                      (x <= y, a <= b), (x > y, a > b), (x >= y, a >= b), (x * 2.0, a * 2.0), (x + 1, a + 1),
+                      (ax.exp(x), np.exp(a)), (ax.sin(x), np.sin(a)), (ax.multiply(x, 0.5), a * 0.5),
+                      (x + ax.asarray(a[:1]), a + a[:1]),
+                      (x + ax.asarray(b.astype(np.float32)), a + b.astype(np.float32))]:
+        assert_same(got, want)
+    i, j = np.arange(8), np.arange(1, 9)[::-1].copy()
+    xi, xj = ax.asarray(i), ax.asarray(j)
+    for got, want in [(xi & xj, i & j), (xi | xj, i | j), (xi ^ xj, i ^ j), (xi << 2, i << 2), (xi >> 1, i >> 1),
+                      (xi + xj, i + j), (xi / xj, i / j), (ax.abs(-xi), i), (xi == 3, i == 3)]:
+        assert_same(got, want)
+
+
+def test_fast_paths_errors_name_the_function(executor):
+    x, z = ax.asarray(_host(8)), ax.asarray(_host(3))
+    with pytest.raises(ValueError, match="add"):
+        x + z
+    with pytest.raises(ValueError, match="add"):
+        ax.add(x, z)
+    with pytest.raises(ValueError, match="matmul"):
+        ax.matmul(ax.asarray(_host((2, 3))), ax.asarray(_host((2, 3))))
+    with pytest.raises(TypeError, match="bitwise_and"):
+        x & x
+    with pytest.raises(TypeError, match="reshape"):
+        ax.reshape(x, (2.0, 4))
+    with pytest.raises(ValueError, match="reshape"):
+        ax.reshape(x, (3, 3))
+    with ax.strict():
+        with pytest.raises(TypeError, match="exp"):
+            ax.exp(ax.asarray(np.arange(3)))
+        with pytest.raises(TypeError):
+            x + ax.asarray(np.arange(8))
+
+
+def test_fast_reductions_reshape_and_slices_match_numpy(executor):
+    a = _host((2, 4), 3)
+    x = ax.asarray(a)
+    assert_same(ax.sum(x), np.sum(a))
+    assert ax.sum(x).shape == () and ax.sum(x, axis=1, keepdims=True).shape == (2, 1)
+    assert_same(ax.sum(x, axis=-1), np.sum(a, axis=-1))
+    assert_same(ax.reshape(x, (4, 2)), a.reshape(4, 2))
+    assert_same(ax.reshape(x, (-1,)), a.reshape(-1))
+    assert_same(ax.reshape(x, (2, -1, 2)), a.reshape(2, -1, 2))
+    assert ax.reshape(x, (2, 4)) is x
+    flat = ax.reshape(x, (8,))
+    assert_same(flat[1:3], a.reshape(8)[1:3])
+    assert_same(flat[::-2], a.reshape(8)[::-2])
+    assert_same(flat[5:2], a.reshape(8)[5:2])
+    assert_same(x[1:], a[1:])
+    m = ax.asarray(_host((4, 4), 4))
+    assert_same(m @ m, _host((4, 4), 4) @ _host((4, 4), 4))
+
+
+def test_fast_slices_and_reshapes_are_views_on_numpy():
+    with ax.use_executor("numpy"):
+        x = ax.asarray(_host(8))
+        for v in (x[1:3], ax.reshape(x, (2, 4))):
+            assert np.shares_memory(np.asarray(v), np.asarray(x))
+
+
+def test_matmul_and_sum_fast_paths_keep_the_narrow_float_rules():
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(16, 512)).astype(np.float16)
+    b = rng.normal(size=(512, 16)).astype(np.float16)
+    with ax.use_executor("numpy"):
+        x, y = ax.asarray(a), ax.asarray(b)
+        wide = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)  # accumulated in float32
+        for _ in range(2):  # before and after a float64 product (the unwrapped-function cache)
+            assert_same(ax.matmul(x, y), wide)
+            assert_same(x @ y, wide)
+            f = ax.asarray(a.astype(np.float64))
+            assert_same(f @ ax.asarray(b.astype(np.float64)), a.astype(np.float64) @ b.astype(np.float64))
+        ones = ax.asarray(np.ones(4096, np.float16))
+        assert float(ax.sum(ones)) == 4096.0 and ax.sum(ones).dtype == ax.float16
+
+
+def test_fast_paths_defer_to_transforms_and_lazy_scopes():
+    a, b = _host(8, 1), _host(8, 2)
+    with ax.use_executor("numpy"):
+        x, y = ax.asarray(a), ax.asarray(b)
+        assert_same(ax.jit(lambda p, q: ax.exp(p) * q - 1.0 + p[1:3].sum() + ax.reshape(p, (2, 4))[0, 0])(x, y),
+                    np.exp(a) * b - 1.0 + a[1:3].sum() + a[0])
+        g = ax.grad(lambda p: ax.sum(ax.exp(p) * y + p * 2.0))(x)
+        assert_same(g, np.exp(a) * b + 2.0)
+        assert_same(ax.vmap(lambda r: r @ r)(ax.asarray(_host((3, 2, 2)))),
+                    np.matmul(_host((3, 2, 2)), _host((3, 2, 2))))
+        with ax.lazy():
+            z = (x + y) * 2.0 - ax.sin(x)
+        assert_same(z, (a + b) * 2.0 - np.sin(a))
+
+
+def test_fast_paths_give_results_to_the_eager_hook(monkeypatch):
+    from arrayx.core import primitives as prims
+
+    seen = []
+
+    def hook(prim, ex, bufs, params, out):
+        seen.append(prim.name)
+        return out
+
+    with ax.use_executor("numpy"):
+        x = ax.asarray(_host(8))
+        m, mt = ax.reshape(x, (2, 4)), ax.reshape(x, (4, 2))
+        monkeypatch.setattr(prims, "eager_hook", hook)
+        x + x, ax.add(x, x), x * 2.0, ax.exp(x), ax.sum(x), ax.reshape(x, (4, 2)), m @ mt, x[1:3]
+    assert seen[:7] == ["add", "add", "multiply", "exp", "sum", "reshape", "matmul"]
+    assert len(seen) == 8  # and the slice, through indexing's sharding rule

@@ -175,10 +175,22 @@ def _reshape(x, shape, copy=None):
     return x.reshape(shape) if copy is None else np.reshape(x, shape, copy=copy)
 
 
+def _array_out() -> object:
+    """``...`` where NumPy's reductions take ``out=...`` (return a 0-d array, never a NumPy scalar: the
+    executor's result type, with no ``np.asarray`` after the call), else None (their default)."""
+    try:
+        return ... if np.add.reduce(np.zeros(2), out=...).__class__ is np.ndarray else None
+    except TypeError:
+        return None
+
+
+_OUT = _array_out()
+
+
 def _sum(x, axis=None, dtype=None, keepdims=False):
     if dtype is not None and dtype.itemsize == 2 and _narrow.is_narrow(dtype):  # float16/bfloat16: in float32
         return np.add.reduce(x, axis=axis, dtype=_F32, keepdims=keepdims).astype(dtype)
-    return np.add.reduce(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    return np.add.reduce(x, axis, dtype, out=_OUT, keepdims=keepdims)
 
 
 def _prod(x, axis=None, dtype=None, keepdims=False):
