@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import arrayx as ax
-from tests.conftest import to_numpy
+from conformance import profile
+from tests.conftest import ALL_EXECUTORS, to_numpy
 
 jax = pytest.importorskip("jax")
 
@@ -36,14 +37,27 @@ CONVS = {
 }
 
 
+def _on_executors(name: str, cases: list, numba_keeps: int) -> list:
+    """``executor, *case`` parameters: every case on every executor, except Numba in the ci profile,
+    where a seeded sample of ``numba_keeps`` cases runs (all in the deep profile): Numba's lax entries
+    are the NumPy executor's own functions (executors/numba/__init__.py), so its other cases run the
+    same code as NumPy's with the same operands.  For ``parametrize(..., indirect=["executor"])``."""
+    params = []
+    for ex in ALL_EXECUTORS:
+        for case in (profile.sample(f"test_lax.{name}.numba", cases, numba_keeps) if ex == "numba" else cases):
+            case = case if isinstance(case, tuple) else (case,)
+            params.append(pytest.param(ex, *case, id="-".join(map(str, (ex, *case)))))
+    return params
+
+
 def _conv_operands(case, dtype="float64", seed=0):
     lshape, rshape, kw = CONVS[case]
     rng = np.random.default_rng(seed)
     return rng.normal(size=lshape).astype(dtype), rng.normal(size=rshape).astype(dtype), kw
 
 
-@pytest.mark.parametrize("case", sorted(CONVS))
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("executor, case, dtype", _on_executors(
+    "conv_values", [(c, d) for c in sorted(CONVS) for d in ("float32", "float64")], 6), indirect=["executor"])
 def test_conv_values_match_jax(executor, case, dtype):
     x, w, kw = _conv_operands(case, dtype)
     got = ax.lax.conv_general_dilated(ax.asarray(x), ax.asarray(w), **kw)
@@ -52,7 +66,7 @@ def test_conv_values_match_jax(executor, case, dtype):
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), **TOL[np.dtype(dtype)])
 
 
-@pytest.mark.parametrize("case", sorted(CONVS))
+@pytest.mark.parametrize("executor, case", _on_executors("conv_gradients", sorted(CONVS), 3), indirect=["executor"])
 def test_conv_gradients_match_jax(executor, case):
     x, w, kw = _conv_operands(case, seed=1)
 
@@ -103,8 +117,9 @@ BLOCKED_CONVS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BLOCKED_CONVS))
-@pytest.mark.parametrize("blocks", ["one_row", "two_images"])
+@pytest.mark.parametrize("executor, case, blocks", _on_executors(
+    "column_blocks", [(c, b) for c in sorted(BLOCKED_CONVS) for b in ("one_row", "two_images")], 2),
+    indirect=["executor"])
 def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     """The host im2col in blocks smaller than the batch (its budget lowered): one output row of one
     image per block, or two images per block with a partial last block; values and gradients vs JAX
@@ -189,7 +204,7 @@ _JAX_OPS = {"max": (jax.lax.max, -np.inf, "maximum"), "sum": (jax.lax.add, 0.0, 
             "min": (jax.lax.min, np.inf, "minimum")}
 
 
-@pytest.mark.parametrize("case", sorted(WINDOWS))
+@pytest.mark.parametrize("executor, case", _on_executors("reduce_window", sorted(WINDOWS), 3), indirect=["executor"])
 def test_reduce_window_matches_jax(executor, case):
     kind, window, strides, padding, base, wdil = WINDOWS[case]
     x = np.random.default_rng(5).normal(size=(2, 3, 7, 6))
