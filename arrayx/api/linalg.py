@@ -172,7 +172,8 @@ def matmul(x1, x2, /) -> Array:
         b1, b2 = x1._buf, x2._buf
         dt = b1.dtype
         ex = x1._ex
-        if x2._ex is ex and (dt is b2.dtype or dt == b2.dtype) and dt in _CAT["numeric"]:
+        standard = dt in _STANDARD_NUMERIC  # (not float16/bfloat16: numeric, past a narrow-float wrapper)
+        if x2._ex is ex and (dt is b2.dtype or dt == b2.dtype) and (standard or dt in _CAT["numeric"]):
             try:
                 # run_eager2, spelled out (one frame less)
                 m = ex.pool_min_bytes
@@ -183,7 +184,7 @@ def matmul(x1, x2, /) -> Array:
                         fn = ex.impls[matmul_p]
                     except KeyError:
                         fn = ex.resolve(matmul_p)
-                if dt in _STANDARD_NUMERIC:  # not float16/bfloat16: past a narrow-float wrapper
+                if standard:
                     pair = _UNWRAPPED
                     fn = pair[1] if fn is pair[0] else _unwrapped(fn)
                 out = fn(b1, b2)
