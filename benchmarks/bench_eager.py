@@ -10,12 +10,17 @@ absolute times.  Times are the CPU time of the benchmarking thread
 ``mean_overhead_us`` is the mean over the seven ops of issue 11
 (``GOAL_OPS``: issue 41's budget <= 0.45 us, none above 0.6 us); the other ops are shown too.
 The same overheads are measured in wall time too (``wall_*``, ``time.perf_counter``), interleaved
-the same way: on a quiet machine they agree with the CPU times.
+the same way: on a quiet machine they agree with the CPU times.  Each figure is the best of
+``--rounds`` interleaved rounds (20 by default, issue 41's measure) of 5000 calls; the load average
+before and after is recorded with the results (other processes make the figures noisier, not smaller).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import pathlib
+import platform
 import sys
 import time
 import timeit
@@ -44,7 +49,7 @@ def best(fn, number=20000, repeat=7, timer=time.thread_time) -> float:
     return min(timeit.Timer(fn, timer=timer).repeat(number=number, repeat=repeat)) / number
 
 
-def main() -> dict:
+def main(rounds: int = 20, out: str | None = None) -> dict:
     x, y, a = np.arange(1.0, 9.0), np.arange(9.0, 17.0), np.arange(16.0).reshape(4, 4) / 16
     libs = {"numpy": (np, x, y, a)}
     libs["arrayx"] = (ax, ax.asarray(x), ax.asarray(y), ax.asarray(a))
@@ -55,11 +60,12 @@ def main() -> dict:
     except ImportError:
         pass
     rows = {}
+    load_before = _load()
     print(f"{'op':<16}" + "".join(f"{k:>18}" for k in libs) + f"{'arrayx - numpy':>16}{'ratio':>8}")
     for name, op in OPS.items():
         # interleave the libraries repeat by repeat, so load on a shared machine hits all alike
         t = {lib: float("inf") for lib in libs}
-        for _ in range(7):
+        for _ in range(rounds):
             for lib, (m, x, y, a) in libs.items():
                 try:
                     t[lib] = min(t[lib], best(lambda: op(m, x, y, a), number=5000, repeat=1))
@@ -67,7 +73,7 @@ def main() -> dict:
                     t[lib] = float("nan")
         # and wall time, interleaved the same way (the minimum: what a quiet machine gives)
         w = {lib: float("inf") for lib in ("numpy", "arrayx")}
-        for _ in range(7):
+        for _ in range(rounds):
             for lib in w:
                 m, x, y, a = libs[lib]
                 w[lib] = min(w[lib], best(lambda: op(m, x, y, a), number=5000, repeat=1, timer=time.perf_counter))
@@ -89,15 +95,28 @@ def main() -> dict:
     print(f"mean arrayx overhead over the issue-11 ops: {mean:.2f} us (max {max(goal):.2f} us); "
           f"array-api-strict {strict_mean:.2f} us")
     print(f"the same in wall time: mean {wall_mean:.2f} us (max {max(wall):.2f} us)")
-    out = pathlib.Path(__file__).parent / "results" / "eager.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"command": "python benchmarks/bench_eager.py", "ops": rows,
+    load_after = _load()
+    print(f"load average (1 min) before {load_before}, after {load_after}")
+    path = pathlib.Path(out) if out else pathlib.Path(__file__).parent / "results" / "eager.json"
+    path.parent.mkdir(exist_ok=True)
+    command = "python benchmarks/bench_eager.py" + (f" --rounds {rounds}" if rounds != 20 else "")
+    path.write_text(json.dumps({"command": command, "rounds": rounds, "calls_per_round": 5000,
+                               "load_average_before": load_before, "load_average_after": load_after,
+                               "python": platform.python_version(), "numpy": np.__version__, "ops": rows,
                                "median_overhead_us": med,
                                "goal_ops": list(GOAL_OPS), "mean_overhead_us": mean,
                                "max_overhead_us": max(goal), "array_api_strict_mean_overhead_us": strict_mean,
                                "wall_mean_overhead_us": wall_mean, "wall_max_overhead_us": max(wall)},
                               indent=2))
     return rows
+
+
+def _load():
+    """The 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 # -- registered with ``python -m benchmarks`` (see its docstring) --------------------------------------
@@ -120,4 +139,8 @@ def workloads(quick: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=20, help="interleaved rounds; each figure is their best")
+    parser.add_argument("--out", help="where to write the JSON (default benchmarks/results/eager.json)")
+    args = parser.parse_args()
+    main(args.rounds, args.out)
