@@ -46,8 +46,14 @@ def test_refused_before_xla_on_the_chip():
             ax.abs(c)
         with pytest.raises(NotImplementedError, match="tanh: complex128 on a TPU"):
             ax.jit(ax.tanh)(c)
-    with pytest.raises(NotImplementedError, match="svd: float32 on a TPU"):
-        ax.linalg.svd(ax.ones((4, 3), device=TPU))
+    # svd of float32 runs (its TPU lowering built with 64-bit types off: tpu_limits.LOWER_IN_32_BITS)
+    a = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    u, s, vt = ax.linalg.svd(ax.asarray(a, device=TPU), full_matrices=False)
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a.astype(np.float64), compute_uv=False), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vt), a, atol=1e-5)
+    with ax.tpu_64bit("emulate"), pytest.raises(NotImplementedError, match="svd: complex128 on a TPU"):
+        ax.linalg.svd(ax.asarray(np.ones((4, 3), dtype=np.complex128), device=TPU))
     s = ax.linalg.svdvals(ax.asarray(np.eye(3, dtype=np.float32) * 2, device=TPU))
     np.testing.assert_allclose(np.asarray(s), [2, 2, 2], rtol=1e-6)
 
