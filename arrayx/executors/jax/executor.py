@@ -406,7 +406,6 @@ class JaxExecutor(Executor):
         "all": _truth_reduction("all"),
         **{name: _complex_special(name, {"sign": _sign, "log1p": _log1p, **_SIGNED_ZERO}.get(name))
            for name in _COMPLEX_SPECIAL},
-        "round": _numpy_rules._round,
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
         # tall, thin float64 svd through CholeskyQR2's matrix products (this package's linalg.py)

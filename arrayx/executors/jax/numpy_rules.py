@@ -39,11 +39,9 @@ NOT_NEEDED: dict[str, tuple[str, ...]] = {
 #: JAX 0.10.2, libtpu 0.0.42.1); every other platform runs plain jax.numpy
 ONLY_ON: dict[str, tuple[str, ...]] = {
     "signed_zero": ("tpu",),  # XLA:TPU's float32 expm1(-0.0) and sinh(-0.0) are +0.0 (C99 and NumPy: -0.0)
-    # round of floats from 2**23 on gives them back.  Unverified on the chip: the suite failure that led
-    # to it (round(355269951488.0) -> 355269935104.0) was the suite's own (that Python float is
-    # 355269935104.0 in float32, so round returned its input; known_failures/jax-tpu.txt).  Kept, as it
-    # is exact everywhere and costs a compare and a select in a TPU program; the next chip run decides.
-    "round_large": ("tpu",),
+    # (no correction of round: plain jnp.round gives large integral float32 and bfloat16 values back on
+    # the chip, eager and compiled: benchmarks/tpu_check.sh env, session 21; the suite failure that
+    # once suggested otherwise drew a Python float that float32 cannot hold, known_failures/jax-tpu.txt)
 }
 
 
@@ -86,22 +84,6 @@ def keeping_signed_zero(name: str):
 
     corrected.__name__ = raw.__name__ = name
     return _per_platform("signed_zero", corrected, raw)
-
-
-def _round_corrected(x):
-    if x.dtype.kind != "f" and not jnp.issubdtype(x.dtype, jnp.floating):
-        return jnp.round(x)
-    # from 2**(mantissa bits) on every float is an integer: round gives it back
-    big = jnp.asarray(1.0 / float(jnp.finfo(x.dtype).eps), x.dtype)
-    return jnp.where(jnp.abs(x) >= big, x, jnp.round(x))
-
-
-def _round_raw(x):
-    return jnp.round(x)
-
-
-_round_corrected.__name__ = _round_raw.__name__ = "round"
-_round = _per_platform("round_large", _round_corrected, _round_raw)
 
 
 # -- NumPy's floor division and remainder (arrayx follows NumPy where the standard leaves room;
