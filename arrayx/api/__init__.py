@@ -20,6 +20,8 @@ inside the function otherwise.  ``indexing`` is split in three: ``indexing`` (th
 ``x[key]``, take), ``_views`` (views of arrays not written in place, which ``getitem`` makes and
 whose writes go through ``_index_updates``) and ``_index_updates`` (``x[key] = v``, ``x.at[]``,
 built on both); ``indexing`` imports ``_views`` at its end, ``_views`` ``_index_updates`` at its end.
+``_fast_paths`` (the one-frame eager paths that decorate ``elementwise``'s functions and build
+``_array``'s operators) reads ``elementwise``'s dtype tables on each call and is imported by both.
 """
 from __future__ import annotations
 
