@@ -53,7 +53,8 @@ def test_tutorial_matches_jax(ex, reference):
     _available(ex)
     got = _run(ex)
     assert set(got) == set(reference)
-    assert programs.mismatches(got, reference, sorted(reference)) == []
+    assert got["warm_seconds"] > 0 and reference["warm_seconds"] > 0  # timed, not compared (report only)
+    assert programs.mismatches(got, reference, sorted(set(reference) - {"warm_seconds"})) == []
 
 
 # -- the tutorial as written before jax.make_mesh: meshes from mesh_utils.create_device_mesh ----------------
