@@ -292,6 +292,8 @@ def _fast_flatten(tree):
         else:
             return leaves, spec
     return _flatten_raw(tree, None, False, FLATTEN_NAMESPACE[0])
+
+
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -451,7 +453,7 @@ class JitFunction:
         store = self._store
         if self._simple and not kwargs and _TRACE.get() is None:
             # the cache-hit path for concrete arrays: a flat key of buffer attributes; arrays in
-            # containers (a parameter list, a dict) are found by optree's own flatten, whose structure
+            # containers (a parameter list, a dict) are found by ``_fast_flatten``, whose structure
             # enters the key (no pytree checks: a structure reaches this table only after the slow path
             # flattened it into these same leaves, in this order)
             fast = [_base._scoped.get() or _base._process_default, is_strict()]
@@ -475,9 +477,8 @@ class JitFunction:
                     ex = a._ex
                 elif a._ex is not ex:
                     break  # the slow path names both executors
-                v = getattr(b, "aval", b)  # a jax.Array's shape and dtype are properties reading its aval
-                fast.append(v.shape)
-                fast.append(v.dtype)
+                fast.append(b.shape)  # (not a jax.Array's aval: a deferred buffer would compute itself)
+                fast.append(b.dtype)
                 bufs.append(b)
             else:
                 fast.append(ex)
@@ -523,7 +524,8 @@ class JitFunction:
     @staticmethod
     def _add_fast(store, entry, args, leaves, ex) -> None:
         """Enter ``entry`` in the fast table under the key the cache-hit path builds for ``args``
-        (arrays only, as plain arguments or in containers that optree flattens into ``leaves``)."""
+        (arrays only, as plain arguments or in containers that ``_fast_flatten`` splits into
+        ``leaves``, in their order)."""
         head = [_base._scoped.get() or _base._process_default, is_strict()]
         if len(leaves) != len(args) or any(a.__class__ is not Array for a in args):
             try:
