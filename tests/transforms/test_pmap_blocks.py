@@ -27,6 +27,7 @@ import pytest
 
 import arrayx as ax
 from arrayx.core import executor as base
+from tests.transforms.pmap_runners import RUNNERS, use_runner
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 N = 8
@@ -159,25 +160,13 @@ def _numpy_results():
             ax.asarray(x), ax.asarray(w))]
 
 
-@pytest.mark.parametrize("runner", ["actor", "actor-shipped", "tasks"])
+@pytest.mark.parametrize("runner", RUNNERS)
 def test_pmap_blocks_on_a_cluster_match_numpy_bits(runner, monkeypatch):
     distributed = pytest.importorskip("distributed")
     from arrayx.executors import dask as dask_executor
-    from arrayx.transforms import pmap_dask, pmap_dask_actor
-
     if not base.get("dask").available():
         pytest.skip("dask executor unavailable")
-    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", runner != "tasks")
-    if runner == "actor-shipped":  # the call as the runner in a worker process gets it (compiled stages)
-        placed = pmap_dask_actor.runner_for
-
-        def as_if_remote(client, cluster_workers=None):
-            entry = placed(client, cluster_workers)
-            if entry is not None:
-                entry.local = False
-            return entry
-
-        monkeypatch.setattr(pmap_dask_actor, "runner_for", as_if_remote)
+    use_runner(monkeypatch, runner)
     want = _numpy_results()
     x, w = inputs()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,

@@ -10,6 +10,7 @@ import pytest
 
 import arrayx as ax
 from tests.conftest import to_numpy
+from tests.transforms.pmap_runners import RUNNERS, use_runner
 
 
 def _program(n, rng):
@@ -44,25 +45,15 @@ def _run(lib, n, steps=3):
     return out
 
 
-@pytest.fixture(params=["actor", "actor-shipped", "tasks"])
+@pytest.fixture(params=RUNNERS)
 def runner(request, monkeypatch):
     """Each dask runner on an in-process cluster: the runner actor (the default), the runner actor
     as it runs in a worker process (the call shipped as the task runner's compiled stages, inputs
     sent once by name, progress asked of the actor), or the tasks."""
-    from arrayx.transforms import pmap_dask, pmap_dask_actor
+    from arrayx.transforms import pmap_dask_actor
 
-    monkeypatch.setattr(pmap_dask, "RUNNER_ACTOR", request.param != "tasks")
+    use_runner(monkeypatch, request.param)
     monkeypatch.setattr(pmap_dask_actor, "_MAX_AHEAD", 2)  # the client waits for the runner often
-    if request.param == "actor-shipped":
-        placed = pmap_dask_actor.runner_for
-
-        def as_if_remote(client, cluster_workers=None):
-            entry = placed(client, cluster_workers)
-            if entry is not None:
-                entry.local = False
-            return entry
-
-        monkeypatch.setattr(pmap_dask_actor, "runner_for", as_if_remote)
     return request.param
 
 
