@@ -54,16 +54,22 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def jax_specs():
+def jax_child(script: str) -> dict:
+    """``script`` run by a fresh Python with 8 CPU devices for JAX (skipped without the jax executor):
+    the JSON it prints last (test_jit_indexing.py runs its own script the same way)."""
     if not base.get("jax").available():
         pytest.skip("executor 'jax' unavailable")
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
     env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _JAX, str(ROOT)], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def jax_specs():
+    return jax_child(_JAX)
 
 
 def test_jax_reference(jax_specs):

@@ -8,20 +8,13 @@ devices and must give the same specs, the same values as the NumPy executor, and
 per block."""
 from __future__ import annotations
 
-import json
-import os
-import pathlib
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import arrayx as ax
 from arrayx.core import executor as base
-from tests.sharding.test_basic_indexing import KEYS, _key, _spec
+from tests.sharding.test_basic_indexing import KEYS, _key, _spec, jax_child
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # the eager test's keys, and slices whose sizes a split divides or not
 JIT_KEYS = KEYS + ["3:5", "2:3", "::3", ":, 1:7", ":, ::-2", "5:1:-1", ":, 4:8", "0:6", "2:6, 2:6",
@@ -54,14 +47,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def jax_jit_specs():
-    if not base.get("jax").available():
-        pytest.skip("executor 'jax' unavailable")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _JAX, str(ROOT)], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return jax_child(_JAX)
 
 
 def test_jax_jit_reference(jax_jit_specs):
