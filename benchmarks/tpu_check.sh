@@ -21,7 +21,10 @@
 #      tpu_bench.json (benchmarks/bench_tpu.py) and tpu_defaults.json (benchmarks/bench_tpu_defaults.py);
 #      the device returns at most 8 files a call, so split STEPS over calls (e.g. "env tests main
 #      differential bench", then "official").
-#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn
+#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn hang one
+#      (official: OFFICIAL_ARGS are passed to pytest, e.g. --deselect ID; a test past FAULT_S seconds prints
+#      Python's stacks; hang: python -m conformance.tpu_hang_probe, tpu_hang_probe.json; one: ONE_TEST=ID
+#      alone with every drawn example printed, one_test.log)
 #      (cnn: bench_tpu's CNN rows alone with a long row limit, tpu_bench_cnn.json: a call of its own;
 #      CNN_VARIANTS=1 adds arrayx's step with XLA's convolution for the kernel gradient; bench:
 #      BENCH_SKIP=cnn leaves the CNN rows to that call, DEFAULTS_S=0 leaves out bench_tpu_defaults)
@@ -122,10 +125,24 @@ for dt in (np.float32, jnp.bfloat16):
         if [ -d "$ROOT/.official/array_api_tests" ]; then
             echo "== official array-api-tests on the jax executor (the chip)"
             timeout "${OFFICIAL_S:-280}" $PY -m conformance.official --suite "$ROOT/.official" --executor jax \
-                --label tpu --skip-dtypes float64,complex128,int64,uint64 -n 0 --max-examples "${MAX_EXAMPLES:-20}" > "$OUT/official.log" 2>&1
+                --label tpu --skip-dtypes float64,complex128,int64,uint64 -n 0 --max-examples "${MAX_EXAMPLES:-20}" \
+                -o faulthandler_timeout="${FAULT_S:-90}" ${OFFICIAL_ARGS:-} > "$OUT/official.log" 2>&1
             echo "official exit $?"; tail -15 "$OUT/official.log"
             cp conformance/results/official-jax-tpu.json "$OUT/" 2>/dev/null
         fi ;;
+    hang)
+        echo "== linear algebra on NaN, infinities, huge, subnormal, zero and empty inputs, each case in a child with a limit"
+        timeout "${HANG_S:-200}" $PY -m conformance.tpu_hang_probe --limit "${HANG_LIMIT:-25}" --budget "${HANG_BUDGET:-180}" \
+            ${HANG_ONLY:+--only "$HANG_ONLY"} --json "$OUT/tpu_hang_probe.json" 2>&1 | tail -30 ;;
+    one)
+        # one official test alone, each drawn example printed before it runs, Python's stacks after FAULT_S
+        echo "== official $ONE_TEST, verbose"
+        (cd "$ROOT/.official" && ARRAY_API_TESTS_MODULE=arrayx ARRAYX_EXECUTOR=jax \
+            ARRAY_API_TESTS_SKIP_DTYPES=float64,complex128,int64,uint64 timeout "${ONE_S:-120}" $PY -m pytest -q -s \
+            -p no:cacheprovider "$ONE_TEST" --max-examples="${MAX_EXAMPLES:-20}" --disable-deadline \
+            --hypothesis-verbosity=verbose -o faulthandler_timeout="${FAULT_S:-40}" > "$OUT/one_test.log" 2>&1
+         echo "exit $?")
+        tail -c 6000 "$OUT/one_test.log" ;;
     bench)
         echo "== bench_tpu"
         timeout "${BENCH_S:-240}" $PY benchmarks/bench_tpu.py ${BENCH_SKIP:+--skip "$BENCH_SKIP"} \
