@@ -126,7 +126,7 @@ for dt in (np.float32, jnp.bfloat16):
             echo "== official array-api-tests on the jax executor (the chip)"
             timeout "${OFFICIAL_S:-280}" $PY -m conformance.official --suite "$ROOT/.official" --executor jax \
                 --label tpu --skip-dtypes float64,complex128,int64,uint64 -n 0 --max-examples "${MAX_EXAMPLES:-20}" \
-                -o faulthandler_timeout="${FAULT_S:-90}" ${OFFICIAL_ARGS:-} > "$OUT/official.log" 2>&1
+                --no-shrink -- -o faulthandler_timeout="${FAULT_S:-90}" ${OFFICIAL_ARGS:-} > "$OUT/official.log" 2>&1
             echo "official exit $?"; tail -15 "$OUT/official.log"
             cp conformance/results/official-jax-tpu.json "$OUT/" 2>/dev/null
         fi ;;

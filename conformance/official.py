@@ -63,6 +63,9 @@ def main(argv=None) -> int:
                         "(a TPU: float64,complex128,int64,uint64; dtypes(device=) lists what it holds)")
     p.add_argument("--update-known-failures", action="store_true",
                    help="rewrite known_failures/<executor>.txt with this run's failures (reasons kept)")
+    p.add_argument("--no-shrink", action="store_true",
+                   help="report a failing example without shrinking it (conformance/hypothesis_no_shrink.py: "
+                        "on a TPU every example compiles, and shrinking one failure took minutes)")
     p.add_argument("pytest_args", nargs="*")
     args = p.parse_args(argv)
 
@@ -78,6 +81,8 @@ def main(argv=None) -> int:
     cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
            f"--max-examples={args.max_examples}", "--disable-deadline", "--xfails-file", str(xfails),
            "--json-report", f"--json-report-file={report}", "-o", "xfail_strict=false"]
+    if args.no_shrink:
+        cmd += ["-p", "conformance.hypothesis_no_shrink"]
     if args.workers not in ("0", ""):
         cmd += ["-n", args.workers]
     cmd += args.pytest_args
