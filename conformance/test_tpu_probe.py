@@ -54,3 +54,17 @@ def test_platform_entries_are_reasoned():
     assert dev is not None and dev.id == "tpu-float32-transcendentals"
     assert deviations.classify_platform("cpu", "exp", ["float32"]) is None
     assert deviations.classify_platform("tpu", "add", ["float32"]) is None  # exact there: not excused
+
+
+def test_the_hang_probe_records_a_call_that_never_returns_and_goes_on(tmp_path):
+    """conformance/tpu_hang_probe.py: a case past the limit is a ``hang``, a new child runs the rest."""
+    out = tmp_path / "hang.json"
+    env = dict(os.environ, ARRAYX_PROBE_HANG_CASE="2", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
+    run = subprocess.run([sys.executable, "-m", "conformance.tpu_hang_probe", "--only", "det", "--limit", "5",
+                          "--json", str(out)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(out.read_text())
+    outcomes = [c["outcome"] for c in data["cases"]]
+    assert len(outcomes) == 30 and outcomes[2] == "hang", (outcomes, run.stdout[-2000:])
+    assert outcomes[:2] + outcomes[3:] == ["ok"] * 29
+    assert data["device"] == "Device('jax:cpu:0')"
