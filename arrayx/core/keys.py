@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["exact_key"]
+__all__ = ["AVAL_KEYED", "exact_key"]
+
+#: buffer classes whose ``aval`` attribute gives shape, dtype and weak type in one read (about a fifth
+#: of reading ``shape`` and ``dtype``): jit's cache-hit key takes it from them.  The jax executor adds
+#: jaxlib's array class when it loads; a deferred stand-in is never added (asked for an aval, it would
+#: compute its value)
+AVAL_KEYED: set = set()
 
 
 def exact_key(v):

@@ -55,7 +55,7 @@ from arrayx.api._modes import is_strict
 from arrayx.core import executor as _base
 from arrayx.core.executor import get_executor
 from arrayx.core import float_checks as _nan_checks
-from arrayx.core.keys import exact_key
+from arrayx.core.keys import AVAL_KEYED as _AVAL_KEYED, exact_key
 from arrayx.core.primitives import _TRACE
 from arrayx.core.tracers import CallPrimitive, bind_with
 from arrayx.core.tracers import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
@@ -477,8 +477,11 @@ class JitFunction:
                     ex = a._ex
                 elif a._ex is not ex:
                     break  # the slow path names both executors
-                fast.append(b.shape)  # (not a jax.Array's aval: a deferred buffer would compute itself)
-                fast.append(b.dtype)
+                if b.__class__ in _AVAL_KEYED:
+                    fast.append(b.aval)  # a jax.Array's shape, dtype and weak type in one read
+                else:
+                    fast.append(b.shape)
+                    fast.append(b.dtype)
                 bufs.append(b)
             else:
                 fast.append(ex)
@@ -535,7 +538,8 @@ class JitFunction:
             if len(raw) != len(leaves) or any(a is not b for a, b in zip(raw, leaves)):
                 return  # a structure that arrayx's pytree checks flatten otherwise: the slow path only
             head.append(spec)
-        store.add_fast((*head, *(v for x in leaves for v in (x._buf.shape, x._buf.dtype)), ex), entry)
+        sig = [(b.aval,) if b.__class__ in _AVAL_KEYED else (b.shape, b.dtype) for b in (x._buf for x in leaves)]
+        store.add_fast((*head, *(v for part in sig for v in part), ex), entry)
 
     def _run(self, entry: _Entry, leaves, ex):
         """The compiled function of ``entry`` on concrete ``leaves`` (arrays of ``ex``, Python scalars)."""

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from arrayx.core.keys import exact_key
+from arrayx.core.keys import AVAL_KEYED, exact_key
 from arrayx.core.precision import current as _precision
 from arrayx.executors.jax import blas as _blas, fused as _fused, recycle as _recycle, x64 as _x64
 from arrayx.executors.jax.fused import Pending
@@ -65,6 +65,7 @@ _prod = math.prod
 def load(jax, array_type) -> None:
     global _ARRAY, _NEEDS_CONCRETE
     _ARRAY = array_type
+    AVAL_KEYED.add(array_type)  # jit's cache-hit key reads its aval
     _NEEDS_CONCRETE = (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError,
                        jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError)
 
