@@ -16,6 +16,7 @@ import pytest
 
 import arrayx as ax
 from arrayx import _random_math
+from tests import covering
 
 jax = pytest.importorskip("jax")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -77,8 +78,14 @@ def _indices(x):  # JAX returns some index arrays as int32, arrayx as its defaul
     return x.astype(np.int64) if x.dtype.kind == "i" else x
 
 
-@pytest.mark.parametrize("dtype", HALVES, ids=HALF_IDS)
-@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def _half_id(v) -> str:
+    return HALF_IDS[HALVES.index(v)] if isinstance(v, np.dtype) else str(v)
+
+
+#: every sampler in both dtypes on every executor; on the jax executor (new XLA programs per sampler
+#: and dtype) the ci profile takes each sampler in one dtype, f16 and bf16 in turn (tests/covering.py)
+@pytest.mark.parametrize("executor, name, dtype", covering.on_executors(
+    [(n, d) for n in sorted(SAMPLERS) for d in HALVES], ids=_half_id), indirect=["executor"])
 def test_half_draws_match_jax_eagerly_and_under_jit(executor, name, dtype):
     draw = SAMPLERS[name]
     seed = 2**40 + 3  # both key words non-zero
@@ -128,12 +135,15 @@ def test_half_math_matches_xla_on_every_value(executor, op, dtype):
     _same_bits(getattr(_random_math, op)(ax.asarray(x)), want)
 
 
+_JAX_FMA = jax.jit(lambda a, b, c: a * b + c)  # one jitted reference: compiled once per dtype, not per test
+
+
 @pytest.mark.parametrize("dtype", HALVES, ids=HALF_IDS)
 def test_half_arithmetic_rounds_each_operation_as_xla_does(executor, dtype):
     # fma in 16 bits is a product and a sum, each rounded (XLA:CPU fuses no 16-bit multiply-add)
     rng = np.random.default_rng(3)
     a, b, c = (rng.uniform(-4, 4, 2000).astype(dtype) for _ in range(3))
-    want = jax.jit(lambda a, b, c: a * b + c)(a, b, c)
+    want = _JAX_FMA(a, b, c)
     _same_bits(_random_math.fma(*map(ax.asarray, (a, b, c))), want)
     _same_bits(ax.jit(_random_math.fma)(*map(ax.asarray, (a, b, c))), want)
 
@@ -150,11 +160,12 @@ def test_subnormal_bounds_and_probabilities_match_jax(executor, dtype):
         "truncated_normal": [lambda r, k: r.truncated_normal(k, tiny / 4, 2 * tiny, (16,), dtype)],
     }
     key, jkey = ax.random.key(1), jax.random.PRNGKey(1)
-    for draws in cases.values():
-        for draw in draws:
-            want = draw(jax.random, jkey)
-            _same_bits(draw(ax.random, key), want)
-            _same_bits(ax.jit(lambda k: draw(ax.random, k))(key), want)
+    draws = [draw for group in cases.values() for draw in group]
+    wants = [draw(jax.random, jkey) for draw in draws]
+    staged = ax.jit(lambda k: [draw(ax.random, k) for draw in draws])(key)  # one program for all the draws
+    for draw, want, got in zip(draws, wants, staged):
+        _same_bits(draw(ax.random, key), want)
+        _same_bits(got, want)
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=HALF_IDS)

@@ -14,6 +14,7 @@ import pytest
 
 import arrayx as ax
 from arrayx import _random_math
+from tests import covering
 
 jax = pytest.importorskip("jax")
 
@@ -72,7 +73,13 @@ def _skip_on_dask(executor: str, name: str, subset: set) -> None:
         pytest.skip(f"{name!r} on dask: same kernels as numba/numpy (covered there), graph covered by {sorted(subset)}")
 
 
-@pytest.mark.parametrize("name, dtype", CASES, ids=[f"{n}-{np.dtype(d).name}" for n, d in CASES])
+def _id(v) -> str:
+    return v if isinstance(v, str) else np.dtype(v).name
+
+
+#: on the jax executor (new XLA programs per sampler and dtype) the ci profile takes each sampler in
+#: one dtype, float32 and float64 in turn; every pair in the deep profile (tests/covering.py)
+@pytest.mark.parametrize("executor, name, dtype", covering.on_executors(CASES, ids=_id), indirect=["executor"])
 def test_jit_eager_and_jax_random_agree_bit_for_bit(executor, name, dtype):
     _skip_on_dask(executor, name, DASK_SAMPLERS)
     draw = SAMPLERS[name]
@@ -85,8 +92,13 @@ def test_jit_eager_and_jax_random_agree_bit_for_bit(executor, name, dtype):
     _check(name, executor, eager, want)
 
 
-@pytest.mark.parametrize("dtype", FLOATS, ids=["f32", "f64"])
-@pytest.mark.parametrize("name", ["normal", "uniform-span7", "exponential", "truncated_normal", "gumbel-high"])
+COMPOSED = [(n, d) for n in ["normal", "uniform-span7", "exponential", "truncated_normal", "gumbel-high"]
+            for d in FLOATS]
+
+
+@pytest.mark.parametrize("executor, name, dtype", covering.on_executors(
+    COMPOSED, ids=lambda v: v if isinstance(v, str) else {np.float32: "f32", np.float64: "f64"}[v]),
+    indirect=["executor"])
 def test_vmap_and_jit_compose_bit_for_bit(executor, name, dtype):
     _skip_on_dask(executor, name, DASK_COMPOSED)
     draw = SAMPLERS[name]
@@ -113,6 +125,9 @@ def test_the_jax_executor_runs_xlas_own_operations():
     assert not {e.prim.name for e in graph.equations} & set(f"xla_{n}" for n in _random_math.XLA_OPS)
 
 
+_JAX_FMA = jax.jit(lambda a, b, c: a * b + c)  # one jitted reference: compiled once per dtype, not per test
+
+
 @pytest.mark.parametrize("op", ["fma", "log1p", "log", "erf", "erf_inv"])
 def test_xla_operations_on_every_executor_match_xla(executor, op):
     # the emulation (numpy, numba, dask) and XLA's own (jax) give XLA's bits, eagerly and under jit
@@ -122,7 +137,7 @@ def test_xla_operations_on_every_executor_match_xla(executor, op):
         args = (x, rng.uniform(-3, 3, 4000).astype(dtype), rng.uniform(-3, 3, 4000).astype(dtype))
         fn = getattr(_random_math, op)
         if op == "fma":
-            want = jax.jit(lambda a, b, c: a * b + c)(*args)
+            want = _JAX_FMA(*args)
             got, staged = fn(*map(ax.asarray, args)), ax.jit(fn)(*map(ax.asarray, args))
         else:
             want = jax.jit(getattr(jax.lax, op))(x)
