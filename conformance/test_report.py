@@ -224,11 +224,22 @@ def test_capabilities_are_read_from_the_tables():
         assert kind == capabilities.OTHER and "numpy executor" in what
 
 
-def test_unknown_rows_and_transforms_are_refused():
-    for argv, words in ((["--functions", "nope"], "no row named ['nope']"), (["--transforms", "pmap"], "unknown ['pmap']")):
-        out = subprocess.run([sys.executable, "-m", "conformance", *argv], capture_output=True, text=True,
-                             cwd=HERE.parent, timeout=300)
-        assert out.returncode == 2 and words in out.stderr, out.stderr
+def _refused(argv: list, capsys) -> str:
+    """``python -m conformance ARGV``'s exit status 2 and its stderr, run in this process (the
+    command itself, with its exit status, runs once in test_unknown_rows_and_transforms_are_refused)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2, stop.value.code
+    return capsys.readouterr().err
+
+
+def test_unknown_rows_and_transforms_are_refused(capsys):
+    out = subprocess.run([sys.executable, "-m", "conformance", "--functions", "nope"], capture_output=True, text=True,
+                         cwd=HERE.parent, timeout=300)
+    assert out.returncode == 2 and "no row named ['nope']" in out.stderr, out.stderr
+    err = _refused(["--transforms", "pmap"], capsys)
+    assert "unknown ['pmap']" in err, err
 
 
 def _cells(data: dict) -> dict:
@@ -269,7 +280,7 @@ def test_shards_merged_are_the_whole_run(tmp_path, capsys):
         cli.merge([parts[0]], [parts[1]])
 
 
-def test_a_merge_of_parts_that_do_not_fit_is_refused(tmp_path):
+def test_a_merge_of_parts_that_do_not_fit_is_refused(tmp_path, capsys):
     out = tmp_path / "a"
     cli.main(["--functions", "negative", "--max-examples", "1", "--no-progress", "--executors", "numpy", "--output", str(out)])
     part = json.loads((out / "conformance.json").read_text())
@@ -277,9 +288,8 @@ def test_a_merge_of_parts_that_do_not_fit_is_refused(tmp_path):
     for changed, words in (({**part, "max_examples": 2}, "part 1 has max_examples=2"),
                            (part, "row 'negative' is in part 0 and part 1")):
         other.write_text(json.dumps(changed))
-        got = subprocess.run([sys.executable, "-m", "conformance", "--merge", str(out / "conformance.json"), str(other)],
-                             capture_output=True, text=True, cwd=HERE.parent, timeout=300)
-        assert got.returncode == 2 and words in got.stderr, got.stderr
+        err = _refused(["--merge", str(out / "conformance.json"), str(other)], capsys)
+        assert words in err, err
     for spec in ("2/2", "x/2", "1"):
         with pytest.raises(ValueError, match="--shard"):
             cli.shard(spec)

@@ -2,8 +2,9 @@
 and give the same results as on NumPy arrays.
 
 SciPy reads ``SCIPY_ARRAY_API=1`` once, when it is first imported, and other tests in this
-process may have imported it already; so each executor's checks run in a fresh interpreter
-(this file run as a script), which prints its results as JSON for the tests below to compare.
+process may have imported it already; so the executors' checks run in a fresh interpreter
+(this file run as a script, once for every executor whose tests are selected: SciPy, scikit-learn
+and JAX imported once), which prints its results as JSON for the tests below to compare.
 """
 from __future__ import annotations
 
@@ -24,23 +25,39 @@ _results: dict[str, dict] = {}
 KNOWN_LIMITS: dict = {}  # (Dask's LDA works since data-dependent sizes are computed when read)
 
 
-def _run_worker(executor: str) -> dict:
+def _run_worker(executors: list[str]) -> dict:
+    """executor -> its results, from one fresh interpreter for all of ``executors``."""
     env = dict(os.environ, SCIPY_ARRAY_API="1", PYTHONPATH=os.pathsep.join(
         [str(REPO), os.environ.get("PYTHONPATH", "")]))
     env.pop("ARRAYX_EXECUTOR", None)
-    proc = subprocess.run([sys.executable, __file__, executor], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, __file__, *executors], env=env, capture_output=True,
                           text=True, timeout=600, cwd=REPO)
     if proc.returncode != 0:
-        raise AssertionError(f"interop worker for {executor!r} failed:\n{proc.stderr[-4000:]}")
+        raise AssertionError(f"interop worker for {executors} failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _selected_executors(request) -> list[str]:
+    """The executors of this module's selected tests that take ``results`` (in one run, not one each)."""
+    names = []
+    for item in request.session.items:
+        spec = getattr(item, "callspec", None)
+        if item.path == request.node.path and spec is not None and "results" in getattr(item, "fixturenames", ()):
+            name = spec.params.get("executor")
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
+
+
 @pytest.fixture
-def results(executor: str) -> dict:
+def results(executor: str, request) -> dict:
     pytest.importorskip("sklearn")
     pytest.importorskip("scipy")
     if executor not in _results:
-        _results[executor] = _run_worker(executor)
+        from arrayx.core import executor as base
+
+        wanted = [n for n in _selected_executors(request) if n not in _results and base.get(n).available()]
+        _results.update(_run_worker(wanted if executor in wanted else [executor]))
     return _results[executor]
 
 
@@ -389,4 +406,4 @@ def _worker(executor: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_worker(sys.argv[1])))
+    print(json.dumps({name: _worker(name) for name in sys.argv[1:]}))

@@ -1,11 +1,14 @@
 """arrayx.lax against jax.lax on every executor: convolution, windows, dynamic slices, top_k, index updates."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 import arrayx as ax
 from conformance import profile
+from tests import covering
 from tests.conftest import ALL_EXECUTORS, to_numpy
 
 jax = pytest.importorskip("jax")
@@ -37,17 +40,28 @@ CONVS = {
 }
 
 
-def _on_executors(name: str, cases: list, numba_keeps: int) -> list:
+def _on_executors(name: str, cases: list, numba_keeps: int, jax_rotates: bool = False) -> list:
     """``executor, *case`` parameters: every case on every executor, except Numba in the ci profile,
     where a seeded sample of ``numba_keeps`` cases runs (all in the deep profile): Numba's lax entries
     are the NumPy executor's own functions (executors/numba/__init__.py), so its other cases run the
-    same code as NumPy's with the same operands.  For ``parametrize(..., indirect=["executor"])``."""
+    same code as NumPy's with the same operands.  ``jax_rotates``: on the jax executor (new XLA programs
+    per case and dtype) the ci profile takes each case in one dtype, in turn (tests/covering.py).
+    For ``parametrize(..., indirect=["executor"])``."""
     params = []
     for ex in ALL_EXECUTORS:
-        for case in (profile.sample(f"test_lax.{name}.numba", cases, numba_keeps) if ex == "numba" else cases):
+        own = covering.rotate(cases) if ex == "jax" and jax_rotates else cases
+        for case in (profile.sample(f"test_lax.{name}.numba", cases, numba_keeps) if ex == "numba" else own):
             case = case if isinstance(case, tuple) else (case,)
             params.append(pytest.param(ex, *case, id="-".join(map(str, (ex, *case)))))
     return params
+
+
+def _host(tree):
+    return jax.tree.map(np.asarray, tree)
+
+
+#: JAX's side of a check is computed once per module (functools.cache: every executor's item reuses
+#: it) and under one jax.jit (one XLA program, where eager jax.grad compiles one per operation)
 
 
 def _conv_operands(case, dtype="float64", seed=0):
@@ -57,7 +71,8 @@ def _conv_operands(case, dtype="float64", seed=0):
 
 
 @pytest.mark.parametrize("executor, case, dtype", _on_executors(
-    "conv_values", [(c, d) for c in sorted(CONVS) for d in ("float32", "float64")], 6), indirect=["executor"])
+    "conv_values", [(c, d) for c in sorted(CONVS) for d in ("float32", "float64")], 6, jax_rotates=True),
+    indirect=["executor"])
 def test_conv_values_match_jax(executor, case, dtype):
     x, w, kw = _conv_operands(case, dtype)
     got = ax.lax.conv_general_dilated(ax.asarray(x), ax.asarray(w), **kw)
@@ -66,16 +81,23 @@ def test_conv_values_match_jax(executor, case, dtype):
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), **TOL[np.dtype(dtype)])
 
 
+@functools.cache
+def _conv_gradients_reference(case):
+    x, w, kw = _conv_operands(case, seed=1)
+    loss = lambda a, b: jnp.sum(jnp.sin(jax.lax.conv_general_dilated(a, b, **kw)) ** 2)  # noqa: E731
+    return _host(jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(x), jnp.asarray(w)))
+
+
 @pytest.mark.parametrize("executor, case", _on_executors("conv_gradients", sorted(CONVS), 3), indirect=["executor"])
 def test_conv_gradients_match_jax(executor, case):
+    """Gradients of sum(sin(conv)**2) with respect to both operands, against jax.grad."""
     x, w, kw = _conv_operands(case, seed=1)
 
     def loss(conv, sin, s):
         return lambda a, b: s(sin(conv(a, b, **kw)) ** 2)
 
     got = ax.grad(loss(ax.lax.conv_general_dilated, ax.sin, ax.sum), argnums=(0, 1))(ax.asarray(x), ax.asarray(w))
-    want = jax.grad(loss(jax.lax.conv_general_dilated, jnp.sin, jnp.sum), argnums=(0, 1))(jnp.asarray(x),
-                                                                                         jnp.asarray(w))
+    want = _conv_gradients_reference(case)
     for g, h in zip(got, want):
         np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-10, atol=1e-11)
 
@@ -117,6 +139,17 @@ BLOCKED_CONVS = {
 }
 
 
+@functools.cache
+def _column_blocks_reference(case):
+    """JAX's convolution of the case's operands and the gradients of the sum of its squares."""
+    lshape, rshape, kw = BLOCKED_CONVS[case]
+    rng = np.random.default_rng(5)
+    x, w = jnp.asarray(rng.normal(size=lshape)), jnp.asarray(rng.normal(size=rshape))
+    conv = lambda a, b: jax.lax.conv_general_dilated(a, b, **kw)  # noqa: E731
+    grads = jax.grad(lambda a, b: jnp.sum(conv(a, b) ** 2), argnums=(0, 1))
+    return _host(jax.jit(lambda a, b: (conv(a, b), grads(a, b)))(x, w))
+
+
 @pytest.mark.parametrize("executor, case, blocks", _on_executors(
     "column_blocks", [(c, b) for c in sorted(BLOCKED_CONVS) for b in ("one_row", "two_images")], 2),
     indirect=["executor"])
@@ -131,7 +164,7 @@ def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     rng = np.random.default_rng(5)
     x, w = rng.normal(size=lshape), rng.normal(size=rshape)
     conv = lambda f: lambda a, b: f(a, b, **kw)  # noqa: E731
-    want = jax.lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), **kw)
+    want, want_grads = _column_blocks_reference(case)
     dn = _conv.conv_dimension_numbers(lshape, rshape, kw.get("dimension_numbers"))
     spatial, window = _conv._take(want.shape, dn.out_spec)[2:], _conv._take(rshape, dn.rhs_spec)[2:]
     row_bytes = _conv._take(lshape, dn.lhs_spec)[1] * int(np.prod(window)) * 8
@@ -143,8 +176,7 @@ def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-11, atol=1e-12)
     loss = lambda f, s: lambda a, b: s(conv(f)(a, b) ** 2)  # noqa: E731
     got = ax.grad(loss(ax.lax.conv_general_dilated, ax.sum), argnums=(0, 1))(ax.asarray(x), ax.asarray(w))
-    want = jax.grad(loss(jax.lax.conv_general_dilated, jnp.sum), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(w))
-    for g, h in zip(got, want):
+    for g, h in zip(got, want_grads):
         np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-10, atol=1e-10)
 
 
@@ -204,6 +236,18 @@ _JAX_OPS = {"max": (jax.lax.max, -np.inf, "maximum"), "sum": (jax.lax.add, 0.0, 
             "min": (jax.lax.min, np.inf, "minimum")}
 
 
+@functools.cache
+def _reduce_window_reference(case):
+    """JAX's reduce_window of the case, and the gradient of sum(sin(.)) where JAX has a VJP (else None)."""
+    kind, window, strides, padding, base, wdil = WINDOWS[case]
+    x = jnp.asarray(np.random.default_rng(5).normal(size=(2, 3, 7, 6)))
+    jop, init, _ = _JAX_OPS[kind]
+    rw = lambda v: jax.lax.reduce_window(v, init, jop, window, strides, padding, base, wdil)  # noqa: E731
+    if wdil is not None or case == "max_negative_padding":
+        return _host(jax.jit(rw)(x)), None
+    return _host(jax.jit(lambda v: (rw(v), jax.grad(lambda u: jnp.sum(jnp.sin(rw(u))))(v)))(x))
+
+
 @pytest.mark.parametrize("executor, case", _on_executors("reduce_window", sorted(WINDOWS), 3), indirect=["executor"])
 def test_reduce_window_matches_jax(executor, case):
     kind, window, strides, padding, base, wdil = WINDOWS[case]
@@ -211,13 +255,12 @@ def test_reduce_window_matches_jax(executor, case):
     jop, init, name = _JAX_OPS[kind]
     args = (window, strides, padding, base, wdil)
     got = ax.lax.reduce_window(ax.asarray(x), init, getattr(ax, name), *args)
-    want = jax.lax.reduce_window(jnp.asarray(x), init, jop, *args)
+    want, h = _reduce_window_reference(case)
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
     g = ax.grad(lambda v: ax.sum(ax.sin(ax.lax.reduce_window(v, init, getattr(ax, name), *args))))(ax.asarray(x))
     if wdil is not None or case == "max_negative_padding":  # JAX has no VJP of these; check numerically
         ax.check_grads(lambda v: ax.lax.reduce_window(v, init, getattr(ax, name), *args), (ax.asarray(x),), order=1)
         return
-    h = jax.grad(lambda v: jnp.sum(jnp.sin(jax.lax.reduce_window(v, init, jop, *args))))(jnp.asarray(x))
     np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-11, atol=1e-12)
 
 
@@ -234,14 +277,30 @@ def test_reduce_window_init_value_and_integers(executor):
         ax.lax.reduce_window(ax.asarray(x), 0, lambda a, b: a - b, (2, 2))
 
 
+_POOL_REFERENCES: dict = {}
+
+
+def _pools_reference(x, full_pad):
+    """JAX's max and sum windows of 2x2 over ``x``, the count of covered elements per window, and
+    the gradient of sum((sum window / counts) ** 2); once per padding, one jax.jit program."""
+    if full_pad not in _POOL_REFERENCES:
+        args = ((1, 1, 2, 2), (1, 1, 2, 2), full_pad)
+
+        def pools(v):
+            counts = jax.lax.reduce_window(jnp.ones_like(v), 0.0, jax.lax.add, *args)
+            loss = lambda u: jnp.sum((jax.lax.reduce_window(u, 0.0, jax.lax.add, *args) / counts) ** 2)  # noqa: E731
+            return (jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, *args),
+                    jax.lax.reduce_window(v, 0.0, jax.lax.add, *args), counts, jax.grad(loss)(v))
+
+        _POOL_REFERENCES[full_pad] = _host(jax.jit(pools)(jnp.asarray(x)))
+    return _POOL_REFERENCES[full_pad]
+
+
 @pytest.mark.parametrize("padding", ["VALID", "SAME", ((1, 1), (0, 1))])
 def test_pools_nchw(executor, padding):
     x = np.random.default_rng(6).normal(size=(2, 3, 5, 6)).astype(np.float32)
     full_pad = padding if isinstance(padding, str) else ((0, 0), (0, 0)) + padding
-    args = ((1, 1, 2, 2), (1, 1, 2, 2), full_pad)
-    mx = jax.lax.reduce_window(jnp.asarray(x), -jnp.inf, jax.lax.max, *args)
-    sm = jax.lax.reduce_window(jnp.asarray(x), 0.0, jax.lax.add, *args)
-    counts = jax.lax.reduce_window(jnp.ones_like(jnp.asarray(x)), 0.0, jax.lax.add, *args)
+    mx, sm, counts, h = _pools_reference(x, full_pad)
     xa = ax.asarray(x)
     np.testing.assert_allclose(to_numpy(ax.lax.max_pool(xa, (2, 2), padding=padding)), np.asarray(mx), rtol=1e-6)
     np.testing.assert_allclose(to_numpy(ax.lax.sum_pool(xa, (2, 2), padding=padding)), np.asarray(sm), rtol=1e-6)
@@ -253,7 +312,6 @@ def test_pools_nchw(executor, padding):
     if padding == "SAME":  # the corner windows of a 5-row input cover 1 row: counts of 2 and 1
         assert np.asarray(counts).min() < 4
     g = ax.grad(lambda v: ax.sum(ax.lax.avg_pool(v, (2, 2), padding=padding) ** 2))(xa)
-    h = jax.grad(lambda v: jnp.sum((jax.lax.reduce_window(v, 0.0, jax.lax.add, *args) / counts) ** 2))(jnp.asarray(x))
     np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-5, atol=1e-6)
 
 
@@ -273,24 +331,37 @@ def test_max_pool_ties_send_the_gradient_to_the_first_winner(executor):
     np.testing.assert_array_equal(to_numpy(mn), [[[[-3.0, -2.0]]]])
 
 
+_MAX_POOL_REFERENCE: list = []
+
+
+def _max_pool_reference(xs, t):
+    """JAX's overlapping max pool of each member of ``xs``, the gradient of sum(sin(pool)) of each and
+    the Hessian-vector product at ``xs[0]`` along ``t`` (one jax.jit program, once per module)."""
+    if not _MAX_POOL_REFERENCE:
+        def jpool(v):
+            return jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 3, 2), (1, 1, 2, 1), "SAME")
+
+        jloss = lambda v: jnp.sum(jnp.sin(jpool(v)))  # noqa: E731
+        program = jax.jit(lambda vs, u: (jax.vmap(jpool)(vs), jax.vmap(jax.grad(jloss))(vs),
+                                         jax.jvp(jax.grad(jloss), (vs[0],), (u,))[1]))
+        _MAX_POOL_REFERENCE.append(_host(program(jnp.asarray(xs), jnp.asarray(t))))
+    return _MAX_POOL_REFERENCE[0]
+
+
 def test_max_pool_vmap_jit_and_second_order(executor):
     rng = np.random.default_rng(8)
     xs = rng.normal(size=(3, 2, 2, 6, 5))
     pool = lambda v: ax.lax.max_pool(v, (3, 2), strides=(2, 1), padding="SAME")  # noqa: E731 - overlapping
-    jpool = lambda v: jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 3, 2), (1, 1, 2, 1), "SAME")  # noqa: E731
-    want = np.stack([np.asarray(jpool(jnp.asarray(x))) for x in xs])
+    t = rng.normal(size=xs.shape[1:])
+    want, want_grads, want_hvp = _max_pool_reference(xs, t)
     np.testing.assert_allclose(to_numpy(ax.vmap(pool)(ax.asarray(xs))), want)
     np.testing.assert_allclose(to_numpy(ax.vmap(pool, in_axes=2, out_axes=2)(ax.asarray(np.moveaxis(xs, 0, 2)))),
                                np.moveaxis(want, 0, 2))
     loss = lambda v: ax.sum(ax.sin(pool(v)))  # noqa: E731
-    jloss = lambda v: jnp.sum(jnp.sin(jpool(v)))  # noqa: E731
     got = ax.jit(ax.vmap(ax.grad(loss)))(ax.asarray(xs))
-    np.testing.assert_allclose(to_numpy(got), np.stack([np.asarray(jax.grad(jloss)(jnp.asarray(x))) for x in xs]),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(to_numpy(got), want_grads, rtol=1e-12, atol=1e-12)
     hvp = lambda v, t: ax.jvp(ax.grad(loss), (v,), (t,))[1]  # noqa: E731 - scatter's transpose is select
-    t = rng.normal(size=xs.shape[1:])
-    want = jax.jvp(jax.grad(jloss), (jnp.asarray(xs[0]),), (jnp.asarray(t),))[1]
-    np.testing.assert_allclose(to_numpy(ax.jit(hvp)(ax.asarray(xs[0]), ax.asarray(t))), np.asarray(want),
+    np.testing.assert_allclose(to_numpy(ax.jit(hvp)(ax.asarray(xs[0]), ax.asarray(t))), want_hvp,
                                rtol=1e-11, atol=1e-12)
     ax.check_grads(pool, (ax.asarray(xs[0]),), order=2)
 
@@ -353,6 +424,9 @@ def test_index_helpers_match_at(executor):
 # -- sorting -----------------------------------------------------------------------------------------------
 
 
+_TOP_K_GRAD = jax.jit(jax.grad(lambda a: jnp.sum(jax.lax.top_k(a, 2)[0] ** 2)))  # compiled once, not per executor
+
+
 def test_top_k_with_ties_matches_jax(executor):
     x = np.array([[3, 1, 3, 2, 3, 0], [5, 5, 1, 5, 2, 2]])
     for k in (0, 1, 3, 6):
@@ -366,7 +440,7 @@ def test_top_k_with_ties_matches_jax(executor):
     np.testing.assert_array_equal(to_numpy(v), np.asarray(jv))
     np.testing.assert_array_equal(to_numpy(i), np.asarray(ji))
     g = ax.grad(lambda a: ax.sum(ax.lax.top_k(a, 2)[0] ** 2))(ax.asarray(xf))
-    h = jax.grad(lambda a: jnp.sum(jax.lax.top_k(a, 2)[0] ** 2))(jnp.asarray(xf))
+    h = _TOP_K_GRAD(jnp.asarray(xf))
     np.testing.assert_allclose(to_numpy(g), np.asarray(h))
     with pytest.raises(ValueError, match="top_k"):
         ax.lax.top_k(ax.asarray(xf), 8)

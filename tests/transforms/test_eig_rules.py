@@ -129,7 +129,8 @@ def test_matches_jax(case):
     x, weights, grad = _numpy_reference(case)
     with jax.enable_x64(True):
         try:
-            expected = jax.grad(_loss(jnp, case, weights))(jnp.asarray(np.asarray(x)))
+            # one jax.jit program (eagerly, jax.grad compiles one per operation)
+            expected = jax.jit(jax.grad(_loss(jnp, case, weights)))(jnp.asarray(np.asarray(x)))
         except (NotImplementedError, TypeError) as e:  # older JAX: no eigenvector derivatives
             pytest.skip(f"jax.grad cannot differentiate {case.name}: {type(e).__name__}: {e}")
     np.testing.assert_allclose(grad, np.asarray(expected), rtol=1e-8, atol=1e-10, err_msg=case.name)
