@@ -125,8 +125,8 @@ OPS = {
 }
 
 
-@pytest.mark.parametrize("dtype", HALVES, ids=HALF_IDS)
-@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("executor, op, dtype", covering.on_executors(
+    [(o, d) for o in sorted(OPS) for d in HALVES], ids=_half_id), indirect=["executor"])
 def test_half_math_matches_xla_on_every_value(executor, op, dtype):
     # every 16-bit operand in the domain, subnormals included (read as zero for bfloat16)
     jfn, keep = OPS[op]
