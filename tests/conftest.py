@@ -105,12 +105,13 @@ def pytest_xdist_make_scheduler(config, log):
     """``-n N`` without ``--dist``: whole files per worker (xdist's ``loadfile``, files with the most
     tests first), so each module's JAX programs, Numba kernels and reference computations are
     made by one worker rather than by every worker that gets some of its tests (the README's
-    ``-n 2`` run: about 15% less time).  A ``--dist`` the user gives is kept."""
+    ``-n 2`` run: about 15% less time); after the first files, the longest files first
+    (``tests/scheduling.py``).  A ``--dist`` the user gives is kept."""
     if config.getvalue("dist") != "load" or _dist_chosen(config):
         return None
-    from xdist.scheduler import LoadFileScheduling
+    from tests import scheduling
 
-    return LoadFileScheduling(config, log)
+    return scheduling.file_scheduler(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)  # a parametrize mark, added before pytest reads the marks

@@ -137,9 +137,48 @@ def test_n_workers_without_dist_get_whole_files(monkeypatch):
 
     monkeypatch.setattr(xdist_scheduler, "LoadFileScheduling", Whole)
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
-    assert type(pytest_xdist_make_scheduler(Config("-n", "2"), log=None)) is Whole
+    assert isinstance(pytest_xdist_make_scheduler(Config("-n", "2"), log=None), Whole)
     for config in (Config("-n", "2", "--dist", "load"), Config("-n", "2", "--dist=load"),
                    Config("-n", "2", addopts=["--dist", "load"])):
         assert pytest_xdist_make_scheduler(config, log=None) is None
     monkeypatch.setenv("PYTEST_ADDOPTS", "--dist load")
     assert pytest_xdist_make_scheduler(Config("-n", "2"), log=None) is None
+
+
+def test_queued_files_go_out_longest_first_and_done_files_leave_the_count():
+    # tests/scheduling.py: after xdist's first files, the queue is sorted by expected time; a file whose
+    # tests are all done is no longer in the worker's count of pending tests
+    import collections
+
+    pytest.importorskip("xdist.scheduler")
+    from tests import scheduling
+
+    many = {f"tests/api/test_many.py::t[{i}]": False for i in range(400)}  # 400 * 0.06 s = 24 s
+    few_long = {"tests/executors/test_faults.py::a": False, "tests/executors/test_faults.py::b": False}  # 24 s
+    queue = collections.OrderedDict([("tests/test_one.py", {"tests/test_one.py::t": False}),
+                                     ("tests/api/test_many.py", many),
+                                     ("tests/test_ten.py", {f"tests/test_ten.py::t[{i}]": False for i in range(10)}),
+                                     ("tests/executors/test_faults.py", few_long)])
+    assert scheduling.expected_seconds("tests/executors/test_faults.py", 2) == scheduling.SECONDS[
+        "tests/executors/test_faults.py"]
+    scheduling.longest_first(queue)
+    assert list(queue) == ["tests/api/test_many.py", "tests/executors/test_faults.py", "tests/test_ten.py",
+                           "tests/test_one.py"]  # a tie keeps the earlier file first
+
+    class Config:  # what xdist's scheduler reads: the two workers
+        def getvalue(self, name):
+            return {"tx": ["2*popen"]}[name]
+
+    sched = scheduling.file_scheduler(Config(), log=None)
+    node = object()
+    ids = ["tests/test_ten.py::t[0]", "tests/test_ten.py::t[1]", "tests/test_one.py::t"]
+    sched.registered_collections = {node: ids}
+    sched.assigned_work = {node: {"tests/test_ten.py": {ids[0]: False, ids[1]: False},
+                                  "tests/test_one.py": {ids[2]: False}}}
+    sched._reschedule = lambda node: None  # (no real worker to hand more files to)
+    sched.mark_test_complete(node, 0)
+    assert sched._pending_of(sched.assigned_work[node]) == 2 and "tests/test_ten.py" in sched.assigned_work[node]
+    sched.mark_test_complete(node, 1)
+    assert list(sched.assigned_work[node]) == ["tests/test_one.py"] and sched.has_pending
+    sched.mark_test_complete(node, 2)
+    assert sched.assigned_work == {node: {}} and not sched.has_pending
