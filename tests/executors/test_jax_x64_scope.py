@@ -3,7 +3,8 @@ a per-call, per-thread 64-bit scope (``executors/jax/x64.py``), never from the p
 ``jax_enable_x64``.  Process state matters, so the main checks run in fresh subprocesses: after each
 kind of use of the executor, the user's ``jax.config.jax_enable_x64``, ``jnp.asarray(numpy float64)``
 and ``jnp.arange`` are what they were before arrayx, while arrayx's results keep their 64-bit dtypes
-and equal the NumPy executor's; with ``JAX_ENABLE_X64=1`` set by the user both stay 64-bit.  The
+and equal the NumPy executor's; with ``JAX_ENABLE_X64=1`` set by the user both stay 64-bit; and
+``arrayx.debug.callback`` runs the user's function at the user's setting (the same subprocesses).  The
 per-thread rules (the caller's setting restored, errors included; other threads; a user's own
 ``jax.Array``) are checked in this process."""
 from __future__ import annotations
@@ -151,6 +152,15 @@ _SCRIPT = textwrap.dedent(r"""
         return ax.asarray(mine32), ax.asarray(mine32) * 2.0, ax.asarray(np.arange(3.0))
     step("a user's jax.Array", user_jax_arrays, executors=("jax",))
     report["steps"] = steps
+    seen = []
+    def look(v):  # the user's own code, called back by arrayx: it sees the user's JAX, not arrayx's
+        seen.append([bool(jax.config.jax_enable_x64), str(jnp.asarray(np.ones(2)).dtype), str(v.dtype), float(v[1])])
+    with ax.use_executor("jax"):
+        x = ax.asarray([1.0, 1.0 + 2.0**-40])
+    ax.debug.callback(look, x)
+    ax.jit(lambda v: ax.debug.callback(look, v * 2) or v)(x)
+    ax.vmap(lambda v: ax.debug.callback(look, v) or v)(ax.reshape(ax.concat([x, x]), (2, 2)))
+    report["callbacks"] = seen
     report["end"] = user_state()
     print("REPORT" + json.dumps(report))
 """)
@@ -340,34 +350,11 @@ def test_the_namespace_is_jax_numpy_in_64_bits():
         assert xp.arange(3).dtype == np.int64 and not _x64()
 
 
-_CALLBACKS = textwrap.dedent(r"""
-    import json, numpy as np, jax, jax.numpy as jnp, arrayx as ax
-    seen = []
-    def look(v):  # the user's own code, called back by arrayx: it sees the user's JAX, not arrayx's
-        seen.append([bool(jax.config.jax_enable_x64), str(jnp.asarray(np.ones(2)).dtype), str(v.dtype), float(v[1])])
-    with ax.use_executor("jax"):
-        x = ax.asarray([1.0, 1.0 + 2.0**-40])
-    ax.debug.callback(look, x)
-    ax.jit(lambda v: ax.debug.callback(look, v * 2) or v)(x)
-    ax.vmap(lambda v: ax.debug.callback(look, v) or v)(ax.reshape(ax.concat([x, x]), (2, 2)))
-    print("SEEN" + json.dumps(seen))
-""")
-
-
-@pytest.mark.parametrize("user", ["x64 off", "JAX_ENABLE_X64=1"])
-def test_debug_callbacks_run_the_users_code_at_the_users_setting(user):
-    env = dict(os.environ)
-    env.pop("JAX_ENABLE_X64", None)
-    if user != "x64 off":
-        env["JAX_ENABLE_X64"] = "1"
-    proc = subprocess.run([sys.executable, "-c", _CALLBACKS], capture_output=True, text=True, env=env, timeout=300,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("SEEN")), None)
-    assert proc.returncode == 0 and line is not None, proc.stderr[-3000:]
-    seen = json.loads(line[len("SEEN"):])
-    on = user != "x64 off"
+def test_debug_callbacks_run_the_users_code_at_the_users_setting(report):
+    kind, rep = report
+    on = "JAX_ENABLE_X64=1" in kind
     # the values arrive in float64, exact (2**-40 kept); the user's jnp has its own defaults there
-    assert seen == [[on, "float64" if on else "float32", "float64", 1.0 + 2.0**-40],
-                    [on, "float64" if on else "float32", "float64", 2.0 + 2.0**-39],
-                    [on, "float64" if on else "float32", "float64", 1.0 + 2.0**-40],
-                    [on, "float64" if on else "float32", "float64", 1.0 + 2.0**-40]]
+    assert rep["callbacks"] == [[on, "float64" if on else "float32", "float64", 1.0 + 2.0**-40],
+                                [on, "float64" if on else "float32", "float64", 2.0 + 2.0**-39],
+                                [on, "float64" if on else "float32", "float64", 1.0 + 2.0**-40],
+                                [on, "float64" if on else "float32", "float64", 1.0 + 2.0**-40]]
