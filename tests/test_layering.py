@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import functools
 import inspect
 import pathlib
 import subprocess
@@ -77,7 +78,7 @@ def _edges() -> dict:
     return edges
 
 
-EDGES = _edges()
+_edges_once = functools.cache(_edges)  # read when a test asks (not at collection: every xdist worker collects)
 
 
 def package_of(mod: str) -> str:
@@ -129,7 +130,7 @@ def _sccs(graph: dict) -> list:
 
 def package_graph() -> dict:
     graph = {}
-    for mod, targets in EDGES.items():
+    for mod, targets in _edges_once().items():
         a = package_of(mod)
         for target, where in targets.items():
             b = package_of(target)
@@ -140,7 +141,7 @@ def package_graph() -> dict:
 
 
 def test_nothing_inside_imports_the_top():
-    bad = [f"{where}: {mod} imports {TOP}" for mod, targets in EDGES.items() if mod != PROGRAM
+    bad = [f"{where}: {mod} imports {TOP}" for mod, targets in _edges_once().items() if mod != PROGRAM
            for target, where in targets.items() if target == TOP]
     assert bad == [], "\n".join(bad)
 
@@ -156,7 +157,7 @@ def test_no_cycle_between_packages():
 
 
 def test_the_core_imports_only_itself():
-    bad = [f"{where}: {mod} imports {target}" for mod, targets in EDGES.items()
+    bad = [f"{where}: {mod} imports {target}" for mod, targets in _edges_once().items()
            if mod == "arrayx.core" or mod.startswith("arrayx.core.")
            for target, where in targets.items() if not (target == "arrayx.core" or target.startswith("arrayx.core."))]
     assert bad == [], "\n".join(bad)
@@ -167,7 +168,7 @@ def test_the_executors_build_on_the_core_not_on_the_namespace_or_the_interpreter
     records; never the namespace (``arrayx.api``), the interpreters (``arrayx.transforms``) or lax:
     what the namespace registers for them goes through core (``GENERIC``, ``ELEMENTWISE``)."""
     above = ("arrayx.api", "arrayx.transforms", "arrayx.lax", "arrayx.nn", "arrayx.random")
-    bad = [f"{where}: {mod} imports {target}" for mod, targets in EDGES.items()
+    bad = [f"{where}: {mod} imports {target}" for mod, targets in _edges_once().items()
            if mod.startswith("arrayx.executors")
            for target, where in targets.items() if any(target == a or target.startswith(a + ".") for a in above)]
     assert bad == [], "\n".join(bad)
@@ -175,7 +176,7 @@ def test_the_executors_build_on_the_core_not_on_the_namespace_or_the_interpreter
 
 def test_module_cycles_stay_inside_a_package_that_documents_them():
     problems = []
-    for comp in _sccs({m: set(t) for m, t in EDGES.items()}):
+    for comp in _sccs({m: set(t) for m, t in _edges_once().items()}):
         packages = {package_of(m) for m in comp}
         if len(packages) != 1:
             problems.append(f"cycle across packages {sorted(packages)}: {comp}")
@@ -192,8 +193,8 @@ def test_module_cycles_stay_inside_a_package_that_documents_them():
 
 def test_the_graph_is_read_from_every_kind_of_import():
     # function-local and relative imports count: the test must see them
-    assert "arrayx.core.tracers" in EDGES["arrayx.core.graph"]  # a function-local import in graph.py
-    assert "arrayx.executors.numba.kernels" in EDGES["arrayx.executors.numba.cache"]  # function-local
+    assert "arrayx.core.tracers" in _edges_once()["arrayx.core.graph"]  # a function-local import in graph.py
+    assert "arrayx.executors.numba.kernels" in _edges_once()["arrayx.executors.numba.cache"]  # function-local
     assert package_of("arrayx.random") == "arrayx.random" and package_of("arrayx.core.graph") == "arrayx.core"
     assert _sccs({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
 
