@@ -76,8 +76,8 @@ _FREED = textwrap.dedent("""
     bound = 1 << 30  # the documented most (heap.keep_bound(): an eighth of memory, at most 1 GiB)
     before = resident()
     blocks, live = [], []
-    for _ in range(60):
-        blocks.append(np.ones(5_000_000))  # 40 MB each
+    for _ in range(40):
+        blocks.append(np.ones(5_000_000))  # 40 MB each: 1.6 GB, well above the bound
         live.append(np.ones(100))  # small blocks above them keep the heap's top from being trimmed
     peak = resident()
     del blocks
@@ -90,14 +90,14 @@ _FREED = textwrap.dedent("""
 
 def test_freed_heap_kept_resident_is_bounded():
     # issue #40 point 5: 60 freed NumPy arrays of 40 MB stayed resident (+2,289 MB) once the jax
-    # executor was loaded; the process keeps at most heap.keep_bound() of freed heap
+    # executor was loaded; the process keeps at most heap.keep_bound() of freed heap (40 arrays here)
     out = subprocess.run([sys.executable, "-c", _FREED], capture_output=True, text=True, timeout=300,
                          env={**__import__("os").environ, "ARRAYX_JAX_REUSE_MEMORY": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
     done, bound, grown, kept = out.stdout.split()
     if done != "True":
         pytest.skip("malloc is not glibc's here")
-    assert int(grown) > 2_000_000_000  # the arrays were resident
+    assert int(grown) > 1_500_000_000  # the arrays were resident
     assert int(kept) <= int(bound), f"{int(kept) >> 20} MiB of freed heap still resident (bound {int(bound) >> 20} MiB)"
 
 
