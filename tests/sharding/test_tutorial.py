@@ -1,9 +1,15 @@
 """The sharding tutorial's programs (conformance/sharding.py, also the sharding rows of ``python -m
 conformance``) on every executor give jax.numpy's values and shardings: jax with 8 forced host
-devices, numpy/numba with 8 virtual devices, dask with 8 virtual devices on a LocalCluster of 2
-workers; each in its own process (XLA reads its flags once).  Also the tutorial as it was written
-with ``mesh_utils.create_device_mesh`` (three programs), against jax itself."""
+devices (in a fresh process: XLA reads its flags once), numpy/numba with 8 virtual devices (in this
+process, as ``python -m conformance.sharding numpy`` runs them), dask with 8 virtual devices on a
+LocalCluster of 2 workers (``python -m conformance.sharding dask``, in its own process).  Also the
+tutorial as it was written with ``mesh_utils.create_device_mesh`` (three programs), against jax
+itself: in the same fresh jax process as jax's run of the tutorial's programs."""
 from __future__ import annotations
+
+import contextlib
+import io
+import json
 
 import numpy as np
 import pytest
@@ -16,7 +22,15 @@ _RUNS: dict = {}
 
 def _run(ex: str) -> dict:
     if ex not in _RUNS:
-        _RUNS[ex] = programs.run_in_process(ex)
+        if ex == "jax":
+            _RUNS[ex] = _jax_runs()["conformance"]
+        elif ex == "dask":
+            _RUNS[ex] = programs.run_in_process(ex)
+        else:  # what ``python -m conformance.sharding numpy`` prints, with 8 virtual devices
+            with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()) as printed:
+                mp.setenv("ARRAYX_VIRTUAL_DEVICES", "8")
+                assert programs.main([ex]) == 0
+            _RUNS[ex] = json.loads(printed.getvalue().strip().splitlines()[-1])
         assert "error" not in _RUNS[ex], _RUNS[ex]["error"]
     return _RUNS[ex]
 
@@ -151,21 +165,35 @@ def _namespace(lib: str):
     return ns
 
 
+_JAX_RUNS: dict = {}
+
+
 def _jax_runs() -> dict:
-    """jax itself and arrayx on jax, in one process with 8 forced host devices."""
-    import json
+    """In one fresh process with 8 forced host devices: ``python -m conformance.sharding jax``'s JSON
+    (first, as that command runs it), then the create_device_mesh tutorial on jax itself and on
+    arrayx's jax executor."""
+    if not _JAX_RUNS:
+        _JAX_RUNS.update(_jax_process())
+    return _JAX_RUNS
+
+
+def _jax_process() -> dict:
     import os
     import pathlib
     import subprocess
     import sys
 
     root = pathlib.Path(__file__).resolve().parents[2]
-    code = ("import json, arrayx as ax\n"
+    code = ("import contextlib, io, json, arrayx as ax\n"
+            "from conformance import sharding\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as printed:\n"
+            "    assert sharding.main(['jax']) == 0\n"
+            "conformance = json.loads(printed.getvalue().strip().splitlines()[-1])\n"
             "from tests.sharding.test_tutorial import _namespace, _tutorial_with_create_device_mesh as run\n"
             "ref = run(_namespace('jax-itself'))\n"
             "with ax.use_executor('jax'):\n"
             "    got = run(_namespace('arrayx'))\n"
-            "print(json.dumps({'jax-itself': ref, 'jax': got}))\n")
+            "print(json.dumps({'conformance': conformance, 'jax-itself': ref, 'jax': got}))\n")
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
     env.pop("ARRAYX_VIRTUAL_DEVICES", None)
     env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
