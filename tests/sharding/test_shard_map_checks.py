@@ -7,6 +7,7 @@ dask also on a 2-worker LocalCluster, jax in a subprocess with 8 forced host dev
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -233,70 +234,90 @@ def test_dask_cluster_replication_check(processes):
 # -- jax: 8 forced host devices --------------------------------------------------------------------------
 
 
-def _run_on_8_jax_devices(code: str) -> None:
+#: the jax checks, each a function run in one child process with 8 forced host devices (XLA reads its
+#: flags once); the child prints one JSON line: each check's name -> "ok" or its traceback
+_JAX_CHECKS = textwrap.dedent('''
+import json, traceback
+
+
+def replication_check():
+    import numpy as np, arrayx as ax
+    from arrayx.sharding import P
+    ax.set_executor("jax")
+    mesh = ax.sharding.make_mesh((8,), ("x",))
+    mesh2 = ax.sharding.make_mesh((2, 4), ("x", "y"))
+    x = ax.arange(128.0)
+    def refused(fn, what):
+        try:
+            fn(x)
+        except ValueError as e:
+            assert "does not name mesh axis " + repr(what) in str(e) and "psum" in str(e), str(e)
+        else:
+            raise AssertionError("no error")
+    for wrap in (lambda f: f, ax.jit):
+        refused(wrap(ax.shard_map(lambda b: ax.sum(b), mesh=mesh, in_specs=P("x"), out_specs=P())), "x")
+        refused(wrap(ax.shard_map(lambda b: ax.reshape(ax.sum(b), (1,)), mesh=mesh2, in_specs=P(("x", "y")),
+                                  out_specs=P("x"))), "y")
+        ok = wrap(ax.shard_map(lambda b: ax.lax.psum(ax.sum(b), "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
+        assert float(ok(x)) == 8128.0
+        unchecked = wrap(ax.shard_map(lambda b: ax.reshape(ax.sum(b), (1,)), mesh=mesh2, in_specs=P(("x", "y")),
+                                      out_specs=P("x"), check_rep=False))
+        np.testing.assert_array_equal(np.asarray(unchecked(x)), np.arange(128.0).reshape(8, 16).sum(1)[[0, 4]])
+        one, two = wrap(ax.shard_map(lambda b: (1.5, b * 2), mesh=mesh, in_specs=P("x"), out_specs=(P(), P("x"))))(x)
+        assert float(one) == 1.5 and one.shape == () and float(ax.sum(two)) == 2 * 8128.0
+
+
+def create_device_mesh_is_jax_s():
+    import arrayx as ax
+    from jax.experimental import mesh_utils as jmu
+    from arrayx.sharding import mesh_utils
+    ax.set_executor("jax")
+    for shape in [(2, 4), (8,), (4, 2), (2, 2, 2), [2, 4]]:
+        mine, theirs = mesh_utils.create_device_mesh(shape), jmu.create_device_mesh(shape)
+        assert mine.shape == theirs.shape and mine.dtype == object
+        assert [d.native for d in mine.flat] == list(theirs.flat)
+    assert mesh_utils.create_device_mesh(8).shape == (8,)
+    for shape in [(2, 3), (16,), ()]:
+        try:
+            jmu.create_device_mesh(shape)
+        except ValueError as e:
+            want = str(e)
+        try:
+            mesh_utils.create_device_mesh(shape)
+        except ValueError as e:
+            assert want.lower() in str(e).lower(), (want, str(e))
+        else:
+            raise AssertionError(shape)
+
+
+results = {}
+for check in (replication_check, create_device_mesh_is_jax_s):
+    try:
+        check()
+        results[check.__name__] = "ok"
+    except BaseException:
+        results[check.__name__] = traceback.format_exc()[-3000:]
+print(json.dumps(results))
+''')
+
+
+@pytest.fixture(scope="module")
+def jax_checks() -> dict:
     if not base.get("jax").available():
         pytest.skip("jax unavailable")
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
     env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+    proc = subprocess.run([sys.executable, "-c", _JAX_CHECKS], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_jax_replication_check_in_subprocess():
-    _run_on_8_jax_devices("""
-        import numpy as np, arrayx as ax
-        from arrayx.sharding import P
-        ax.set_executor("jax")
-        mesh = ax.sharding.make_mesh((8,), ("x",))
-        mesh2 = ax.sharding.make_mesh((2, 4), ("x", "y"))
-        x = ax.arange(128.0)
-        def refused(fn, what):
-            try:
-                fn(x)
-            except ValueError as e:
-                assert "does not name mesh axis " + repr(what) in str(e) and "psum" in str(e), str(e)
-            else:
-                raise AssertionError("no error")
-        for wrap in (lambda f: f, ax.jit):
-            refused(wrap(ax.shard_map(lambda b: ax.sum(b), mesh=mesh, in_specs=P("x"), out_specs=P())), "x")
-            refused(wrap(ax.shard_map(lambda b: ax.reshape(ax.sum(b), (1,)), mesh=mesh2, in_specs=P(("x", "y")),
-                                      out_specs=P("x"))), "y")
-            ok = wrap(ax.shard_map(lambda b: ax.lax.psum(ax.sum(b), "x"), mesh=mesh, in_specs=P("x"), out_specs=P()))
-            assert float(ok(x)) == 8128.0
-            unchecked = wrap(ax.shard_map(lambda b: ax.reshape(ax.sum(b), (1,)), mesh=mesh2, in_specs=P(("x", "y")),
-                                          out_specs=P("x"), check_rep=False))
-            np.testing.assert_array_equal(np.asarray(unchecked(x)), np.arange(128.0).reshape(8, 16).sum(1)[[0, 4]])
-            one, two = wrap(ax.shard_map(lambda b: (1.5, b * 2), mesh=mesh, in_specs=P("x"), out_specs=(P(), P("x"))))(x)
-            assert float(one) == 1.5 and one.shape == () and float(ax.sum(two)) == 2 * 8128.0
-        print("ok")
-    """)
+def test_jax_replication_check_in_subprocess(jax_checks):
+    assert jax_checks["replication_check"] == "ok", jax_checks["replication_check"]
 
 
-def test_jax_create_device_mesh_is_jax_s_in_subprocess():
-    _run_on_8_jax_devices("""
-        import arrayx as ax
-        from jax.experimental import mesh_utils as jmu
-        from arrayx.sharding import mesh_utils
-        ax.set_executor("jax")
-        for shape in [(2, 4), (8,), (4, 2), (2, 2, 2), [2, 4]]:
-            mine, theirs = mesh_utils.create_device_mesh(shape), jmu.create_device_mesh(shape)
-            assert mine.shape == theirs.shape and mine.dtype == object
-            assert [d.native for d in mine.flat] == list(theirs.flat)
-        assert mesh_utils.create_device_mesh(8).shape == (8,)
-        for shape in [(2, 3), (16,), ()]:
-            try:
-                jmu.create_device_mesh(shape)
-            except ValueError as e:
-                want = str(e)
-            try:
-                mesh_utils.create_device_mesh(shape)
-            except ValueError as e:
-                assert want.lower() in str(e).lower(), (want, str(e))
-            else:
-                raise AssertionError(shape)
-        print("ok")
-    """)
+def test_jax_create_device_mesh_is_jax_s_in_subprocess(jax_checks):
+    assert jax_checks["create_device_mesh_is_jax_s"] == "ok", jax_checks["create_device_mesh_is_jax_s"]
 
 
 @pytest.mark.parametrize("mode", ["eager", "jit"])
