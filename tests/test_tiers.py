@@ -182,3 +182,33 @@ def test_queued_files_go_out_longest_first_and_done_files_leave_the_count():
     assert list(sched.assigned_work[node]) == ["tests/test_one.py"] and sched.has_pending
     sched.mark_test_complete(node, 2)
     assert sched.assigned_work == {node: {}} and not sched.has_pending
+
+
+def test_n_workers_share_the_cores_with_their_blas_threads(monkeypatch):
+    # tests/conftest.py: -n N on the controller gives each worker's OpenBLAS cores // N threads for the
+    # session; a value the user set, a worker, and a run without -n are left alone
+    import os
+    import types
+
+    from tests import conftest
+
+    def config(workers, worker=False):
+        c = types.SimpleNamespace(option=types.SimpleNamespace(numprocesses=workers))
+        if worker:
+            c.workerinput = {}
+        return c
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    for workers, want in [(2, "4"), (8, "1"), (16, "1"), ("auto", "1")]:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+        c = config(workers)
+        conftest._share_the_cores(c)
+        assert os.environ.get("OPENBLAS_NUM_THREADS") == want, workers
+        conftest.pytest_unconfigure(c)
+        assert "OPENBLAS_NUM_THREADS" not in os.environ
+    for c in (config(None), config(0), config(1), config(2, worker=True)):
+        conftest._share_the_cores(c)
+        assert "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    conftest._share_the_cores(config(2))
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
