@@ -22,7 +22,9 @@
 #      the device returns at most 8 files a call, so split STEPS over calls (e.g. "env tests main
 #      differential bench", then "official").
 #      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn hang one
-#      (official: OFFICIAL_ARGS are passed to pytest, e.g. --deselect ID; a test past FAULT_S seconds prints
+#      (official: OFFICIAL_ARGS are passed to pytest, e.g. --deselect ID; OFFICIAL_PART=K/N runs the K-th
+#      share of the suite's files, one call per share, folded here with `python -m conformance.official
+#      --executor jax --label tpu --merge N`; a test past FAULT_S seconds prints
 #      Python's stacks; hang: python -m conformance.tpu_hang_probe, tpu_hang_probe.json; one: ONE_TEST=ID
 #      alone with every drawn example printed, one_test.log)
 #      (cnn: bench_tpu's CNN rows alone with a long row limit, tpu_bench_cnn.json: a call of its own;
@@ -126,9 +128,10 @@ for dt in (np.float32, jnp.bfloat16):
             echo "== official array-api-tests on the jax executor (the chip)"
             timeout "${OFFICIAL_S:-280}" $PY -m conformance.official --suite "$ROOT/.official" --executor jax \
                 --label tpu --skip-dtypes float64,complex128,int64,uint64 -n 0 --max-examples "${MAX_EXAMPLES:-20}" \
-                --no-shrink -- -o faulthandler_timeout="${FAULT_S:-90}" ${OFFICIAL_ARGS:-} > "$OUT/official.log" 2>&1
+                --no-shrink ${OFFICIAL_PART:+--part "$OFFICIAL_PART"} \
+                -- -o faulthandler_timeout="${FAULT_S:-90}" ${OFFICIAL_ARGS:-} > "$OUT/official.log" 2>&1
             echo "official exit $?"; tail -15 "$OUT/official.log"
-            cp conformance/results/official-jax-tpu.json "$OUT/" 2>/dev/null
+            cp conformance/results/official-jax-tpu*.json "$OUT/" 2>/dev/null
         fi ;;
     hang)
         echo "== linear algebra on NaN, infinities, huge, subnormal, zero and empty inputs, each case in a child with a limit"

@@ -51,7 +51,7 @@ def write_known_failures(executor: str, failures: dict[str, str]) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m conformance.official", description=__doc__.splitlines()[0])
-    p.add_argument("--suite", required=True, help="path of the array-api-tests clone")
+    p.add_argument("--suite", help="path of the array-api-tests clone (not needed with --merge)")
     p.add_argument("--executor", default="numpy")
     p.add_argument("--max-examples", type=int, default=20)
     p.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (0 = none)")
@@ -66,10 +66,26 @@ def main(argv=None) -> int:
     p.add_argument("--no-shrink", action="store_true",
                    help="report a failing example without shrinking it (conformance/hypothesis_no_shrink.py: "
                         "on a TPU every example compiles, and shrinking one failure took minutes)")
+    p.add_argument("--part", default="",
+                   help="K/N: run only the K-th of N shares of the suite's test files (split by size, "
+                        "deterministic), for a machine whose calls are time-limited; the summary goes to "
+                        "official-<name>-partKofN.json, and --merge folds the N shares into one summary")
+    p.add_argument("--merge", type=int, default=0, metavar="N",
+                   help="no run: fold official-<name>-part1ofN.json .. partNofN.json into official-<name>.json")
     p.add_argument("pytest_args", nargs="*")
     args = p.parse_args(argv)
 
     name = f"{args.executor}-{args.label}" if args.label else args.executor
+    if args.merge:
+        return merge_parts(name, args.merge)
+    if not args.suite:
+        p.error("--suite is required (the array-api-tests clone)")
+    paths = ["array_api_tests"]
+    part = ""
+    if args.part:
+        k, n = _parse_part(args.part)
+        paths = suite_share(pathlib.Path(args.suite), k, n)
+        part = f"-part{k}of{n}"
     known = read_known_failures(name)
     report = pathlib.Path(tempfile.mkdtemp()) / "report.json"
     xfails = report.with_name("xfails.txt")
@@ -78,7 +94,7 @@ def main(argv=None) -> int:
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     if args.skip_dtypes:
         env["ARRAY_API_TESTS_SKIP_DTYPES"] = args.skip_dtypes
-    cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
            f"--max-examples={args.max_examples}", "--disable-deadline", "--xfails-file", str(xfails),
            "--json-report", f"--json-report-file={report}", "-o", "xfail_strict=false"]
     if args.no_shrink:
@@ -113,10 +129,14 @@ def main(argv=None) -> int:
     }
     mode = "strict" if _strict_run() else "default"
     summary["mode"] = mode
-    out = HERE / "results" / f"official-{name}{'-strict' if mode == 'strict' else ''}.json"
+    if part:
+        summary["part"] = args.part
+        summary["files"] = [pathlib.PurePosixPath(x).name for x in paths]
+    out = HERE / "results" / f"official-{name}{part}{'-strict' if mode == 'strict' else ''}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(summary, indent=2) + "\n")
-    record_mode(name, mode, summary, len(known))
+    if not part:  # a share's counts are not the suite's: --merge records them
+        record_mode(name, mode, summary, len(known))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("new_failures", "xpassed")}, indent=2))
     if args.update_known_failures:
         write_known_failures(name, {t: known.get(t, "") for t in failed})
@@ -127,6 +147,60 @@ def main(argv=None) -> int:
         for t in summary["new_failures"]:
             print("  ", t)
     return 1 if summary["new_failures"] else proc.returncode if proc.returncode not in (1,) else 0
+
+
+def _parse_part(text: str) -> tuple[int, int]:
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise SystemExit(f"conformance.official: --part wants K/N with 1 <= K <= N (e.g. 1/2), got {text!r}")
+    return int(k), int(n)
+
+
+def suite_share(suite: pathlib.Path, k: int, n: int) -> list[str]:
+    """The suite's test files of share ``k`` of ``n``: largest file first into the lightest share (by
+    size, a stand-in for run time), so the shares are disjoint, cover every file and are the same on
+    every machine for the same suite."""
+    files = sorted((suite / "array_api_tests").glob("test_*.py"), key=lambda f: (-f.stat().st_size, f.name))
+    loads = [0] * n
+    shares: list[list[str]] = [[] for _ in range(n)]
+    for f in files:
+        i = loads.index(min(loads))
+        loads[i] += f.stat().st_size
+        shares[i].append(f"array_api_tests/{f.name}")
+    return sorted(shares[k - 1])
+
+
+def merge_parts(name: str, n: int) -> int:
+    """Fold the N shares' summaries (one mode, one example count) into ``official-<name>.json``."""
+    mode = "strict" if _strict_run() else "default"
+    tail = "-strict" if mode == "strict" else ""
+    parts = []
+    for k in range(1, n + 1):
+        path = HERE / "results" / f"official-{name}-part{k}of{n}{tail}.json"
+        if not path.exists():
+            print(f"conformance.official --merge: {path.name} is missing; run --part {k}/{n} first")
+            return 2
+        parts.append(json.loads(path.read_text()))
+    if len({p["max_examples"] for p in parts}) != 1:
+        print("conformance.official --merge: the shares ran with different --max-examples; run them again alike")
+        return 2
+    counts: dict[str, int] = {}
+    for p in parts:
+        for key, v in p["counts"].items():
+            counts[key] = counts.get(key, 0) + v
+    summary = {k: v for k, v in parts[0].items() if k not in ("part", "files")}
+    summary["command"] = " ; ".join(p["command"] for p in parts)
+    summary["counts"] = dict(sorted(counts.items()))
+    for key in ("passed", "failed_or_xfailed"):
+        summary[key] = sum(p[key] for p in parts)
+    for key in ("new_failures", "xpassed"):
+        summary[key] = sorted(t for p in parts for t in p[key])
+    summary["duration_s"] = round(sum(p["duration_s"] for p in parts), 1)
+    summary["parts"] = n
+    (HERE / "results" / f"official-{name}{tail}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    record_mode(name, mode, summary, len(read_known_failures(name)))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("new_failures", "xpassed")}, indent=2))
+    return 1 if summary["new_failures"] else 0
 
 
 def _strict_run() -> bool:
