@@ -102,7 +102,7 @@ def test_svd_float32_runs_with_64_bit_types_off(as_tpu, monkeypatch):
         ax.jit(lambda v, w: (ax.linalg.svdvals(v), ax.linalg.svd(v)[1] + 0, w * 2))(f32, ax.asarray(m[0]))
     seen.clear()
     s = ax.linalg.svd(ax.asarray(m))[1]  # float64 (emulated on a chip) keeps 64-bit types on
-    assert seen == [True] and s.dtype == ax.float64
+    assert seen and all(seen) and s.dtype == ax.float64  # (traced once per platform branch: scaled on a TPU)
     np.testing.assert_allclose(np.asarray(s), np.linalg.svd(m, compute_uv=False), rtol=1e-12)
 
 
@@ -147,3 +147,32 @@ def test_table_covers_every_abort_the_probe_saw():
         if tpu_limits.reason(name, dtypes) is None:
             missing.append(r["id"])
     assert not missing, f"probe results not in tpu_limits.REFUSED: {missing}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("magnitude", [1e19, 1e-30, 1.0])
+def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude):
+    """On a TPU the jax executor's svd and svdvals scale each matrix by a power of two first (XLA:TPU's
+    svd overflowed to NaN on entries near 1e19): the scaled forms themselves, run here on the CPU,
+    give NumPy's singular values and U, Vh that rebuild the input; zero, empty and non-finite
+    matrices pass as they are."""
+    import jax.numpy as jnp
+
+    from arrayx.executors.jax import executor as jex, linalg as jl
+
+    assert jex.JaxExecutor.overrides["svd"].corrected is jl.scaled_svd
+    assert jex.JaxExecutor.overrides["svdvals"].corrected is jl.scaled_svdvals
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 4, 3)) * magnitude
+    if dtype is np.complex64:
+        a = a + 1j * rng.standard_normal((2, 4, 3)) * magnitude
+    a = a.astype(dtype)
+    want = np.linalg.svd(a.astype(np.complex128 if dtype is np.complex64 else np.float64), compute_uv=False)
+    u, s, vh = jl.scaled_svd(jnp.asarray(a), full_matrices=False)
+    np.testing.assert_allclose(np.asarray(s), want, rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(jl.scaled_svdvals(jnp.asarray(a))), want, rtol=2e-6)
+    np.testing.assert_allclose((np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh), a,
+                               atol=2e-6 * np.abs(a).max())
+    assert np.asarray(jl.scaled_svdvals(jnp.zeros((3, 2), dtype))).tolist() == [0.0, 0.0]
+    assert jl.scaled_svdvals(jnp.zeros((2, 0, 3), dtype)).shape == (2, 0)
+    assert np.isnan(np.asarray(jl.scaled_svdvals(jnp.asarray(np.array([[np.nan, 1], [0, 1]], dtype))))).all()

@@ -162,3 +162,19 @@ def test_platform_tolerances_hold_on_the_chip():
         with ax.default_matmul_precision(precision):
             got = np.asarray(ax.asarray(a, device=TPU) @ ax.asarray(b, device=TPU))
         assert np.max(np.abs(got - exact)) / np.max(np.abs(exact)) < rtol, precision
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_svd_of_huge_entries_is_scaled_not_nan(dtype):
+    """XLA:TPU's svd overflowed on entries near 1e19 (NaN singular values; the official suite's test_svd
+    and test_svdvals at 20 examples): the jax executor scales each matrix by a power of two on a TPU,
+    eagerly and compiled."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4, 5)) * 1e19
+    if dtype is np.complex64:
+        a = a + 1j * rng.standard_normal((3, 4, 5)) * 1e19
+    a = a.astype(dtype)
+    want = np.linalg.svd(a.astype(np.complex128 if dtype is np.complex64 else np.float64), compute_uv=False)
+    x = ax.asarray(a, device=TPU)
+    for got in (ax.linalg.svdvals(x), ax.linalg.svd(x, full_matrices=False)[1], ax.jit(ax.linalg.svdvals)(x)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)

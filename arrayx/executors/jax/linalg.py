@@ -2,7 +2,14 @@
 products (``executors/common/tall_svd.py``: the algorithm, its accuracy and where it applies), in
 one XLA program whose ``lax.cond`` runs ``jax.numpy.linalg.svd`` (LAPACK's gesdd) instead where
 CholeskyQR2 would not be as accurate: no value leaves the device to decide.  Anything else is
-``jax.numpy.linalg.svd`` itself."""
+``jax.numpy.linalg.svd`` itself.
+
+On a TPU, XLA's svd does not scale its input as LAPACK does: a float32 or complex64 matrix with
+entries near 1e19 overflows inside (squares pass float32's 3.4e38) and gave NaN singular values (the
+official suite's test_svd and test_svdvals on the chip, session 23).  ``scaled_svd`` and
+``scaled_svdvals`` scale each matrix by a power of two first (exact: the factors leave U and Vh as
+they are and multiply S back), and the executor's table runs them on that platform only
+(``numpy_rules.ONLY_ON``)."""
 from __future__ import annotations
 
 from arrayx.executors.common import tall_svd as _tall
@@ -34,7 +41,7 @@ def svd(x, full_matrices=True):
     import jax.numpy as jnp
 
     if not _tall.applies(tuple(x.shape), x.dtype.name, full_matrices):
-        return jnp.linalg.svd(x, full_matrices=full_matrices)
+        return tuple(jnp.linalg.svd(x, full_matrices=full_matrices))
     from jax import lax
 
     q1, r2, ur, s, vh, accurate = cholesky_qr2(x)
@@ -46,3 +53,45 @@ def svd(x, full_matrices=True):
         return tuple(jnp.linalg.svd(x, full_matrices=False))
 
     return lax.cond(accurate, kept, lapack)
+
+
+def _power_of_two_scaled(x):
+    """(``x`` with each matrix scaled by a power of two to a largest magnitude in [0.5, 1), the two
+    exponents that undo it): two factors, each within the normal range even for float32's extremes
+    (one factor 2**-128 would be subnormal, and a TPU flushes subnormals to zero).  An all-zero,
+    empty or non-finite matrix is left as it is."""
+    import jax.numpy as jnp
+
+    m = jnp.max(jnp.abs(x), axis=(-2, -1), keepdims=True, initial=0)
+    _, e = jnp.frexp(m)
+    e = jnp.where(jnp.isfinite(m) & (m > 0), e, 0)
+    half = e // 2
+    one = jnp.ones((), dtype=m.dtype)
+    x = x * jnp.ldexp(one, -half).astype(x.dtype) * jnp.ldexp(one, half - e).astype(x.dtype)
+    return x, half[..., 0], (e - half)[..., 0]
+
+
+def _scaled_back(s, half, rest):
+    import jax.numpy as jnp
+
+    one = jnp.ones((), dtype=s.dtype)
+    return s * jnp.ldexp(one, half) * jnp.ldexp(one, rest)
+
+
+def scaled_svd(x, full_matrices=True):
+    """``svd`` of ``x`` scaled by a power of two per matrix, its singular values scaled back."""
+    y, half, rest = _power_of_two_scaled(x)
+    u, s, vh = svd(y, full_matrices=full_matrices)
+    return u, _scaled_back(s, half, rest), vh
+
+
+def svdvals(x):
+    import jax.numpy as jnp
+
+    return jnp.linalg.svdvals(x)
+
+
+def scaled_svdvals(x):
+    """``svdvals`` of ``x`` scaled by a power of two per matrix, scaled back."""
+    y, half, rest = _power_of_two_scaled(x)
+    return _scaled_back(svdvals(y), half, rest)
