@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import os
 import sys
 import threading
 import warnings
@@ -48,20 +47,21 @@ from optree._C import flatten as _flatten_raw
 
 from arrayx import pytree
 from arrayx.pytree._registry import FLATTEN_NAMESPACE
-from arrayx.pytree._treedef import unflatten_fn
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
+from arrayx.api import _modes
 from arrayx.api._modes import is_strict
 from arrayx.core import executor as _base
+from arrayx.core import precision as _precision
 from arrayx.core.executor import get_executor
-from arrayx.core import float_checks as _nan_checks
 from arrayx.core.keys import AVAL_KEYED as _AVAL_KEYED, exact_key
 from arrayx.core.primitives import _TRACE
-from arrayx.core.tracers import CallPrimitive, bind_with
-from arrayx.core.tracers import ShapeDtypeStruct, Tracer, UndefinedPrimal, aval_of
-from arrayx.core.graph import Graph, Literal, Var, cse, dce
-from arrayx.transforms.staging import StagingTrace, StagingTracer, _as_output
+from arrayx.core.tracers import ShapeDtypeStruct, Tracer, aval_of
+from arrayx.core.graph import Graph, cse, dce
+from arrayx.transforms.staging import StagingTrace
 from arrayx.transforms.call_primitive import _object_new, _wrap_all, call_p, compiled_for  # noqa: F401
+from arrayx.transforms._jit_fast import fast_key, prepare, reader_for
+from arrayx.transforms._jit_messages import describe_change as _describe_change, what_changed as _what_changed
 
 __all__ = ["jit", "disable_jit", "JitFunction", "Traced", "Lowered", "Compiled", "call_p", "compiled_for", "cache_size"]
 
@@ -69,6 +69,8 @@ __all__ = ["jit", "disable_jit", "JitFunction", "Traced", "Lowered", "Compiled",
 RETRACE_WARNING = 8
 
 _DISABLED: ContextVar = ContextVar("arrayx_disable_jit", default=False)
+_PRECISION, _UNSET = _precision._scoped, _precision._UNSET  # arrayx's matmul precision (the fast path's read)
+_STRICT = _modes._scoped
 
 
 @contextlib.contextmanager
@@ -106,7 +108,8 @@ def cache_size() -> int:
 class _Entry:
     """One cache entry: the staged graph and, once run eagerly, its compiled function."""
 
-    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single", "key", "fast_keys", "build")
+    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single", "key", "fast_keys", "finish",
+                 "inner", "swap", "restore")
 
     def __init__(self, graph, out_tree, consts, name, donate, key=None):
         self.graph = graph
@@ -118,7 +121,9 @@ class _Entry:
         self.single = out_tree.num_leaves == 1 and out_tree.is_leaf()  # one array out: no unflatten
         self.key = key
         self.fast_keys: list = []  # keys of the store's fast table that lead here (dropped with it)
-        self.build = None  # the outputs' unflatten (pytree.unflatten_fn), made on the first fast call
+        # set by _jit_fast.prepare when the entry enters the fast table: the outputs' wrapping and
+        # structure in one function; the jax.jit inside the program's 64-bit scope, and that scope's switch
+        self.finish = self.inner = self.swap = self.restore = None
 
 
 class _Store:
@@ -126,11 +131,13 @@ class _Store:
     function object (so a jit made inside a loop stages once): entries by key, least recently used
     first, dropped beyond :func:`cache_size`; ``fast``: flat keys of plain array calls -> entry."""
 
-    __slots__ = ("cache", "fast", "traces", "last", "warned", "lock")
+    __slots__ = ("cache", "fast", "read", "reader", "traces", "last", "warned", "lock")
 
     def __init__(self):
         self.cache: OrderedDict = OrderedDict()
         self.fast: dict = {}
+        self.read: dict = {}  # (new arrays' executor, strict, reader, signature) -> entry
+        self.reader = None  # the generated reader of the arguments' structure last entered (_jit_fast)
         self.traces = 0  # distinct keys staged (for the retrace warning)
         self.last = None  # the key staged last
         self.warned = False
@@ -155,19 +162,23 @@ class _Store:
             while len(self.cache) > limit:
                 _, old = self.cache.popitem(last=False)
                 for k in old.fast_keys:
-                    if self.fast.get(k) is old:
-                        del self.fast[k]
+                    for table in (self.fast, self.read):
+                        if table.get(k) is old:
+                            del table[k]
 
-    def add_fast(self, key, entry) -> None:
+    def add_fast(self, key, entry, table=None) -> None:
+        table = self.fast if table is None else table
         with self.lock:
-            if entry.key in self.cache and self.fast.get(key) is not entry:
-                self.fast[key] = entry
+            if entry.key in self.cache and table.get(key) is not entry:
+                table[key] = entry
                 entry.fast_keys.append(key)
 
     def clear(self) -> None:
         with self.lock:
             self.cache.clear()
             self.fast.clear()
+            self.read.clear()
+            self.reader = None
             self.traces = 0
             self.last = None
             self.warned = False
@@ -452,57 +463,78 @@ class JitFunction:
             return self.fun(*args, **kwargs)
         store = self._store
         if self._simple and not kwargs and _TRACE.get() is None:
-            # the cache-hit path for concrete arrays: a flat key of buffer attributes; arrays in
-            # containers (a parameter list, a dict) are found by ``_fast_flatten``, whose structure
-            # enters the key (no pytree checks: a structure reaches this table only after the slow path
-            # flattened it into these same leaves, in this order)
-            fast = [_base._scoped.get() or _base._process_default, is_strict()]
-            bufs = []
-            ex = None
-            flat = args
-            for a in args:
-                if a.__class__ is not Array:
-                    try:
-                        flat, spec = _fast_flatten(args)
-                    except Exception:  # noqa: BLE001 - a node that fails to flatten: the slow path says why
-                        flat = (None,)
+            # the cache-hit path for concrete arrays (_jit_fast.py): the store's generated reader of the
+            # arguments' structure entered last gives the buffers and their signature in one call; else
+            # a flat key of buffer attributes (_jit_fast.fast_key), arrays in containers (a parameter
+            # list, a dict) found by ``_fast_flatten``, whose structure enters the key (no pytree
+            # checks: a structure reaches this table only after the slow path flattened it into these
+            # same leaves, in this order)
+            ctx = _base._scoped.get() or _base._process_default
+            ctx = None if ctx is None else ctx.name
+            strict = _STRICT.get()  # is_strict(), inline
+            if strict is None:
+                strict = _modes._default
+            hook = sharding_hook
+            entry = None
+            reader = store.reader
+            if reader is not None and hook is None:
+                got = reader(args)
+                if got is not None:
+                    ex, bufs, sig = got
+                    entry = store.read.get((ctx, strict, reader, sig))
+            if entry is None:
+                key = [ctx, strict]
+                flat = args
+                for a in args:
+                    if a.__class__ is not Array:
+                        try:
+                            flat, spec = _fast_flatten(args)
+                        except Exception:  # noqa: BLE001 - a node that fails to flatten: the slow path says why
+                            flat = (None,)
+                        else:
+                            key.append(spec)
+                        break
+                try:
+                    ex = flat[0]._ex
+                except (IndexError, AttributeError):  # no arguments, or not an array: the slow path
+                    ex = None
+                bufs = []
+                for a in flat:
+                    if a.__class__ is not Array or a._ex is not ex:
+                        break  # (the slow path names both executors)
+                    b = a._buf
+                    if b.__class__ in _AVAL_KEYED:
+                        key.append(b.aval)  # a jax.Array's shape, dtype and weak type in one read
                     else:
-                        fast.append(spec)
-                    break
-            for a in flat:
-                if a.__class__ is not Array:
-                    break
-                b = a._buf
-                if ex is None:
-                    ex = a._ex
-                elif a._ex is not ex:
-                    break  # the slow path names both executors
-                if b.__class__ in _AVAL_KEYED:
-                    fast.append(b.aval)  # a jax.Array's shape, dtype and weak type in one read
+                        key.append(b.shape)
+                        key.append(b.dtype)
+                    bufs.append(b)
                 else:
-                    fast.append(b.shape)
-                    fast.append(b.dtype)
-                bufs.append(b)
-            else:
-                fast.append(ex)
-                entry = store.fast.get(tuple(fast))
-                if entry is not None:
+                    if ex is not None:
+                        key.append(ex.name)
+                        entry = store.fast.get(tuple(key))
+            if entry is not None:
+                try:
+                    store.cache.move_to_end(entry.key)
+                except KeyError:  # dropped meanwhile by another thread
+                    pass
+                inner = entry.inner
+                if inner is not None and _PRECISION.get() is _UNSET and _precision._PROCESS is None:
+                    prev = entry.swap(True)  # the program's 64-bit scope, entered here
                     try:
-                        store.cache.move_to_end(entry.key)
-                    except KeyError:  # dropped meanwhile by another thread
-                        pass
+                        out = inner(*bufs)
+                    finally:
+                        entry.restore(prev)
+                else:
                     out = entry.fn(*bufs)
-                    if sharding_hook is not None:  # numpy/numba/dask results take their inputs' shardings
-                        return pytree.unflatten(entry.out_tree, sharding_hook(entry.graph, flat, _wrap_all(out, ex)))
-                    if entry.single:
-                        new = _object_new(Array)
-                        new._buf = out[0]
-                        new._ex = ex
-                        return new
-                    build = entry.build
-                    if build is None:
-                        build = entry.build = unflatten_fn(entry.out_tree)
-                    return build(_wrap_all(out, ex))
+                if hook is not None:  # numpy/numba/dask results take their inputs' shardings
+                    return pytree.unflatten(entry.out_tree, hook(entry.graph, flat, _wrap_all(out, ex)))
+                if entry.single:
+                    new = _object_new(Array)
+                    new._buf = out[0]
+                    new._ex = ex
+                    return new
+                return entry.finish(out, ex)
         if self._simple and not kwargs:  # no static or donated arguments: the short path
             leaves, tree = pytree.flatten((args, _NO_KWARGS))
             leaves = self._inputs(leaves)
@@ -529,7 +561,8 @@ class JitFunction:
         """Enter ``entry`` in the fast table under the key the cache-hit path builds for ``args``
         (arrays only, as plain arguments or in containers that ``_fast_flatten`` splits into
         ``leaves``, in their order)."""
-        head = [_base._scoped.get() or _base._process_default, is_strict()]
+        ctx = _base._scoped.get() or _base._process_default
+        head = [None if ctx is None else ctx.name, is_strict()]
         if len(leaves) != len(args) or any(a.__class__ is not Array for a in args):
             try:
                 raw, spec = _fast_flatten(args)
@@ -538,8 +571,17 @@ class JitFunction:
             if len(raw) != len(leaves) or any(a is not b for a, b in zip(raw, leaves)):
                 return  # a structure that arrayx's pytree checks flatten otherwise: the slow path only
             head.append(spec)
-        sig = [(b.aval,) if b.__class__ in _AVAL_KEYED else (b.shape, b.dtype) for b in (x._buf for x in leaves)]
-        store.add_fast((*head, *(v for part in sig for v in part), ex), entry)
+        prepare(entry)
+        store.add_fast(fast_key(head, leaves, ex), entry)
+        reader = store.reader
+        got = None if reader is None else reader(args)
+        if got is None:  # a structure the reader does not read (or none yet): the reader of this one
+            reader = reader_for(args, leaves)
+            got = None if reader is None else reader(args)
+            if got is None:
+                return
+            store.reader = reader
+        store.add_fast((head[0], head[1], reader, got[2]), entry, store.read)
 
     def _run(self, entry: _Entry, leaves, ex):
         """The compiled function of ``entry`` on concrete ``leaves`` (arrays of ``ex``, Python scalars)."""
@@ -676,51 +718,6 @@ class JitFunction:
 
     def __repr__(self) -> str:
         return f"<jit({getattr(self.fun, '__name__', 'f')})>"
-
-
-def _what_changed(prev, new, names, param_name) -> tuple[str, str]:
-    """(what differs between two cache keys, how to stop it) for the retrace warning."""
-    if prev[0] != new[0]:
-        a, b = dict((i, v) for i, v, _ in prev[0]), dict((i, v) for i, v, _ in new[0])
-        i = next((i for i in sorted(set(a) | set(b)) if a.get(i) != b.get(i)), None)
-        who = param_name(i) if i is not None else "a static argument"
-        return (f"the static {who} keeps changing (last {a.get(i)!r} -> {b.get(i)!r})",
-                "Each new static value stages the function again: pass a value that changes as an array "
-                "(or a Python scalar: a weakly typed 0-d input) instead of marking it static")
-    if prev[1] != new[1]:
-        a, b = dict((k, v) for k, v, _ in prev[1]), dict((k, v) for k, v, _ in new[1])
-        k = next((k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)), None)
-        return (f"the static argument {k!r} keeps changing (last {a.get(k)!r} -> {b.get(k)!r})",
-                "Each new static value stages the function again: pass a value that changes as an array "
-                "(drop it from static_argnames)")
-    if prev[2] != new[2]:
-        return ("the structure of the arguments keeps changing (another pytree of inputs)",
-                "Pass the same containers (same keys, same lengths) on every call")
-    for i, (a, b) in enumerate(zip(prev[3], new[3])):
-        if a != b:
-            who = names[i] if i < len(names) else f"argument leaf {i}"
-            if len(a) == 1 or len(b) == 1:
-                return (f"{who} keeps changing type ({_sig_str(a)} -> {_sig_str(b)})",
-                        "Pass it as an array of one dtype (arrayx.asarray(v, dtype=...))")
-            if a[0] != b[0]:
-                return (f"the shape of {who} keeps changing ({_sig_str(a)} -> {_sig_str(b)})",
-                        "Each new shape stages the function again: pad or bucket it to a few fixed shapes, "
-                        "or mark a shape-defining Python value static")
-            return (f"the dtype of {who} keeps changing ({_sig_str(a)} -> {_sig_str(b)})",
-                    "Convert it to one dtype before the call (x.astype(...))")
-    if prev[4] is not new[4] or prev[5] is not new[5]:
-        return ("the executor keeps changing", "Keep the arguments (and use_executor) on one executor")
-    return ("the donated arguments keep changing", "Donate the same arguments on every call")
-
-
-def _describe_change(prev, new) -> str:
-    return _what_changed(prev, new, [], lambda p: f"argument {p!r}")[0]
-
-
-def _sig_str(s) -> str:
-    if len(s) == 1:
-        return f"Python {s[0].__name__}"
-    return f"{s[1]}{list(s[0])}"
 
 
 def _hashable(fname, what, v):

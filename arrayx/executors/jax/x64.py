@@ -151,6 +151,12 @@ class Scoped:
             precision_restore(before)
             restore(prev)
 
+    def scope_parts(self):
+        """(the program, ``swap``, ``restore``) for a caller that enters the scope inline (jit's
+        cache-hit path): ``prev = swap(True)``, the program, ``restore(prev)``; only while arrayx names
+        no matmul precision (``arrayx.core.precision.current()`` is None), else it calls this object."""
+        return self.fn, swap, restore
+
     def __getattr__(self, name):
         if name == "fn":  # not yet set (a copy being made)
             raise AttributeError(name)
