@@ -14,11 +14,15 @@ Per row and side: ``trace+lower s`` and ``compile s`` (XLA:TPU's compile, in the
 CPU s``: the CPU time of its threads, steadier than the wall time on a loaded machine),
 ``cost model ms`` (XLA:TPU's ``optimal_seconds``; it counts each ``ConcatBitcast`` custom call, a
 concatenation done in place, as -1 s: a negative total is given back here with those at 0, the total as
-given is ``cost model ms as given``), ``flops``, ``bytes accessed``; ``ops``: the optimized
-HLO's instructions by opcode outside fusion bodies (what runs as kernels, copies and loops), ``fused
-ops``: inside them, ``fusion kinds``; ``lowered``: the StableHLO handed to XLA (its ``case`` and
-``scatter`` ops).  Per row, ``diff``: JAX's cost-model time / arrayx's ("time ratio jax/arrayx", the
-issue's goal >= 0.97), the bytes ratio, and every opcode whose count differs (arrayx minus JAX).
+given is ``cost model ms as given``), ``flops``, ``bytes accessed``; ``kernels``: the entry
+computation's instructions that run as kernels, by opcode (fusions, copies, slices, reshapes that move
+data, select-and-scatter; not parameters, constants, tuples, bitcasts or the async copies' halves), and
+their ``kernel count``; ``ops``: the optimized HLO's instructions by opcode outside fusion bodies (the
+entry computation and the reducers' small computations: their ``parameter`` and ``add`` ops are counted
+there too), ``fused ops``: inside fusions, ``fusion kinds``; ``lowered``: the StableHLO handed to XLA (its
+``case`` and ``scatter`` ops).  Per row, ``diff``: JAX's cost-model time / arrayx's ("time ratio
+jax/arrayx", the issue's goal >= 0.97), the bytes ratio, the kernel counts' difference and every opcode
+whose count differs (arrayx minus JAX).
 
 Measured 2026-12-06 (JAX 0.10.2, libtpu 0.0.42.1, this 2-core machine at load 10-15), written by
 ``--sides arrayx --timeout 900`` then ``--sides jax --rows selu mlp defaults ten per-example "cnn b64"
@@ -31,6 +35,20 @@ counts in int64: JAX's scan traced with 64-bit types on; and x.T made once befor
 (0.979 with the scatters).  The ``lax.platform_dependent`` case ops in arrayx's StableHLO (10-38
 per row) are gone from every optimized program, and compile no slower (the cross-entropy step with
 the branch chosen before lowering: 6.0-6.5 s of CPU against 5.8-6.1 s with them).
+
+The CNN rows again in session 23 (load 5-8; JAX's kernel counts from its programs compiled then by
+benchmarks/tpu_cnn_forms.py --aot, the same programs): arrayx 28 kernels, JAX 20, at batch 64 and 256.
+The difference is the kernel gradient: 10 kernels as products (the input's bfloat16 copy, its 3 row
+slices, the product, a reshape, 3 diagonal slices, their sum, the SGD update, a layout copy of the
+result) where JAX's program has one convolution fused with the update, and JAX has one arrayx has not
+(the relu mask packed into bits); the forward convolution, pooling, select-and-scatter, dense layer and log_softmax are
+kernel for kernel alike, and both programs take the same 5 parameters in the same layouts (the 23 / 25
+``parameter`` ops are the reducers': JAX has two more, its bit packing's).  Inside fusions arrayx's
+9 ``pad`` are concatenations of the 3 row slices and of the 3 diagonals (XLA's pad-and-max form).  With
+XLA's convolution there (bench_tpu.py --cnn-variants) arrayx has 19 kernels, yet that row was as far from
+JAX's on the chip (pipelined 0.83 / 0.85) as the products (0.86 / 0.81): the CNN rows' pipelined times
+are bound by the host's time per call, not by these programs (tpu_cnn_forms.py takes them apart on the
+chip; results/tpu_aot_cnn_forms.json has each form of the kernel gradient compiled here).
 
 arrayx's side takes a TPU's default dtypes, as on the chip (the jax executor's devices made to report
 "tpu", as bench_tpu_defaults.py --as-tpu does: int32 indices, float32 from NumPy float64 data).  The
@@ -128,26 +146,38 @@ _OP = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+ = .*? ([a-z][a-z0-9\-]*)\(")
 _COMP = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{\s*$")  # a computation's header, at column 0
 
 
+#: entry instructions that launch nothing: bookkeeping, and the async copies' halves (DMAs, counted apart)
+_NOT_KERNELS = ("parameter", "constant", "get-tuple-element", "tuple", "bitcast", "copy-start", "copy-done",
+                "slice-start", "slice-done")
+
+
 def hlo_counts(text: str) -> dict:
-    """Opcode counts of an optimized HLO module: ``ops`` outside fusion bodies, ``fused ops`` inside,
-    ``fusion kinds`` (kLoop, kInput, kOutput, kCustom)."""
+    """Opcode counts of an optimized HLO module: ``ops`` outside fusion bodies (the entry computation and
+    the reducers' and select-and-scatter's small computations: their parameters and adds are counted
+    here too), ``fused ops`` inside, ``fusion kinds`` (kLoop, kInput, kOutput, kCustom); ``kernels``: the
+    entry computation's instructions that run as kernels (fusions, copies, slices, reshapes that move
+    data, select-and-scatter, ...: not parameters, constants, tuples, bitcasts or the async copies)."""
     fused = set(re.findall(r" fusion\(.*?calls=%?([\w.\-]+)", text))
-    ops, inner, kinds = collections.Counter(), collections.Counter(), collections.Counter()
-    comp = None
+    ops, inner, kinds, kernels = (collections.Counter() for _ in range(4))
+    comp = entry = None
     for line in text.splitlines():
         c = _COMP.match(line)
         if c:
             comp = c.group(1)
+            entry = comp if line.startswith("ENTRY") else entry
             continue
         m = _OP.match(line)
         if not m or comp is None:
             continue
         (inner if comp in fused else ops)[m.group(1)] += 1
+        if comp == entry and m.group(1) not in _NOT_KERNELS:
+            kernels[m.group(1)] += 1
         if m.group(1) == "fusion" and comp not in fused:
             k = re.search(r"kind=(k\w+)", line)
             kinds[k.group(1) if k else "?"] += 1
     return {"ops": dict(sorted(ops.items())), "fused ops": dict(sorted(inner.items())),
-            "fusion kinds": dict(sorted(kinds.items()))}
+            "fusion kinds": dict(sorted(kinds.items())), "kernels": dict(sorted(kernels.items())),
+            "kernel count": sum(kernels.values())}
 
 
 def _one(row: str, side: str, hlo_dir: str | None) -> dict:
@@ -218,7 +248,9 @@ def diff(a: dict, j: dict) -> dict:
         out["time ratio jax/arrayx"] = round(j["cost model ms"] / a["cost model ms"], 4)
     if a.get("bytes accessed") and j.get("bytes accessed"):
         out["bytes ratio jax/arrayx"] = round(j["bytes accessed"] / a["bytes accessed"], 4)
-    for key in ("ops", "fused ops"):
+    if "kernel count" in a and "kernel count" in j:
+        out["kernel count arrayx - jax"] = a["kernel count"] - j["kernel count"]
+    for key in ("kernels", "ops", "fused ops"):
         ca, cj = a.get(key, {}), j.get(key, {})
         names = [n for n in WATCHED if n in ca or n in cj] + sorted((set(ca) | set(cj)) - set(WATCHED))
         d = {n: ca.get(n, 0) - cj.get(n, 0) for n in names if ca.get(n, 0) != cj.get(n, 0)}
