@@ -9,7 +9,10 @@ import pytest
 
 from arrayx.core import executor as base
 
-pytestmark = [pytest.mark.jax, pytest.mark.skipif(not base.get("jax").available(), reason="jax is not installed")]
+# the slow tier (CI runs it): these check a benchmark's alternative forms (~10 s of CPU); the library's own
+# form of the kernel gradient is checked in the default tier (tests/test_conv_kernel_gradient_host.py)
+pytestmark = [pytest.mark.jax, pytest.mark.slow,
+              pytest.mark.skipif(not base.get("jax").available(), reason="jax is not installed")]
 
 HLO = """HloModule m
 
