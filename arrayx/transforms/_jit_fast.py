@@ -172,7 +172,7 @@ def reader_for(args: tuple, leaves: list):
     ex = leaves[0]._ex
     if any(x._ex is not ex for x in leaves):
         return None
-    lines = ["def read(args):", *gen.lines]
+    lines = ["def read(args):", "    try:", *gen.lines, "    except (ValueError, KeyError):", "        return None"]
     vs = [f"v{i}" for i in range(n)]
     lines.append(f"    if {' or '.join(f'{v}.__class__ is not Array' for v in vs)}: return None")
     lines.append("    ex = v0._ex")
@@ -186,7 +186,6 @@ def reader_for(args: tuple, leaves: list):
         sig += [f"b{i}.aval"] if b.__class__ in AVAL_KEYED else [f"b{i}.shape", f"b{i}.dtype"]
     lines.append(f"    if {' or '.join(f'b{i}.__class__ is not K{i}' for i in range(n))}: return None")
     lines.append(f"    return ex, ({', '.join(f'b{i}' for i in range(n))},), ({', '.join(sig)},)")
-    namespace.update(gen.constants)
     try:
         exec(compile("\n".join(lines) + "\n", "<arrayx jit argument reader>", "exec"), namespace)  # noqa: S102
     except (RecursionError, SyntaxError, MemoryError):
@@ -200,54 +199,67 @@ def reader_for(args: tuple, leaves: list):
 
 class _Reader:
     """The checks and unpackings of one generated reader, in arrayx's flatten order (dict values by
-    sorted key)."""
+    sorted key); the leaves are named ``v0``... in that order.  An unpacking checks its length itself
+    (ValueError), a dict lookup its key (KeyError): the reader's caller turns both into None."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.leaves: list = []
-        self.constants: dict = {}
         self._count = 0
 
     def walk(self, node, var: str, depth: int, top: bool = False) -> bool:
         if depth > MAX_READ_DEPTH or len(self.leaves) > MAX_READ_LEAVES:
             return False
         if node is None:
-            self.lines.append(f"    if {var} is not None: return None")
+            self.lines.append(f"        if {var} is not None: return None")
             return True
         typ = type(node)
         if typ is Array:
-            self.lines.append(f"    v{len(self.leaves)} = {var}")
-            self.leaves.append(node)
+            self.leaves.append(node)  # (named v<index> where its container is unpacked)
             return True
         if typ is dict:
             keys = list(node)
             if not all(type(k) is str for k in keys):
                 return False
-            self.lines.append(f"    if {var}.__class__ is not dict or len({var}) != {len(keys)}: return None")
-            children = []
-            for k in sorted(keys):
-                name = self._name()
-                self.lines.append(f"    {name} = {var}.get({k!r}, MISSING)")
-                self.lines.append(f"    if {name} is MISSING: return None")
-                self.constants["MISSING"] = _MISSING
-                children.append((name, node[k]))
+            self.lines.append(f"        if {var}.__class__ is not dict or len({var}) != {len(keys)}: return None")
+            children = [node[k] for k in sorted(keys)]
+            names = self._names(children)
+            for name, k in zip(names, sorted(keys)):
+                self.lines.append(f"        {name} = {var}[{k!r}]")
         elif typ is list or typ is tuple:
             if not top:
-                self.lines.append(f"    if {var}.__class__ is not {typ.__name__} or len({var}) != {len(node)}: "
-                                  f"return None")
+                self.lines.append(f"        if {var}.__class__ is not {typ.__name__}: return None")
+            children = list(node)
+            names = self._names(children)
+            if names:
+                self.lines.append(f"        {', '.join(names)}{',' if len(names) == 1 else ''} = {var}")
             else:
-                self.lines.append(f"    if len({var}) != {len(node)}: return None")
-            children = [(self._name(), child) for child in node]
-            if children:
-                names = [name for name, _ in children]
-                self.lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = {var}")
+                self.lines.append(f"        if len({var}): return None")
         else:
             return False  # a namedtuple, a custom node, a scalar, a NumPy array...: the other paths
-        return all(self.walk(child, name, depth + 1) for name, child in children)
+        return all(self.walk(child, name, depth + 1) for name, child in zip(names, children))
 
-    def _name(self) -> str:
-        self._count += 1
-        return f"t{self._count}"
+    def _names(self, children) -> list[str]:
+        """Names for ``children``: ``v<leaf index>`` for an array, ``t<n>`` for anything else."""
+        names, index = [], len(self.leaves)
+        for child in children:
+            if type(child) is Array:
+                names.append(f"v{index}")
+                index += 1
+            else:
+                self._count += 1
+                names.append(f"t{self._count}")
+                index += _count_arrays(child)
+        return names
 
 
-_MISSING = object()
+def _count_arrays(node) -> int:
+    if type(node) is Array:
+        return 1
+    if type(node) is dict:
+        return sum(_count_arrays(v) for v in node.values())
+    if type(node) in (list, tuple):
+        return sum(_count_arrays(v) for v in node)
+    return 0
+
+
