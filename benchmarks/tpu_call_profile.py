@@ -98,6 +98,8 @@ def main() -> dict:
              "jax on arrayx's buffers": lambda: pej(*abufs),
              "arrayx's program (in its scope)": lambda: program(*bufs),
              "arrayx's program, no scope (traced again in 32 bits)": lambda: program.fn(*bufs),
+             "arrayx's program, the scope entered inline (jit's cache-hit path)":
+                 lambda: in_scope(program.fn, *bufs),
              "jax": lambda: pej(ppj, pxj, pyj), "arrayx": lambda: pea(ppa, pxa, pya)}
     split = {}
     for _ in range(3):
