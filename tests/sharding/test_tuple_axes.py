@@ -10,6 +10,9 @@ the reductions; JAX has neither nested ``pmap`` nor a multi-name ``all_gather`` 
 the written-out values, the same as shard_map's, are the reference), in a subprocess with 8 host
 devices where arrayx's jax executor runs too: eager and under jit, values, shapes and the gradient
 through ``all_gather``.  The data are small integers in float32: every sum is exact in any order.
+There the forms that are one jax program (JAX's references, arrayx's ``jit`` and its nested maps
+lowered to ``jax.pmap``) take every case in one program, one output per case; arrayx's eager forms
+(shard_map, vmap(vmap), the gradient) run each case on its own.
 
 ``local_device_count``: this process's devices (``jax.local_device_count()``) under many processes.
 """
@@ -179,6 +182,8 @@ NESTINGS = {
     "vmap(vmap)": lambda f: ax.vmap(ax.vmap(f, axis_name="y"), axis_name="x"),
     "jit(pmap(pmap))": lambda f: ax.jit(ax.pmap(ax.pmap(f, axis_name="y"), axis_name="x")),
 }
+#: the nestings that are one jax program on the jax executor (the child takes every case in one of each)
+JAX_NESTINGS = ["pmap(pmap)", "pmap(vmap)", "jit(pmap(pmap))"]
 
 
 def _nested(ex, case, nesting):
@@ -205,6 +210,36 @@ def test_nested_maps_with_axis_names(case, nesting):
 # -- against JAX (a subprocess with 8 host devices) --------------------------------------------------------
 
 
+def _every_case(lib, b):
+    """Every case's collective on one member's block, a tuple in the order of ``ALL``."""
+    return tuple(_member_body(case)(lib, b) for case in ALL)
+
+
+def _jax_program_of_every_case():
+    """In the child below: each case's result under jax.shard_map, arrayx's ``jit(shard_map)`` on the
+    jax executor and its jax programs of nested maps (JAX_NESTINGS), from ONE program each whose
+    outputs are the cases (each output reads only its own collective: the same values as a program
+    per case, a fifth of the compile time); arrayx's eager forms stay one call per case."""
+    import jax
+
+    jm = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+    spec = jax.sharding.PartitionSpec(("x", "y"))
+    x = _data()
+    ref = jax.jit(jax.shard_map(lambda b: tuple(r[None] for r in _every_case(jax.lax, b)), mesh=jm,
+                                in_specs=spec, out_specs=spec, check_vma=False))(x)
+    with ax.use_executor("jax"):
+        f = ax.shard_map(lambda b: tuple(r[None] for r in _every_case(ax, b)), mesh=_mesh("jax"),
+                         in_specs=P(("x", "y")), out_specs=P(("x", "y")))
+        jitted = ax.jit(f)(ax.asarray(x))
+        blocks = ax.asarray(x.reshape((2, 4) + BLOCK))
+        nested = {n: NESTINGS[n](lambda b: _every_case(ax, b))(blocks) for n in JAX_NESTINGS}
+    out = {}
+    for i, case in enumerate(ALL):
+        out[case] = {"ref": np.asarray(ref[i]), "jit": np.asarray(jitted[i]),
+                     "nested": {n: np.asarray(v[i]).reshape((8,) + tuple(v[i].shape[2:])) for n, v in nested.items()}}
+    return out
+
+
 @pytest.fixture(scope="module")
 def jax_values():
     return jax_mesh_json("""
@@ -212,28 +247,36 @@ def jax_values():
         out = {"counts": [ax.device_count("jax"), ax.local_device_count("jax"), jax.device_count(),
                           jax.local_device_count()]}
         x = T._data()
+        programs = T._jax_program_of_every_case()
+        reductions = [c for c in T.ALL if T.CASES[c][0] != "all_gather"]  # jax.vmap takes these over two names
+        vmapped = jax.jit(jax.vmap(jax.vmap(lambda b: tuple(T._member_body(c)(jax.lax, b) for c in reductions),
+                                            axis_name="y"), axis_name="x"))(x.reshape((2, 4) + T.BLOCK))  # one program
+        gathers = [c for c in T.ALL if T.CASES[c][0] == "all_gather"]
+
+        def gather_loss(case):
+            _, names, tiled, axis = T.CASES[case]
+            w = T._grad_weights(case)
+
+            def member(b):
+                g = jax.lax.all_gather(b, names, axis=axis, tiled=tiled)
+                return ((g * w).sum() * (1 + jax.lax.axis_index("y")).astype(b.dtype))[None]
+
+            f = jax.shard_map(member, mesh=jm, in_specs=JP(("x", "y")), out_specs=JP(("x", "y")), check_vma=False)
+            return lambda v: f(v).sum()
+
+        grad_refs = jax.jit(lambda v: tuple(jax.grad(gather_loss(c))(v) for c in gathers))(x)  # one program
         for case in T.ALL:
-            body = T._member_body(case)
-            ref = jax.jit(jax.shard_map(lambda b: body(jax.lax, b)[None], mesh=jm, in_specs=JP(("x", "y")),
-                                        out_specs=JP(("x", "y")), check_vma=False))(x)
-            row = {"ref": np.asarray(ref).tolist(), "dtype": str(ref.dtype),
-                   "eager": T._shard_map("jax", case).tolist(), "jit": T._shard_map("jax", case, True).tolist()}
-            if T.CASES[case][0] != "all_gather":  # jax.vmap takes these over two names
-                v = jax.vmap(jax.vmap(lambda b: body(jax.lax, b), axis_name="y"), axis_name="x")(
-                    x.reshape((2, 4) + T.BLOCK))
-                row["vmap"] = np.asarray(v).reshape((8,) + v.shape[2:]).tolist()
+            p = programs[case]
+            row = {"ref": p["ref"].tolist(), "dtype": str(p["ref"].dtype), "eager": T._shard_map("jax", case).tolist(),
+                   "jit": p["jit"].tolist()}
+            if case in reductions:
+                v = np.asarray(vmapped[reductions.index(case)])
+                row["vmap"] = v.reshape((8,) + v.shape[2:]).tolist()
             else:
-                _, names, tiled, axis = T.CASES[case]
-                w = T._grad_weights(case)
-
-                def member(b):
-                    g = jax.lax.all_gather(b, names, axis=axis, tiled=tiled)
-                    return ((g * w).sum() * (1 + jax.lax.axis_index("y")).astype(b.dtype))[None]
-
-                f = jax.shard_map(member, mesh=jm, in_specs=JP(("x", "y")), out_specs=JP(("x", "y")), check_vma=False)
-                row["grad_ref"] = np.asarray(jax.jit(jax.grad(lambda v: f(v).sum()))(x)).tolist()
+                row["grad_ref"] = np.asarray(grad_refs[gathers.index(case)]).tolist()
                 row["grad"] = [T._gather_grad("jax", case, j).tolist() for j in (False, True)]
-            row["nested"] = {n: T._nested("jax", case, n).tolist() for n in T.NESTINGS}
+            row["nested"] = {n: (p["nested"][n] if n in p["nested"] else T._nested("jax", case, n)).tolist()
+                             for n in T.NESTINGS}
             out[case] = row
         print(json.dumps(out))
     """)
