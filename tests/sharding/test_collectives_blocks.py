@@ -310,23 +310,29 @@ def test_dask_result_blocks_read_only_their_sources(eight):
 def jax_values():
     return jax_mesh_json("""
         from tests.sharding import test_collectives_blocks as T
-        out = {}
-        for kind, name in T.CASES:
+
+        def lax_body(kind, name):
             if kind == "ppermute":
                 axis, perm = T.PERMS[name]
-                body = lambda b: jax.lax.ppermute(b, axis, perm)[None, None]
-            else:
-                axis, d, tiled, _ = T.SCATTERS[name]
-                body = lambda b: jax.lax.psum_scatter(b, axis, scatter_dimension=d % b.ndim, tiled=tiled)[None, None]
-            ref = jax.jit(jax.shard_map(body, mesh=jm, in_specs=JP("x", "y"), out_specs=JP("x", "y")))(
-                T._input(kind, name))
-            with ax.use_executor("jax"):
-                mesh = ax.sharding.make_mesh((2, 4), ("x", "y"))
-                f = ax.shard_map(T._body(kind, name), mesh=mesh, in_specs=ax.sharding.P("x", "y"),
-                                 out_specs=ax.sharding.P("x", "y"))
-                x = ax.asarray(T._input(kind, name))
-                eager, jitted = f(x), ax.jit(f)(x)
-            out[f"{kind} {name}"] = [np.asarray(v).tolist() for v in (ref, eager, jitted)]
+                return lambda b: jax.lax.ppermute(b, axis, perm)[None, None]
+            axis, d, tiled, _ = T.SCATTERS[name]
+            return lambda b: jax.lax.psum_scatter(b, axis, scatter_dimension=d % b.ndim, tiled=tiled)[None, None]
+
+        # jax.lax's and arrayx's jit: one program each, every case's shard_map one of its outputs (each
+        # output reads its own input only: the values of a program per case); arrayx eager: each case
+        inputs = [T._input(kind, name) for kind, name in T.CASES]
+        refs = jax.jit(lambda xs: tuple(
+            jax.shard_map(lax_body(*case), mesh=jm, in_specs=JP("x", "y"), out_specs=JP("x", "y"))(x)
+            for case, x in zip(T.CASES, xs)))(inputs)
+        with ax.use_executor("jax"):
+            mesh = ax.sharding.make_mesh((2, 4), ("x", "y"))
+            fs = [ax.shard_map(T._body(kind, name), mesh=mesh, in_specs=ax.sharding.P("x", "y"),
+                               out_specs=ax.sharding.P("x", "y")) for kind, name in T.CASES]
+            xs = [ax.asarray(x) for x in inputs]
+            jitted = ax.jit(lambda *a: tuple(f(x) for f, x in zip(fs, a)))(*xs)
+            eager = [f(x) for f, x in zip(fs, xs)]
+        out = {f"{kind} {name}": [np.asarray(v).tolist() for v in (refs[i], eager[i], jitted[i])]
+               for i, (kind, name) in enumerate(T.CASES)}
         print(json.dumps(out))
     """)
 
