@@ -66,21 +66,63 @@ def test_check_grads(case):
         ax.check_grads(lambda *a: case.fn(ax, *a), xs, order=case.order, modes=case.modes, atol=tol, rtol=tol)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_matches_jax(case):
-    jax = pytest.importorskip("jax")
+_JAX_GRADS: dict = {}
+
+
+def _jax_grads() -> dict:
+    """{case name: jax.grad of its loss written with jax.numpy (float64), as NumPy arrays, or the
+    reason JAX cannot differentiate it}: ONE jax.jit program whose outputs are every case's
+    gradients (each output reads its own inputs only: the values of a program per case, in about
+    two thirds of the CPU time), computed once per module; a case whose jax.grad fails to trace is
+    left out of it, and if the whole program fails, each case is compiled on its own."""
+    if _JAX_GRADS:
+        return _JAX_GRADS
+    import jax
     import jax.numpy as jnp
 
-    xs, weights, grads = _numpy_reference(case)
+    cases = []
+    for case in CASES:
+        xs, weights, _ = _numpy_reference(case)
+        cases.append((case, jax.grad(_loss(jnp, case, weights, jax.tree.leaves), argnums=tuple(range(len(xs)))),
+                      [np.asarray(x) for x in xs]))
+    failed = {}
+
+    def every_case(argss):
+        out = {}
+        for (case, grad, _), args in zip(cases, argss):
+            try:
+                out[case.name] = grad(*args)
+            except Exception as e:  # a function JAX cannot differentiate this way
+                failed[case.name] = f"jax.grad fails on {case.name}: {type(e).__name__}"
+        return out
+
     with jax.enable_x64(True):
-        args = [jnp.asarray(np.asarray(x)) for x in xs]
-        jloss = _loss(jnp, case, weights, jax.tree.leaves)
+        argss = [[jnp.asarray(x) for x in xs] for _, _, xs in cases]
         try:
-            expected = jax.jit(jax.grad(jloss, argnums=tuple(range(len(args)))))(*args)
-        except Exception as e:  # a function JAX cannot differentiate this way
-            pytest.skip(f"jax.grad fails on {case.name}: {type(e).__name__}")
-        for g, e in zip(grads, expected):
-            np.testing.assert_allclose(g, np.asarray(e), rtol=1e-6, atol=1e-8, err_msg=case.name)
+            got = jax.jit(every_case)(argss)
+        except Exception:  # one case that traces but does not compile: each on its own
+            failed.clear()
+            got = {}
+            for (case, grad, _), args in zip(cases, argss):
+                try:
+                    got[case.name] = jax.jit(grad)(*args)
+                except Exception as e:
+                    failed[case.name] = f"jax.grad fails on {case.name}: {type(e).__name__}"
+        _JAX_GRADS.update({name: [np.asarray(g) for g in gs] for name, gs in got.items()})
+    _JAX_GRADS.update(failed)
+    return _JAX_GRADS
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_matches_jax(case):
+    pytest.importorskip("jax")
+    _, _, grads = _numpy_reference(case)
+    expected = _jax_grads()[case.name]
+    if isinstance(expected, str):
+        pytest.skip(expected)
+    assert len(expected) == len(grads), case.name
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8, err_msg=case.name)
 
 
 @pytest.mark.parametrize("case", EXECUTOR_CASES, ids=[c.name for c in EXECUTOR_CASES])
