@@ -10,7 +10,7 @@
   link is swapped after the check (the process keeps the folder it verified).
 
 Every case is a script run with ``subprocess.run(..., timeout=...)``: a hang or a crash fails the
-test, never the test session.
+test, never the test session (the three fork checks share one script, each reported by name).
 """
 from __future__ import annotations
 
@@ -99,10 +99,11 @@ def _script(body: str, timeout: float = 240, env: dict | None = None) -> dict:
 
 # -- fork after each kind of op ---------------------------------------------------------------------
 
-def test_fork_after_each_kind_of_numba_op():
-    """One process runs each kind of op for the first time and forks right after it (three children,
-    then a fork pool of two): every child runs the same op and exits cleanly."""
-    out = _script("""
+# The three fork checks run in ONE fresh process (a module fixture), in this order: the first forks
+# right after each kind of op's first use, so it comes first; each check's outcome, or its
+# traceback, is reported under its name (one process start and Numba team instead of three).
+
+_FORK_AFTER_EACH_KIND = """
 import multiprocessing
 report = {}
 for kind in ("elementwise", "reduction", "fused"):  # each forked after its first use
@@ -120,10 +121,34 @@ for kind in ("elementwise", "reduction", "fused"):  # each forked after its firs
         except multiprocessing.TimeoutError:
             pooled = "hung"
     report[kind] = {"statuses": statuses, "pooled": pooled}
-print(json.dumps(report))
-""")
+RESULT = report
+"""
+
+
+@pytest.fixture(scope="module")
+def forks():
+    """{check name: its RESULT, or {"error": traceback}} of the three fork checks, in one process."""
+    checks = [("after_each_kind", _FORK_AFTER_EACH_KIND), ("lock_held", _fork_while_held()),
+              ("busy_team", _FORKS_UNDER_A_BUSY_TEAM)]
+    return _script(f"""
+import traceback
+results = {{}}
+for name, body in {checks!r}:
+    try:
+        exec(body, globals())
+        results[name] = RESULT
+    except BaseException:
+        results[name] = {{"error": traceback.format_exc()}}
+print(json.dumps(results))
+""", timeout=600)
+
+
+def test_fork_after_each_kind_of_numba_op(forks):
+    """One process runs each kind of op for the first time and forks right after it (three children,
+    then a fork pool of two): every child runs the same op and exits cleanly."""
+    out = forks["after_each_kind"]
     for kind in ("elementwise", "reduction", "fused"):
-        assert out[kind] == {"statuses": [0, 0, 0], "pooled": [True] * 4}, (kind, out[kind])
+        assert out.get(kind) == {"statuses": [0, 0, 0], "pooled": [True] * 4}, (kind, out)
 
 
 # -- fork while another thread holds a lock ---------------------------------------------------------
@@ -139,12 +164,10 @@ _HOLDERS = {
 }
 
 
-def test_fork_while_another_thread_holds_a_lock():
-    """The child must not wait forever on a lock whose holder (a parent thread) it does not have: one
-    process forks once while each lock is held in turn (one child per lock)."""
+def _fork_while_held() -> str:
     holders = "\n".join(f"{name}_lock = None\n" + code.replace("\nlock = ", f"\n{name}_lock = ")
                         for name, code in sorted(_HOLDERS.items()))
-    out = _script(holders + f"""
+    return holders + f"""
 want = op("fused")
 statuses = {{}}
 for holder in {sorted(_HOLDERS)!r}:
@@ -168,15 +191,17 @@ for holder in {sorted(_HOLDERS)!r}:
     release.set()
     statuses[holder] = wait_child(pid, 90)
     holder_thread.join()  # the lock is free again before the next one is taken
-print(json.dumps(statuses))
-""")
-    assert out == dict.fromkeys(sorted(_HOLDERS), 0), out
+RESULT = statuses
+"""
 
 
-def test_forks_under_a_busy_team():
-    """Threads keep the team busy while the main thread forks a few dozen times: every child runs
-    the same region (on the team the parent's region holds) and exits in bounded time."""
-    out = _script("""
+def test_fork_while_another_thread_holds_a_lock(forks):
+    """The child must not wait forever on a lock whose holder (a parent thread) it does not have: one
+    process forks once while each lock is held in turn (one child per lock)."""
+    assert forks["lock_held"] == dict.fromkeys(sorted(_HOLDERS), 0), forks["lock_held"]
+
+
+_FORKS_UNDER_A_BUSY_TEAM = """
 want = op("fused")
 stop = threading.Event()
 def busy():
@@ -199,9 +224,16 @@ for _ in range(30):
         os._exit(0 if ok else 4)
     statuses.append(wait_child(pid, 60))
 stop.set()
-print(json.dumps({"statuses": statuses}))
-""", timeout=500)
-    assert out["statuses"] == [0] * 30, out
+for t in threads:
+    t.join()
+RESULT = {"statuses": statuses}
+"""
+
+
+def test_forks_under_a_busy_team(forks):
+    """Threads keep the team busy while the main thread forks a few dozen times: every child runs
+    the same region (on the team the parent's region holds) and exits in bounded time."""
+    assert forks["busy_team"] == {"statuses": [0] * 30}, forks["busy_team"]
 
 
 # -- the kernel cache -----------------------------------------------------------------------------
