@@ -91,7 +91,26 @@ def test_only_a_tpu_program_holds_the_corrections_only_the_tpu_needs(name):
     for platform, corrected in (("cpu", False), ("tpu", True)):
         text = program.trace(x).lower(lowering_platforms=(platform,)).as_text()
         assert ("select" in text) is corrected, (name, platform)
-    assert set(numpy_rules.ONLY_ON) == {"signed_zero"}
+    assert set(numpy_rules.ONLY_ON) == {"signed_zero", "svd_scaled"}
+
+
+@pytest.mark.parametrize("name", ["svd", "svdvals"])
+def test_only_a_tpu_program_scales_the_svd_operand(name):
+    """XLA:TPU's svd does not scale its operand as LAPACK does (NaN singular values for entries near
+    1e19): a TPU program scales each matrix by powers of two (``frexp``'s and ``ldexp``'s bit
+    operations), a CPU program holds ``jax.numpy``'s svd alone."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    base.get("jax").available()  # loads JAX into the executor
+    impl = base.get("jax").overrides[name]
+    x = jnp.ones((2, 4, 3), jnp.float32)
+
+    def count(fn, platform):
+        return jax.jit(fn).trace(x).lower(lowering_platforms=(platform,)).as_text().count("bitcast_convert")
+
+    assert count(impl, "cpu") == count(impl.raw, "cpu") == 0
+    assert count(impl, "tpu") > count(impl.raw, "tpu")
 
 
 @pytest.mark.parametrize("name", ["matmul", "sum", "max"])
