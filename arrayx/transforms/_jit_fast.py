@@ -73,9 +73,10 @@ class _Slot:
         self.index = index
 
 
-def _source(node, n_nodes: list) -> str | None:
+def _source(node, n_nodes: list, keys: dict) -> str | None:
     """Python source of a display that builds ``node`` (a template of _Slot leaves) from ``a0``...;
-    None where the node is not a list, tuple, dict with str keys or None."""
+    None where the node is not a list, tuple, dict with str keys or None.  A dict's keys (the user's
+    strings) never enter the source: each is a name ``s<n>`` bound to it in ``keys``."""
     n_nodes[0] += 1
     if n_nodes[0] > 4 * MAX_GENERATED:
         return None
@@ -87,12 +88,16 @@ def _source(node, n_nodes: list) -> str | None:
     if typ is dict:
         if not all(type(k) is str for k in node):
             return None
-        parts = [_source(v, n_nodes) for v in node.values()]
+        parts = [_source(v, n_nodes, keys) for v in node.values()]
         if any(p is None for p in parts):
             return None
-        return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(node, parts)) + "}"
+        names = []
+        for k in node:
+            names.append(f"s{len(keys)}")
+            keys[names[-1]] = k
+        return "{" + ", ".join(f"{name}: {p}" for name, p in zip(names, parts)) + "}"
     if typ is list or typ is tuple:
-        parts = [_source(v, n_nodes) for v in node]
+        parts = [_source(v, n_nodes, keys) for v in node]
         if any(p is None for p in parts):
             return None
         inner = ", ".join(parts)
@@ -132,7 +137,8 @@ def _generated(out_tree):
     if not _plain(out_tree._spec):  # (a custom node's unflatten, the user's code, never sees slots)
         return None
     n = out_tree.num_leaves
-    display = _source(pytree.unflatten(out_tree, [_Slot(i) for i in range(n)]), [0])
+    keys: dict = {}
+    display = _source(pytree.unflatten(out_tree, [_Slot(i) for i in range(n)]), [0], keys)
     if display is None:
         return None
     names = [f"o{i}" for i in range(n)]
@@ -140,7 +146,7 @@ def _generated(out_tree):
     for i in range(n):
         lines.append(f"    a{i} = new(Array); a{i}._buf = o{i}; a{i}._ex = ex")
     lines.append(f"    return {display}")
-    namespace = {"new": _object_new, "Array": Array}
+    namespace = {"new": _object_new, "Array": Array, **keys}
     exec(compile("\n".join(lines) + "\n", "<arrayx jit outputs>", "exec"), namespace)  # noqa: S102
     return namespace["finish"]
 
@@ -179,7 +185,7 @@ def reader_for(args: tuple, leaves: list):
     if n > 1:
         lines.append(f"    if {' or '.join(f'{v}._ex is not ex' for v in vs[1:])}: return None")
     lines.append(f"    {', '.join(f'b{i}' for i in range(n))} = {', '.join(f'{v}._buf' for v in vs)}")
-    namespace = {"Array": Array}
+    namespace = {"Array": Array, **gen.constants}
     sig = ["ex.name"]
     for i, b in enumerate(bufs):
         namespace[f"K{i}"] = b.__class__
@@ -205,6 +211,7 @@ class _Reader:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.leaves: list = []
+        self.constants: dict = {}  # s<n> -> a dict key of the arguments
         self._count = 0
 
     def walk(self, node, var: str, depth: int, top: bool = False) -> bool:
@@ -225,7 +232,8 @@ class _Reader:
             children = [node[k] for k in sorted(keys)]
             names = self._names(children)
             for name, k in zip(names, sorted(keys)):
-                self.lines.append(f"        {name} = {var}[{k!r}]")
+                self.constants[f"s{len(self.constants)}"] = k  # the user's key: a name, never source
+                self.lines.append(f"        {name} = {var}[s{len(self.constants) - 1}]")
         elif typ is list or typ is tuple:
             if not top:
                 self.lines.append(f"        if {var}.__class__ is not {typ.__name__}: return None")

@@ -165,3 +165,31 @@ def test_transposed_jax_buffer_takes_the_key_path():
         _close(f(t, b), m.T @ m[:, :1])
         _close(f(a, t), m @ m.T[:, :1])
         assert f.trace_count == 1
+
+
+def test_generated_code_holds_no_dict_key_of_the_user(executor, monkeypatch):
+    """The reader and the output wrapping are generated Python: the dict keys of the arguments and of
+    the results (the user's strings) are bound as names, never written into the source."""
+    from arrayx.transforms import _jit_fast
+
+    sources = []
+    real_compile = compile
+
+    def spy(source, filename, mode, *a, **k):
+        if filename.startswith("<arrayx jit"):
+            sources.append(source)
+        return real_compile(source, filename, mode, *a, **k)
+
+    monkeypatch.setattr(_jit_fast, "compile", spy, raising=False)
+    odd = ["'); import os; ('", 'a"b', "line\nbreak", "\\x00", "{s0}"]
+    jf = ax.jit(lambda d: {k: v * 2.0 for k, v in d.items()})
+    for step in range(3):
+        args = {k: ax.asarray(np.full(2, float(i + step))) for i, k in enumerate(odd)}
+        got = jf(args)
+        assert list(got) == odd
+        for i, k in enumerate(odd):
+            _close(got[k], np.full(2, 2.0 * (i + step)))
+    assert len(sources) == 2 and jf.trace_count == 1  # a reader and an output builder were generated
+    for source in sources:
+        for k in odd:
+            assert k not in source and repr(k) not in source
