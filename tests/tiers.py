@@ -50,6 +50,52 @@ class _Tiers:
             items[:] = keep
 
 
+class _OneSkipPerFile:
+    """An executor that is not available here (no CuPy, no GPU) skips every test of it, with one reason
+    (``tests/conftest.py``'s ``executor`` fixture).  Each file keeps one of those tests, which skips
+    and says why (``-rs``: ``SKIPPED [1] tests/...: executor 'cupy' unavailable: ...``); its others of
+    that executor are deselected (``N deselected``): the same information, without collecting,
+    scheduling and reporting thousands of skips (about 2-3 ms each under xdist).  Only tests whose
+    ``executor`` is that fixture's parameter are concerned (not a test's own ``executor`` argument)."""
+
+    @pytest.hookimpl(trylast=True)  # after -m, -k and the slow tier have selected
+    def pytest_collection_modifyitems(self, config, items):
+        from arrayx.core import executor as base
+
+        absent: dict = {}  # executor name -> whether it is unavailable here (each probed once)
+        seen, keep, drop = set(), [], []
+        for item in items:
+            name = _fixture_executor(item)
+            if name is not None and name not in absent:
+                absent[name] = name in base.registered() and not base.get(name).available()
+            if name is not None and absent[name]:
+                key = (str(item.path), name)
+                if key in seen:
+                    drop.append(item)
+                    continue
+                seen.add(key)
+            keep.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+
+def _fixture_executor(item):
+    """The executor name ``item`` runs on through tests/conftest.py's ``executor`` fixture, else None."""
+    callspec = getattr(item, "callspec", None)
+    param = callspec.params.get("executor") if callspec is not None else None
+    if isinstance(param, tuple):  # ("dask", chunk size): tests/conftest.py's dask_chunks mark
+        param = param[0]
+    if not isinstance(param, str):
+        return None
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("executor") or ()
+    func = getattr(defs[-1], "func", None) if defs else None
+    if getattr(func, "__module__", None) != "tests.conftest" or getattr(func, "__name__", None) != "executor":
+        return None
+    return param
+
+
 def register(config) -> None:
     if not config.pluginmanager.has_plugin("arrayx-tiers"):
         config.pluginmanager.register(_Tiers(), "arrayx-tiers")
+        config.pluginmanager.register(_OneSkipPerFile(), "arrayx-one-skip-per-file")
