@@ -1,8 +1,8 @@
 """Native batch rules of the primitives that used to take vmap's loop fallback.
 
-Each rule is checked against a Python loop over the batch members (the function applied to
-each member eagerly, results stacked) on every executor, with the batch axis on different
-operands; batched index arrays follow NumPy's advanced-index axis placement.  Only the
+Each rule is checked on every executor against a Python loop over the batch members on the
+NumPy executor (the function applied to each member eagerly, results stacked), with the batch
+axis on different operands; batched index arrays follow NumPy's advanced-index axis placement.  Only the
 data-dependent primitives (boolean masks, nonzero, unique_*) stay on the counted fallback.
 """
 from __future__ import annotations
@@ -24,9 +24,10 @@ def _loop_check(f, *args, in_axes=0, tol=1e-12):
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
     size = next(a.shape[i] for a, i in zip(args, axes) if i is not None)
     got = ax.vmap(f, in_axes=in_axes)(*[ax.asarray(a) for a in args])
-    members = [f(*[ax.asarray(a if i is None else np.take(a, b, axis=i)) for a, i in zip(args, axes)])
-               for b in range(size)]
-    want = np.stack([np.asarray(m) for m in members])
+    with ax.use_executor("numpy"):  # the reference: each member on the NumPy executor
+        members = [f(*[ax.asarray(a if i is None else np.take(a, b, axis=i)) for a, i in zip(args, axes)])
+                   for b in range(size)]
+        want = np.stack([np.asarray(m) for m in members])
     got = np.asarray(got)
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
