@@ -2,7 +2,7 @@
 
 The table's derivative examples (``conformance/differential/table/derivatives.py``: a seeded sample in
 the ci profile) are mapped on every executor with several in_axes/out_axes and compared with a loop
-over the batch; then the API
+over the batch on the NumPy executor; then the API
 (pytree prefixes, None, negative axes, kwargs, axis_size, errors), nested vmap and the
 compositions with grad (per-example gradients, compared with jax.vmap(jax.grad)).
 """
@@ -33,11 +33,13 @@ def _members(case):
 
 
 def _stacked_reference(case, members):
-    outs = [case.fn(ax, *(ax.asarray(x) for x in m)) for m in members]
-    shapes = {tuple(tuple(np.shape(v)) for v in pytree.leaves(o)) for o in outs}
-    if len(shapes) > 1:
-        return None  # the result's shape depends on the values (a boolean mask): not batchable
-    return pytree.map(lambda *leaves: np.stack([np.asarray(v) for v in leaves]), *outs)
+    """The members' results on the NumPy executor (the reference of every executor's vmap), stacked."""
+    with ax.use_executor("numpy"):
+        outs = [case.fn(ax, *(ax.asarray(x) for x in m)) for m in members]
+        shapes = {tuple(tuple(np.shape(v)) for v in pytree.leaves(o)) for o in outs}
+        if len(shapes) > 1:
+            return None  # the result's shape depends on the values (a boolean mask): not batchable
+        return pytree.map(lambda *leaves: np.stack([np.asarray(v) for v in leaves]), *outs)
 
 
 def _check_data_dependent(call):
@@ -188,8 +190,10 @@ def test_per_example_gradients_vmap_of_grad(executor):
     p = pytree.map(ax.asarray, params)
     per_example = ax.vmap(ax.grad(lambda q, x, y: _loss(ax, q, x, y)), in_axes=(None, 0, 0))(
         p, ax.asarray(xs), ax.asarray(ys))
-    loop = [ax.grad(lambda q, x, y: _loss(ax, q, x, y))(p, ax.asarray(xs[i]), ax.asarray(ys[i])) for i in range(6)]
-    want = pytree.map(lambda *g: np.stack([np.asarray(v) for v in g]), *loop)
+    with ax.use_executor("numpy"):  # the reference: a loop over the examples on the NumPy executor
+        q = pytree.map(ax.asarray, params)
+        loop = [ax.grad(lambda q, x, y: _loss(ax, q, x, y))(q, ax.asarray(xs[i]), ax.asarray(ys[i])) for i in range(6)]
+        want = pytree.map(lambda *g: np.stack([np.asarray(v) for v in g]), *loop)
     _assert_tree_close(per_example, want, tol=1e-10)
 
 
