@@ -6,6 +6,7 @@ compared with the NumPy executor and with ``jax.numpy``; the promotion rules aga
 """
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 
@@ -28,6 +29,32 @@ def _jnp():
     import jax.numpy as jnp  # (its answers for 16-bit floats do not depend on x64)
 
     return jnp
+
+
+def _grad_f(v, np_):
+    return np_.sum(np_.sin(v) * v) + np_.sum(v @ v.T if np_ is not xp else v @ v.mT)
+
+
+@functools.cache
+def _jax_reference():
+    """The composite jax references, each one ``jax.jit`` program made once for the module (compiled once
+    per dtype and reused by every executor's test), not op by op as eager jax runs them (a program per
+    operation: 5-6 times the compile time for test_grad's)."""
+    import jax
+    import jax.numpy as jnp
+
+    def jmax(v):
+        return jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "SAME")
+
+    return {
+        "grad": jax.jit(jax.grad(lambda v: _grad_f(v, jnp))),
+        "grad mean+max": jax.jit(jax.grad(lambda v: jnp.mean(jnp.exp(v)) + jnp.max(v))),
+        "max_pool": jax.jit(jmax),
+        "grad max_pool": jax.jit(jax.grad(lambda v: jnp.sum(jmax(v) ** 2))),
+        "sum(exp*2+x)": jax.jit(lambda v: jnp.sum(jnp.exp(v) * 2.0 + v, axis=1)),
+        "tanh*2+x": jax.jit(lambda v: jnp.tanh(v) * 2.0 + v),
+        "sum(tanh*x)": jax.jit(lambda v: jnp.sum(jnp.tanh(v) * v)),
+    }
 
 
 def _close(got, want, name):
@@ -305,23 +332,22 @@ def test_linalg_decompositions_refuse_them(executor):
 @pytest.mark.parametrize("name", EXT)
 def test_grad(executor, name):
     jnp = _jnp()
-    import jax
-
     dt = getattr(xp, name)
     x = xp.asarray(_DATA, dtype=dt)
     jx = jnp.asarray(_DATA, name)
 
-    def f(v, np_=xp):
-        return np_.sum(np_.sin(v) * v) + np_.sum(v @ v.T if np_ is jnp else v @ v.mT)
+    def f(v):
+        return _grad_f(v, xp)
 
-    g = xp.grad(f)(x)
-    _close(g, jax.grad(lambda v: f(v, jnp))(jx), name)
-    _close(xp.jit(xp.grad(f))(x), jax.grad(lambda v: f(v, jnp))(jx), name)
+    ref = _jax_reference()
+    want = ref["grad"](jx)
+    _close(xp.grad(f)(x), want, name)
+    _close(xp.jit(xp.grad(f))(x), want, name)
     # through a cast to float32 and back: the cotangent comes back as the input's dtype
     h = xp.grad(lambda v: xp.sum(xp.astype(v, xp.float32) ** 2))(x)
     _close(h, 2 * jx, name)
     m = xp.grad(lambda v: xp.mean(xp.exp(v)) + xp.max(v))(x)
-    _close(m, jax.grad(lambda v: jnp.mean(jnp.exp(v)) + jnp.max(v))(jx), name)
+    _close(m, ref["grad mean+max"](jx), name)
 
 
 @pytest.mark.parametrize("name", EXT)
@@ -329,19 +355,16 @@ def test_pooling_and_its_gradient(executor, name):
     """max_pool/avg_pool keep the dtype (max's padding value is -inf for bfloat16, NumPy kind "V",
     too: it raised ValueError on every executor) and their gradients match jax's."""
     jnp = _jnp()
-    import jax
+    ref = _jax_reference()
 
     data = (np.arange(48.0).reshape(1, 1, 6, 8) * 0.37) % 5.0 - 2.0
     x = xp.asarray(data, dtype=getattr(xp, name))
     jx = jnp.asarray(data, name)
 
-    def jmax(v):
-        return jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "SAME")
-
-    _close(xp.lax.max_pool(x, (2, 2), padding="SAME"), jmax(jx), name)
+    _close(xp.lax.max_pool(x, (2, 2), padding="SAME"), ref["max_pool"](jx), name)
     _close(xp.lax.avg_pool(x, (2, 2)), jnp.asarray(data.reshape(1, 1, 3, 2, 4, 2).mean(axis=(3, 5)), name), name)
     _close(xp.grad(lambda v: xp.sum(xp.lax.max_pool(v, (2, 2), padding="SAME") ** 2))(x),
-           jax.grad(lambda v: jnp.sum(jmax(v) ** 2))(jx), name)
+           ref["grad max_pool"](jx), name)
 
 
 @pytest.mark.parametrize("name", EXT)
@@ -353,11 +376,12 @@ def test_vmap_and_jit(executor, name):
     _close(xp.vmap(lambda r: xp.sum(r * r))(x), jnp.sum(jx * jx, axis=1), name)
     _close(xp.vmap(lambda r: r @ x.mT)(x), jx @ jx.T, name)
     f = xp.jit(lambda v: xp.sum(xp.exp(v) * 2.0 + v, axis=1))
-    _close(f(x), jnp.sum(jnp.exp(jx) * 2.0 + jx, axis=1), name)
+    ref = _jax_reference()
+    _close(f(x), ref["sum(exp*2+x)"](jx), name)
     big = xp.linspace(-1, 1, 1 << 17, dtype=dt)  # past the Numba executor's fusion size
     jbig = jnp.asarray(to_numpy(big))
-    _close(xp.jit(lambda v: xp.tanh(v) * 2.0 + v)(big), jnp.tanh(jbig) * 2.0 + jbig, name)
-    _close(xp.jit(lambda v: xp.sum(xp.tanh(v) * v))(big), jnp.sum(jnp.tanh(jbig) * jbig), name)
+    _close(xp.jit(lambda v: xp.tanh(v) * 2.0 + v)(big), ref["tanh*2+x"](jbig), name)
+    _close(xp.jit(lambda v: xp.sum(xp.tanh(v) * v))(big), ref["sum(tanh*x)"](jbig), name)
     _close(xp.jit(xp.vmap(xp.grad(lambda r: xp.sum(xp.sin(r)))))(x), jnp.cos(jx), name)
 
 
