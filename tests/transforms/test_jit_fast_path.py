@@ -16,7 +16,9 @@ Pair = collections.namedtuple("Pair", "first second")
 
 
 def _close(a, b):
-    assert_close(a, b, rtol=1e-12, atol=1e-13, uses=("matmul", "exp"))
+    # condition 4: exp of a product amplifies the product's relative error by the exponent (up to ~4
+    # here); a TPU's default float32 products are one bfloat16 pass (1.4% seen on the chip, session 23)
+    assert_close(a, b, rtol=1e-12, atol=1e-13, uses=("matmul", "exp"), condition=4)
 
 
 def _f(params, x):
