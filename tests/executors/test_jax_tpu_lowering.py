@@ -20,6 +20,7 @@ import pytest
 
 import arrayx as ax
 from arrayx.core import executor as base
+from tests import covering
 
 pytestmark = [pytest.mark.jax, pytest.mark.skipif(not base.get("jax").available(), reason="jax is not installed")]
 
@@ -179,8 +180,14 @@ def test_the_position_products_are_the_numpy_executors_convolution(tpu_formulas_
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-@pytest.mark.parametrize("case", CONV_CASES[:5], ids=lambda c: "x".join(map(str, c[1])))
+def _conv_id(case) -> str:
+    return "x".join(map(str, case[1]))
+
+
+#: (case, dtype): every case in both dtypes in the deep profile; in the ci profile (a new XLA program
+#: per case and dtype) each case in one dtype, float32 and float16 in turn (tests/covering.py)
+@pytest.mark.parametrize("case, dtype", [pytest.param(c, d, id=f"{_conv_id(c)}-{d}") for c, d in covering.rotate(
+    [(c, d) for c in CONV_CASES[:5] for d in ("float32", "float16")])])
 def test_the_diagonal_products_keep_infinities_and_nans_where_the_numpy_executor_has_them(tpu_formulas_on_the_cpu,
                                                                                          case, dtype):
     """The diagonal form computes products of every input position with every last-axis window element
@@ -203,11 +210,15 @@ def test_the_diagonal_products_keep_infinities_and_nans_where_the_numpy_executor
     np.testing.assert_array_equal(got, want.astype(dtype))
 
 
-@pytest.mark.parametrize("kind", ["max", "min"])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
-@pytest.mark.parametrize("geometry", [((4, 3, 28, 28), (1, 1, 2, 2), (1, 1, 2, 2)),
-                                      ((2, 9, 7), (1, 3, 2), (1, 2, 1)), ((6, 10), (2, 3), (2, 3))],
-                         ids=["pool2x2", "overlapping", "2d"])
+_GEOMETRIES = {"pool2x2": ((4, 3, 28, 28), (1, 1, 2, 2), (1, 1, 2, 2)), "overlapping": ((2, 9, 7), (1, 3, 2), (1, 2, 1)),
+               "2d": ((6, 10), (2, 3), (2, 3))}
+
+
+#: (geometry, dtype, kind): every triple in the deep profile; in the ci profile (a new XLA program per
+#: triple) each geometry and kind in one dtype, float32, float64 and int32 in turn (tests/covering.py)
+@pytest.mark.parametrize("geometry, dtype, kind", [
+    pytest.param(_GEOMETRIES[g], d, k, id=f"{g}-{d}-{k}") for g, d, k in covering.rotate(
+        [(g, d, k) for g in _GEOMETRIES for d in ("float32", "float64", "int32") for k in ("max", "min")], axis=1)])
 def test_select_and_scatter_is_the_numpy_executors_pooling_cotangent(tpu_formulas_on_the_cpu, geometry, kind,
                                                                       dtype):
     jax_lax = tpu_formulas_on_the_cpu
