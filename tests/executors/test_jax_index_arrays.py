@@ -11,6 +11,7 @@ import pytest
 import arrayx as xp
 from arrayx.core import executor as base
 from tests.conftest import assert_matches_numpy, assert_same
+from tests import covering
 from tests.executors.conftest import only_on
 
 pytestmark = only_on("jax")
@@ -27,17 +28,22 @@ def test_the_jax_executor_sends_index_arrays_down_the_general_path(monkeypatch):
         assert indexing._eager_native_key("__getitem__", y, (xp.asarray([0, 2]),)) is not None
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool", "complex128"])
-@pytest.mark.parametrize("key", [
-    lambda x: (xp.asarray(np.arange(x.shape[0]) % 3 == 1),),
-    lambda x: (slice(None), xp.asarray(np.arange(x.shape[1]) % 2 == 0)),
-    lambda x: (xp.asarray(np.ones(x.shape[:2], dtype=bool) & (np.arange(x.shape[1]) < 3)),),
-    lambda x: (xp.asarray(np.zeros(x.shape[0], dtype=bool)),),
-    lambda x: (xp.asarray(np.arange(x.shape[0]) % 3 == 1), 2),
-    lambda x: (xp.asarray([0, -1, 2, 2]),),
-    lambda x: (slice(None), xp.asarray([[1, 0], [3, 3]])),
-    lambda x: (xp.asarray([1, 0]), xp.asarray([3, 1])),
-], ids=["rows", "columns", "2-d mask", "empty", "mask-and-int", "ints", "2-d ints", "pairs"])
+_INDEX_KEYS = {
+    "rows": lambda x: (xp.asarray(np.arange(x.shape[0]) % 3 == 1),),
+    "columns": lambda x: (slice(None), xp.asarray(np.arange(x.shape[1]) % 2 == 0)),
+    "2-d mask": lambda x: (xp.asarray(np.ones(x.shape[:2], dtype=bool) & (np.arange(x.shape[1]) < 3)),),
+    "mask-and-int": lambda x: (xp.asarray(np.arange(x.shape[0]) % 3 == 1), 2),
+    "ints": lambda x: (xp.asarray([0, -1, 2, 2]),),
+    "2-d ints": lambda x: (slice(None), xp.asarray([[1, 0], [3, 3]])),
+    "pairs": lambda x: (xp.asarray([1, 0]), xp.asarray([3, 1])),
+    "empty": lambda x: (xp.asarray(np.zeros(x.shape[0], dtype=bool)),),  # last: a dtype that has another key too
+}
+
+
+#: (key, dtype): every pair in the deep profile; in the ci profile (new XLA programs per key and dtype)
+#: each key in one dtype, the dtypes in turn (tests/covering.rotate)
+@pytest.mark.parametrize("key, dtype", [pytest.param(_INDEX_KEYS[k], d, id=f"{d}-{k}") for k, d in covering.rotate(
+    [(k, d) for k in _INDEX_KEYS for d in ("float64", "float32", "int64", "bool", "complex128")])])
 def test_index_arrays_match_numpy(dtype, key):
     rng = np.random.default_rng(11)
     host = (rng.normal(size=(30, 5, 4)) * 10).astype(dtype) if dtype != "complex128" else \
@@ -88,8 +94,10 @@ _BASIC_KEYS = [3, -1, slice(2, 5), slice(None, -2), slice(-3, None), slice(7, 2)
                (slice(None, None, 2), 1), (slice(None, None, -1),), (0, 0)]
 
 
-@pytest.mark.parametrize("key", _BASIC_KEYS, ids=repr)
-@pytest.mark.parametrize("dtype", ["float64", "int32", "bool", "complex64"])
+#: (key, dtype): every pair in the deep profile; each key in one dtype, the dtypes in turn, in the ci profile
+@pytest.mark.parametrize("key, dtype", [  # (rotated by position: slices are not hashable)
+    pytest.param(_BASIC_KEYS[i], d, id=f"{d}-{_BASIC_KEYS[i]!r}") for i, d in covering.rotate(
+        [(i, d) for i in range(len(_BASIC_KEYS)) for d in ("float64", "int32", "bool", "complex64")])])
 def test_basic_keys_equal_the_numpy_executor(key, dtype):
     a = (np.arange(6 * 5).reshape(6, 5) % 7).astype(dtype)
     got = xp.asarray(a)[key]
