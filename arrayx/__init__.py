@@ -35,7 +35,7 @@ from arrayx.transforms import *  # noqa: E402,F401,F403  (grad, jvp, vjp, vmap, 
 from arrayx import random  # noqa: E402,F401
 from arrayx import sharding  # noqa: E402,F401  (Mesh, NamedSharding, P, ...)
 from arrayx import distributed  # noqa: E402,F401  (arrayx.distributed.initialize, as jax.distributed's)
-from arrayx.sharding import device_put, devices, shard_map  # noqa: E402,F401
+from arrayx.sharding import block_until_ready, device_put, devices, shard_map  # noqa: E402,F401
 
 # submodules loaded on first access (they register primitives and rules when imported)
 _LAZY_SUBMODULES = ("nn", "lax", "special")

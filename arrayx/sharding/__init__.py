@@ -32,7 +32,7 @@ addresses.
 """
 from __future__ import annotations
 
-from arrayx.sharding._api import Shard, addressable_shards, device_put, devices_of, sharding_of  # noqa: F401
+from arrayx.sharding._api import Shard, addressable_shards, block_until_ready, device_put, devices_of, sharding_of  # noqa: F401
 from arrayx.sharding._api import visualize_array_sharding  # noqa: F401
 from arrayx.sharding._collectives import ppermute, psum_scatter  # noqa: F401
 from arrayx.sharding._constraint import with_sharding_constraint  # noqa: F401
@@ -47,7 +47,7 @@ from arrayx.sharding._distributed import (  # noqa: F401,E402  (many processes: 
     make_array_from_single_device_arrays, process_allgather, process_count, process_index)
 
 __all__ = ["Mesh", "make_mesh", "create_device_mesh", "mesh_utils", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Sharding",
-           "devices", "virtual_devices", "device_put", "shard_map", "with_sharding_constraint", "ppermute",
+           "devices", "virtual_devices", "device_put", "block_until_ready", "shard_map", "with_sharding_constraint", "ppermute",
            "psum_scatter", "visualize_array_sharding", "addressable_shards",
            "process_index", "process_count", "local_devices", "local_device_count",
            "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_array_from_callback",

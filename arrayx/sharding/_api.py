@@ -2,12 +2,14 @@
 ``arrayx.debug.visualize_array_sharding``."""
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
 
 from arrayx import pytree
 from arrayx.core.executor import Device, get
+from arrayx.core.keys import AVAL_KEYED
 from arrayx.sharding import _records
 from arrayx.sharding._mesh import Mesh
 from arrayx.sharding._shardings import NamedSharding, Sharding, SingleDeviceSharding, check_divisible
@@ -173,6 +175,48 @@ def device_put(x, device=None):
                                       who="device_put")
     leaves, tree = pytree.flatten(x)
     return pytree.unflatten(tree, [_put_one(v, t) for v, t in zip(leaves, targets)])
+
+
+def block_until_ready(x):
+    """Wait until every array in ``x`` (an array or a pytree of arrays, as ``jax.block_until_ready``
+    takes) is computed, and return ``x``.  The jax executor's buffers are waited for in one batched
+    call; other arrays as ``Array.block_until_ready`` says (numpy and numba compute before returning,
+    cupy synchronizes its device, dask stays lazy).  Leaves that are not arrays are passed over."""
+    if x.__class__ is Array:
+        return x.block_until_ready()
+    tree_util = sys.modules.get("jax.tree_util")
+    native = _buffers_to_wait_for(tree_util.tree_leaves(x), False) if tree_util is not None else None
+    if native is None:  # no JAX, or a node registered with arrayx alone (JAX's flatten stops at it)
+        native = _buffers_to_wait_for(pytree.leaves(x), True)
+    if native:
+        import jax
+
+        jax.block_until_ready(native)
+    return x
+
+
+def _buffers_to_wait_for(leaves, complete: bool):
+    """The jax buffers among ``leaves`` (a deferred transpose's operand for it), other arrays waited
+    for one by one here; None where a leaf is neither an array nor a buffer and ``complete`` is False
+    (it may be a node that arrayx's flatten opens)."""
+    native = []
+    rest = []
+    for v in leaves:
+        if v.__class__ is Array:
+            buf = v._buf
+            if buf.__class__ in AVAL_KEYED:  # a jax.Array: waited for with the others, in one call
+                native.append(buf)
+            elif getattr(buf, "base", None).__class__ in AVAL_KEYED:  # a deferred transpose: its operand
+                native.append(buf.base)
+            else:
+                rest.append(v)
+        elif hasattr(v, "block_until_ready"):
+            native.append(v)
+        elif not complete:
+            return None
+    for v in rest:
+        v.block_until_ready()
+    return native
 
 
 # -- the text grid ----------------------------------------------------------------------------------------
