@@ -74,3 +74,28 @@ def write_results(stem: str, quick: bool, result: dict):
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out}")
     return out
+
+
+def profile_lines(prof, top: int) -> list[str]:
+    """cProfile's ``top`` entries by own time, as text lines that name no folder of this machine: the
+    repository's files relative to it, an installed package's from its package folder (``<site>/``)."""
+    import io
+    import pathlib
+    import pstats
+    import re
+    import sys
+
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(top)
+    root = str(pathlib.Path(__file__).resolve().parents[1]) + "/"
+    sites = sorted({p.rstrip("/") + "/" for p in sys.path if p.endswith(("site-packages", "dist-packages"))}, key=len,
+                   reverse=True)
+    lines = []
+    for ln in text.getvalue().splitlines():
+        if not ln.strip():
+            continue
+        for site in sites:
+            ln = ln.replace(site, "<site>/")
+        ln = ln.replace(root, "")
+        lines.append(re.sub(r"(?<![\w.<])/\S*/((?:jax|jaxlib|numpy|optree)/)", r"<site>/\1", ln))
+    return lines[-(top + 2):]

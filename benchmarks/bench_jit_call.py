@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import json
 import os
 import pathlib
-import pstats
 import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+
+from benchmarks._harness import profile_lines  # noqa: E402
 
 
 def _loop(fn, calls, wait):
@@ -108,9 +108,7 @@ def main(rounds: int, calls: int, profile: bool) -> dict:
             for _ in range(calls):
                 fa(*args_a)
             prof.disable()
-            text = io.StringIO()
-            pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(12)
-            row["arrayx profile (tottime)"] = [ln for ln in text.getvalue().splitlines() if ln.strip()][-13:]
+            row["arrayx profile (tottime)"] = profile_lines(prof, 12)
         print(json.dumps(row, indent=1), flush=True)
         res["rows"].append(row)
     res["load after"] = os.getloadavg()[0]

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import json
 import pathlib
-import pstats
 import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+
+from benchmarks._harness import profile_lines  # noqa: E402
 
 
 def _min_time(fn, wait, n=None):
@@ -120,9 +120,7 @@ def main() -> dict:
         for _ in range(CALLS):
             _block_ax(fa())
         prof.disable()
-        text = io.StringIO()
-        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(14)
-        row[f"arrayx profile ({CALLS} calls, tottime)"] = [ln for ln in text.getvalue().splitlines() if ln.strip()][-16:]
+        row[f"arrayx profile ({CALLS} calls, tottime)"] = profile_lines(prof, 14)
         print(json.dumps(row, indent=1), flush=True)
         res["rows"].append(row)
     return res
