@@ -15,7 +15,8 @@ bfloat16; jit SELU of 64M; an MLP train step jit(grad) in float32 and bfloat16 (
 1024-4096-4096-1024); ten SGD steps under jit(fori_loop); per-example gradients jit(vmap(grad));
 a CNN step through lax.conv (batch 64 and 256); an attention block (jit of value_and_grad); and the
 same MLP written with each library's defaults (no dtype arguments, weights from NumPy float64 data: arrayx gives the
-device's defaults, float32 on a TPU; JAX gives float32 unless x64 is on).  "speed vs jax" is JAX's
+device's defaults, float32 on a TPU; JAX gives float32 unless x64 is on); and a control row, JAX's float32
+step timed against itself (the spread of the timing itself on that host).  "speed vs jax" is JAX's
 time / arrayx's time (1.0: the same; the issue's goal is >= 0.97), each call waited for (one host-device
 round trip each: ~0.45 ms on the chip for a tiny op); "pipelined speed vs jax" the same with 20 calls queued
 before one wait (the time per step of a loop that does not wait on each step).  Each row checks that both
@@ -223,6 +224,12 @@ def tpu_rows(quick: bool):
         rows[f"mlp train step jit(value_and_grad) {name}"] = (
             _timed(lambda pa=pa, xa_=xa_, ya_=ya_: step_a(pa, xa_, ya_), _block_ax),
             _timed(lambda pj=pj, xj_=xj_, yj_=yj_: step_j(pj, xj_, yj_), jax_block), tol)
+    # a control: JAX's float32 step timed against itself, as the two sides are (its "speed vs jax" is
+    # the timing's own spread on this host; session 23's run gave 0.97 and 0.94 for the float32 and
+    # default-dtype rows, which run the same arrayx program)
+    pj_c, xj_c, yj_c = tree_j(params, jnp.float32), jnp.asarray(x), jnp.asarray(y)
+    control = _timed(lambda: step_j(pj_c, xj_c, yj_c), jax_block)
+    rows["control: JAX's float32 mlp step against itself"] = (control, _timed(control.queue, jax_block), 0)
     # the same MLP with each library's defaults: weights and data straight from NumPy float64
     params64 = _mlp(None, mlp_sizes, np.float64)
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
