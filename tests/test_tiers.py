@@ -212,3 +212,35 @@ def test_n_workers_share_the_cores_with_their_blas_threads(monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
     conftest._share_the_cores(config(2))
     assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def test_an_absent_executor_keeps_one_skip_per_file(pytester, monkeypatch):
+    """tests/tiers.py's one-skip-per-file rule: of the tests that run on an executor absent here through
+    tests/conftest.py's ``executor`` fixture, each file keeps one, which skips and says why; the rest
+    are deselected.  A test's own ``executor`` parameter is not concerned."""
+    from arrayx.core import executor as base
+
+    if base.get("cupy").available():
+        pytest.skip("cupy is available here: no executor is absent")
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    monkeypatch.delenv("ARRAYX_TEST_PROFILE", raising=False)
+    pytester.makeconftest(_CONFTEST + "\nfrom tests.conftest import executor  # noqa: E402,F401\n")
+    pytester.makepyfile(test_two="""
+import pytest
+
+def test_a(executor):
+    pass
+
+def test_b(executor):
+    pass
+
+@pytest.mark.parametrize("executor", ["cupy"])
+def test_own(executor):
+    pass
+""")
+    result = pytester.runpytest_inprocess("-q", "-rs", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    available = sum(base.get(n).available() for n in ("numpy", "numba", "jax", "dask"))
+    assert outcomes.get("passed") == 2 * available + 1 and outcomes.get("skipped") == 1, outcomes
+    assert outcomes.get("deselected") == 1, outcomes
+    assert any("executor 'cupy' unavailable" in line for line in result.outlines), result.outlines[-5:]
