@@ -133,7 +133,9 @@ def _specialise(spec: Any, leaves: list[Any], also: frozenset = frozenset()) -> 
     exec(compile("\n".join(lines), "<arrayx.pytree specialised flatten>", "exec"), namespace)  # noqa: S102
     build = None
     if plan.depth <= MAX_BUILD_DEPTH:
-        source = f"def build(leaves):\n    return {_display(template)}\n"
+        keys: dict[str, Any] = {}
+        source = f"def build(leaves):\n    return {_display(template, keys)}\n"
+        namespace.update(keys)
         exec(compile(source, "<arrayx.pytree specialised unflatten>", "exec"), namespace)  # noqa: S102
         build = namespace["build"]
     return Specialised(spec, type(template), namespace["extract"], build, leaf_types)
@@ -185,16 +187,22 @@ class _Plan:
         return True
 
 
-def _display(node: Any) -> str:
-    """Python source that builds ``node`` (a template of _specialise) from ``leaves``."""
+def _display(node: Any, keys: dict[str, Any]) -> str:
+    """Python source that builds ``node`` (a template of _specialise) from ``leaves``.  A dict's keys
+    (the user's strings) never enter the source: each is a name ``S<n>`` bound to it in ``keys``."""
     typ = type(node)
     if typ is _Slot:
         return f"leaves[{node.index}]"
     if node is None:
         return "None"
     if typ is dict:
-        return "{" + ", ".join(f"{key!r}: {_display(child)}" for key, child in node.items()) + "}"
-    inner = ", ".join(_display(child) for child in node)
+        parts = []
+        for key, child in node.items():
+            name = f"S{len(keys)}"
+            keys[name] = key
+            parts.append(f"{name}: {_display(child, keys)}")
+        return "{" + ", ".join(parts) + "}"
+    inner = ", ".join(_display(child, keys) for child in node)
     if typ is list:
         return "[" + inner + "]"
     return "(" + inner + ("," if len(node) == 1 else "") + ")"

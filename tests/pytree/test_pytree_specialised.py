@@ -264,3 +264,25 @@ def test_generated_trees_with_reordered_dicts_match_optree(tree):
     for _ in range(_specialise.SPECIALISE_AFTER + 2):
         pt.flatten(tree)
     check_same_as_optree(_reversed_dicts(tree))
+
+
+def test_generated_code_holds_no_dict_key_of_the_user(monkeypatch):
+    """The generated flatten and unflatten bind the user's dict keys as names; no key (quotes, a newline,
+    code) is written into their source."""
+    sources = []
+    real_compile = compile
+
+    def spy(source, filename, mode, *a, **k):
+        sources.append(source)
+        return real_compile(source, filename, mode, *a, **k)
+
+    monkeypatch.setattr(_specialise, "compile", spy, raising=False)
+    odd = ["'); import os; ('", 'a"b', "line\nbreak", "{S0}"]
+    tree = {k: [float(i), {k: float(i) + 0.5}] for i, k in enumerate(odd)}
+    treedef = specialised(tree)
+    assert treedef._build is not None and len(sources) == 2  # a flatten and an unflatten were generated
+    leaves, treedef = check_same_as_optree(tree)
+    assert pt.unflatten(treedef, leaves) == tree
+    for source in sources:
+        for k in odd:
+            assert k not in source and repr(k) not in source
