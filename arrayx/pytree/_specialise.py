@@ -187,12 +187,13 @@ class _Plan:
         return True
 
 
-def _display(node: Any, keys: dict[str, Any]) -> str:
-    """Python source that builds ``node`` (a template of _specialise) from ``leaves``.  A dict's keys
-    (the user's strings) never enter the source: each is a name ``S<n>`` bound to it in ``keys``."""
+def _display(node: Any, keys: dict[str, Any], slot: str = "leaves[{}]") -> str:
+    """Python source that builds ``node`` (a template of ``_Slot`` leaves in lists, tuples, dicts and
+    None) from the leaves named by ``slot`` (``slot.format(index)``).  A dict's keys (the user's
+    strings) never enter the source: each is a name ``S<n>`` bound to it in ``keys``."""
     typ = type(node)
     if typ is _Slot:
-        return f"leaves[{node.index}]"
+        return slot.format(node.index)
     if node is None:
         return "None"
     if typ is dict:
@@ -200,9 +201,9 @@ def _display(node: Any, keys: dict[str, Any]) -> str:
         for key, child in node.items():
             name = f"S{len(keys)}"
             keys[name] = key
-            parts.append(f"{name}: {_display(child, keys)}")
+            parts.append(f"{name}: {_display(child, keys, slot)}")
         return "{" + ", ".join(parts) + "}"
-    inner = ", ".join(_display(child, keys) for child in node)
+    inner = ", ".join(_display(child, keys, slot) for child in node)
     if typ is list:
         return "[" + inner + "]"
     return "(" + inner + ("," if len(node) == 1 else "") + ")"

@@ -22,8 +22,8 @@ in one of two tables of the function's store, both filled on the slow path:
   is named);
 - ``entry.finish(outs, ex)``: the outputs wrapped as Arrays of ``ex`` and put in the output
   structure in one generated function (straight-line code for a structure of lists, tuples,
-  str-keyed dicts and None of at most :data:`MAX_GENERATED` leaves; else the wrapping loop and
-  the structure's unflatten).
+  dicts and None of at most :data:`MAX_GENERATED` leaves; else the wrapping loop and the
+  structure's unflatten).
 
 Measured (benchmarks/bench_jit_call.py, CPU, thread time): per-example gradients (8 arrays in, 6
 out) 8.5 -> 4.0 us over jax.jit's own call, an MLP step 8.8 -> 4.3, SELU of one array 2.7 -> 2.2.
@@ -33,6 +33,7 @@ from __future__ import annotations
 from arrayx import pytree
 from arrayx.api._array import Array
 from arrayx.core.keys import AVAL_KEYED
+from arrayx.pytree._specialise import _Slot, _display
 from arrayx.pytree._treedef import unflatten_fn
 from arrayx.transforms.call_primitive import _object_new, _wrap_all
 
@@ -64,45 +65,6 @@ def prepare(entry) -> None:
     parts = getattr(type(entry.fn), "scope_parts", None)  # the class's own: not a wrapped program's
     if parts is not None:
         entry.inner, entry.swap, entry.restore = parts(entry.fn)
-
-
-class _Slot:
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-
-def _source(node, n_nodes: list, keys: dict) -> str | None:
-    """Python source of a display that builds ``node`` (a template of _Slot leaves) from ``a0``...;
-    None where the node is not a list, tuple, dict with str keys or None.  A dict's keys (the user's
-    strings) never enter the source: each is a name ``s<n>`` bound to it in ``keys``."""
-    n_nodes[0] += 1
-    if n_nodes[0] > 4 * MAX_GENERATED:
-        return None
-    typ = type(node)
-    if typ is _Slot:
-        return f"a{node.index}"
-    if node is None:
-        return "None"
-    if typ is dict:
-        if not all(type(k) is str for k in node):
-            return None
-        parts = [_source(v, n_nodes, keys) for v in node.values()]
-        if any(p is None for p in parts):
-            return None
-        names = []
-        for k in node:
-            names.append(f"s{len(keys)}")
-            keys[names[-1]] = k
-        return "{" + ", ".join(f"{name}: {p}" for name, p in zip(names, parts)) + "}"
-    if typ is list or typ is tuple:
-        parts = [_source(v, n_nodes, keys) for v in node]
-        if any(p is None for p in parts):
-            return None
-        inner = ", ".join(parts)
-        return f"[{inner}]" if typ is list else f"({inner}{',' if len(parts) == 1 else ''})"
-    return None
 
 
 _PLAIN = (list, tuple, dict, type(None))
@@ -137,10 +99,8 @@ def _generated(out_tree):
     if not _plain(out_tree._spec):  # (a custom node's unflatten, the user's code, never sees slots)
         return None
     n = out_tree.num_leaves
-    keys: dict = {}
-    display = _source(pytree.unflatten(out_tree, [_Slot(i) for i in range(n)]), [0], keys)
-    if display is None:
-        return None
+    keys: dict = {}  # the dicts' keys, bound as names (pytree._specialise's display of a template)
+    display = _display(pytree.unflatten(out_tree, [_Slot(i) for i in range(n)]), keys, "a{}")
     names = [f"o{i}" for i in range(n)]
     lines = ["def finish(outs, ex):", f"    {', '.join(names)}{',' if n == 1 else ''} = outs"]
     for i in range(n):
