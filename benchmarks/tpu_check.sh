@@ -21,12 +21,13 @@
 #      tpu_bench.json (benchmarks/bench_tpu.py) and tpu_defaults.json (benchmarks/bench_tpu_defaults.py);
 #      the device returns at most 8 files a call, so split STEPS over calls (e.g. "env tests main
 #      differential bench", then "official").
-#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn hang one
+#      STEPS="tests official" limits `run` to some of: env tests main probe differential official bench cnn hang linalg one
 #      (official: OFFICIAL_ARGS are passed to pytest, e.g. --deselect ID; OFFICIAL_PART=K/N runs the K-th
 #      share of the suite's files, one call per share, folded here with `python -m conformance.official
 #      --executor jax --label tpu --merge N`; a test past FAULT_S seconds prints
 #      Python's stacks; hang: python -m conformance.tpu_hang_probe, tpu_hang_probe.json; one: ONE_TEST=ID
-#      alone with every drawn example printed, one_test.log)
+#      alone with every drawn example printed, one_test.log; linalg: python -m conformance.tpu_linalg_accuracy,
+#      tpu_linalg_accuracy.json)
 #      (cnn: bench_tpu's CNN rows alone with a long row limit, tpu_bench_cnn.json: a call of its own;
 #      CNN_VARIANTS=1 adds arrayx's step with XLA's convolution for the kernel gradient; bench:
 #      BENCH_SKIP=cnn leaves the CNN rows to that call, DEFAULTS_S=0 leaves out bench_tpu_defaults)
@@ -137,6 +138,10 @@ for dt in (np.float32, jnp.bfloat16):
         echo "== linear algebra on NaN, infinities, huge, subnormal, zero and empty inputs, each case in a child with a limit"
         timeout "${HANG_S:-200}" $PY -m conformance.tpu_hang_probe --limit "${HANG_LIMIT:-25}" --budget "${HANG_BUDGET:-180}" \
             ${HANG_ONLY:+--only "$HANG_ONLY"} --json "$OUT/tpu_hang_probe.json" 2>&1 | tail -30 ;;
+    linalg)
+        echo "== linalg at extreme magnitudes against LAPACK's float32 (highest matmul precision)"
+        ARRAYX_MATMUL_PRECISION=highest timeout "${LINALG_S:-200}" $PY -m conformance.tpu_linalg_accuracy \
+            --json "$OUT/tpu_linalg_accuracy.json" 2>&1 | tail -30 ;;
     one)
         # one official test alone, each drawn example printed before it runs, Python's stacks after FAULT_S
         echo "== official $ONE_TEST, verbose"

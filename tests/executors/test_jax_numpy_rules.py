@@ -91,7 +91,7 @@ def test_only_a_tpu_program_holds_the_corrections_only_the_tpu_needs(name):
     for platform, corrected in (("cpu", False), ("tpu", True)):
         text = program.trace(x).lower(lowering_platforms=(platform,)).as_text()
         assert ("select" in text) is corrected, (name, platform)
-    assert set(numpy_rules.ONLY_ON) == {"signed_zero", "svd_scaled"}
+    assert set(numpy_rules.ONLY_ON) == {"signed_zero", "power_of_two_scaled"}
 
 
 @pytest.mark.parametrize("name", ["svd", "svdvals"])

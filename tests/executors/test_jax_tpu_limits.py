@@ -176,3 +176,43 @@ def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude):
     assert np.asarray(jl.scaled_svdvals(jnp.zeros((3, 2), dtype))).tolist() == [0.0, 0.0]
     assert jl.scaled_svdvals(jnp.zeros((2, 0, 3), dtype)).shape == (2, 0)
     assert np.isnan(np.asarray(jl.scaled_svdvals(jnp.asarray(np.array([[np.nan, 1], [0, 1]], dtype))))).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("magnitude", [1e19, 1e-19, 1e-30])
+def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude):
+    """On a TPU the jax executor's eigh, eigvalsh and qr scale each matrix by a power of two first
+    (XLA:TPU's gave non-finite or 10-80%-off answers at these magnitudes, session 24): the scaled forms,
+    run here on the CPU, give NumPy's eigenvalues, eigenvectors that rebuild the input and Q R that
+    rebuild it, scaled back exactly (the batch's two matrices at magnitudes 2**20 apart)."""
+    import jax.numpy as jnp
+
+    from arrayx.executors.jax import executor as jex, linalg as jl
+
+    for name in ("eigh", "eigvalsh", "qr"):
+        assert jex.JaxExecutor.overrides[name].corrected is getattr(jl, f"scaled_{name}")
+        assert jex.JaxExecutor.overrides[name].raw is getattr(jl, name)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 4, 4))
+    if dtype is np.complex64:
+        a = a + 1j * rng.standard_normal((2, 4, 4))
+    a = (a * magnitude * np.array([1.0, 2.0**-20])[:, None, None]).astype(dtype)
+    h = ((a + np.conj(np.swapaxes(a, -1, -2))) / 2).astype(dtype)
+    wide = np.complex128 if dtype is np.complex64 else np.float64
+    want = np.linalg.eigvalsh(h.astype(wide))
+    w, v = (np.asarray(t).astype(wide) for t in jl.scaled_eigh(jnp.asarray(h)))
+    np.testing.assert_allclose(w, want, rtol=1e-5, atol=0)
+    np.testing.assert_allclose(np.asarray(jl.scaled_eigvalsh(jnp.asarray(h))), w, rtol=1e-6, atol=0)
+    for i in range(2):
+        np.testing.assert_allclose((v[i] * w[i]) @ np.conj(v[i].T), h[i], atol=1e-5 * np.abs(h[i]).max(), rtol=0)
+    for mode, k in (("reduced", 4), ("complete", 4)):
+        q, r = (np.asarray(t).astype(wide) for t in jl.scaled_qr(jnp.asarray(a), mode=mode))
+        assert q.shape == (2, 4, k) and r.shape == (2, k, 4)
+        for i in range(2):
+            np.testing.assert_allclose(q[i] @ r[i], a[i], atol=1e-5 * np.abs(a[i]).max(), rtol=0)
+    tall = jnp.asarray(np.ones((5, 3), dtype) * magnitude)
+    q, r = jl.scaled_qr(tall)
+    assert q.shape == (5, 3) and r.shape == (3, 3)
+    np.testing.assert_allclose(np.asarray(q @ r), np.asarray(tall), rtol=1e-5)
+    assert np.asarray(jl.scaled_eigvalsh(jnp.zeros((3, 3), dtype))).tolist() == [0.0, 0.0, 0.0]
+    assert jl.scaled_qr(jnp.zeros((2, 0, 3), dtype))[1].shape == (2, 0, 3)

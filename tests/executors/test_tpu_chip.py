@@ -178,3 +178,33 @@ def test_svd_of_huge_entries_is_scaled_not_nan(dtype):
     x = ax.asarray(a, device=TPU)
     for got in (ax.linalg.svdvals(x), ax.linalg.svd(x, full_matrices=False)[1], ax.jit(ax.linalg.svdvals)(x)):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("magnitude", [1e19, 1e-19, 1e-30])
+def test_eigh_and_qr_of_extreme_entries_are_scaled(dtype, magnitude):
+    """XLA:TPU's eigh and qr do not scale their input: float32 entries near 1e19 gave a non-finite Q R and
+    eigenvalues 60% off, entries near 1e-19 and 1e-30 (products below the normal range, flushed to zero)
+    eigenvalues and Q R 10-80% off, silently (session 24): the jax executor scales each matrix by a
+    power of two on a TPU, eagerly and compiled."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 5, 5))
+    if dtype is np.complex64:
+        a = a + 1j * rng.standard_normal((2, 5, 5))
+    a = (a * magnitude).astype(dtype)
+    h = ((a + np.conj(np.swapaxes(a, -1, -2))) / 2).astype(dtype)
+    wide = a.astype(np.complex128 if dtype is np.complex64 else np.float64)
+    hw = h.astype(wide.dtype)
+    want_w = np.linalg.eigvalsh(hw)
+    x, hx = ax.asarray(a, device=TPU), ax.asarray(h, device=TPU)
+    scale_w = np.abs(want_w).max(axis=-1, keepdims=True)
+    for w in (ax.linalg.eigvalsh(hx), ax.linalg.eigh(hx)[0], ax.jit(ax.linalg.eigvalsh)(hx)):
+        assert np.all(np.abs(np.asarray(w, np.float64) - want_w) <= 1e-5 * scale_w)
+    w, v = (np.asarray(t).astype(wide.dtype) for t in ax.jit(ax.linalg.eigh)(hx))
+    rebuilt = (v * w[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
+    assert np.abs(rebuilt - hw).max() <= 1e-4 * np.abs(hw).max()
+    for q, r in (ax.linalg.qr(x), ax.jit(ax.linalg.qr)(x)):
+        q, r = np.asarray(q).astype(wide.dtype), np.asarray(r).astype(wide.dtype)
+        assert np.all(np.isfinite(r)) and np.allclose(np.tril(r, -1), 0)
+        assert np.abs(q @ r - wide).max() <= 1e-4 * np.abs(wide).max()
+        assert np.abs(np.conj(np.swapaxes(q, -1, -2)) @ q - np.eye(5)).max() <= 1e-4

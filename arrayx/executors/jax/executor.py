@@ -409,9 +409,11 @@ class JaxExecutor(Executor):
         **{name: _unique_on_host(name) for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
         **{name: _linalg_nan_where_failed(name) for name in _LINALG_FAILING},
         # tall, thin float64 svd through CholeskyQR2's matrix products (this package's linalg.py)
-        # (on a TPU each matrix scaled by a power of two first: XLA:TPU's svd overflows where LAPACK scales)
-        "svd": _numpy_rules._per_platform("svd_scaled", _jax_linalg.scaled_svd, _jax_linalg.svd),
-        "svdvals": _numpy_rules._per_platform("svd_scaled", _jax_linalg.scaled_svdvals, _jax_linalg.svdvals),
+        # (on a TPU each matrix scaled by a power of two first, svd, eigh and qr alike: XLA:TPU's
+        # overflow and underflow where LAPACK scales)
+        **{name: _numpy_rules._per_platform("power_of_two_scaled", getattr(_jax_linalg, f"scaled_{name}"),
+                                            getattr(_jax_linalg, name))
+           for name in ("svd", "svdvals", "eigh", "eigvalsh", "qr")},
         # lax, nn, random, the collectives and the sharding constraint (this package's modules)
         **_lax.TABLE,
         **_nn.TABLE,

@@ -1,15 +1,19 @@
-"""The JAX executor's ``linalg.svd``: a tall, thin float64 matrix through CholeskyQR2's matrix
-products (``executors/common/tall_svd.py``: the algorithm, its accuracy and where it applies), in
-one XLA program whose ``lax.cond`` runs ``jax.numpy.linalg.svd`` (LAPACK's gesdd) instead where
+"""The JAX executor's ``linalg.svd`` (and, on a TPU, its ``eigh``, ``eigvalsh`` and ``qr``): a tall,
+thin float64 matrix through CholeskyQR2's matrix products (``executors/common/tall_svd.py``: the
+algorithm, its accuracy and where it applies), in one XLA program whose ``lax.cond`` runs ``jax.numpy.linalg.svd`` (LAPACK's gesdd) instead where
 CholeskyQR2 would not be as accurate: no value leaves the device to decide.  Anything else is
 ``jax.numpy.linalg.svd`` itself.
 
 On a TPU, XLA's svd does not scale its input as LAPACK does: a float32 or complex64 matrix with
 entries near 1e19 overflows inside (squares pass float32's 3.4e38) and gave NaN singular values (the
-official suite's test_svd and test_svdvals on the chip, session 23).  ``scaled_svd`` and
-``scaled_svdvals`` scale each matrix by a power of two first (exact: the factors leave U and Vh as
-they are and multiply S back), and the executor's table runs them on that platform only
-(``numpy_rules.ONLY_ON``)."""
+official suite's test_svd and test_svdvals on the chip, session 23).  Its eigh and qr do not scale
+either: on the chip (session 24; now ``python -m conformance.tpu_linalg_accuracy``) float32 matrices
+with entries near 1e19 gave a non-finite Q R and eigenvalues 60% off, and entries near 1e-19 or
+1e-30 (products below float32's normal range, which a TPU flushes to zero) eigenvalues and Q R
+10-80% off, with no error.  ``scaled_svd``, ``scaled_svdvals``, ``scaled_eigh``,
+``scaled_eigvalsh`` and ``scaled_qr`` scale each matrix by a power of two first (exact: the factors
+leave U, Vh, the eigenvectors and Q as they are and multiply S, the eigenvalues and R back), and the
+executor's table runs them on that platform only (``numpy_rules.ONLY_ON``)."""
 from __future__ import annotations
 
 from arrayx.executors.common import tall_svd as _tall
@@ -74,7 +78,7 @@ def _power_of_two_scaled(x):
 def _scaled_back(s, half, rest):
     import jax.numpy as jnp
 
-    one = jnp.ones((), dtype=s.dtype)
+    one = jnp.ones((), dtype=jnp.finfo(s.dtype).dtype)  # (a real one: ldexp takes no complex; R is)
     return s * jnp.ldexp(one, half) * jnp.ldexp(one, rest)
 
 
@@ -95,3 +99,41 @@ def scaled_svdvals(x):
     """``svdvals`` of ``x`` scaled by a power of two per matrix, scaled back."""
     y, half, rest = _power_of_two_scaled(x)
     return _scaled_back(svdvals(y), half, rest)
+
+
+def eigh(x):
+    import jax.numpy as jnp
+
+    return tuple(jnp.linalg.eigh(x))
+
+
+def scaled_eigh(x):
+    """``eigh`` of ``x`` scaled by a power of two per matrix, its eigenvalues scaled back."""
+    y, half, rest = _power_of_two_scaled(x)
+    w, v = eigh(y)
+    return _scaled_back(w, half, rest), v
+
+
+def eigvalsh(x):
+    import jax.numpy as jnp
+
+    return jnp.linalg.eigvalsh(x)
+
+
+def scaled_eigvalsh(x):
+    """``eigvalsh`` of ``x`` scaled by a power of two per matrix, scaled back."""
+    y, half, rest = _power_of_two_scaled(x)
+    return _scaled_back(eigvalsh(y), half, rest)
+
+
+def qr(x, mode="reduced"):
+    import jax.numpy as jnp
+
+    return tuple(jnp.linalg.qr(x, mode=mode))
+
+
+def scaled_qr(x, mode="reduced"):
+    """``qr`` of ``x`` scaled by a power of two per matrix, R scaled back."""
+    y, half, rest = _power_of_two_scaled(x)
+    q, r = qr(y, mode=mode)
+    return q, _scaled_back(r, half[..., None], rest[..., None])
