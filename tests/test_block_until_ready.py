@@ -39,9 +39,34 @@ def test_jax_buffers_are_waited_for_in_one_call_every_array_is_reached(monkeypat
     assert len(waited) == 1  # one batched wait, through arrayx's flatten (the Box is arrayx's node)
     assert [id(buf) for buf in waited[0]] == [id(a._buf), id(b._buf), id(c._buf), id(inside._buf)]
     waited.clear()
+    from arrayx.sharding import _api
+
+    batched = []
+    monkeypatch.setattr(_api, "_BATCHED", [lambda xs: batched.append(list(xs))])
     with ax.use_executor("jax"):
-        ax.block_until_ready({"p": [a, b], "q": c})  # JAX's own flatten reaches every array
-    assert [id(buf) for buf in waited[0]] == [id(a._buf), id(b._buf), id(c._buf)]
+        tree = {"p": [a, b], "q": c}
+        assert ax.block_until_ready(tree) is tree  # JAX's own flatten reaches every array: jaxlib's wait
+    assert waited == [] and len(batched) == 1
+    assert [id(buf) for buf in batched[0]] == [id(a._buf), id(b._buf), id(c._buf)]
+
+
+def test_the_batched_wait_is_jaxlibs_own_and_waits():
+    """The wait for several jax buffers is the one ``jax.block_until_ready`` ends in (found once), and
+    the values it waited for are the computed ones; a tree of one array waits on that buffer."""
+    jax = pytest.importorskip("jax")
+    from arrayx.sharding import _api
+
+    found = _api._find_batched_wait()
+    assert found is not jax.block_until_ready  # jaxlib's (this JAX has it), not the public wait again
+    f = ax.jit(lambda p, x: (ax.sum(x * p["w"]), {"w": p["w"] - 0.5 * x}))
+    with ax.use_executor("jax"):
+        p, x = {"w": ax.arange(4.0)}, ax.ones(4)
+        out = ax.block_until_ready(f(p, x))
+        one = ax.block_until_ready([ax.exp(ax.zeros(2))])
+    assert float(out[0]) == 6.0
+    np.testing.assert_array_equal(np.asarray(out[1]["w"]), np.arange(4.0) - 0.5)
+    np.testing.assert_array_equal(np.asarray(one[0]), np.ones(2))
+    assert _api._BATCHED[0] in (None, found)
 
 
 def test_a_deferred_transpose_is_waited_for_through_its_operand(monkeypatch):

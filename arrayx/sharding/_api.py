@@ -185,7 +185,21 @@ def block_until_ready(x):
     if x.__class__ is Array:
         return x.block_until_ready()
     tree_util = sys.modules.get("jax.tree_util")
-    native = _buffers_to_wait_for(tree_util.tree_leaves(x), False) if tree_util is not None else None
+    leaves = None
+    if tree_util is not None:
+        leaves = tree_util.tree_leaves(x)
+        bufs = []
+        for v in leaves:  # the common case, a step's output: arrays holding jax.Arrays only, in one pass
+            if v.__class__ is not Array:
+                break
+            b = v._buf
+            if b.__class__ not in AVAL_KEYED:
+                break
+            bufs.append(b)
+        else:
+            _wait_jax(bufs)
+            return x
+    native = None if leaves is None else _buffers_to_wait_for(leaves, False)
     if native is None:  # no JAX, or a node registered with arrayx alone (JAX's flatten stops at it)
         native = _buffers_to_wait_for(pytree.leaves(x), True)
     if native:
@@ -193,6 +207,32 @@ def block_until_ready(x):
 
         jax.block_until_ready(native)
     return x
+
+
+def _wait_jax(bufs: list) -> None:
+    """Wait for ``bufs`` (jax.Arrays only) in one call: jaxlib's batched wait, which
+    ``jax.block_until_ready`` ends in (its flatten and class checks of the list are not done again)."""
+    if len(bufs) > 1:
+        batched = _BATCHED[0]
+        if batched is None:
+            batched = _BATCHED[0] = _find_batched_wait()
+        batched(bufs)
+    elif bufs:
+        bufs[0].block_until_ready()
+
+
+#: jaxlib's wait for a list of jax.Arrays (found on the first wait for several)
+_BATCHED: list = [None]
+
+
+def _find_batched_wait():
+    import jax
+
+    client = getattr(sys.modules.get("jax._src.api"), "xc", None) or sys.modules.get("jaxlib.xla_client")
+    found = getattr(client, "batched_block_until_ready", None)  # what jax.block_until_ready calls
+    if found is None:  # another JAX: its public wait (it flattens the list again)
+        return jax.block_until_ready
+    return found
 
 
 def _buffers_to_wait_for(leaves, complete: bool):
