@@ -385,8 +385,9 @@ class NumbaExecutor(NumpyExecutor):
     def _call(self, name: str, dtype: np.dtype, kernels: dict, key: tuple, make, *args, chunks: int = 0) -> bool:
         """Run the kernel ``make(*key, parallel=...)`` (compiled on first use, kept in ``kernels``)
         on ``args``; False when it cannot run: Numba cannot compile it (recorded in ``failed``,
-        never tried again) or another thread is inside a parallel (parfors) kernel.  ``chunks`` > 0:
-        the kernel claims that many chunks (``numba.team``) and runs on the team of threads."""
+        never tried again) or, on the parallel executor, another thread is inside one of its unchunked
+        kernels (one launch at a time; every kernel is compiled for one thread, the threads come from
+        ``numba.team``).  ``chunks`` > 0: the kernel claims that many chunks and runs on the team."""
         key = key + (self.parallel,)
         kernel = kernels.get(key)
         if kernel is None:
