@@ -135,7 +135,9 @@ def index_max(x, idx, y, indices_are_sorted: bool = False, unique_indices: bool 
 
 def top_k(operand, k: int, *, axis: int = -1):
     """(values, int32 indices) of the ``k`` largest entries along ``axis``, largest first; of equal
-    entries the lower index comes first (``jax.lax.top_k``)."""
+    entries the lower index comes first (``jax.lax.top_k``).  NaN ranks above every number, as in
+    JAX; -0.0 and 0.0 are equal here (the standard's ``argsort`` order), where ``jax.lax.top_k``
+    ranks 0.0 first: ``top_k([-0.0, 0.0], 1)`` gives index 0 on every executor, JAX's gives 1."""
     from arrayx import api as ax
 
     fname = "top_k"
