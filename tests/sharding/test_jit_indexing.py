@@ -36,15 +36,18 @@ mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
 out = {"jax-itself": {}, "jax": {}}
 with ax.use_executor("jax"):
     amesh = ax.sharding.make_mesh((2, 4), ("x", "y"))
-for name, spec in LAYOUTS.items():
-    x = jax.device_put(jnp.arange(64.0).reshape(8, 8), NamedSharding(mesh, P(*spec)))
-    # one jax.jit program per layout, each key's slice one of its outputs (XLA propagates each output's
-    # sharding from the operand's alone: the same specs as a program per key, a third of the CPU time)
-    outs = jax.jit(lambda v: [v[_key(k)] for k in JIT_KEYS])(x)
-    out["jax-itself"][name] = {k: _spec(o.sharding) for k, o in zip(JIT_KEYS, outs)}
-    with ax.use_executor("jax"):
-        a = ax.device_put(ax.reshape(ax.arange(64.0), (8, 8)), ax.sharding.NamedSharding(amesh, ax.sharding.P(*spec)))
-        out["jax"][name] = {k: _spec(ax.jit(lambda v, k=k: v[_key(k)])(a).sharding) for k in JIT_KEYS}
+# one jax.jit program for every layout, each key's slice of each layout's operand one of its outputs (XLA
+# propagates each output's sharding from its own operand alone: the same specs as a program per layout
+# and key, a fraction of the compile time); arrayx's jax executor the same way under ax.jit
+xs = [jax.device_put(jnp.arange(64.0).reshape(8, 8), NamedSharding(mesh, P(*spec))) for spec in LAYOUTS.values()]
+outs = jax.jit(lambda vs: [[v[_key(k)] for k in JIT_KEYS] for v in vs])(xs)
+with ax.use_executor("jax"):
+    as_ = [ax.device_put(ax.reshape(ax.arange(64.0), (8, 8)), ax.sharding.NamedSharding(amesh, ax.sharding.P(*spec)))
+           for spec in LAYOUTS.values()]
+    aouts = ax.jit(lambda vs: [[v[_key(k)] for k in JIT_KEYS] for v in vs])(as_)
+for name, o, a in zip(LAYOUTS, outs, aouts):
+    out["jax-itself"][name] = {k: _spec(r.sharding) for k, r in zip(JIT_KEYS, o)}
+    out["jax"][name] = {k: _spec(r.sharding) for k, r in zip(JIT_KEYS, a)}
 print(json.dumps(out))
 """
 
