@@ -32,6 +32,16 @@ def as_tpu(monkeypatch):
         yield ex
 
 
+@pytest.fixture
+def on_the_cpu():
+    """JAX's default device the CPU for the test (the scaled forms' own values, also on a TPU machine,
+    whose chip's products are bfloat16 passes: tests/executors/test_tpu_chip.py runs them there)."""
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
 @pytest.mark.parametrize("name, dtype", [("abs", "complex128"), ("tanh", "complex128"), ("expm1", "complex128"),
                                          ("signbit", "float64")])
 def test_listed_unary_refused_eagerly(as_tpu, name, dtype):
@@ -94,8 +104,10 @@ def test_svd_float32_runs_with_64_bit_types_off(as_tpu, monkeypatch):
             recon = (np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh)
             np.testing.assert_allclose(recon, a, rtol=1e-4, atol=1e-5)
     f32 = ax.asarray(m[0].astype(np.float32))
-    np.testing.assert_allclose(np.asarray(ax.linalg.pinv(f32)), np.linalg.pinv(m[0]), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(ax.jit(ax.linalg.pinv)(f32)), np.linalg.pinv(m[0]), rtol=1e-4, atol=1e-5)
+    with ax.default_matmul_precision("highest"):  # (on a real chip pinv's products are bfloat16 passes otherwise)
+        np.testing.assert_allclose(np.asarray(ax.linalg.pinv(f32)), np.linalg.pinv(m[0]), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(ax.jit(ax.linalg.pinv)(f32)), np.linalg.pinv(m[0]), rtol=1e-4,
+                                   atol=1e-5)
     with pytest.raises(NotImplementedError, match="svd: complex128 on a TPU"):
         ax.linalg.svd(ax.asarray(m.astype(np.complex128)))
     with pytest.raises(NotImplementedError, match="holds float64 values"):
@@ -151,7 +163,7 @@ def test_table_covers_every_abort_the_probe_saw():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 @pytest.mark.parametrize("magnitude", [1e19, 1e-30, 1.0])
-def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude):
+def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude, on_the_cpu):
     """On a TPU the jax executor's svd and svdvals scale each matrix by a power of two first (XLA:TPU's
     svd overflowed to NaN on entries near 1e19): the scaled forms themselves, run here on the CPU,
     give NumPy's singular values and U, Vh that rebuild the input; zero, empty and non-finite
@@ -180,7 +192,7 @@ def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 @pytest.mark.parametrize("magnitude", [1e19, 1e-19, 1e-30])
-def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude):
+def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude, on_the_cpu):
     """On a TPU the jax executor's eigh, eigvalsh and qr scale each matrix by a power of two first
     (XLA:TPU's gave non-finite or 10-80%-off answers at these magnitudes, session 24): the scaled forms,
     run here on the CPU, give NumPy's eigenvalues, eigenvectors that rebuild the input and Q R that
