@@ -13,6 +13,17 @@ from tests.conftest import assert_matches_numpy, assert_same, to_numpy
 FLOATS = [np.float32, np.float64, np.complex64, np.complex128]
 
 
+def _rotated_on_jax(cases: list) -> list:
+    """``executor, *case`` parameters: every case on every executor, except on jax (a new XLA program per
+    shape and dtype), where the ci profile takes each row in one dtype, the dtypes in turn (the last field;
+    tests/covering.py; every case in the deep profile)."""
+    from tests import covering
+
+    return covering.on_executors(cases, ids=lambda v: np.dtype(v).name if isinstance(v, type) else
+                                 "-".join(np.dtype(t).name for t in v) if isinstance(v, tuple) and v and isinstance(v[0], type)
+                                 else str(v))
+
+
 def rand(shape, dtype=np.float64, seed=0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     out = rng.standard_normal(shape)
@@ -351,8 +362,8 @@ def test_matrix_norm_errors(executor):
         xp.linalg.matrix_norm(xp.asarray(rand((2, 2))), ord="max")
 
 
-@pytest.mark.parametrize("n", [-3, -1, 0, 1, 2, 5, 8])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("executor, n, dtype", _rotated_on_jax(
+    [(n, d) for d in [np.float32, np.float64, np.complex128] for n in [-3, -1, 0, 1, 2, 5, 8]]), indirect=["executor"])
 def test_matrix_power(executor, n, dtype):
     a = (rand((2, 3, 3), dtype) + 2 * np.eye(3)).astype(dtype)
     out = xp.linalg.matrix_power(xp.asarray(a), n)
@@ -399,8 +410,9 @@ def test_outer(executor):
         xp.linalg.outer(xp.asarray(rand((2, 2))), xp.asarray(b))
 
 
-@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3), (2, 0)])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("executor, shape, dtype", _rotated_on_jax(
+    [(shape, d) for d in [np.float32, np.float64, np.complex128] for shape in [(4, 3), (3, 4), (2, 3, 3), (2, 0)]]),
+    indirect=["executor"])
 def test_pinv(executor, shape, dtype):
     a = rand(shape, dtype)
     out = xp.linalg.pinv(xp.asarray(a))
@@ -415,9 +427,9 @@ def test_pinv_rtol_drops_small_singular_values(executor):
     assert_same(xp.linalg.pinv(xp.asarray(np.zeros((2, 3)))), np.zeros((3, 2)))
 
 
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
-@pytest.mark.parametrize("mode", ["reduced", "complete"])
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("executor, shape, mode, dtype", _rotated_on_jax(
+    [(shape, mode, d) for d in FLOATS for mode in ["reduced", "complete"] for shape in [(5, 3), (3, 5), (2, 4, 4)]]),
+    indirect=["executor"])
 def test_qr(executor, shape, mode, dtype):
     a = rand(shape, dtype)
     res = xp.linalg.qr(xp.asarray(a), mode=mode)
@@ -436,9 +448,10 @@ def test_qr_mode_error(executor):
         xp.linalg.qr(xp.asarray(rand((2, 2))), mode="r")
 
 
-@pytest.mark.parametrize("s1, s2", [((3, 3), (3,)), ((2, 3, 3), (3,)), ((3, 3), (3, 2)), ((2, 1, 3, 3), (4, 3, 2)),
-                                    ((3, 3), (5, 3, 1))])
-@pytest.mark.parametrize("dtypes", [(np.float64, np.float64), (np.float32, np.float32), (np.float32, np.complex128)])
+@pytest.mark.parametrize("executor, s1, s2, dtypes", _rotated_on_jax(
+    [(s1, s2, d) for d in [(np.float64, np.float64), (np.float32, np.float32), (np.float32, np.complex128)]
+     for s1, s2 in [((3, 3), (3,)), ((2, 3, 3), (3,)), ((3, 3), (3, 2)), ((2, 1, 3, 3), (4, 3, 2)), ((3, 3), (5, 3, 1))]]),
+    indirect=["executor"])
 def test_solve(executor, s1, s2, dtypes):
     a = (rand(s1, dtypes[0]) + 3 * np.eye(3)).astype(dtypes[0])
     b = rand(s2, dtypes[1], seed=1)
@@ -461,9 +474,9 @@ def test_solve_errors(executor):
         xp.linalg.solve(a, xp.asarray([1, 2, 3]))
 
 
-@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3)])
-@pytest.mark.parametrize("full", [True, False])
-@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("executor, shape, full, dtype", _rotated_on_jax(
+    [(shape, full, d) for d in FLOATS for full in [True, False] for shape in [(4, 3), (3, 4), (2, 3, 3)]]),
+    indirect=["executor"])
 def test_svd_svdvals(executor, shape, full, dtype):
     a = rand(shape, dtype)
     res = xp.linalg.svd(xp.asarray(a), full_matrices=full)
