@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import sys
 import threading
 import warnings
 import weakref
@@ -43,24 +42,19 @@ from collections import OrderedDict
 from contextvars import ContextVar
 from typing import Callable
 
-from optree._C import flatten as _flatten_raw
-
 from arrayx import pytree
-from arrayx.pytree._registry import FLATTEN_NAMESPACE
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
-from arrayx.api import _modes
 from arrayx.api._modes import is_strict
 from arrayx.core import executor as _base
-from arrayx.core import precision as _precision
 from arrayx.core.executor import get_executor
-from arrayx.core.keys import AVAL_KEYED as _AVAL_KEYED, exact_key
+from arrayx.core.keys import exact_key
 from arrayx.core.primitives import _TRACE
 from arrayx.core.tracers import ShapeDtypeStruct, Tracer, aval_of
 from arrayx.core.graph import Graph, cse, dce
 from arrayx.transforms.staging import StagingTrace
 from arrayx.transforms.call_primitive import _object_new, _wrap_all, call_p, compiled_for  # noqa: F401
-from arrayx.transforms._jit_fast import fast_key, prepare, reader_for
+from arrayx.transforms._jit_fast import MISS, call_from_tables, fast_flatten, fast_key, hit_for, prepare, reader_for
 from arrayx.transforms._jit_messages import describe_change as _describe_change, what_changed as _what_changed
 
 __all__ = ["jit", "disable_jit", "JitFunction", "Traced", "Lowered", "Compiled", "call_p", "compiled_for", "cache_size"]
@@ -69,8 +63,7 @@ __all__ = ["jit", "disable_jit", "JitFunction", "Traced", "Lowered", "Compiled",
 RETRACE_WARNING = 8
 
 _DISABLED: ContextVar = ContextVar("arrayx_disable_jit", default=False)
-_PRECISION, _UNSET = _precision._scoped, _precision._UNSET  # arrayx's matmul precision (the fast path's read)
-_STRICT = _modes._scoped
+_DISABLE_SEEN = False  # whether disable_jit was ever entered (else _DISABLED is False everywhere)
 
 
 @contextlib.contextmanager
@@ -83,6 +76,8 @@ def disable_jit(disable: bool = True):
     ...     int(f(ax.asarray(1)))
     2
     """
+    global _DISABLE_SEEN
+    _DISABLE_SEEN = True  # (the cache-hit path reads _DISABLED only once some block has set it)
     token = _DISABLED.set(bool(disable))
     try:
         yield
@@ -108,8 +103,8 @@ def cache_size() -> int:
 class _Entry:
     """One cache entry: the staged graph and, once run eagerly, its compiled function."""
 
-    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "single", "key", "fast_keys", "finish",
-                 "inner", "swap", "restore")
+    __slots__ = ("graph", "out_tree", "consts", "name", "donate", "fn", "key", "fast_keys", "finish",
+                 "inner", "swap", "restore", "hit")
 
     def __init__(self, graph, out_tree, consts, name, donate, key=None):
         self.graph = graph
@@ -118,12 +113,12 @@ class _Entry:
         self.name = name
         self.donate = donate  # indices of donated inputs of the graph
         self.fn = None
-        self.single = out_tree.num_leaves == 1 and out_tree.is_leaf()  # one array out: no unflatten
         self.key = key
         self.fast_keys: list = []  # keys of the store's fast table that lead here (dropped with it)
         # set by _jit_fast.prepare when the entry enters the fast table: the outputs' wrapping and
         # structure in one function; the jax.jit inside the program's 64-bit scope, and that scope's switch
         self.finish = self.inner = self.swap = self.restore = None
+        self.hit = None  # the generated call of the arguments' structure first entered (_jit_fast.hit_for)
 
 
 class _Store:
@@ -131,13 +126,14 @@ class _Store:
     function object (so a jit made inside a loop stages once): entries by key, least recently used
     first, dropped beyond :func:`cache_size`; ``fast``: flat keys of plain array calls -> entry."""
 
-    __slots__ = ("cache", "fast", "read", "reader", "traces", "last", "warned", "lock")
+    __slots__ = ("cache", "fast", "read", "reader", "hit", "traces", "last", "warned", "lock")
 
     def __init__(self):
         self.cache: OrderedDict = OrderedDict()
         self.fast: dict = {}
         self.read: dict = {}  # (new arrays' executor, strict, reader, signature) -> entry
         self.reader = None  # the generated reader of the arguments' structure last entered (_jit_fast)
+        self.hit = None  # the generated call of the entry found last (_jit_fast.hit_for): tried first
         self.traces = 0  # distinct keys staged (for the retrace warning)
         self.last = None  # the key staged last
         self.warned = False
@@ -161,6 +157,8 @@ class _Store:
             self.cache[key] = entry
             while len(self.cache) > limit:
                 _, old = self.cache.popitem(last=False)
+                if old.hit is not None and self.hit is old.hit:
+                    self.hit = None
                 for k in old.fast_keys:
                     for table in (self.fast, self.read):
                         if table.get(k) is old:
@@ -178,7 +176,7 @@ class _Store:
             self.cache.clear()
             self.fast.clear()
             self.read.clear()
-            self.reader = None
+            self.reader = self.hit = None
             self.traces = 0
             self.last = None
             self.warned = False
@@ -285,26 +283,6 @@ def _str_tuple(fname, what, v) -> tuple:
 
 _PY_SCALARS = (bool, int, float, complex)
 _NO_KWARGS: dict = {}
-_modules = sys.modules
-
-
-def _fast_flatten(tree):
-    """(leaves, structure) of ``tree`` for the cache-hit path's key: JAX's own flatten once JAX is
-    loaded (its C++ registry walks a parameter tree in about half optree's time) where it finds only
-    arrayx arrays, else optree's with arrayx's registry (nodes registered with arrayx alone).  Only a
-    key: an entry reaches the fast table after the slow path's checked flatten gave these same
-    leaves in this order (the two flattens' structures are of different types: never equal keys)."""
-    tree_util = _modules.get("jax.tree_util")
-    if tree_util is not None:
-        leaves, spec = tree_util.tree_flatten(tree)
-        for x in leaves:
-            if x.__class__ is not Array:
-                break
-        else:
-            return leaves, spec
-    return _flatten_raw(tree, None, False, FLATTEN_NAMESPACE[0])
-
-
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -459,82 +437,21 @@ class JitFunction:
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _DISABLED.get():
+        if _DISABLE_SEEN and _DISABLED.get():
             return self.fun(*args, **kwargs)
         store = self._store
+        # the cache-hit path for concrete arrays (_jit_fast.py): the generated call of the entry found
+        # last (only a store of no static or donated arguments has one); else the store's tables (the
+        # generated reader of the arguments' structure entered last, or a flat key of buffer attributes)
+        hit = store.hit
+        if hit is not None and not kwargs and sharding_hook is None and _TRACE.get() is None:
+            out = hit(args)
+            if out is not MISS:
+                return out
         if self._simple and not kwargs and _TRACE.get() is None:
-            # the cache-hit path for concrete arrays (_jit_fast.py): the store's generated reader of the
-            # arguments' structure entered last gives the buffers and their signature in one call; else
-            # a flat key of buffer attributes (_jit_fast.fast_key), arrays in containers (a parameter
-            # list, a dict) found by ``_fast_flatten``, whose structure enters the key (no pytree
-            # checks: a structure reaches this table only after the slow path flattened it into these
-            # same leaves, in this order)
-            ctx = _base._scoped.get() or _base._process_default
-            ctx = None if ctx is None else ctx.name
-            strict = _STRICT.get()  # is_strict(), inline
-            if strict is None:
-                strict = _modes._default
-            hook = sharding_hook
-            entry = None
-            reader = store.reader
-            if reader is not None and hook is None:
-                got = reader(args)
-                if got is not None:
-                    ex, bufs, sig = got
-                    entry = store.read.get((ctx, strict, reader, sig))
-            if entry is None:
-                key = [ctx, strict]
-                flat = args
-                for a in args:
-                    if a.__class__ is not Array:
-                        try:
-                            flat, spec = _fast_flatten(args)
-                        except Exception:  # noqa: BLE001 - a node that fails to flatten: the slow path says why
-                            flat = (None,)
-                        else:
-                            key.append(spec)
-                        break
-                try:
-                    ex = flat[0]._ex
-                except (IndexError, AttributeError):  # no arguments, or not an array: the slow path
-                    ex = None
-                bufs = []
-                for a in flat:
-                    if a.__class__ is not Array or a._ex is not ex:
-                        break  # (the slow path names both executors)
-                    b = a._buf
-                    if b.__class__ in _AVAL_KEYED:
-                        key.append(b.aval)  # a jax.Array's shape, dtype and weak type in one read
-                    else:
-                        key.append(b.shape)
-                        key.append(b.dtype)
-                    bufs.append(b)
-                else:
-                    if ex is not None:
-                        key.append(ex.name)
-                        entry = store.fast.get(tuple(key))
-            if entry is not None:
-                try:
-                    store.cache.move_to_end(entry.key)
-                except KeyError:  # dropped meanwhile by another thread
-                    pass
-                inner = entry.inner
-                if inner is not None and _PRECISION.get() is _UNSET and _precision._PROCESS is None:
-                    prev = entry.swap(True)  # the program's 64-bit scope, entered here
-                    try:
-                        out = inner(*bufs)
-                    finally:
-                        entry.restore(prev)
-                else:
-                    out = entry.fn(*bufs)
-                if hook is not None:  # numpy/numba/dask results take their inputs' shardings
-                    return pytree.unflatten(entry.out_tree, hook(entry.graph, flat, _wrap_all(out, ex)))
-                if entry.single:
-                    new = _object_new(Array)
-                    new._buf = out[0]
-                    new._ex = ex
-                    return new
-                return entry.finish(out, ex)
+            out = call_from_tables(store, args, sharding_hook)
+            if out is not MISS:
+                return out
         if self._simple and not kwargs:  # no static or donated arguments: the short path
             leaves, tree = pytree.flatten((args, _NO_KWARGS))
             leaves = self._inputs(leaves)
@@ -559,13 +476,13 @@ class JitFunction:
     @staticmethod
     def _add_fast(store, entry, args, leaves, ex) -> None:
         """Enter ``entry`` in the fast table under the key the cache-hit path builds for ``args``
-        (arrays only, as plain arguments or in containers that ``_fast_flatten`` splits into
+        (arrays only, as plain arguments or in containers that ``fast_flatten`` splits into
         ``leaves``, in their order)."""
         ctx = _base._scoped.get() or _base._process_default
         head = [None if ctx is None else ctx.name, is_strict()]
         if len(leaves) != len(args) or any(a.__class__ is not Array for a in args):
             try:
-                raw, spec = _fast_flatten(args)
+                raw, spec = fast_flatten(args)
             except Exception:  # noqa: BLE001 - the slow path only
                 return
             if len(raw) != len(leaves) or any(a is not b for a, b in zip(raw, leaves)):
@@ -582,6 +499,9 @@ class JitFunction:
                 return
             store.reader = reader
         store.add_fast((head[0], head[1], reader, got[2]), entry, store.read)
+        if entry.hit is None and entry.key in store.cache:  # (the generated call: tried first from now on)
+            entry.hit = hit_for(entry, store, args, leaves, ctx, head[1])
+        store.hit = entry.hit
 
     def _run(self, entry: _Entry, leaves, ex):
         """The compiled function of ``entry`` on concrete ``leaves`` (arrays of ``ex``, Python scalars)."""

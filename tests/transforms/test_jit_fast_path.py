@@ -10,6 +10,7 @@ import pytest
 
 import arrayx as ax
 from arrayx.core import executor as _base
+from arrayx.transforms import jitting
 from tests.executors.platform_tolerances import assert_close
 
 Pair = collections.namedtuple("Pair", "first second")
@@ -191,7 +192,96 @@ def test_generated_code_holds_no_dict_key_of_the_user(executor, monkeypatch):
         assert list(got) == odd
         for i, k in enumerate(odd):
             _close(got[k], np.full(2, 2.0 * (i + step)))
-    assert len(sources) == 2 and jf.trace_count == 1  # a reader and an output builder were generated
+    assert len(sources) == 3 and jf.trace_count == 1  # a reader, an output builder and a whole call
     for source in sources:
         for k in odd:
             assert k not in source and repr(k) not in source
+
+
+def _g(p, x):
+    return {"y": ax.exp(x @ p["w"]) + p["b"], "n": ax.sum(x)}
+
+
+def _g_want(p, x):
+    return {"y": np.exp(x @ p["w"]) + p["b"], "n": x.sum()}
+
+
+def _check_g(got, p, x):
+    want = _g_want(p, x)
+    assert sorted(got) == ["n", "y"]
+    _close(got["y"], want["y"])
+    _close(got["n"], np.asarray(want["n"]))
+
+
+def test_generated_call_steps_aside_where_mode_executor_or_shapes_differ(executor):
+    """The generated whole call (the store's ``hit``) answers only calls of the key it was made for:
+    another mode, another executor for new arrays, other shapes take the tables or stage again, and
+    every answer holds the function's values."""
+    rng = np.random.default_rng(4)
+    jf = ax.jit(lambda p, x: _g(p, x))  # a function of its own: its own cache
+    p = {"w": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+    xs = {n: rng.standard_normal((n, 3)) for n in (4, 6)}
+    for _ in range(3):
+        _check_g(jf(_on(p), ax.asarray(xs[4])), p, xs[4])
+    first = jf._store.hit
+    assert first is not None and jf.trace_count == 1
+    for n in (6, 4, 6, 4, 6):  # two shapes in turn: two entries, each call right
+        _check_g(jf(_on(p), ax.asarray(xs[n])), p, xs[n])
+    assert jf.trace_count == 2
+    with ax.strict():  # the mode is in the key: staged again, right values
+        _check_g(jf(_on(p), ax.asarray(xs[4])), p, xs[4])
+        _check_g(jf(_on(p), ax.asarray(xs[4])), p, xs[4])
+    assert jf.trace_count == 3
+    _check_g(jf(_on(p), ax.asarray(xs[4])), p, xs[4])  # out of the block: the first entry again
+    assert jf.trace_count == 3
+    if jitting.sharding_hook is None:  # (once arrayx.sharding has placed arrays, its hook takes the tables)
+        assert jf._store.hit is first
+    other = "numpy" if executor != "numpy" else next(
+        (n for n in ("jax", "numba", "dask") if _base.get(n).available()), None)
+    if other is not None:
+        pa, xa = _on(p), ax.asarray(xs[4])  # arrays of this test's executor
+        with ax.use_executor(other):  # new arrays' executor is in the key
+            _check_g(jf(pa, xa), p, xs[4])
+            _check_g(jf(pa, xa), p, xs[4])
+        assert jf.trace_count == 4
+    _check_g(jf(_on(p), ax.asarray(xs[4])), p, xs[4])
+
+
+def test_generated_call_leaves_with_its_entry(executor, monkeypatch):
+    """An entry dropped from the cache (least recently used) takes its generated call with it: the next
+    call of its signature stages again, with right values."""
+    monkeypatch.setenv("ARRAYX_JIT_CACHE_SIZE", "1")
+    rng = np.random.default_rng(5)
+    jf = ax.jit(lambda p, x: _g(p, x))  # a function of its own: its own cache
+    p = {"w": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+    x4, x6 = rng.standard_normal((4, 3)), rng.standard_normal((6, 3))
+    for _ in range(2):
+        _check_g(jf(_on(p), ax.asarray(x4)), p, x4)
+    hit4 = jf._store.hit
+    assert hit4 is not None
+    _check_g(jf(_on(p), ax.asarray(x6)), p, x6)  # x4's entry dropped (one entry kept)
+    assert len(jf._store.cache) == 1 and jf._store.hit is not hit4
+    from arrayx.transforms._jit_fast import MISS
+
+    assert hit4((_on(p), ax.asarray(x4))) is MISS  # kept by someone: it still steps aside (its entry left)
+    _check_g(jf(_on(p), ax.asarray(x4)), p, x4)
+    assert jf.trace_count == 3
+    jf.clear_cache()
+    assert jf._store.hit is None
+    _check_g(jf(_on(p), ax.asarray(x4)), p, x4)
+
+
+def test_generated_call_runs_the_program_once_a_call_and_not_when_made(executor):
+    """Making the generated call runs nothing (a debug callback counts the program's runs), and a
+    function with static arguments has none (its calls take the slow path), with right values."""
+    seen = []
+    jf = ax.jit(lambda x: (ax.debug.callback(lambda v: seen.append(float(v.sum())), x), x * 2.0)[1])
+    x = ax.asarray(np.arange(3.0))
+    for i in range(4):
+        _close(jf(x), np.arange(3.0) * 2.0)
+        assert seen == [3.0] * (i + 1)
+    assert jf._store.hit is not None
+    js = ax.jit(lambda x, k: x * k, static_argnums=1)
+    for k in (2.0, 3.0, 2.0):
+        _close(js(x, k), np.arange(3.0) * k)
+    assert js._store.hit is None and js.trace_count == 2
