@@ -5,17 +5,14 @@ shardings come from a subprocess with 8 forced host devices (XLA reads its flags
 numba and dask run with 8 virtual devices."""
 from __future__ import annotations
 
-import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import arrayx as ax
 from arrayx.core import executor as base
+from tests.sharding.conftest import json_from_eight_jax_devices
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -59,12 +56,7 @@ def jax_child(script: str) -> dict:
     the JSON it prints last (test_jit_indexing.py runs its own script the same way)."""
     if not base.get("jax").available():
         pytest.skip("executor 'jax' unavailable")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_eight_jax_devices(script, argv=(ROOT,))
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,6 @@ dask also on a 2-worker LocalCluster, jax in a subprocess with 8 forced host dev
 from __future__ import annotations
 
 import gc
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -20,7 +16,7 @@ import arrayx as ax
 from arrayx.core import executor as base
 from arrayx.sharding import P, _records, virtual_devices
 
-from tests.sharding.conftest import VIRTUAL  # noqa: E402,F401  (and the vex fixture)
+from tests.sharding.conftest import VIRTUAL, json_from_eight_jax_devices  # noqa: E402,F401  (and the vex fixture)
 
 
 
@@ -305,11 +301,7 @@ print(json.dumps(results))
 def jax_checks() -> dict:
     if not base.get("jax").available():
         pytest.skip("jax unavailable")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _JAX_CHECKS], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_eight_jax_devices(_JAX_CHECKS)  # the 8-device child the sharding tests share
 
 
 def test_jax_replication_check_in_subprocess(jax_checks):

@@ -178,12 +178,6 @@ def _jax_runs() -> dict:
 
 
 def _jax_process() -> dict:
-    import os
-    import pathlib
-    import subprocess
-    import sys
-
-    root = pathlib.Path(__file__).resolve().parents[2]
     code = ("import contextlib, io, json, arrayx as ax\n"
             "from conformance import sharding\n"
             "with contextlib.redirect_stdout(io.StringIO()) as printed:\n"
@@ -194,13 +188,9 @@ def _jax_process() -> dict:
             "with ax.use_executor('jax'):\n"
             "    got = run(_namespace('arrayx'))\n"
             "print(json.dumps({'conformance': conformance, 'jax-itself': ref, 'jax': got}))\n")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
-                          cwd=root)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from tests.sharding.conftest import json_from_eight_jax_devices
+
+    return json_from_eight_jax_devices(code)  # the 8-device child the sharding tests share (cwd: the root)
 
 
 @pytest.fixture(scope="module")
