@@ -169,8 +169,8 @@ _JAX_RUNS: dict = {}
 
 
 def _jax_runs() -> dict:
-    """In one fresh process with 8 forced host devices: ``python -m conformance.sharding jax``'s JSON
-    (first, as that command runs it), then the create_device_mesh tutorial on jax itself and on
+    """In the child process with 8 forced host devices the sharding tests share (tests/sharding/conftest.py):
+    ``python -m conformance.sharding jax``'s JSON, then the create_device_mesh tutorial on jax itself and on
     arrayx's jax executor."""
     if not _JAX_RUNS:
         _JAX_RUNS.update(_jax_process())
