@@ -6,12 +6,16 @@ import numpy as np
 import pytest
 
 import arrayx as ax
+from tests import covering
 from tests.conftest import assert_same, on_numpy
 
 
-@pytest.mark.parametrize("n", [8, 2048, 3000])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("name", ["max", "min"])
+#: every size on numpy, numba and dask (their kernels' vector and chunk boundaries); on jax (new XLA
+#: programs per size, eager and jitted) the ci profile takes each function and dtype at one size, the
+#: sizes in turn (tests/covering.py; every cell in the deep profile)
+@pytest.mark.parametrize("executor, name, dtype, n", covering.on_executors(
+    [(name, dtype, n) for n in [8, 2048, 3000] for dtype in ["float32", "float64"] for name in ["max", "min"]]),
+    indirect=["executor"])
 def test_a_nan_in_a_slice_gives_nan(executor, name, dtype, n):
     x = np.ones((3, n), dtype)
     x[0, 1] = -2.0
