@@ -124,38 +124,43 @@ _CHILD = textwrap.dedent('''
     ex = base.get("jax")
     warnings.simplefilter("ignore", _device_dtypes.DowncastWarning)
     out = {"x64 before": bool(jax.config.jax_enable_x64)}
-    with ax.use_executor("jax"):
-        devs = ex.devices()
-        lo, hi = devs[:4], devs[4:]
-        x = np.arange(8.0) + 0.1
+    platform_of = type(ex).platform_of  # put back at the end: the child runs other programs after this one
+    try:
+        with ax.use_executor("jax"):
+            devs = ex.devices()
+            lo, hi = devs[:4], devs[4:]
+            x = np.arange(8.0) + 0.1
 
-        def as_tpu(which):
-            type(ex).platform_of = lambda self, d: "tpu" if d in which else "cpu"
-            _device_dtypes.clear_caches()
+            def as_tpu(which):
+                type(ex).platform_of = lambda self, d: "tpu" if d in which else "cpu"
+                _device_dtypes.clear_caches()
 
-        # the default device (devs[0]) keeps 64-bit types; the mesh of devs[4:] is taken for TPUs
-        as_tpu(hi)
-        m_hi = sh.Mesh(np.array(hi), ("a",))
-        out["default 64, mesh 32: named"] = str(ax.device_put(x, sh.NamedSharding(m_hi, sh.P("a"))).dtype)
-        out["default 64, mesh 32: single"] = str(ax.device_put(x, sh.SingleDeviceSharding(hi[0])).dtype)
-        out["default 64, mesh 32: asarray"] = str(ax.asarray(x, device=hi[0]).dtype)
-        a64 = ax.asarray(x)  # float64, on the default device
-        moved = ax.device_put(a64, sh.NamedSharding(m_hi, sh.P("a")))
-        out["float64 array onto mesh 32"] = [str(moved.dtype), sorted(str(d) for d in moved.devices())]
-        # the default device taken for a TPU, the mesh of devs[4:] not
-        as_tpu(lo)
-        out["default 32, mesh 64: named"] = str(ax.device_put(x, sh.NamedSharding(m_hi, sh.P("a"))).dtype)
-        out["default 32, mesh 64: single"] = str(ax.device_put(x, hi[1]).dtype)
-        out["default 32, mesh 64: asarray"] = str(ax.asarray(x, device=hi[1]).dtype)
-        # a float64 array resharded (a computation of JAX's) with 64-bit types: values kept, usable after
-        as_tpu(())
-        m_all = sh.Mesh(np.array(devs), ("a",))
-        a = ax.device_put(x, sh.NamedSharding(m_all, sh.P("a")))
-        r = ax.device_put(a, sh.NamedSharding(m_all, sh.P()))
-        out["resharded"] = [str(r.dtype), str(np.asarray(r._buf).dtype), np.asarray(r + 1).tolist()]
-        m2 = sh.Mesh(np.array(devs).reshape(2, 4), ("a", "b"))
-        g = ax.device_put(ax.reshape(a, (4, 2)), sh.NamedSharding(m2, sh.P("b", "a")))
-        out["2-d"] = [str(g.dtype), np.asarray(g).tolist()]
+            # the default device (devs[0]) keeps 64-bit types; the mesh of devs[4:] is taken for TPUs
+            as_tpu(hi)
+            m_hi = sh.Mesh(np.array(hi), ("a",))
+            out["default 64, mesh 32: named"] = str(ax.device_put(x, sh.NamedSharding(m_hi, sh.P("a"))).dtype)
+            out["default 64, mesh 32: single"] = str(ax.device_put(x, sh.SingleDeviceSharding(hi[0])).dtype)
+            out["default 64, mesh 32: asarray"] = str(ax.asarray(x, device=hi[0]).dtype)
+            a64 = ax.asarray(x)  # float64, on the default device
+            moved = ax.device_put(a64, sh.NamedSharding(m_hi, sh.P("a")))
+            out["float64 array onto mesh 32"] = [str(moved.dtype), sorted(str(d) for d in moved.devices())]
+            # the default device taken for a TPU, the mesh of devs[4:] not
+            as_tpu(lo)
+            out["default 32, mesh 64: named"] = str(ax.device_put(x, sh.NamedSharding(m_hi, sh.P("a"))).dtype)
+            out["default 32, mesh 64: single"] = str(ax.device_put(x, hi[1]).dtype)
+            out["default 32, mesh 64: asarray"] = str(ax.asarray(x, device=hi[1]).dtype)
+            # a float64 array resharded (a computation of JAX's) with 64-bit types: values kept, usable after
+            as_tpu(())
+            m_all = sh.Mesh(np.array(devs), ("a",))
+            a = ax.device_put(x, sh.NamedSharding(m_all, sh.P("a")))
+            r = ax.device_put(a, sh.NamedSharding(m_all, sh.P()))
+            out["resharded"] = [str(r.dtype), str(np.asarray(r._buf).dtype), np.asarray(r + 1).tolist()]
+            m2 = sh.Mesh(np.array(devs).reshape(2, 4), ("a", "b"))
+            g = ax.device_put(ax.reshape(a, (4, 2)), sh.NamedSharding(m2, sh.P("b", "a")))
+            out["2-d"] = [str(g.dtype), np.asarray(g).tolist()]
+    finally:
+        type(ex).platform_of = platform_of
+        _device_dtypes.clear_caches()
     out["x64 after"] = bool(jax.config.jax_enable_x64)
     print(json.dumps(out))
 ''')
