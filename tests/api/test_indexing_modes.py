@@ -66,6 +66,16 @@ def test_out_of_range_under_grad_raises_too(executor):
 
 # -- .at[key] with modes, against jax.numpy -----------------------------------------------------
 
+def _rotated_on_jax(cases: list) -> list:
+    """``executor, *case`` parameters: every case on every executor, except on jax (new XLA programs per
+    key, mode and operation), where the ci profile takes one case of each row of the other fields, its
+    last field (the mode; apply's function) in turn along the rows (tests/covering.py: every mode and
+    function still runs on jax); every case in the deep profile."""
+    from tests import covering
+
+    return covering.on_executors(cases)
+
+
 IDX = np.array([-6, -5, -1, 0, 4, 5, 7])  # on 5 elements: two out of range low, two high
 KEYS_1D = {
     "out of range": IDX,
@@ -128,8 +138,8 @@ def test_at_get_modes_match_jax(executor, mode, name):
     assert_same(got, _jax_at(V, key, "get", mode="fill", fill_value=-7.0))
 
 
-@pytest.mark.parametrize("mode", ["clip", "fill"])
-@pytest.mark.parametrize("name", list(KEYS_ND))
+@pytest.mark.parametrize("executor, name, mode", _rotated_on_jax(
+    [(name, mode) for mode in ["clip", "fill"] for name in KEYS_ND]), indirect=["executor"])
 def test_at_get_modes_in_more_dimensions_match_jax(executor, mode, name):
     for k in (np.array([1, -3, 2, 3, -4]), np.array([[0, 2], [-1, 1]])):
         key = KEYS_ND[name](k)
@@ -140,9 +150,9 @@ def test_at_get_modes_in_more_dimensions_match_jax(executor, mode, name):
 UPDATES = ["set", "add", "multiply", "min", "max"]
 
 
-@pytest.mark.parametrize("mode", [None, "clip", "drop", "fill", "promise_in_bounds"])
-@pytest.mark.parametrize("op", UPDATES)
-@pytest.mark.parametrize("name", list(KEYS_1D))
+@pytest.mark.parametrize("executor, name, op, mode", _rotated_on_jax(
+    [(name, op, mode) for mode in [None, "clip", "drop", "fill", "promise_in_bounds"] for op in UPDATES
+     for name in KEYS_1D]), indirect=["executor"])
 def test_at_updates_match_jax(executor, op, mode, name):
     key = KEYS_1D[name]
     out_of_range = (key < -5).any() or (key >= 5).any()
@@ -163,9 +173,9 @@ def test_at_updates_match_jax(executor, op, mode, name):
     assert_same(x, V)  # functional
 
 
-@pytest.mark.parametrize("mode", ["clip", "drop"])
-@pytest.mark.parametrize("op", ["set", "add", "max"])
-@pytest.mark.parametrize("name", list(KEYS_ND))
+@pytest.mark.parametrize("executor, name, op, mode", _rotated_on_jax(
+    [(name, op, mode) for mode in ["clip", "drop"] for op in ["set", "add", "max"] for name in KEYS_ND]),
+    indirect=["executor"])
 def test_at_updates_in_more_dimensions_match_jax(executor, op, mode, name):
     k = np.array([1, -3, 2, 3, -4]) if op != "set" else np.array([1, -4, 3])
     key = KEYS_ND[name](k)
@@ -214,8 +224,8 @@ def _ax_int_key(key):
     return tuple(xp.asarray(k) if isinstance(k, np.ndarray) else k for k in key) if isinstance(key, tuple) else key
 
 
-@pytest.mark.parametrize("mode", ["clip", "fill", "drop"])
-@pytest.mark.parametrize("name", list(INT_KEYS))
+@pytest.mark.parametrize("executor, name, mode", _rotated_on_jax(
+    [(name, mode) for mode in ["clip", "fill", "drop"] for name in INT_KEYS]), indirect=["executor"])
 def test_at_get_modes_for_integer_keys_match_jax(executor, mode, name):
     key = INT_KEYS[name]
     for a in (A, (A * 3).astype(np.int32)):
@@ -225,9 +235,9 @@ def test_at_get_modes_for_integer_keys_match_jax(executor, mode, name):
     assert_same(got, _jax_at(A, key, "get", mode=mode, fill_value=float("nan")))
 
 
-@pytest.mark.parametrize("mode", ["clip", "drop", "fill"])
-@pytest.mark.parametrize("op", ["set", "add", "min"])
-@pytest.mark.parametrize("name", list(INT_KEYS))
+@pytest.mark.parametrize("executor, name, op, mode", _rotated_on_jax(
+    [(name, op, mode) for mode in ["clip", "drop", "fill"] for op in ["set", "add", "min"] for name in INT_KEYS]),
+    indirect=["executor"])
 def test_at_updates_for_integer_keys_match_jax(executor, op, mode, name):
     key = INT_KEYS[name]
     if name == "int among index arrays" and op == "set" and mode == "clip":
@@ -256,9 +266,9 @@ APPLY_KEYS = {
 }
 
 
-@pytest.mark.parametrize("mode", [None, "clip", "drop"])
-@pytest.mark.parametrize("fn", ["sin", "negative", "square"])
-@pytest.mark.parametrize("name", list(APPLY_KEYS))
+@pytest.mark.parametrize("executor, name, mode, fn", _rotated_on_jax(
+    [(name, mode, fn) for fn in ["sin", "negative", "square"] for mode in [None, "clip", "drop"]
+     for name in APPLY_KEYS]), indirect=["executor"])
 def test_at_apply_matches_jax(executor, name, fn, mode):
     key = APPLY_KEYS[name]
     a = A / 10.0
