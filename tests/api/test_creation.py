@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import arrayx as xp
+from tests import covering
 from tests.conftest import assert_matches_numpy, assert_same, on_numpy
 
 
@@ -31,10 +32,14 @@ def test_arange_linspace_eye(executor):
     assert_same(xp.eye(3, 4, k=1), np.eye(3, 4, k=1))
 
 
-@pytest.mark.parametrize("start, stop, num, endpoint", [
-    (0, 3, 4, True), (-1, 1, 5, True), (-3.5, 2.25, 9, True), (0.5, 3.5, 4, False), (10, -10, 7, True),
-    (-2.5, 0.9, 5, True), (0, 100, 0, True), (5, 5, 3, True), (0, 30000, 11, False)])
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint64", "bool"])
+# On the jax executor each case is two new XLA programs (eager and jitted); there the ci profile takes
+# each (start, stop, num, endpoint) row in one dtype, the dtypes in turn (tests/covering.py: every row
+# and every dtype still runs on jax); numpy, numba and dask, and the deep profile, every case.
+@pytest.mark.parametrize("executor, start, stop, num, endpoint, dtype", covering.on_executors([
+    (*row, dtype) for dtype in ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint64", "bool"]
+    for row in [(0, 3, 4, True), (-1, 1, 5, True), (-3.5, 2.25, 9, True), (0.5, 3.5, 4, False), (10, -10, 7, True),
+                (-2.5, 0.9, 5, True), (0, 100, 0, True), (5, 5, 3, True), (0, 30000, 11, False)]]),
+    indirect=["executor"])
 def test_linspace_integer_and_bool_dtypes_match_numpy(executor, start, stop, num, endpoint, dtype):
     # NumPy computes in float64, then floors for integer dtypes (SciPy's linspace(0, 3, 4, dtype=int16))
     info = np.iinfo(dtype) if dtype != "bool" else None
