@@ -21,7 +21,7 @@ import arrayx as xp
 from arrayx.api import _dtypes
 from arrayx.api.elementwise import BINARY, UNARY
 from tests.api.test_modes import A, _assert_result  # an array argument; dtype, shape and values as the reference's
-from tests.conftest import to_numpy
+from tests.conftest import ALL_EXECUTORS, to_numpy
 
 
 F32 = A([0.5, 2.0, 3.0], "float32")
@@ -161,7 +161,31 @@ def _expected(case) -> np.ndarray:
         return np.asarray(_call(jnp, case))
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+def _is_array(a):
+    return isinstance(a, tuple) and a[:1] == ("array",)
+
+
+ARRAY_CASES = [c for c in CASES if any(_is_array(a) for a in c[2])]
+
+
+def _split_on_jax(cases: list, jitted: bool) -> list:
+    """``executor, case`` parameters: every case on every executor, except on jax in the ci profile, where
+    the cases with array arguments alternate between the eager test (even ones) and the jitted one (odd
+    ones), each a new XLA program per case there: every case still runs on jax, eagerly or under jit, the
+    eager and traced paths each on half of them; the deep profile all."""
+    from conformance import profile
+
+    turn = {id(c): i % 2 for i, c in enumerate(ARRAY_CASES)}
+    params = []
+    for ex in ALL_EXECUTORS:
+        for case in cases:
+            if ex == "jax" and profile.current().sampled and id(case) in turn and turn[id(case)] != jitted:
+                continue
+            params.append(pytest.param(ex, case, id=f"{ex}-{case[0]}"))
+    return params
+
+
+@pytest.mark.parametrize("executor, case", _split_on_jax(CASES, jitted=False), indirect=["executor"])
 def test_default_mode_matches_reference(executor, case):
     want = _expected(case)
     got = _call(xp, case)
@@ -169,12 +193,7 @@ def test_default_mode_matches_reference(executor, case):
     assert got.device == xp.asarray(0).device  # made on the current executor
 
 
-def _is_array(a):
-    return isinstance(a, tuple) and a[:1] == ("array",)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if any(_is_array(a) for a in c[2])],
-                         ids=[c[0] for c in CASES if any(_is_array(a) for a in c[2])])
+@pytest.mark.parametrize("executor, case", _split_on_jax(ARRAY_CASES, jitted=True), indirect=["executor"])
 def test_default_mode_under_jit(executor, case):
     """The array arguments traced, the Python scalars closed over: the eager result."""
     _, path, args, kwargs, _, pick = case
