@@ -84,7 +84,12 @@ def _half_id(v) -> str:
 
 
 #: every sampler in both dtypes on every executor; on the jax executor (new XLA programs per sampler
-#: and dtype) the ci profile takes each sampler in one dtype, f16 and bf16 in turn (tests/covering.py)
+#: and dtype) the ci profile takes each sampler in one dtype, f16 and bf16 in turn (tests/covering.py),
+#: and checks it eagerly or under jit, two samplers each in turn (_EAGER_ON_JAX: so each 16-bit dtype
+#: meets both there); every sampler both ways on the other executors and in the deep profile
+_EAGER_ON_JAX = {n: i // 2 % 2 == 0 for i, n in enumerate(sorted(SAMPLERS))}
+
+
 @pytest.mark.parametrize("executor, name, dtype", covering.on_executors(
     [(n, d) for n in sorted(SAMPLERS) for d in HALVES], ids=_half_id), indirect=["executor"])
 def test_half_draws_match_jax_eagerly_and_under_jit(executor, name, dtype):
@@ -92,8 +97,11 @@ def test_half_draws_match_jax_eagerly_and_under_jit(executor, name, dtype):
     seed = 2**40 + 3  # both key words non-zero
     want = _indices(draw(jax.random, jax.random.PRNGKey(seed), dtype))
     key = ax.random.key(seed)
-    _same_bits(_indices(draw(ax.random, key, dtype)), want)
-    _same_bits(_indices(ax.jit(lambda k: draw(ax.random, k, dtype))(key)), want)
+    both = executor != "jax" or not profile.current().sampled
+    if both or _EAGER_ON_JAX[name]:
+        _same_bits(_indices(draw(ax.random, key, dtype)), want)
+    if both or not _EAGER_ON_JAX[name]:
+        _same_bits(_indices(ax.jit(lambda k: draw(ax.random, k, dtype))(key)), want)
 
 
 def _turns(executor, dtype, items: list) -> list:
