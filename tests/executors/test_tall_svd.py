@@ -79,7 +79,20 @@ def _agrees(x, rtol=1e-12):
     return u, s, vh
 
 
-@pytest.mark.parametrize("shape", [(2000, 64), (20_000, 8), (4096, 128), (1024, 64), (100_000, 3), (16_384, 1)])
+TALL_SHAPES = [(2000, 64), (20_000, 8), (4096, 128), (1024, 64), (100_000, 3), (16_384, 1)]
+
+
+def _tall_cases() -> list:
+    """``taken, shape`` parameters: every shape on numba; on jax (a new program per shape, the numpy
+    reference's SVD of each again) every other shape in the ci profile, all in the deep profile."""
+    from conformance import profile
+
+    return [pytest.param(p.values[0], shape, marks=p.marks, id=f"{p.values[0]}-{shape[0]}x{shape[1]}")
+            for p in EXECUTORS for i, shape in enumerate(TALL_SHAPES)
+            if p.values[0] != "jax" or not profile.current().sampled or i % 2]
+
+
+@pytest.mark.parametrize("taken, shape", _tall_cases(), indirect=["taken"])
 def test_tall_thin_float64_runs_cholesky_qr2_and_agrees_with_numpy(taken, shape):
     x = np.random.default_rng(sum(shape)).normal(size=shape)
     _agrees(x - x.mean(axis=0))
