@@ -288,13 +288,19 @@ def test_every_float32_normal_and_exponential_matches_jax(jrandom):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_log1p_and_erf_inv_match_xla(jrandom, dtype, executor):
     # on every executor: eager ones evaluate the branches and pieces on subsets, Dask's lazy
-    # arrays take the path used under transforms (everything everywhere, then select)
+    # arrays take the path used under transforms (everything everywhere, then select).  On the jax
+    # executor (a new XLA program per subset's size) the ci profile checks log1p in float32 and
+    # erf^-1 in float64 (both in both dtypes on the other executors and in the deep profile)
     if executor == "cupy" and dtype == xp.float64:
         pytest.skip("float64 log1p calls the executor's log, which CUDA does not always round correctly")
+    turn = executor == "jax" and profile.current().sampled
     rng = np.random.default_rng(8)
     edges = [0.0, -0.0, 0.41421354, -0.41421354, 0.4142135623730951]  # around log1p's switch of formula
     x = np.concatenate([rng.uniform(-1, 1, 100_000), edges]).astype(dtype)
-    same(_random_math._log1p(xp.asarray(x)), jax.jit(jnp.log1p)(x))
+    if not turn or dtype == FLOATS[0]:
+        same(_random_math._log1p(xp.asarray(x)), jax.jit(jnp.log1p)(x))
+    if turn and dtype == FLOATS[0]:
+        return
     near_one = 1 - np.exp(-rng.uniform(0, 37, 20_000))  # every piece of erf^-1, up to the last float below 1
     u = np.concatenate([x, near_one, -near_one, [np.nextafter(1, 0), 1.0, -1.0]]).astype(dtype)
     with np.errstate(divide="ignore", invalid="ignore"):  # erf^-1(+-1) = +-inf passes through log(0)
