@@ -18,6 +18,7 @@ import pytest
 import arrayx as xp
 from arrayx.api import _internal as I
 from arrayx.core import executor as base
+from conformance import profile
 from tests.conftest import assert_same, on_numpy
 
 numba = pytest.importorskip("numba")
@@ -130,14 +131,23 @@ def test_special_values_propagate(executor):
     check(lambda x: xp.expm1(x) + xp.sign(x), x.astype(np.float32), regions=1)
 
 
-@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (1, 2), (0, 2)])
+REDUCTION_AXES = [None, 0, 1, 2, (0, 1), (1, 2), (0, 2)]
+
+
+@pytest.mark.parametrize("axis", REDUCTION_AXES)
 def test_reductions_end_regions(executor, axis):
     x = normal(9, 10, 11)
-    check(lambda x: xp.sum(x * 2.0 + 1.0, axis=axis), x)
-    check(lambda x: (xp.mean(x * x, axis=axis, keepdims=True), xp.std(xp.exp(x), axis=axis)), x)
-    check(lambda x: (xp.var(x - 1.0, axis=axis, correction=1), xp.prod(x * 0.5 + 1.0, axis=axis)), x)
-    check(lambda x: (xp.max(xp.abs(x), axis=axis), xp.min(x, axis=axis)), x)
-    check(lambda x: (xp.any(x > 2.0, axis=axis), xp.all(x > -3.0, axis=axis)), x)
+    checks = [lambda x: xp.sum(x * 2.0 + 1.0, axis=axis),
+              lambda x: (xp.mean(x * x, axis=axis, keepdims=True), xp.std(xp.exp(x), axis=axis)),
+              lambda x: (xp.var(x - 1.0, axis=axis, correction=1), xp.prod(x * 0.5 + 1.0, axis=axis)),
+              lambda x: (xp.max(xp.abs(x), axis=axis), xp.min(x, axis=axis)),
+              lambda x: (xp.any(x > 2.0, axis=axis), xp.all(x > -3.0, axis=axis))]
+    # jax (new programs per axis and check): in the ci profile alternate checks along the axes, so every
+    # check runs on 3-4 axes and every axis with 2-3 checks there; the others and the deep profile all
+    turn = REDUCTION_AXES.index(axis) % 2 if executor == "jax" and profile.current().sampled else None
+    for j, fn in enumerate(checks):
+        if turn is None or j % 2 == turn:
+            check(fn, x)
 
 
 def test_one_pass_var_and_softmax(executor):
@@ -594,8 +604,16 @@ def _between_regions(view, uses_view_later: bool):
     return fn
 
 
-@pytest.mark.parametrize("later", [False, True], ids=["returned", "used_later"])
-@pytest.mark.parametrize("name", VIEWS)
+def _view_cases() -> list:
+    """``executor, name, later``: every view both ways on every executor, except on jax (two new programs
+    a case) in the ci profile, where each view is returned or used later in turn (tests/covering.py)."""
+    from tests import covering
+
+    return covering.on_executors([(name, later) for later in (False, True) for name in VIEWS],
+                                 ids=lambda v: {False: "returned", True: "used_later"}.get(v, v))
+
+
+@pytest.mark.parametrize("executor, name, later", _view_cases(), indirect=["executor"])
 def test_jit_never_overwrites_a_live_view(executor, name, later):
     """A fused region's output never goes into a buffer a live view points into:
     jitted equals eager bit for bit, with every view-producing primitive between two regions."""
