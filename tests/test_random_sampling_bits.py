@@ -167,14 +167,19 @@ def test_each_executor_matches_numpy(executor, dtype):
     if jax is None:  # the draws are written for both libraries; jax's half is not called here
         pytest.skip("jax is not installed (the draw table builds jax arrays)")
     draws = _draws(dtype)
+    jitted = set()
     if executor == "jax" and profile.current().sampled:
         # new XLA programs per draw and dtype there: the ci profile takes each draw in one dtype,
-        # float32 and float64 in turn (both in the deep profile)
+        # float32 and float64 in turn, and every other draw of each dtype under jit (one program
+        # where the eager draw compiles one per operation and size); all eagerly, both dtypes in deep
         draws = {name: d for i, (name, d) in enumerate(draws.items()) if FLOATS[i % 2] == dtype}
+        jitted = set(list(draws)[1::2])
     with xp.use_executor("numpy"):
         want = {name: np.asarray(draw(xr.key(3))) for name, (draw, _) in draws.items()}
     for name, (draw, _) in draws.items():
-        same(draw(xr.key(3)), want[name], f"{name} {np.dtype(dtype).name} on {executor} vs numpy")
+        how = "under jit" if name in jitted else "eagerly"
+        got = xp.jit(draw)(xr.key(3)) if name in jitted else draw(xr.key(3))
+        same(got, want[name], f"{name} {np.dtype(dtype).name} on {executor} {how} vs numpy")
 
 
 @needs_jax
