@@ -9,6 +9,7 @@ import pytest
 
 import arrayx as xp
 from arrayx.core import executor as base
+from tests import covering
 from tests.conftest import assert_matches_numpy, assert_same, on_numpy
 from tests.executors.conftest import only_on
 
@@ -84,9 +85,11 @@ def test_elementwise_ops_on_a_deferred_transpose_match_numpy(fn):
     assert got.shape == (COLS, ROWS)
 
 
-@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "std", "var", "any", "all"])
-@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 1)])
-@pytest.mark.parametrize("keepdims", [False, True])
+# Each case is new XLA programs: the ci profile takes each (name, axis) with keepdims False or True in
+# turn (tests/covering.rotate; both values on every function), the deep profile every case.
+@pytest.mark.parametrize("name, axis, keepdims", covering.rotate(
+    [(name, axis, keepdims) for keepdims in (False, True) for axis in [None, 0, 1, -1, (0, 1)]
+     for name in ["sum", "mean", "prod", "max", "min", "std", "var", "any", "all"]]))
 def test_reductions_of_a_deferred_transpose_match_numpy(name, axis, keepdims):
     x = _big()
     if name == "prod":
