@@ -264,6 +264,9 @@ def test_reduce_window_matches_jax(executor, case):
     got = ax.lax.reduce_window(ax.asarray(x), init, getattr(ax, name), *args)
     want, h = _reduce_window_reference(case)
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
+    if executor == "jax" and profile.current().sampled and sorted(WINDOWS).index(case) % 2:
+        return  # new XLA programs per gradient there: the ci profile differentiates every other case
+        # (max_base_dilation, max_same, min_dilated, sum_explicit); all of them on numpy, dask and in deep
     g = ax.grad(lambda v: ax.sum(ax.sin(ax.lax.reduce_window(v, init, getattr(ax, name), *args))))(ax.asarray(x))
     if wdil is not None or case == "max_negative_padding":  # JAX has no VJP of these; check numerically
         ax.check_grads(lambda v: ax.lax.reduce_window(v, init, getattr(ax, name), *args), (ax.asarray(x),), order=1)
