@@ -39,19 +39,19 @@ class _EightDevices:
     other: a program is a line of JSON on its stdin (the code and its ``sys.argv[1:]``), run by
     ``exec`` in a new ``__main__`` namespace with its printed output captured, and answered by a line
     of JSON on its stdout (the output, or the traceback of what the program raised); the environment
-    variables and arrayx's process default executor are restored after each.  Its stderr goes to a
+    variables, the warning filters and arrayx's process default executor are restored after each.  Its stderr goes to a
     temporary file, read back when it dies."""
 
     _shared = None
     _SERVER = textwrap.dedent("""
-        import contextlib, io, json, os, sys, traceback
+        import contextlib, io, json, os, sys, traceback, warnings
         answers, environment = sys.stdout, dict(os.environ)
         for line in sys.stdin:
             request = json.loads(line)
             printed = io.StringIO()
             sys.argv = ["-c", *request["argv"]]
             try:
-                with contextlib.redirect_stdout(printed):
+                with contextlib.redirect_stdout(printed), warnings.catch_warnings():  # (its filters go with it)
                     exec(compile(request["code"], "<program>", "exec"), {"__name__": "__main__"})
                 answer = {"stdout": printed.getvalue()}
             except BaseException:  # reported to the test that sent the program; the next one still runs
