@@ -1,8 +1,8 @@
 """The JAX executor's ``linalg.svd`` (and, on a TPU, its ``eigh``, ``eigvalsh`` and ``qr``): a tall,
 thin float64 matrix through CholeskyQR2's matrix products (``executors/common/tall_svd.py``: the
-algorithm, its accuracy and where it applies), in one XLA program whose ``lax.cond`` runs ``jax.numpy.linalg.svd`` (LAPACK's gesdd) instead where
-CholeskyQR2 would not be as accurate: no value leaves the device to decide.  Anything else is
-``jax.numpy.linalg.svd`` itself.
+algorithm, its accuracy and where it applies), in one XLA program whose ``lax.cond`` runs
+``jax.numpy.linalg.svd`` (LAPACK's gesdd) instead where CholeskyQR2 would not be as accurate: no
+value leaves the device to decide.  Anything else is ``jax.numpy.linalg.svd`` itself.
 
 On a TPU, XLA's svd does not scale its input as LAPACK does: a float32 or complex64 matrix with
 entries near 1e19 overflows inside (squares pass float32's 3.4e38) and gave NaN singular values (the
