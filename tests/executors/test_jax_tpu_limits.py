@@ -6,6 +6,7 @@ cases run in benchmarks/tpu_check.sh (no process abort in the differential table
 """
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 
@@ -161,6 +162,16 @@ def test_table_covers_every_abort_the_probe_saw():
     assert not missing, f"probe results not in tpu_limits.REFUSED: {missing}"
 
 
+@functools.cache
+def _compiled(fn, **params):
+    """``fn`` (a scaled form) with ``params`` as one ``jax.jit`` program, as the executor's eager mode runs
+    a primitive (eager.py's ``Jitted``): compiled once per shape and dtype, for every magnitude (op by op,
+    each of its steps would compile a program of its own)."""
+    import jax
+
+    return jax.jit(functools.partial(fn, **params))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 @pytest.mark.parametrize("magnitude", [1e19, 1e-30, 1.0])
 def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude, on_the_cpu):
@@ -168,8 +179,6 @@ def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude, on_the_
     svd overflowed to NaN on entries near 1e19): the scaled forms themselves, run here on the CPU,
     give NumPy's singular values and U, Vh that rebuild the input; zero, empty and non-finite
     matrices pass as they are."""
-    import jax.numpy as jnp
-
     from arrayx.executors.jax import executor as jex, linalg as jl
 
     assert jex.JaxExecutor.overrides["svd"].corrected is jl.scaled_svd
@@ -180,14 +189,14 @@ def test_svd_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude, on_the_
         a = a + 1j * rng.standard_normal((2, 4, 3)) * magnitude
     a = a.astype(dtype)
     want = np.linalg.svd(a.astype(np.complex128 if dtype is np.complex64 else np.float64), compute_uv=False)
-    u, s, vh = jl.scaled_svd(jnp.asarray(a), full_matrices=False)
+    u, s, vh = _compiled(jl.scaled_svd, full_matrices=False)(a)
     np.testing.assert_allclose(np.asarray(s), want, rtol=2e-6)
-    np.testing.assert_allclose(np.asarray(jl.scaled_svdvals(jnp.asarray(a))), want, rtol=2e-6)
+    np.testing.assert_allclose(np.asarray(_compiled(jl.scaled_svdvals)(a)), want, rtol=2e-6)
     np.testing.assert_allclose((np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh), a,
                                atol=2e-6 * np.abs(a).max())
-    assert np.asarray(jl.scaled_svdvals(jnp.zeros((3, 2), dtype))).tolist() == [0.0, 0.0]
-    assert jl.scaled_svdvals(jnp.zeros((2, 0, 3), dtype)).shape == (2, 0)
-    assert np.isnan(np.asarray(jl.scaled_svdvals(jnp.asarray(np.array([[np.nan, 1], [0, 1]], dtype))))).all()
+    assert np.asarray(_compiled(jl.scaled_svdvals)(np.zeros((3, 2), dtype))).tolist() == [0.0, 0.0]
+    assert _compiled(jl.scaled_svdvals)(np.zeros((2, 0, 3), dtype)).shape == (2, 0)
+    assert np.isnan(np.asarray(_compiled(jl.scaled_svdvals)(np.array([[np.nan, 1], [0, 1]], dtype)))).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
@@ -212,19 +221,19 @@ def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude,
     h = ((a + np.conj(np.swapaxes(a, -1, -2))) / 2).astype(dtype)
     wide = np.complex128 if dtype is np.complex64 else np.float64
     want = np.linalg.eigvalsh(h.astype(wide))
-    w, v = (np.asarray(t).astype(wide) for t in jl.scaled_eigh(jnp.asarray(h)))
+    w, v = (np.asarray(t).astype(wide) for t in _compiled(jl.scaled_eigh)(h))
     np.testing.assert_allclose(w, want, rtol=1e-5, atol=0)
-    np.testing.assert_allclose(np.asarray(jl.scaled_eigvalsh(jnp.asarray(h))), w, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(np.asarray(_compiled(jl.scaled_eigvalsh)(h)), w, rtol=1e-6, atol=0)
     for i in range(2):
         np.testing.assert_allclose((v[i] * w[i]) @ np.conj(v[i].T), h[i], atol=1e-5 * np.abs(h[i]).max(), rtol=0)
     for mode, k in (("reduced", 4), ("complete", 4)):
-        q, r = (np.asarray(t).astype(wide) for t in jl.scaled_qr(jnp.asarray(a), mode=mode))
+        q, r = (np.asarray(t).astype(wide) for t in _compiled(jl.scaled_qr, mode=mode)(a))
         assert q.shape == (2, 4, k) and r.shape == (2, k, 4)
         for i in range(2):
             np.testing.assert_allclose(q[i] @ r[i], a[i], atol=1e-5 * np.abs(a[i]).max(), rtol=0)
     tall = jnp.asarray(np.ones((5, 3), dtype) * magnitude)
-    q, r = jl.scaled_qr(tall)
+    q, r = _compiled(jl.scaled_qr)(tall)
     assert q.shape == (5, 3) and r.shape == (3, 3)
     np.testing.assert_allclose(np.asarray(q @ r), np.asarray(tall), rtol=1e-5)
-    assert np.asarray(jl.scaled_eigvalsh(jnp.zeros((3, 3), dtype))).tolist() == [0.0, 0.0, 0.0]
-    assert jl.scaled_qr(jnp.zeros((2, 0, 3), dtype))[1].shape == (2, 0, 3)
+    assert np.asarray(_compiled(jl.scaled_eigvalsh)(np.zeros((3, 3), dtype))).tolist() == [0.0, 0.0, 0.0]
+    assert _compiled(jl.scaled_qr)(np.zeros((2, 0, 3), dtype))[1].shape == (2, 0, 3)

@@ -64,6 +64,19 @@ def _lowered_text(step, args, platform: str) -> str:
         pytest.skip(f"this JAX cannot lower for {platform!r} without the device: {type(e).__name__}: {e}"[:300])
 
 
+def _on_jax(fn, **params):
+    """``fn`` (one of the jax executor's implementations) with ``params``, as the executor's eager mode
+    runs a primitive: one ``jax.jit`` program (eager.py's ``Jitted``), traced with 64-bit types on,
+    taking and giving NumPy arrays (called op by op, its slices and pads would each compile a program)."""
+    import functools
+
+    import jax
+
+    ex = base.get("jax")
+    program = jax.jit(functools.partial(fn, **params))
+    return ex.scoped(lambda *arrays: np.asarray(program(*map(ex.xp.asarray, arrays))))
+
+
 def _ops(text: str) -> collections.Counter:
     return collections.Counter(re.findall(r"stablehlo\.([a-z_]+)", text))
 
@@ -173,8 +186,7 @@ def test_the_position_products_are_the_numpy_executors_convolution(tpu_formulas_
     ex = base.get("jax")
     assert jax_lax._window_heavy(lhs, rhs, **params)
     assert (jax_lax._diagonal_extent(lhs, rhs, **params) is not None) == (form == "diagonal")
-    got = ex.scoped(lambda a, b: np.asarray(ex.overrides["conv"](ex.xp.asarray(a), ex.xp.asarray(b), **params)))(
-        lhs, rhs)
+    got = _on_jax(ex.overrides["conv"], **params)(lhs, rhs)
     want = base.get("numpy").overrides["conv"](lhs, rhs, **params)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
@@ -202,8 +214,7 @@ def test_the_diagonal_products_keep_infinities_and_nans_where_the_numpy_executor
                   groups=1, dimension_numbers=dn)
     ex = base.get("jax")
     assert jax_lax._diagonal_extent(lhs, rhs, **params) is not None
-    got = ex.scoped(lambda a, b: np.asarray(ex.overrides["conv"](ex.xp.asarray(a), ex.xp.asarray(b), **params)))(
-        lhs, rhs)
+    got = _on_jax(ex.overrides["conv"], **params)(lhs, rhs)
     want = base.get("numpy").overrides["conv"](lhs.astype(np.float64), rhs.astype(np.float64), **params)
     assert got.dtype == lhs.dtype and got.shape == want.shape
     assert np.isnan(want).any() and np.isfinite(want).any()  # the case reaches both kinds of output
@@ -233,14 +244,12 @@ def test_select_and_scatter_is_the_numpy_executors_pooling_cotangent(tpu_formula
     out = np_ex.overrides["reduce_window"](x, **params)
     ct = rng.integers(-4, 5, size=out.shape).astype(dtype)  # integer-valued: sums exact in any order
     assert jax_lax._scatter_as_jax(x, **params)
-    scatter = jax_ex.scoped(lambda a, b: np.asarray(jax_ex.overrides["window_scatter"](jax_ex.xp.asarray(a),
-                                                                                       jax_ex.xp.asarray(b), **params)))
+    scatter = _on_jax(jax_ex.overrides["window_scatter"], **params)
     got = scatter(x, ct)
     want = np_ex.overrides["window_scatter"](x, ct, **params)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     if dtype != "int32":  # NaN never wins: the same positions as the masked copies the CPU runs
         x.flat[::17] = np.nan
-        host = jax_ex.scoped(lambda a, b: np.asarray(jax_lax._scatter_host_jnp(jax_ex.xp.asarray(a),
-                                                                               jax_ex.xp.asarray(b), **params)))
+        host = _on_jax(jax_lax._scatter_host_jnp, **params)
         np.testing.assert_array_equal(scatter(x, ct), host(x, ct))
