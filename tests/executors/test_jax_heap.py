@@ -48,12 +48,34 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+# between the two checks in one process: the first one's arrays dropped and its freed heap handed back
+# to the system (glibc's malloc_trim), so the second starts from a heap holding no freed blocks, as a
+# fresh process's does (else its arrays reuse those blocks and are not all resident afresh)
+_BETWEEN = textwrap.dedent("""
+    import ctypes, gc
+    del a, X
+    gc.collect()
+    if heap._done:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+""")
 
-def test_repeated_large_results_reuse_heap_pages():
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=300,
+
+@pytest.fixture(scope="module")
+def child():
+    """The two checks' outputs (``_SCRIPT``'s line, then ``_FREED``'s) from ONE fresh process with the
+    jax executor's malloc settings: the page faults first, then the freed heap (one process and JAX
+    start instead of two)."""
+    out = subprocess.run([sys.executable, "-c", _SCRIPT + _BETWEEN + _FREED], capture_output=True, text=True,
+                         timeout=600,
                          env={**__import__("os").environ, "ARRAYX_JAX_REUSE_MEMORY": "1"})
     assert out.returncode == 0, out.stderr[-2000:]
-    done, faults = out.stdout.split()
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 2, out.stdout
+    return lines
+
+
+def test_repeated_large_results_reuse_heap_pages(child):
+    done, faults = child[0].split()
     if done != "True":
         pytest.skip("malloc is not glibc's here")
     # each call makes five 51 MB results (12,500 pages each); with XLA's blocks in threads' own
@@ -88,13 +110,10 @@ _FREED = textwrap.dedent("""
 """)
 
 
-def test_freed_heap_kept_resident_is_bounded():
+def test_freed_heap_kept_resident_is_bounded(child):
     # issue #40 point 5: 60 freed NumPy arrays of 40 MB stayed resident (+2,289 MB) once the jax
     # executor was loaded; the process keeps at most heap.keep_bound() of freed heap (40 arrays here)
-    out = subprocess.run([sys.executable, "-c", _FREED], capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "ARRAYX_JAX_REUSE_MEMORY": "1"})
-    assert out.returncode == 0, out.stderr[-2000:]
-    done, bound, grown, kept = out.stdout.split()
+    done, bound, grown, kept = child[1].split()
     if done != "True":
         pytest.skip("malloc is not glibc's here")
     assert int(grown) > 1_500_000_000  # the arrays were resident

@@ -26,14 +26,17 @@ pytestmark = pytest.mark.skipif(not base.get("numba").available(), reason="numba
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # argv: repository, seconds of interrupting, interrupts wanted (stops at whichever comes last, or at
-# 4x the seconds), seed, seconds after the warm-up before the child gives up as hung
+# 4x the seconds), seeds (comma-separated: one run of interrupts each, in turn, each reported on its
+# own), seconds after the warm-up before the child gives up as hung (per seed)
 _CHILD = r"""
-import faulthandler, json, random, signal, sys, time
+import faulthandler, json, random, signal, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import arrayx as xp
 from arrayx.core import executor as base
-seconds, wanted, seed, limit = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+from arrayx.executors.numba import team as T
+seconds, wanted, limit = float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[5])
+seeds = [int(s) for s in sys.argv[4].split(",")]
 ex = base.get("numba")
 ex.fusion_min_size = ex.fusion_parallel_size = 0  # a parallel fused kernel: run by the team
 ex.min_team_share = 0  # the eager kernel runs on the team too, however little the workers take
@@ -57,8 +60,6 @@ with xp.use_executor("numba"):
         for c in calls:
             c()
     per_call = (time.perf_counter() - start) / 60
-    faulthandler.dump_traceback_later(limit, exit=True)  # hung: every thread's stack, exit 1
-    rng = random.Random(seed)
     state = {"armed": False, "interrupts": 0}
 
     def interrupt(signum, frame):  # Ctrl-C's KeyboardInterrupt, only inside the try below
@@ -68,35 +69,40 @@ with xp.use_executor("numba"):
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGALRM, interrupt)
-    done = 0
-    start = time.monotonic()
-    while True:
-        elapsed = time.monotonic() - start
-        if (elapsed >= seconds and state["interrupts"] >= wanted) or elapsed >= 4 * seconds:
-            break
-        call = calls[done % 3]
-        signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0, 1.5 * per_call))
-        try:
-            state["armed"] = True
-            call()
-            state["armed"] = False
-            done += 1
-        except KeyboardInterrupt:
-            state["armed"] = False
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    got = [np.asarray(c()) for c in calls]
-    native_here = native[-1]
-    import threading
-    elsewhere = threading.Thread(target=calls[2])
-    elsewhere.start()
-    elsewhere.join()
-    faulthandler.cancel_dump_traceback_later()
-from arrayx.executors.numba import team as T
-print(json.dumps({
-    "interrupts": state["interrupts"], "completed": done, "native": [native_here, native[-1]],
-    "right": all(np.allclose(g, w, rtol=1e-12, atol=0) for g, w in zip(got, want)),
-    "teams": [t.size for t in T._teams.values()], "failures": [f for t in T._teams.values() for f in t.failures],
-}))
+    report = {}
+    for seed in seeds:
+        faulthandler.dump_traceback_later(limit, exit=True)  # hung: every thread's stack, exit 1
+        rng = random.Random(seed)
+        state["interrupts"] = 0
+        done = 0
+        start = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - start
+            if (elapsed >= seconds and state["interrupts"] >= wanted) or elapsed >= 4 * seconds:
+                break
+            call = calls[done % 3]
+            signal.setitimer(signal.ITIMER_REAL, rng.uniform(0.0, 1.5 * per_call))
+            try:
+                state["armed"] = True
+                call()
+                state["armed"] = False
+                done += 1
+            except KeyboardInterrupt:
+                state["armed"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        got = [np.asarray(c()) for c in calls]
+        native_here = native[-1]
+        elsewhere = threading.Thread(target=calls[2])
+        elsewhere.start()
+        elsewhere.join()
+        faulthandler.cancel_dump_traceback_later()
+        report[seed] = {
+            "interrupts": state["interrupts"], "completed": done, "native": [native_here, native[-1]],
+            "right": all(np.allclose(g, w, rtol=1e-12, atol=0) for g, w in zip(got, want)),
+            "teams": [t.size for t in T._teams.values()],
+            "failures": [f for t in T._teams.values() for f in t.failures],
+        }
+print(json.dumps(report))
 """
 
 
@@ -106,32 +112,46 @@ def kernel_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("interrupts") / "cache"
 
 
-def _interrupted(cache, seconds: float, wanted: int, seed: int) -> dict:
+def _interrupted(cache, seconds: float, wanted: int, seeds: tuple) -> dict:
+    """{seed: that run's report} from one child running the interrupts of each seed in turn."""
     env = dict(os.environ, ARRAYX_NUMBA_CACHE_DIR=str(cache),
                NUMBA_NUM_THREADS=str(max(2, os.cpu_count() or 1)))  # a team, even on one core
     limit = 4 * seconds + 30
     try:
-        run = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), str(seconds), str(wanted), str(seed),
-                              str(limit)], env=env, cwd=cache.parent, capture_output=True, text=True,
-                             timeout=limit + 600)
+        run = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), str(seconds), str(wanted),
+                              ",".join(map(str, seeds)), str(limit)], env=env, cwd=cache.parent,
+                             capture_output=True, text=True, timeout=len(seeds) * limit + 600)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the interrupted calls hung (killed after {e.timeout:.0f} s); stderr: {e.stderr!r}")
     assert run.returncode == 0, f"hung or failed (exit {run.returncode}):\n{run.stderr[-6000:]}"
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    return {int(k): v for k, v in json.loads(run.stdout.strip().splitlines()[-1]).items()}
+
+
+def _check(out: dict, wanted: int) -> None:
     assert out["right"], out
     assert out["teams"] and min(out["teams"]) >= 2, out  # the calls ran on a team of workers
     assert out["failures"] == [], out
     assert out["native"] == [True, True], out  # the reduction's kernel ran, here and in another thread
     assert out["interrupts"] >= wanted, out
     assert out["completed"] > 0, out  # interrupts land at random points, not always
-    return out
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_interrupted_calls_leave_the_team_usable(kernel_cache, seed):
-    _interrupted(kernel_cache, seconds=2.0, wanted=300, seed=seed)
+SEEDS = (1, 2)
+
+
+@pytest.fixture(scope="module")
+def seeded_runs(kernel_cache):
+    """The runs of every seed in ONE fresh process (one interpreter, Numba and team start), in turn:
+    each seed's interrupts, then its checks' values; a later seed starts from the team the earlier
+    one's interrupts left."""
+    return _interrupted(kernel_cache, seconds=2.0, wanted=300, seeds=SEEDS)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_interrupted_calls_leave_the_team_usable(seeded_runs, seed):
+    _check(seeded_runs[seed], wanted=300)
 
 
 @pytest.mark.slow
 def test_twenty_thousand_interrupted_calls_leave_the_team_usable(kernel_cache):
-    _interrupted(kernel_cache, seconds=20.0, wanted=20_000, seed=3)
+    _check(_interrupted(kernel_cache, seconds=20.0, wanted=20_000, seeds=(3,))[3], wanted=20_000)

@@ -20,7 +20,8 @@ def taken(request, monkeypatch):
     """Inside ``use_executor`` of each executor: a list of what each CholeskyQR2 attempt decided,
     True (its result used) or False (LAPACK's gesdd ran).  On numba a spy on the attempt; on jax
     (where ``lax.cond`` decides on the device) the ``accurate`` flag of the same pieces, computed
-    again for each svd call (ops run op by op there, so that the spy sees values)."""
+    again for each svd call (the spy called eagerly, so that it sees values; the svd a ``jax.jit``
+    program)."""
     seen = []
     if request.param == "numba":
         from arrayx.executors.numba import linalg as nl
@@ -43,7 +44,8 @@ def taken(request, monkeypatch):
         def spy(x, full_matrices=True):
             if tall_svd.applies(tuple(x.shape), x.dtype.name, full_matrices):
                 seen.append(bool(jax.jit(jl.cholesky_qr2)(x)[-1]))
-            return real_svd(x, full_matrices)
+            # one program, as the executor's eager mode runs it (op by op, each step compiles its own)
+            return jax.jit(real_svd, static_argnums=1)(x, full_matrices)
 
         ex = base.get("jax")
         monkeypatch.setitem(ex.table, "svd", spy)
