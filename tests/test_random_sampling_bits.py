@@ -124,14 +124,13 @@ def test_log_kernel_matches_the_arrayx_operations(monkeypatch, dtype):
 # -- the public draws, against jax.random and the NumPy executor ----------------------------------------
 
 def _draws(dtype) -> dict:
-    """name -> (arrayx draw of a key, jax.random draw of a key)."""
+    """name -> (arrayx draw of a key, (fn, arrays): jax.random's draw is ``fn(jax.random, key, *arrays)``)."""
     p, p_all = _probabilities(300, dtype, 1), _probabilities(3000, dtype, 2)
     signed = (np.random.default_rng(6).standard_normal(300) * 0.01).astype(dtype)  # an unsorted cumsum
     logits = np.random.default_rng(7).standard_normal((30, 200)).astype(dtype)
 
     def both(fn, *arrays):
-        return (lambda k: fn(xr, k, *(xp.asarray(a) for a in arrays)),
-                lambda k: fn(jr, k, *(jnp.asarray(a) for a in arrays)))
+        return (lambda k: fn(xr, k, *(xp.asarray(a) for a in arrays)), (fn, arrays))
 
     return {
         "choice-p": both(lambda r, k, p: r.choice(k, 300, (4000,), p=p), p),
@@ -150,12 +149,31 @@ def _draws(dtype) -> dict:
     }
 
 
+#: jax.random's draws, computed once per case for the items that share them (the kernels on and off)
+_JAX_WANTS: dict = {}
+
+
+def _jax_wants(case, jdraws: dict, keys) -> dict:
+    """name -> [fn(jax.random, key, *arrays) for key in keys] as NumPy arrays (``jdraws``: name -> (fn,
+    arrays)), from one jitted program per ``case`` with the arrays as its arguments (not constants XLA
+    could fold): the same bits as the eager jax.random calls (each a jit program or eager jnp operations;
+    checked bit for bit when this was written), one program instead of one per operation and size."""
+    if case not in _JAX_WANTS:
+        program = jax.jit(lambda k, ops: {name: fn(jr, k, *ops[name]) for name, (fn, _) in jdraws.items()})
+        ops = {name: [jnp.asarray(a) for a in arrays] for name, (_, arrays) in jdraws.items()}
+        outs = [program(k, ops) for k in keys]
+        _JAX_WANTS[case] = {name: [np.asarray(out[name]) for out in outs] for name in jdraws}
+    return _JAX_WANTS[case]
+
+
 @needs_jax
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_draws_match_jax(x64, kernels, dtype):
-    for name, (draw, jdraw) in _draws(dtype).items():
-        for seed in (0, 7):
-            want = np.asarray(jdraw(jr.PRNGKey(seed)))
+    draws, seeds = _draws(dtype), (0, 7)
+    wants = _jax_wants(("draws", np.dtype(dtype).name), {name: jdraw for name, (_, jdraw) in draws.items()},
+                       [jr.PRNGKey(seed) for seed in seeds])
+    for name, (draw, _) in draws.items():
+        for seed, want in zip(seeds, wants[name]):
             if name == "categorical-no-replace":  # jax: lax.top_k's int32 indices; arrayx: the default int64
                 want = want.astype(np.int64)
             same(draw(xr.key(seed)), want, f"{name} {np.dtype(dtype).name} seed {seed} "
@@ -202,14 +220,16 @@ def test_jit_and_vmap_draws_match_jax(x64, dtype):
     # staged: the arrayx operations (XLA's cumsum tiles, the halvings, the argsorts), not the kernels
     p = _probabilities(300, dtype, 8)
     px, pj = xp.asarray(p), jnp.asarray(p)
-    same(xp.jit(lambda k: xr.choice(k, 300, (500,), p=px))(xr.key(2)),
-         jr.choice(jr.PRNGKey(2), 300, (500,), p=pj), f"jit choice-p {np.dtype(dtype).name}")
+    want = jax.jit(lambda pj: (  # jax.random's four draws as one program (p an argument, not a constant)
+        jr.choice(jr.PRNGKey(2), 300, (500,), p=pj), jr.choice(jr.PRNGKey(2), 300, (50,), replace=False, p=pj),
+        jax.vmap(lambda k: jr.choice(k, 300, (200,), p=pj))(jr.split(jr.PRNGKey(1), 3)),
+        jr.permutation(jr.PRNGKey(5), 5000)))(pj)
+    same(xp.jit(lambda k: xr.choice(k, 300, (500,), p=px))(xr.key(2)), want[0], f"jit choice-p {np.dtype(dtype).name}")
     same(xp.jit(lambda k: xr.choice(k, 300, (50,), replace=False, p=px))(xr.key(2)),
-         jr.choice(jr.PRNGKey(2), 300, (50,), replace=False, p=pj), f"jit choice-p-no-replace {np.dtype(dtype).name}")
+         want[1], f"jit choice-p-no-replace {np.dtype(dtype).name}")
     same(xp.vmap(lambda k: xr.choice(k, 300, (200,), p=px))(xr.split(xr.key(1), 3)),
-         jax.vmap(lambda k: jr.choice(k, 300, (200,), p=pj))(jr.split(jr.PRNGKey(1), 3)),
-         f"vmap choice-p {np.dtype(dtype).name}")
-    same(xp.jit(lambda k: xr.permutation(k, 5000))(xr.key(5)), jr.permutation(jr.PRNGKey(5), 5000), "jit permutation")
+         want[2], f"vmap choice-p {np.dtype(dtype).name}")
+    same(xp.jit(lambda k: xr.permutation(k, 5000))(xr.key(5)), want[3], "jit permutation")
 
 
 @needs_jax
@@ -220,6 +240,7 @@ def test_choice_p_guide_buckets_match_jax(x64, kernels, dtype):
     # (the ci profile: each guide in one dtype, float32 and float64 in turn, since each n compiles
     # jax.random.choice again; every guide in both dtypes in the deep profile)
     rng = np.random.default_rng(9)
+    cases = {}
     for trial, (n, power, zeros) in enumerate([(10, 1, 0.0), (64, 1, 0.3), (300, 30, 0.2), (1000, 8, 0.0),
                                                 (2500, 1, 0.5), (700, 0, 0.0)]):
         p = rng.random(n) ** power
@@ -227,5 +248,10 @@ def test_choice_p_guide_buckets_match_jax(x64, kernels, dtype):
         p = (p / p.sum()).astype(dtype)
         if profile.current().sampled and FLOATS[trial % 2] != dtype:
             continue
-        same(xr.choice(xr.key(trial), n, (3000,), p=xp.asarray(p)),
-             jr.choice(jr.PRNGKey(trial), n, (3000,), p=jnp.asarray(p)), f"choice-p n={n} power={power} zeros={zeros}")
+        cases[f"choice-p n={n} power={power} zeros={zeros}"] = (trial, n, p)
+    # jax.random.choice of every guide in one jitted program (each its own key), shared by both kernels items
+    wants = _jax_wants(("guides", np.dtype(dtype).name, profile.current().sampled), {
+        what: (lambda r, _, p, trial=trial, n=n: r.choice(r.PRNGKey(trial), n, (3000,), p=p), [p])
+        for what, (trial, n, p) in cases.items()}, [jr.PRNGKey(0)])
+    for what, (trial, n, p) in cases.items():
+        same(xr.choice(xr.key(trial), n, (3000,), p=xp.asarray(p)), wants[what][0], what)
