@@ -33,11 +33,24 @@ def _ids(case):
     return f"{case[0]}-{case[1]}".replace(" ", "")
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_a_window_write_is_the_numpy_executors(executor, case, dtype, compiled):
-    shape, key, vshape = case
+def _window_cases() -> list:
+    """``executor, case, compiled, dtype``: every (case, eager or jit, dtype) on every executor but jax
+    (two new programs each), which in the ci profile takes one dtype per (case, eager or jit) in turn,
+    eager and jit in alternating order along the cases, so every case runs in both dtypes there, each
+    dtype eager and compiled (tests/covering.py; all of them in the deep profile).  Cases by index:
+    their keys hold slices, which this Python cannot hash."""
+    from tests import covering
+
+    grid = [(k, compiled, dtype) for k in range(len(CASES)) for compiled in ((False, True), (True, False))[k % 2]
+            for dtype in ("float32", "int32")]
+    names = {False: "eager", True: "jit"}
+    return covering.on_executors(grid, axis=2, ids=lambda v: names[v] if isinstance(v, bool) else
+                                 _ids(CASES[v]) if isinstance(v, int) else v)
+
+
+@pytest.mark.parametrize("executor, case, compiled, dtype", _window_cases(), indirect=["executor"])
+def test_a_window_write_is_the_numpy_executors(executor, case, compiled, dtype):
+    shape, key, vshape = CASES[case]
     rng = np.random.default_rng(0)
     x = rng.integers(-9, 9, size=shape).astype(dtype)
     v = rng.integers(-9, 9, size=vshape).astype(dtype)
