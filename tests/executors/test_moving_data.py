@@ -71,7 +71,7 @@ def test_from_dlpack_into_jax_copies_host_buffers(src):
         x = xp.asarray(np.arange(float(n)), device=src)
         y = xp.from_dlpack(x, device="jax")
         x[0] = 100.0
-        assert float(y[0]) == 0.0, n
+        assert np.asarray(y)[0] == 0.0, n  # read on the host: no jax program per size for y[0]
 
 
 @pytest.mark.parametrize("src,dst", PAIRS, ids=[f"{a}->{b}" for a, b in PAIRS])
