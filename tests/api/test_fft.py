@@ -26,6 +26,16 @@ def close(actual, expected, dtype):
     np.testing.assert_allclose(to_numpy(actual), e, rtol=200 * eps, atol=200 * eps * max(1.0, np.abs(e).max(initial=0)))
 
 
+def _rotated_on_jax(cases: list) -> list:
+    """``executor, *case`` parameters: every case on every executor, except on jax (a new XLA program per
+    transform, shape and dtype), where the ci profile takes each row in one dtype, the dtypes in turn
+    (the last field; tests/covering.py: every row and every dtype still runs on jax); all in the deep
+    profile."""
+    from tests import covering
+
+    return covering.on_executors(cases, ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v))
+
+
 def _wide(a):
     return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
@@ -33,12 +43,10 @@ def _wide(a):
 # -- one-dimensional ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fname", ["fft", "ifft"])
-@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float32, np.float64])
-@pytest.mark.parametrize(
-    "n, axis, norm",
-    [(None, -1, "backward"), (None, 0, "ortho"), (5, 1, "forward"), (12, -1, "ortho"), (1, 0, "backward")],
-)
+@pytest.mark.parametrize("executor, fname, n, axis, norm, dtype", _rotated_on_jax(
+    [(f, *c, d) for d in [np.complex64, np.complex128, np.float32, np.float64] for f in ["fft", "ifft"]
+     for c in [(None, -1, "backward"), (None, 0, "ortho"), (5, 1, "forward"), (12, -1, "ortho"), (1, 0, "backward")]]),
+    indirect=["executor"])
 def test_complex_transforms(executor, fname, dtype, n, axis, norm):
     a = rand((4, 8), dtype)
     out = getattr(xp.fft, fname)(xp.asarray(a), n=n, axis=axis, norm=norm)
@@ -49,10 +57,10 @@ def test_complex_transforms(executor, fname, dtype, n, axis, norm):
     close(out, ref, expected_dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize(
-    "n, axis, norm", [(None, -1, "backward"), (None, 0, "ortho"), (7, 1, "forward"), (12, -1, "ortho")]
-)
+@pytest.mark.parametrize("executor, n, axis, norm, dtype", _rotated_on_jax(
+    [(*c, d) for d in [np.float32, np.float64]
+     for c in [(None, -1, "backward"), (None, 0, "ortho"), (7, 1, "forward"), (12, -1, "ortho")]]),
+    indirect=["executor"])
 def test_rfft_ihfft(executor, dtype, n, axis, norm):
     a = rand((4, 8), dtype)
     for fname in ("rfft", "ihfft"):
@@ -63,10 +71,10 @@ def test_rfft_ihfft(executor, dtype, n, axis, norm):
         close(out, ref, out.dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float32])
-@pytest.mark.parametrize(
-    "n, axis, norm", [(None, -1, "backward"), (None, 0, "forward"), (7, 1, "ortho"), (12, -1, "forward")]
-)
+@pytest.mark.parametrize("executor, n, axis, norm, dtype", _rotated_on_jax(
+    [(*c, d) for d in [np.complex64, np.complex128, np.float32]
+     for c in [(None, -1, "backward"), (None, 0, "forward"), (7, 1, "ortho"), (12, -1, "forward")]]),
+    indirect=["executor"])
 def test_irfft_hfft(executor, dtype, n, axis, norm):
     a = rand((4, 8), dtype)
     real = REAL_OF.get(np.dtype(dtype), np.dtype(dtype))
@@ -172,9 +180,14 @@ def test_frequencies_device_and_errors(executor):
         xp.fft.fftfreq(4, d=0.0)
 
 
-@pytest.mark.parametrize("axes", [None, 0, -1, [1, 0], (2,)])
-@pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int64])
-def test_shifts(executor, axes, dtype):
+_SHIFT_AXES = [None, 0, -1, [1, 0], (2,)]
+
+
+@pytest.mark.parametrize("executor, axes_case, dtype", _rotated_on_jax(
+    [(f"axes{i}", d) for d in [np.float32, np.complex128, np.int64] for i in range(len(_SHIFT_AXES))]),
+    indirect=["executor"])
+def test_shifts(executor, axes_case, dtype):
+    axes = _SHIFT_AXES[int(axes_case[4:])]
     a = (rand((3, 4, 5)) * 10).astype(dtype)
     for fname in ("fftshift", "ifftshift"):
         out = getattr(xp.fft, fname)(xp.asarray(a), axes=axes)

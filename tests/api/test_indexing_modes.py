@@ -114,11 +114,69 @@ def _jax_at(a, key, op, *args, **kwargs):
     return _REFERENCES[memo]
 
 
+def _is_array(v) -> bool:
+    return isinstance(v, (np.ndarray, jax.Array))
+
+
 def _jax_at_once(a, key, op, *args, **kwargs):
-    ja = jnp.asarray(a)
-    jkey = tuple(jnp.asarray(k) if isinstance(k, np.ndarray) else k for k in key) if isinstance(key, tuple) \
-        else jnp.asarray(key) if isinstance(key, np.ndarray) else key
-    return np.asarray(getattr(ja.at[jkey], op)(*args, **kwargs))
+    """One ``jax.jit`` program for the whole call (eager jax compiles a program per operation inside
+    ``.at``: broadcasts, squeezes, the gather or scatter); the arrays (operand, index arrays, values)
+    are its arguments, not constants, so nothing is folded at compile time and the values are eager's."""
+    parts = list(key) if isinstance(key, tuple) else [key]
+    arrays = [jnp.asarray(v) for v in [*parts, *args] if _is_array(v)]
+
+    def call(ja, *dynamic):
+        it = iter(dynamic)
+        filled = [next(it) if _is_array(v) else v for v in [*parts, *args]]
+        jkey = tuple(filled[:len(parts)]) if isinstance(key, tuple) else filled[0]
+        return getattr(ja.at[jkey], op)(*filled[len(parts):], **kwargs)
+
+    return np.asarray(jax.jit(call)(jnp.asarray(a), *arrays))
+
+
+def _prefill(calls) -> None:
+    """The references of ``calls`` (``(a, key, op, args, kwargs)`` as ``_jax_at`` takes them) not yet made,
+    all in one ``jax.jit`` program (a test's whole grid: one compile, not one per case), its arguments
+    the arrays (nothing folded: each value is what the call alone gives); a grid jax refuses to stage
+    as one program is left to ``_jax_at``, call by call."""
+    todo = {}
+    for call in calls:
+        todo.setdefault(_frozen(call), call)
+    todo = {m: c for m, c in todo.items() if m not in _REFERENCES}
+    if not todo:
+        return
+    leaves, layout = [], []
+    for a, key, op, args, kwargs in todo.values():
+        parts = list(key) if isinstance(key, tuple) else [key]
+        items = [a, *parts, *args]
+        leaves += [jnp.asarray(v) for v in items if _is_array(v)]
+        layout.append((items, len(parts), isinstance(key, tuple), op, kwargs))
+
+    def program(*dynamic):
+        it = iter(dynamic)
+        outs = []
+        for items, n_parts, is_tuple, op, kwargs in layout:
+            filled = [next(it) if _is_array(v) else v for v in items]
+            jkey = tuple(filled[1:1 + n_parts]) if is_tuple else filled[1]
+            outs.append(getattr(filled[0].at[jkey], op)(*filled[1 + n_parts:], **kwargs))
+        return outs
+
+    try:
+        results = jax.jit(program)(*leaves)
+    except Exception:  # noqa: BLE001 - _jax_at then makes (and reports) each one alone
+        return
+    for memo, r in zip(todo, results):
+        _REFERENCES[memo] = np.asarray(r)
+
+
+_FILLED: set = set()
+
+
+def _prefill_once(name: str, grid) -> None:
+    """``_prefill(grid())`` the first time a test named ``name`` runs in this process."""
+    if name not in _FILLED:
+        _FILLED.add(name)
+        _prefill(grid())
 
 
 def _ax_key(key):
@@ -127,37 +185,75 @@ def _ax_key(key):
     return xp.asarray(key)
 
 
+GET_ARRAYS_1D = (V, np.arange(5, dtype=np.int32) * 3, np.arange(5, dtype=np.uint8))
+
+
+def _get_modes_grid():
+    return [c for mode in ["clip", "fill"] for key in KEYS_1D.values()
+            for c in [*((a, key, "get", (), {"mode": mode}) for a in GET_ARRAYS_1D),
+                      (V, key, "get", (), {"mode": "fill", "fill_value": -7.0})]]
+
+
 @pytest.mark.parametrize("mode", ["clip", "fill"])
 @pytest.mark.parametrize("name", list(KEYS_1D))
 def test_at_get_modes_match_jax(executor, mode, name):
+    _prefill_once("get modes", _get_modes_grid)
     key = KEYS_1D[name]
-    for a in (V, np.arange(5, dtype=np.int32) * 3, np.arange(5, dtype=np.uint8)):
+    for a in GET_ARRAYS_1D:
         got = xp.asarray(a).at[_ax_key(key)].get(mode=mode)
         assert_same(got, _jax_at(a, key, "get", mode=mode))
     got = xp.asarray(V).at[_ax_key(key)].get(mode="fill", fill_value=-7.0)
     assert_same(got, _jax_at(V, key, "get", mode="fill", fill_value=-7.0))
 
 
+ND_INDEX_ARRAYS = (np.array([1, -3, 2, 3, -4]), np.array([[0, 2], [-1, 1]]))
+
+
+def _get_modes_nd_grid():
+    return [(A, make(k), "get", (), {"mode": mode, "fill_value": -1.0 if mode == "fill" else None})
+            for mode in ["clip", "fill"] for make in KEYS_ND.values() for k in ND_INDEX_ARRAYS]
+
+
 @pytest.mark.parametrize("executor, name, mode", _rotated_on_jax(
     [(name, mode) for mode in ["clip", "fill"] for name in KEYS_ND]), indirect=["executor"])
 def test_at_get_modes_in_more_dimensions_match_jax(executor, mode, name):
-    for k in (np.array([1, -3, 2, 3, -4]), np.array([[0, 2], [-1, 1]])):
+    _prefill_once("get modes nd", _get_modes_nd_grid)
+    for k in ND_INDEX_ARRAYS:
         key = KEYS_ND[name](k)
         got = xp.asarray(A).at[_ax_key(key)].get(mode=mode, fill_value=-1.0 if mode == "fill" else None)
         assert_same(got, _jax_at(A, key, "get", mode=mode, fill_value=-1.0 if mode == "fill" else None))
 
 
 UPDATES = ["set", "add", "multiply", "min", "max"]
+UPDATE_MODES = [None, "clip", "drop", "fill", "promise_in_bounds"]
+
+
+def _update_key(name, op):
+    """(the key test_at_updates_match_jax writes through, whether it has indices out of range)."""
+    key = KEYS_1D[name]
+    out_of_range = bool((key < -5).any() or (key >= 5).any())
+    if op == "set":  # which of repeated writes wins is unspecified: use distinct positions
+        key = np.unique(np.where(key < 0, key + 5, key)) if not out_of_range else np.array([-6, -1, 0, 5, 7])
+    return key, out_of_range
+
+
+def _updates_grid():
+    calls = []
+    for mode in UPDATE_MODES:
+        for op in UPDATES:
+            for name in KEYS_1D:
+                key, out_of_range = _update_key(name, op)
+                if not (out_of_range and mode in (None, "promise_in_bounds")):
+                    values = np.linspace(-2.0, 3.0, len(key))
+                    calls += [(V, key, op, (values,), {"mode": mode}), (V, key, op, (2.5,), {"mode": mode})]
+    return calls
 
 
 @pytest.mark.parametrize("executor, name, op, mode", _rotated_on_jax(
-    [(name, op, mode) for mode in [None, "clip", "drop", "fill", "promise_in_bounds"] for op in UPDATES
-     for name in KEYS_1D]), indirect=["executor"])
+    [(name, op, mode) for mode in UPDATE_MODES for op in UPDATES for name in KEYS_1D]), indirect=["executor"])
 def test_at_updates_match_jax(executor, op, mode, name):
-    key = KEYS_1D[name]
-    out_of_range = (key < -5).any() or (key >= 5).any()
-    if op == "set":  # which of repeated writes wins is unspecified: use distinct positions
-        key = np.unique(np.where(key < 0, key + 5, key)) if not out_of_range else np.array([-6, -1, 0, 5, 7])
+    _prefill_once("updates", _updates_grid)
+    key, out_of_range = _update_key(name, op)
     if out_of_range and mode in (None, "promise_in_bounds"):
         if mode is None:
             with pytest.raises(IndexError, match="out of bounds"):
@@ -177,12 +273,26 @@ def test_at_updates_match_jax(executor, op, mode, name):
     [(name, op, mode) for mode in ["clip", "drop"] for op in ["set", "add", "max"] for name in KEYS_ND]),
     indirect=["executor"])
 def test_at_updates_in_more_dimensions_match_jax(executor, op, mode, name):
+    _prefill_once("updates nd", _updates_nd_grid)
+    key, values = _update_nd_case(name, op)
+    got = getattr(xp.asarray(A).at[_ax_key(key)], op)(xp.asarray(values), mode=mode)
+    assert_same(got, _jax_at(A, key, op, jnp.asarray(values), mode=mode))
+
+
+def _update_nd_case(name, op):
+    """(key, values) of test_at_updates_in_more_dimensions_match_jax: values of the clipped region's shape."""
     k = np.array([1, -3, 2, 3, -4]) if op != "set" else np.array([1, -4, 3])
     key = KEYS_ND[name](k)
     region = _jax_at(A, key, "get", mode="clip")
-    values = np.arange(region.size, dtype=np.float64).reshape(region.shape) - 4.0
-    got = getattr(xp.asarray(A).at[_ax_key(key)], op)(xp.asarray(values), mode=mode)
-    assert_same(got, _jax_at(A, key, op, jnp.asarray(values), mode=mode))
+    return key, np.arange(region.size, dtype=np.float64).reshape(region.shape) - 4.0
+
+
+def _updates_nd_grid():
+    ops = ["set", "add", "max"]
+    _prefill([(A, KEYS_ND[name](np.array([1, -3, 2, 3, -4]) if op != "set" else np.array([1, -4, 3])), "get", (),
+               {"mode": "clip"}) for op in ops for name in KEYS_ND])  # the regions first
+    return [(A, key, op, (values,), {"mode": mode}) for mode in ["clip", "drop"] for op in ops for name in KEYS_ND
+            for key, values in [_update_nd_case(name, op)]]
 
 
 def test_at_subtract_divide_power_with_repeats_match_jax(executor):
@@ -227,6 +337,10 @@ def _ax_int_key(key):
 @pytest.mark.parametrize("executor, name, mode", _rotated_on_jax(
     [(name, mode) for mode in ["clip", "fill", "drop"] for name in INT_KEYS]), indirect=["executor"])
 def test_at_get_modes_for_integer_keys_match_jax(executor, mode, name):
+    _prefill_once("int keys get", lambda: [
+        c for m in ["clip", "fill", "drop"] for k in INT_KEYS.values()
+        for c in [*((a, k, "get", (), {"mode": m}) for a in (A, (A * 3).astype(np.int32))),
+                  (A, k, "get", (), {"mode": m, "fill_value": float("nan")})]])
     key = INT_KEYS[name]
     for a in (A, (A * 3).astype(np.int32)):
         got = xp.asarray(a).at[_ax_int_key(key)].get(mode=mode)
@@ -242,6 +356,9 @@ def test_at_updates_for_integer_keys_match_jax(executor, op, mode, name):
     key = INT_KEYS[name]
     if name == "int among index arrays" and op == "set" and mode == "clip":
         pytest.skip("two writes to one element after clipping: which one wins is unspecified")
+    _prefill_once("int keys updates", lambda: [
+        (A, k, o, (99.0,), {"mode": m}) for m in ["clip", "drop", "fill"] for o in ["set", "add", "min"]
+        for n, k in INT_KEYS.items() if not (n == "int among index arrays" and o == "set" and m == "clip")])
     got = getattr(xp.asarray(A).at[_ax_int_key(key)], op)(99.0, mode=mode)
     assert_same(got, _jax_at(A, key, op, 99.0, mode=mode))
 
@@ -272,6 +389,9 @@ APPLY_KEYS = {
 def test_at_apply_matches_jax(executor, name, fn, mode):
     key = APPLY_KEYS[name]
     a = A / 10.0
+    _prefill_once("apply", lambda: [
+        (a, k, "apply", (getattr(jnp, f),), {"mode": m}) for f in ["sin", "negative", "square"]
+        for m in [None, "clip", "drop"] for n, k in APPLY_KEYS.items() if not (n == "int out of range" and m is None)])
     if name == "int out of range" and mode is None:
         with pytest.raises(IndexError, match="out of bounds"):
             xp.asarray(a).at[_ax_int_key(key)].apply(getattr(xp, fn))
@@ -327,10 +447,11 @@ def _grads_jax(op, key, mode, u, unique=False):
 
 
 def _grads_jax_once(op, key, mode, u, unique=False):
-    def f(x, u):
-        return jnp.sum(getattr(x.at[jnp.asarray(key)], op)(u, mode=mode, unique_indices=unique) * jnp.asarray(W))
+    def f(x, u, k, w):
+        return jnp.sum(getattr(x.at[k], op)(u, mode=mode, unique_indices=unique) * w)
 
-    return jax.grad(f, argnums=(0, 1))(jnp.asarray(V), jnp.asarray(u))
+    # one jitted program (the key and weights its arguments: nothing folded), not eager's one per operation
+    return jax.jit(jax.grad(f, argnums=(0, 1)))(jnp.asarray(V), jnp.asarray(u), jnp.asarray(key), jnp.asarray(W))
 
 
 GRAD_CASES = [
@@ -375,8 +496,12 @@ def test_at_get_grads_match_jax(executor, mode):
     key = np.array([-6, 0, 4, 4, 9])
     w = np.arange(1.0, 6.0)
     g = xp.grad(lambda x: xp.sum(x.at[xp.asarray(key)].get(mode=mode, fill_value=0.0) * xp.asarray(w)))(xp.asarray(V))
-    j = jax.grad(lambda x: jnp.sum(x.at[jnp.asarray(key)].get(mode=mode, fill_value=0.0) * w))(jnp.asarray(V))
-    assert_same(g, np.asarray(j))
+    memo = ("get grads", mode)
+    if memo not in _REFERENCES:  # once per module, one jitted program (the key and weights its arguments)
+        _REFERENCES[memo] = np.asarray(jax.jit(jax.grad(
+            lambda x, k, w: jnp.sum(x.at[k].get(mode=mode, fill_value=0.0) * w)))(
+            jnp.asarray(V), jnp.asarray(key), jnp.asarray(w)))
+    assert_same(g, _REFERENCES[memo])
 
 
 def test_indexing_mixes_grads_match_jax(executor):
@@ -387,8 +512,9 @@ def test_indexing_mixes_grads_match_jax(executor):
         return g
 
     g = xp.grad(f(xp))(xp.asarray(A))
-    j = jax.grad(f(jnp))(jnp.asarray(A))
-    assert_same(g, np.asarray(j))
+    if "mixes grads" not in _REFERENCES:  # once per module, one jitted program
+        _REFERENCES["mixes grads"] = np.asarray(jax.jit(jax.grad(f(jnp)))(jnp.asarray(A)))
+    assert_same(g, _REFERENCES["mixes grads"])
 
 
 def test_dask_bounds_check_computes_only_the_index_min_and_max():
