@@ -48,11 +48,8 @@ def _jax_reference():
         return jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "SAME")
 
     return {
-        "grad": jax.jit(jax.grad(lambda v: _grad_f(v, jnp))),
-        "grad mean+max": jax.jit(jax.grad(lambda v: jnp.mean(jnp.exp(v)) + jnp.max(v))),
         "max_pool": jax.jit(jmax),
         "grad max_pool": jax.jit(jax.grad(lambda v: jnp.sum(jmax(v) ** 2))),
-        "sum(exp*2+x)": jax.jit(lambda v: jnp.sum(jnp.exp(v) * 2.0 + v, axis=1)),
         "tanh*2+x": jax.jit(lambda v: jnp.tanh(v) * 2.0 + v),
         "sum(tanh*x)": jax.jit(lambda v: jnp.sum(jnp.tanh(v) * v)),
     }
@@ -65,8 +62,8 @@ _REDUCTIONS = (("sum", {}), ("sum", {"axis": 0}), ("mean", {"axis": 1}), ("var",
 
 @functools.cache
 def _data_references(name: str) -> dict:
-    """jax.numpy's values of the elementwise functions, reductions and contractions of ``_DATA`` in dtype
-    ``name``: one ``jax.jit`` program per dtype, made once for the module (eager jax compiled a program per
+    """jax.numpy's values of the elementwise functions, reductions, contractions and test_grad's
+    derivatives of ``_DATA`` in dtype ``name``: one ``jax.jit`` program per dtype, made once for the module (eager jax compiled a program per
     function and dtype in the first executor's test).  Each value is one jax.numpy call on the
     program's arguments (``|x| + 0.5`` and ``round(x)`` are exact in both dtypes, so they are arguments
     too): the values eager jax gives."""
@@ -88,6 +85,10 @@ def _data_references(name: str) -> dict:
         out["sum(x*x,1)"] = jnp.sum(jx * jx, axis=1)
         out["x@x[0]"] = jx @ jx[0]
         out["cos"] = jnp.cos(jx)
+        out["2x"] = 2 * jx
+        out["grad"] = jax.grad(lambda v: _grad_f(v, jnp))(jx)
+        out["grad mean+max"] = jax.grad(lambda v: jnp.mean(jnp.exp(v)) + jnp.max(v))(jx)
+        out["sum(exp*2+x)"] = jnp.sum(jnp.exp(jx) * 2.0 + jx, axis=1)
         return out
 
     data = np.asarray(_DATA)
@@ -378,23 +379,22 @@ def test_linalg_decompositions_refuse_them(executor):
 
 @pytest.mark.parametrize("name", EXT)
 def test_grad(executor, name):
-    jnp = _jnp()
+    _jnp()
     dt = getattr(xp, name)
     x = xp.asarray(_DATA, dtype=dt)
-    jx = jnp.asarray(_DATA, name)
 
     def f(v):
         return _grad_f(v, xp)
 
-    ref = _jax_reference()
-    want = ref["grad"](jx)
+    ref = _data_references(name)
+    want = ref["grad"]
     _close(xp.grad(f)(x), want, name)
     _close(xp.jit(xp.grad(f))(x), want, name)
     # through a cast to float32 and back: the cotangent comes back as the input's dtype
     h = xp.grad(lambda v: xp.sum(xp.astype(v, xp.float32) ** 2))(x)
-    _close(h, 2 * jx, name)
+    _close(h, ref["2x"], name)
     m = xp.grad(lambda v: xp.mean(xp.exp(v)) + xp.max(v))(x)
-    _close(m, ref["grad mean+max"](jx), name)
+    _close(m, ref["grad mean+max"], name)
 
 
 @pytest.mark.parametrize("name", EXT)
@@ -424,7 +424,7 @@ def test_vmap_and_jit(executor, name):
     _close(xp.vmap(lambda r: r @ x.mT)(x), _data_references(name)["x@x.T"], name)
     f = xp.jit(lambda v: xp.sum(xp.exp(v) * 2.0 + v, axis=1))
     ref = _jax_reference()
-    _close(f(x), ref["sum(exp*2+x)"](jx), name)
+    _close(f(x), _data_references(name)["sum(exp*2+x)"], name)
     big = xp.linspace(-1, 1, 1 << 17, dtype=dt)  # past the Numba executor's fusion size
     jbig = jnp.asarray(to_numpy(big))
     _close(xp.jit(lambda v: xp.tanh(v) * 2.0 + v)(big), ref["tanh*2+x"](jbig), name)
