@@ -1,20 +1,18 @@
 """pmap and the named-axis collectives: vmap(axis_name=) and pmap on every executor against JAX;
-jax over 4 simulated CPU devices (a subprocess), dask on a LocalCluster with 2 workers."""
+jax over simulated CPU devices (the child process the sharding tests share), dask on a LocalCluster with 2 workers."""
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import pathlib
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import arrayx as ax
+from arrayx.core import executor as base
 from tests.conftest import to_numpy
+from tests.sharding.conftest import json_from_eight_jax_devices
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -66,7 +64,7 @@ def test_vmap_axis_name_matches_jax(executor):
 
 def test_pmap_matches_jax_vmap(executor):
     if executor == "jax":
-        pytest.skip("the jax executor maps over devices: test_pmap_on_four_jax_cpu_devices (a subprocess)")
+        pytest.skip("the jax executor maps over devices: test_pmap_on_jax_cpu_devices (a subprocess)")
     x, y = _inputs(1)
     got = ax.pmap(collectives(ax, ax), "i", in_axes=(0, None))(ax.asarray(x), ax.asarray(y))
     _assert_tree_close(got, _jax_reference(x, y))
@@ -91,7 +89,7 @@ def test_gradients_through_collectives_match_jax(executor):
         got = ax.pmap(ax.grad(loss(ax, ax)), "i")(ax.asarray(x))
         np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
     if executor == "jax":
-        return  # a pmap at the top level needs 4 jax devices: test_pmap_on_four_jax_cpu_devices
+        return  # a pmap at the top level needs 4 jax devices: test_pmap_on_jax_cpu_devices
     # grad of a pmapped function (pmap under a transform is vmap over the named axis)
     f = lambda v: ax.sum(ax.pmap(lambda u: u * ax.psum(u, "i"), "i")(v))  # noqa: E731
     fj = lambda v: jnp.sum(jax.vmap(lambda u: u * jax.lax.psum(u, "i"), axis_name="i")(v))  # noqa: E731
@@ -139,19 +137,22 @@ def test_device_count():
     assert ax.local_device_count("jax") == len(jax.local_devices())
 
 
-# -- jax over 4 simulated CPU devices ----------------------------------------------------------------------
+# -- jax over simulated CPU devices (4 members on 4 of the 8 devices of the sharding tests' shared child) --
 
 _JAX_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import arrayx as ax, jax, jax.numpy as jnp
+    x64 = jax.config.jax_enable_x64  # the shared child's, given back at the end (the module below sets it)
     from tests.transforms.test_pmap import collectives
-    assert jax.local_device_count() == 4, jax.devices()
+    jax.config.update("jax_enable_x64", True)
+    n = jax.local_device_count()
+    assert n >= 4, jax.devices()
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(4, 3, 2)), rng.normal(size=(3, 2))
     with ax.use_executor("jax"):
-        assert ax.device_count() == 4
+        assert ax.device_count() == n
         got = ax.pmap(collectives(ax, ax), "i", in_axes=(0, None))(ax.asarray(x), ax.asarray(y))
         want = jax.pmap(collectives(jnp, jax.lax), "i", in_axes=(0, None))(jnp.asarray(x), jnp.asarray(y))
         devices = len(got["psum"]._buf.devices())
@@ -162,7 +163,7 @@ _JAX_SCRIPT = textwrap.dedent("""
         hj = jax.grad(lambda v: jnp.sum(jax.pmap(lambda u: u * jax.lax.psum(u, "i"), "i")(v)))(jnp.asarray(x))
         jitted_inside = ax.pmap(ax.jit(lambda v: ax.psum(v, "i") * 2.0), "i")(ax.asarray(x))
         try:
-            ax.pmap(lambda v: v, "i")(ax.asarray(np.ones((5, 2))))
+            ax.pmap(lambda v: v, "i")(ax.asarray(np.ones((n + 1, 2))))
             too_many = "no error"
         except ValueError as e:
             too_many = str(e)
@@ -172,20 +173,23 @@ _JAX_SCRIPT = textwrap.dedent("""
     out["grad_of_pmap"] = float(np.max(np.abs(np.asarray(h) - np.asarray(hj))))
     out["jit_inside"] = float(np.max(np.abs(np.asarray(jitted_inside) - 2 * x.sum(axis=0))))
     out["devices"] = devices
+    out["count"] = n
     out["too_many"] = too_many
+    jax.config.update("jax_enable_x64", x64)
     print(json.dumps(out))
 """)
 
 
-def test_pmap_on_four_jax_cpu_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", _JAX_SCRIPT, str(REPO)], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out.pop("devices") == 4  # the result is sharded over the 4 devices
+def test_pmap_on_jax_cpu_devices():
+    """4 members on 4 of the 8 host devices of the child the sharding tests share (one process for all
+    of its programs: JAX and arrayx imported once), n + 1 members refused on n devices."""
+    if not base.get("jax").available():
+        pytest.skip("executor 'jax' unavailable")
+    out = json_from_eight_jax_devices(_JAX_SCRIPT, argv=(REPO,))
+    assert out.pop("devices") == 4  # the result is sharded over the 4 devices of its members
     assert out.pop("dtypes") is True
-    assert "5 members but 4 device(s)" in out.pop("too_many")
+    n = out.pop("count")
+    assert n == 8 and f"{n + 1} members but {n} device(s)" in out.pop("too_many")
     for k, err in out.items():
         assert err < 1e-12, (k, err)
 
