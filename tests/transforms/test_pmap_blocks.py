@@ -16,17 +16,14 @@ point 3), on every executor, with jax.pmap's bits.
   group only, and the cuts hold exactly the blocks that cross."""
 from __future__ import annotations
 
-import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import arrayx as ax
 from arrayx.core import executor as base
+from tests.sharding.conftest import json_from_eight_jax_devices
 from tests.transforms.pmap_runners import RUNNERS, use_runner
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -85,17 +82,21 @@ def refused(name):
     def call(*a, **k):
         raise AssertionError(f"jax.lax.{name} called")
     return call
-for k in calls:
-    setattr(jax.lax, k, counted(k))
-gather, psum = jax.lax.all_gather, jax.lax.psum
-jax.lax.all_gather, jax.lax.psum = refused("all_gather"), refused("psum")
-with ax.use_executor("jax"):  # without the gradient (its transpose of psum_scatter is an all_gather)
-    got = ax.pmap(program(ax.lax, ax, None), "i", in_axes=(0, None))(ax.asarray(x), ax.asarray(w))
-    got = [np.asarray(o) for o in got]
-jax.lax.all_gather, jax.lax.psum = gather, psum
-with ax.use_executor("jax"):
-    full = [np.asarray(o) for o in ax.pmap(program(ax.lax, ax, ax.grad), "i", in_axes=(0, None))(
-        ax.asarray(x), ax.asarray(w))]
+saved = {k: getattr(jax.lax, k) for k in ("ppermute", "psum_scatter", "all_gather", "psum")}
+try:  # (the child is shared: jax.lax is given back whatever happens)
+    for k in calls:
+        setattr(jax.lax, k, counted(k))
+    jax.lax.all_gather, jax.lax.psum = refused("all_gather"), refused("psum")
+    with ax.use_executor("jax"):  # without the gradient (its transpose of psum_scatter is an all_gather)
+        got = ax.pmap(program(ax.lax, ax, None), "i", in_axes=(0, None))(ax.asarray(x), ax.asarray(w))
+        got = [np.asarray(o) for o in got]
+    jax.lax.all_gather, jax.lax.psum = saved["all_gather"], saved["psum"]
+    with ax.use_executor("jax"):
+        full = [np.asarray(o) for o in ax.pmap(program(ax.lax, ax, ax.grad), "i", in_axes=(0, None))(
+            ax.asarray(x), ax.asarray(w))]
+finally:
+    for k, v in saved.items():
+        setattr(jax.lax, k, v)
 print(json.dumps({"jax-itself": _encode(ref), "jax-no-gather": _encode(got), "jax": _encode(full), "calls": calls}))
 """
 
@@ -104,12 +105,7 @@ print(json.dumps({"jax-itself": _encode(ref), "jax-no-gather": _encode(got), "ja
 def jax_pmap_ref():
     if not base.get("jax").available():
         pytest.skip("executor 'jax' unavailable")
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={N}", JAX_PLATFORMS="cpu")
-    env.pop("ARRAYX_VIRTUAL_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", _JAX, str(ROOT)], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json_from_eight_jax_devices(_JAX, argv=(ROOT,))  # the 8-device child the sharding tests share
 
 
 def _assert_bits(got, want, who):
