@@ -66,8 +66,15 @@ def _host(tree):
     return jax.tree.map(np.asarray, tree)
 
 
+def _jitted(fn, *operands):
+    """``jax.jit(fn)(*operands)`` as NumPy arrays, the operands passed as the host arrays they are
+    (``jnp.asarray`` of a host array compiles a program of its own per shape and dtype)."""
+    return _host(jax.jit(fn)(*operands))
+
+
 #: JAX's side of a check is computed once per module (functools.cache: every executor's item reuses
-#: it) and under one jax.jit (one XLA program, where eager jax.grad compiles one per operation)
+#: it), every case of a test in one jax.jit (one XLA program per test, where eager JAX compiles one
+#: per operation, shape and dtype, and a program per case one per case)
 
 
 def _conv_operands(case, dtype="float64", seed=0):
@@ -82,16 +89,37 @@ def _conv_operands(case, dtype="float64", seed=0):
 def test_conv_values_match_jax(executor, case, dtype):
     x, w, kw = _conv_operands(case, dtype)
     got = ax.lax.conv_general_dilated(ax.asarray(x), ax.asarray(w), **kw)
-    want = jax.lax.conv_general_dilated(jnp.asarray(x), jnp.asarray(w), **kw)
+    want = _conv_values_reference()[f"{case}/{dtype}"]
     assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(to_numpy(got), np.asarray(want), **TOL[np.dtype(dtype)])
+    np.testing.assert_allclose(to_numpy(got), want, **TOL[np.dtype(dtype)])
 
 
 @functools.cache
-def _conv_gradients_reference(case):
-    x, w, kw = _conv_operands(case, seed=1)
-    loss = lambda a, b: jnp.sum(jnp.sin(jax.lax.conv_general_dilated(a, b, **kw)) ** 2)  # noqa: E731
-    return _host(jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(x), jnp.asarray(w)))
+def _conv_values_reference():
+    """JAX's convolution of every case in both dtypes (by "case/dtype"), and ``lax.conv`` of the
+    "valid" operands with SAME padding (test_conv_shorthand_and_errors, as "shorthand")."""
+    operands = {f"{c}/{d}": _conv_operands(c, d)[:2] for c in CONVS for d in ("float32", "float64")}
+
+    def every_case(ops):
+        out = {k: jax.lax.conv_general_dilated(x, w, **CONVS[k.split("/")[0]][2]) for k, (x, w) in ops.items()}
+        out["shorthand"] = jax.lax.conv(*ops["valid/float64"], (1, 1), "SAME")
+        return out
+
+    return _jitted(every_case, operands)
+
+
+@functools.cache
+def _conv_gradients_references():
+    """jax.grad of sum(sin(conv)**2) of every case with respect to both operands, by case."""
+    operands = {c: _conv_operands(c, seed=1)[:2] for c in CONVS}
+
+    def every_case(ops):
+        def loss(kw):
+            return lambda a, b: jnp.sum(jnp.sin(jax.lax.conv_general_dilated(a, b, **kw)) ** 2)
+
+        return {c: jax.grad(loss(CONVS[c][2]), argnums=(0, 1))(x, w) for c, (x, w) in ops.items()}
+
+    return _jitted(every_case, operands)
 
 
 @pytest.mark.parametrize("executor, case", _on_executors("conv_gradients", sorted(CONVS), 3, jax_halves=True),
@@ -104,7 +132,7 @@ def test_conv_gradients_match_jax(executor, case):
         return lambda a, b: s(sin(conv(a, b, **kw)) ** 2)
 
     got = ax.grad(loss(ax.lax.conv_general_dilated, ax.sin, ax.sum), argnums=(0, 1))(ax.asarray(x), ax.asarray(w))
-    want = _conv_gradients_reference(case)
+    want = _conv_gradients_references()[case]
     for g, h in zip(got, want):
         np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-10, atol=1e-11)
 
@@ -115,14 +143,33 @@ def test_conv_check_grads_order_2(executor, case):
     ax.check_grads(lambda a, b: ax.lax.conv_general_dilated(a, b, **kw), (ax.asarray(x), ax.asarray(w)), order=2)
 
 
-@pytest.mark.parametrize("case", ["same_strided", "groups", "nhwc"])
-def test_conv_vmap_and_jit(executor, case):
+VMAP_CASES = ("same_strided", "groups", "nhwc")
+
+
+def _vmap_operands(case):
     x, w, kw = _conv_operands(case, seed=3)
     rng = np.random.default_rng(4)
-    xs = np.stack([x, rng.normal(size=x.shape)])
-    ws = np.stack([w, rng.normal(size=w.shape)])
+    return np.stack([x, rng.normal(size=x.shape)]), np.stack([w, rng.normal(size=w.shape)]), kw
+
+
+@functools.cache
+def _conv_vmap_references():
+    """JAX's convolution of each member of the batch of lhs with each of the batch of rhs, by case."""
+    operands = {c: _vmap_operands(c)[:2] for c in VMAP_CASES}
+
+    def every_case(ops):
+        return {c: [[jax.lax.conv_general_dilated(a, b, **CONVS[c][2]) for b in ws] for a in xs]
+                for c, (xs, ws) in ops.items()}
+
+    return _jitted(every_case, operands)
+
+
+@pytest.mark.parametrize("case", VMAP_CASES)
+def test_conv_vmap_and_jit(executor, case):
+    xs, ws, kw = _vmap_operands(case)
+    x, w = xs[0], ws[0]
     conv = lambda a, b: ax.lax.conv_general_dilated(a, b, **kw)  # noqa: E731
-    ref = [[np.asarray(jax.lax.conv_general_dilated(jnp.asarray(a), jnp.asarray(b), **kw)) for b in ws] for a in xs]
+    ref = _conv_vmap_references()[case]
     got = ax.vmap(conv, in_axes=(0, None))(ax.asarray(xs), ax.asarray(w))
     np.testing.assert_allclose(to_numpy(got), np.stack([ref[0][0], ref[1][0]]), rtol=1e-11, atol=1e-12)
     got = ax.vmap(conv, in_axes=(None, 0))(ax.asarray(x), ax.asarray(ws))
@@ -146,15 +193,25 @@ BLOCKED_CONVS = {
 }
 
 
-@functools.cache
-def _column_blocks_reference(case):
-    """JAX's convolution of the case's operands and the gradients of the sum of its squares."""
+def _blocked_operands(case):
     lshape, rshape, kw = BLOCKED_CONVS[case]
     rng = np.random.default_rng(5)
-    x, w = jnp.asarray(rng.normal(size=lshape)), jnp.asarray(rng.normal(size=rshape))
-    conv = lambda a, b: jax.lax.conv_general_dilated(a, b, **kw)  # noqa: E731
-    grads = jax.grad(lambda a, b: jnp.sum(conv(a, b) ** 2), argnums=(0, 1))
-    return _host(jax.jit(lambda a, b: (conv(a, b), grads(a, b)))(x, w))
+    return rng.normal(size=lshape), rng.normal(size=rshape), kw
+
+
+@functools.cache
+def _column_blocks_references():
+    """JAX's convolution of each case's operands and the gradients of the sum of its squares, by case."""
+    operands = {c: _blocked_operands(c)[:2] for c in BLOCKED_CONVS}
+
+    def every_case(ops):
+        out = {}
+        for c, (x, w) in ops.items():
+            conv = lambda a, b, kw=BLOCKED_CONVS[c][2]: jax.lax.conv_general_dilated(a, b, **kw)  # noqa: E731
+            out[c] = (conv(x, w), jax.grad(lambda a, b: jnp.sum(conv(a, b) ** 2), argnums=(0, 1))(x, w))
+        return out
+
+    return _jitted(every_case, operands)
 
 
 @pytest.mark.parametrize("executor, case, blocks", _on_executors(
@@ -167,11 +224,10 @@ def test_conv_column_blocks_match_jax(executor, case, blocks, monkeypatch):
     from arrayx.executors.numpy import lax as numpy_lax
     from arrayx.lax import _conv
 
-    lshape, rshape, kw = BLOCKED_CONVS[case]
-    rng = np.random.default_rng(5)
-    x, w = rng.normal(size=lshape), rng.normal(size=rshape)
+    x, w, kw = _blocked_operands(case)
+    lshape, rshape = x.shape, w.shape
     conv = lambda f: lambda a, b: f(a, b, **kw)  # noqa: E731
-    want, want_grads = _column_blocks_reference(case)
+    want, want_grads = _column_blocks_references()[case]
     dn = _conv.conv_dimension_numbers(lshape, rshape, kw.get("dimension_numbers"))
     spatial, window = _conv._take(want.shape, dn.out_spec)[2:], _conv._take(rshape, dn.rhs_spec)[2:]
     row_bytes = _conv._take(lshape, dn.lhs_spec)[1] * int(np.prod(window)) * 8
@@ -218,8 +274,7 @@ def test_conv_on_jax_compiles_to_what_jax_compiles():
 def test_conv_shorthand_and_errors(executor):
     x, w, _ = _conv_operands("valid")
     got = ax.lax.conv(ax.asarray(x), ax.asarray(w), (1, 1), "SAME")
-    np.testing.assert_allclose(to_numpy(got), np.asarray(jax.lax.conv(jnp.asarray(x), jnp.asarray(w), (1, 1), "SAME")),
-                               rtol=1e-11)
+    np.testing.assert_allclose(to_numpy(got), _conv_values_reference()["shorthand"], rtol=1e-11)
     with pytest.raises(ValueError, match="feature_group_count"):
         ax.lax.conv_general_dilated(ax.asarray(x), ax.asarray(w), (1, 1), "VALID", feature_group_count=2)
     with pytest.raises(ValueError, match="padding"):
@@ -243,74 +298,102 @@ _JAX_OPS = {"max": (jax.lax.max, -np.inf, "maximum"), "sum": (jax.lax.add, 0.0, 
             "min": (jax.lax.min, np.inf, "minimum")}
 
 
+def _window_operand():
+    return np.random.default_rng(5).normal(size=(2, 3, 7, 6))
+
+
+def _has_jax_vjp(case) -> bool:
+    return WINDOWS[case][5] is None and case != "max_negative_padding"
+
+
 @functools.cache
-def _reduce_window_reference(case):
-    """JAX's reduce_window of the case, and the gradient of sum(sin(.)) where JAX has a VJP (else None)."""
-    kind, window, strides, padding, base, wdil = WINDOWS[case]
-    x = jnp.asarray(np.random.default_rng(5).normal(size=(2, 3, 7, 6)))
-    jop, init, _ = _JAX_OPS[kind]
-    rw = lambda v: jax.lax.reduce_window(v, init, jop, window, strides, padding, base, wdil)  # noqa: E731
-    if wdil is not None or case == "max_negative_padding":
-        return _host(jax.jit(rw)(x)), None
-    return _host(jax.jit(lambda v: (rw(v), jax.grad(lambda u: jnp.sum(jnp.sin(rw(u))))(v)))(x))
+def _reduce_window_references():
+    """JAX's reduce_window of every case, with the gradient of sum(sin(.)) where JAX has a VJP (else None)."""
+
+    def every_case(x):
+        out = {}
+        for case, (kind, window, strides, padding, base, wdil) in WINDOWS.items():
+            jop, init, _ = _JAX_OPS[kind]
+            rw = lambda v, a=(init, jop, window, strides, padding, base, wdil): jax.lax.reduce_window(v, *a)  # noqa: E731
+            out[case] = (rw(x), jax.grad(lambda u: jnp.sum(jnp.sin(rw(u))))(x) if _has_jax_vjp(case) else None)
+        return out
+
+    return _jitted(every_case, _window_operand())
 
 
 @pytest.mark.parametrize("executor, case", _on_executors("reduce_window", sorted(WINDOWS), 3), indirect=["executor"])
 def test_reduce_window_matches_jax(executor, case):
     kind, window, strides, padding, base, wdil = WINDOWS[case]
-    x = np.random.default_rng(5).normal(size=(2, 3, 7, 6))
+    x = _window_operand()
     jop, init, name = _JAX_OPS[kind]
     args = (window, strides, padding, base, wdil)
     got = ax.lax.reduce_window(ax.asarray(x), init, getattr(ax, name), *args)
-    want, h = _reduce_window_reference(case)
+    want, h = _reduce_window_references()[case]
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
     if executor == "jax" and profile.current().sampled and sorted(WINDOWS).index(case) % 2:
         return  # new XLA programs per gradient there: the ci profile differentiates every other case
         # (max_base_dilation, max_same, min_dilated, sum_explicit); all of them on numpy, dask and in deep
     g = ax.grad(lambda v: ax.sum(ax.sin(ax.lax.reduce_window(v, init, getattr(ax, name), *args))))(ax.asarray(x))
-    if wdil is not None or case == "max_negative_padding":  # JAX has no VJP of these; check numerically
+    if not _has_jax_vjp(case):  # JAX has no VJP of these (window dilation, negative padding); check numerically
         ax.check_grads(lambda v: ax.lax.reduce_window(v, init, getattr(ax, name), *args), (ax.asarray(x),), order=1)
         return
     np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-11, atol=1e-12)
 
 
+@functools.cache
+def _integer_windows_reference():
+    """JAX's sum of 2x2 windows from 5 and max of 3x3 windows of arange(12) as 3x4 int64."""
+    return _jitted(lambda v: (jax.lax.reduce_window(v, 5, jax.lax.add, (2, 2), (1, 2), "VALID"),
+                              jax.lax.reduce_window(v, np.iinfo(np.int64).min, jax.lax.max, (3, 3), (1, 1), "SAME")),
+                   np.arange(12, dtype=np.int64).reshape(3, 4))
+
+
 def test_reduce_window_init_value_and_integers(executor):
     x = np.arange(12, dtype=np.int64).reshape(3, 4)
+    want_sum, want_max = _integer_windows_reference()
     got = ax.lax.reduce_window(ax.asarray(x), 5, ax.add, (2, 2), (1, 2), "VALID")
-    want = jax.lax.reduce_window(jnp.asarray(x), 5, jax.lax.add, (2, 2), (1, 2), "VALID")
-    np.testing.assert_array_equal(to_numpy(got), np.asarray(want))
+    assert want_sum.dtype == np.int64
+    np.testing.assert_array_equal(to_numpy(got), want_sum)
     got = ax.lax.reduce_window(ax.asarray(x), np.iinfo(np.int64).min, ax.maximum, (3, 3), (1, 1), "SAME")
-    want = jax.lax.reduce_window(jnp.asarray(x), np.iinfo(np.int64).min, jax.lax.max, (3, 3), (1, 1), "SAME")
-    np.testing.assert_array_equal(to_numpy(got), np.asarray(want))
+    np.testing.assert_array_equal(to_numpy(got), want_max)
     assert ax.lax.reduce_window(ax.zeros((1, 3)), 0.0, ax.add, (1, 4), None, "VALID").shape == (1, 0)
     with pytest.raises(NotImplementedError, match="computation"):
         ax.lax.reduce_window(ax.asarray(x), 0, lambda a, b: a - b, (2, 2))
 
 
-_POOL_REFERENCES: dict = {}
+POOL_PADDINGS = ["VALID", "SAME", ((1, 1), (0, 1))]
 
 
-def _pools_reference(x, full_pad):
-    """JAX's max and sum windows of 2x2 over ``x``, the count of covered elements per window, and
-    the gradient of sum((sum window / counts) ** 2); once per padding, one jax.jit program."""
-    if full_pad not in _POOL_REFERENCES:
-        args = ((1, 1, 2, 2), (1, 1, 2, 2), full_pad)
+def _pool_operands():
+    """The NCHW float32 operand of test_pools_nchw and the NHWC float64 one of test_pool_axes_for_nhwc."""
+    return (np.random.default_rng(6).normal(size=(2, 3, 5, 6)).astype(np.float32),
+            np.random.default_rng(7).normal(size=(2, 6, 4, 3)))
 
-        def pools(v):
+
+@functools.cache
+def _pools_references():
+    """Per padding (its index in POOL_PADDINGS): JAX's max and sum windows of 2x2 over the NCHW operand,
+    the count of covered elements per window, and the gradient of sum((sum window / counts) ** 2); and
+    (as "nhwc") the max of 2x2 windows with strides (2, 1) over axes 1 and 2 of the NHWC operand."""
+
+    def every_padding(v, nhwc):
+        out = {}
+        for i, padding in enumerate(POOL_PADDINGS):
+            args = ((1, 1, 2, 2), (1, 1, 2, 2), padding if isinstance(padding, str) else ((0, 0), (0, 0)) + padding)
             counts = jax.lax.reduce_window(jnp.ones_like(v), 0.0, jax.lax.add, *args)
-            loss = lambda u: jnp.sum((jax.lax.reduce_window(u, 0.0, jax.lax.add, *args) / counts) ** 2)  # noqa: E731
-            return (jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, *args),
-                    jax.lax.reduce_window(v, 0.0, jax.lax.add, *args), counts, jax.grad(loss)(v))
+            loss = lambda u, a=args, n=counts: jnp.sum((jax.lax.reduce_window(u, 0.0, jax.lax.add, *a) / n) ** 2)  # noqa: E731
+            out[str(i)] = (jax.lax.reduce_window(v, -jnp.inf, jax.lax.max, *args),
+                           jax.lax.reduce_window(v, 0.0, jax.lax.add, *args), counts, jax.grad(loss)(v))
+        out["nhwc"] = jax.lax.reduce_window(nhwc, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 1, 1), "VALID")
+        return out
 
-        _POOL_REFERENCES[full_pad] = _host(jax.jit(pools)(jnp.asarray(x)))
-    return _POOL_REFERENCES[full_pad]
+    return _jitted(every_padding, *_pool_operands())
 
 
-@pytest.mark.parametrize("padding", ["VALID", "SAME", ((1, 1), (0, 1))])
+@pytest.mark.parametrize("padding", POOL_PADDINGS)
 def test_pools_nchw(executor, padding):
-    x = np.random.default_rng(6).normal(size=(2, 3, 5, 6)).astype(np.float32)
-    full_pad = padding if isinstance(padding, str) else ((0, 0), (0, 0)) + padding
-    mx, sm, counts, h = _pools_reference(x, full_pad)
+    x = _pool_operands()[0]
+    mx, sm, counts, h = _pools_references()[str(POOL_PADDINGS.index(padding))]
     xa = ax.asarray(x)
     np.testing.assert_allclose(to_numpy(ax.lax.max_pool(xa, (2, 2), padding=padding)), np.asarray(mx), rtol=1e-6)
     np.testing.assert_allclose(to_numpy(ax.lax.sum_pool(xa, (2, 2), padding=padding)), np.asarray(sm), rtol=1e-6)
@@ -326,10 +409,9 @@ def test_pools_nchw(executor, padding):
 
 
 def test_pool_axes_for_nhwc(executor):
-    x = np.random.default_rng(7).normal(size=(2, 6, 4, 3))
+    x = _pool_operands()[1]
     got = ax.lax.max_pool(ax.asarray(x), (2, 2), strides=(2, 1), axes=(1, 2))
-    want = jax.lax.reduce_window(jnp.asarray(x), -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 1, 1), "VALID")
-    np.testing.assert_allclose(to_numpy(got), np.asarray(want))
+    np.testing.assert_allclose(to_numpy(got), _pools_references()["nhwc"])
     ax.check_grads(lambda v: ax.lax.max_pool(v, (2, 2), axes=(1, 2)), (ax.asarray(x),), order=2)
 
 
@@ -354,7 +436,7 @@ def _max_pool_reference(xs, t):
         jloss = lambda v: jnp.sum(jnp.sin(jpool(v)))  # noqa: E731
         program = jax.jit(lambda vs, u: (jax.vmap(jpool)(vs), jax.vmap(jax.grad(jloss))(vs),
                                          jax.jvp(jax.grad(jloss), (vs[0],), (u,))[1]))
-        _MAX_POOL_REFERENCE.append(_host(program(jnp.asarray(xs), jnp.asarray(t))))
+        _MAX_POOL_REFERENCE.append(_host(program(xs, t)))
     return _MAX_POOL_REFERENCE[0]
 
 
@@ -379,16 +461,29 @@ def test_max_pool_vmap_jit_and_second_order(executor):
 # -- dynamic slices ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("starts", [(1, 2), (-1, 0), (5, 9), (-20, -7), (0, 3)])
+SLICE_STARTS = [(1, 2), (-1, 0), (5, 9), (-20, -7), (0, 3)]
+
+
+@functools.cache
+def _dynamic_slice_references():
+    """JAX's 2x3 slice of arange(20) as 4x5 from each of SLICE_STARTS, and its update by -1 there."""
+
+    def every_start(x, u):
+        return [(jax.lax.dynamic_slice(x, s, (2, 3)), jax.lax.dynamic_update_slice(x, u, s)) for s in SLICE_STARTS]
+
+    return _jitted(every_start, np.arange(20.0).reshape(4, 5), np.full((2, 3), -1.0))
+
+
+@pytest.mark.parametrize("starts", SLICE_STARTS)
 def test_dynamic_slice_clamps_as_jax(executor, starts):
     x = np.arange(20.0).reshape(4, 5)
-    want = jax.lax.dynamic_slice(jnp.asarray(x), starts, (2, 3))
-    np.testing.assert_array_equal(to_numpy(ax.lax.dynamic_slice(ax.asarray(x), starts, (2, 3))), np.asarray(want))
+    want, want_update = _dynamic_slice_references()[SLICE_STARTS.index(starts)]
+    np.testing.assert_array_equal(to_numpy(ax.lax.dynamic_slice(ax.asarray(x), starts, (2, 3))), want)
     traced = ax.jit(lambda v, i, j: ax.lax.dynamic_slice(v, (i, j), (2, 3)))(
         ax.asarray(x), ax.asarray(starts[0]), ax.asarray(starts[1]))
-    np.testing.assert_array_equal(to_numpy(traced), np.asarray(want))
+    np.testing.assert_array_equal(to_numpy(traced), want)
     u = np.full((2, 3), -1.0)
-    want = jax.lax.dynamic_update_slice(jnp.asarray(x), jnp.asarray(u), starts)
+    want = want_update
     got = ax.lax.dynamic_update_slice(ax.asarray(x), ax.asarray(u), starts)
     np.testing.assert_array_equal(to_numpy(got), np.asarray(want))
     got = ax.jit(lambda v, w, i: ax.lax.dynamic_update_slice(v, w, (i, starts[1])))(
@@ -396,20 +491,33 @@ def test_dynamic_slice_clamps_as_jax(executor, starts):
     np.testing.assert_array_equal(to_numpy(got), np.asarray(want))
 
 
+IN_DIM_STARTS = (2, -2, 7)
+
+
+@functools.cache
+def _in_dim_references():
+    """JAX's slices of 3 columns of arange(24) as 4x6 from each of IN_DIM_STARTS, its updates by two
+    columns of zeros there, and the gradient of the sum of squares of its 2x2 slice at (3, 1)."""
+
+    def every_start(x):
+        cols = [(jax.lax.dynamic_slice_in_dim(x, s, 3, axis=1),
+                 jax.lax.dynamic_update_slice_in_dim(x, jnp.zeros((4, 2)), s, axis=1)) for s in IN_DIM_STARTS]
+        return cols, jax.grad(lambda v, i: jnp.sum(jax.lax.dynamic_slice(v, (i, 1), (2, 2)) ** 2))(x, 3)
+
+    return _jitted(every_start, np.arange(24.0).reshape(4, 6))
+
+
 def test_dynamic_slice_in_dim_and_grads(executor):
     x = np.arange(24.0).reshape(4, 6)
-    for start in (2, -2, 7):
-        want = jax.lax.dynamic_slice_in_dim(jnp.asarray(x), start, 3, axis=1)
-        np.testing.assert_array_equal(to_numpy(ax.lax.dynamic_slice_in_dim(ax.asarray(x), start, 3, axis=1)),
-                                      np.asarray(want))
-        want = jax.lax.dynamic_update_slice_in_dim(jnp.asarray(x), jnp.zeros((4, 2)), start, axis=1)
+    cols, h = _in_dim_references()
+    for start, (want, want_update) in zip(IN_DIM_STARTS, cols):
+        np.testing.assert_array_equal(to_numpy(ax.lax.dynamic_slice_in_dim(ax.asarray(x), start, 3, axis=1)), want)
         got = ax.lax.dynamic_update_slice_in_dim(ax.asarray(x), ax.zeros((4, 2)), start, axis=1)
-        np.testing.assert_array_equal(to_numpy(got), np.asarray(want))
+        np.testing.assert_array_equal(to_numpy(got), want_update)
     got = ax.lax.dynamic_index_in_dim(ax.asarray(x), 1, axis=0, keepdims=False)
     np.testing.assert_array_equal(to_numpy(got), x[1])
     g = ax.grad(lambda v, i: ax.sum(ax.lax.dynamic_slice(v, (i, 1), (2, 2)) ** 2))(ax.asarray(x), ax.asarray(3))
-    h = jax.grad(lambda v, i: jnp.sum(jax.lax.dynamic_slice(v, (i, 1), (2, 2)) ** 2))(jnp.asarray(x), 3)
-    np.testing.assert_array_equal(to_numpy(g), np.asarray(h))
+    np.testing.assert_array_equal(to_numpy(g), h)
     starts = ax.asarray([1, 4])
     np.testing.assert_array_equal(to_numpy(ax.lax.dynamic_slice(ax.asarray(x), starts, (2, 2))), x[1:3, 4:6])
     with pytest.raises(TypeError, match="dynamic_update_slice"):
@@ -418,15 +526,23 @@ def test_dynamic_slice_in_dim_and_grads(executor):
         ax.lax.dynamic_slice(ax.asarray(x), (0, 0), (5, 1))
 
 
+def _index_operands():
+    return np.arange(6.0), np.array([0, 2, 2, 5]), np.array([10.0, -1.0, 3.0, 7.0])
+
+
+@functools.cache
+def _index_references():
+    """JAX's x.at[idx].add(y), .min(y) and .max(y) (a repeated index among them)."""
+    return _jitted(lambda a, i, b: (a.at[i].add(b), a.at[i].min(b), a.at[i].max(b)), *_index_operands())
+
+
 def test_index_helpers_match_at(executor):
-    x = np.arange(6.0)
-    idx = np.array([0, 2, 2, 5])
-    y = np.array([10.0, -1.0, 3.0, 7.0])
+    x, idx, y = _index_operands()
     xa, ia, ya = ax.asarray(x), ax.asarray(idx), ax.asarray(y)
-    xj, ij, yj = jnp.asarray(x), jnp.asarray(idx), jnp.asarray(y)
-    np.testing.assert_array_equal(to_numpy(ax.lax.index_add(xa, ia, ya)), np.asarray(xj.at[ij].add(yj)))
-    np.testing.assert_array_equal(to_numpy(ax.lax.index_min(xa, ia, ya)), np.asarray(xj.at[ij].min(yj)))
-    np.testing.assert_array_equal(to_numpy(ax.lax.index_max(xa, ia, ya)), np.asarray(xj.at[ij].max(yj)))
+    added, smallest, largest = _index_references()
+    np.testing.assert_array_equal(to_numpy(ax.lax.index_add(xa, ia, ya)), added)
+    np.testing.assert_array_equal(to_numpy(ax.lax.index_min(xa, ia, ya)), smallest)
+    np.testing.assert_array_equal(to_numpy(ax.lax.index_max(xa, ia, ya)), largest)
     np.testing.assert_array_equal(to_numpy(ax.lax.index_update(xa, slice(1, 3), 0.5)), [0, 0.5, 0.5, 3, 4, 5])
     np.testing.assert_array_equal(to_numpy(xa), x)  # functional: x itself is unchanged
 
@@ -434,36 +550,53 @@ def test_index_helpers_match_at(executor):
 # -- sorting -----------------------------------------------------------------------------------------------
 
 
-_TOP_K_GRAD = jax.jit(jax.grad(lambda a: jnp.sum(jax.lax.top_k(a, 2)[0] ** 2)))  # compiled once, not per executor
+TOP_KS = (0, 1, 3, 6)
+
+
+def _top_k_operands():
+    return np.array([[3, 1, 3, 2, 3, 0], [5, 5, 1, 5, 2, 2]]), np.random.default_rng(8).normal(size=(3, 7))
+
+
+@functools.cache
+def _top_k_references():
+    """JAX's top_k of the tied integers for each of TOP_KS, top 3 of the floats along axis 0, and the
+    gradient of the sum of squares of their top 2 (along the last axis)."""
+    return _jitted(lambda x, xf: ([jax.lax.top_k(x, k) for k in TOP_KS], jax.lax.top_k(xf, 3, axis=0),
+                                  jax.grad(lambda a: jnp.sum(jax.lax.top_k(a, 2)[0] ** 2))(xf)),
+                   *_top_k_operands())
 
 
 def test_top_k_with_ties_matches_jax(executor):
-    x = np.array([[3, 1, 3, 2, 3, 0], [5, 5, 1, 5, 2, 2]])
-    for k in (0, 1, 3, 6):
+    x, xf = _top_k_operands()
+    per_k, (jv0, ji0), h = _top_k_references()
+    for k, (jv, ji) in zip(TOP_KS, per_k):
         v, i = ax.lax.top_k(ax.asarray(x), k)
-        jv, ji = jax.lax.top_k(jnp.asarray(x), k)
-        np.testing.assert_array_equal(to_numpy(v), np.asarray(jv))
-        np.testing.assert_array_equal(to_numpy(i), np.asarray(ji))
-    xf = np.random.default_rng(8).normal(size=(3, 7))
+        np.testing.assert_array_equal(to_numpy(v), jv)
+        np.testing.assert_array_equal(to_numpy(i), ji)
     v, i = ax.lax.top_k(ax.asarray(xf), 3, axis=0)
-    jv, ji = jax.lax.top_k(jnp.asarray(xf), 3, axis=0)
-    np.testing.assert_array_equal(to_numpy(v), np.asarray(jv))
-    np.testing.assert_array_equal(to_numpy(i), np.asarray(ji))
+    np.testing.assert_array_equal(to_numpy(v), jv0)
+    np.testing.assert_array_equal(to_numpy(i), ji0)
     g = ax.grad(lambda a: ax.sum(ax.lax.top_k(a, 2)[0] ** 2))(ax.asarray(xf))
-    h = _TOP_K_GRAD(jnp.asarray(xf))
-    np.testing.assert_allclose(to_numpy(g), np.asarray(h))
+    np.testing.assert_allclose(to_numpy(g), h)
     with pytest.raises(ValueError, match="top_k"):
         ax.lax.top_k(ax.asarray(xf), 8)
 
 
-def test_sort_key_val_matches_jax(executor):
+@functools.cache
+def _sort_key_val_references():
+    """JAX's sort_key_val of the tied keys and their values along the last axis and along axis 0."""
     keys = np.array([[3.0, 1.0, 2.0, 1.0], [0.5, -1.0, 0.5, 2.0]])
+    return keys, _jitted(lambda k, v: [jax.lax.sort_key_val(k, v, dimension=d) for d in (-1, 0)],
+                         keys, np.arange(8).reshape(2, 4))
+
+
+def test_sort_key_val_matches_jax(executor):
+    keys, per_dim = _sort_key_val_references()
     vals = np.arange(8).reshape(2, 4)
-    for dim in (-1, 0):
+    for dim, (jk, jv) in zip((-1, 0), per_dim):
         k, v = ax.lax.sort_key_val(ax.asarray(keys), ax.asarray(vals), dimension=dim)
-        jk, jv = jax.lax.sort_key_val(jnp.asarray(keys), jnp.asarray(vals), dimension=dim)
-        np.testing.assert_array_equal(to_numpy(k), np.asarray(jk))
-        np.testing.assert_array_equal(to_numpy(v), np.asarray(jv))
+        np.testing.assert_array_equal(to_numpy(k), jk)
+        np.testing.assert_array_equal(to_numpy(v), jv)
 
 
 def test_control_flow_is_reexported():
