@@ -1,6 +1,7 @@
 """arrayx.nn against jax.nn / jax.scipy.special on every executor: values, dtypes, gradients."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -44,15 +45,15 @@ UNARY = {
 }
 
 
-_JAX_RESULTS: dict = {}
+def _jitted(fn, *operands):
+    """``jax.jit(fn)(*operands)`` as NumPy arrays: one XLA program (eagerly, each operation of a
+    composite compiles on its own), the operands passed as the host arrays they are (``jnp.asarray``
+    of a host array compiles a program of its own per shape and dtype)."""
+    return jax.tree_util.tree_map(np.asarray, jax.jit(fn)(*operands))
 
 
-def _jax_result(key, fn, *args):
-    """``jax.jit(fn)(*args)`` as NumPy arrays, once per module and ``key``: one XLA program (eagerly,
-    each operation of a composite compiles on its own), shared by the executors' items."""
-    if key not in _JAX_RESULTS:
-        _JAX_RESULTS[key] = jax.tree_util.tree_map(np.asarray, jax.jit(fn)(*(jnp.asarray(a) for a in args)))
-    return _JAX_RESULTS[key]
+#: JAX's side of each check is made once per module (functools.cache: every executor's item reuses
+#: it), all the cases of a test in one jax.jit program
 
 
 def _input(domain, dtype, seed=0):
@@ -72,10 +73,28 @@ def test_values_and_dtypes_match_jax(executor, name, dtype):
     fn, ref, domain = UNARY[name]
     x = _input(domain, dtype)
     got = fn(ax.asarray(x))
-    want = _jax_result(("value", name, dtype), ref, x)
+    want = _values_references()[f"{name}/{dtype}"]
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     assert got.shape == want.shape
     np.testing.assert_allclose(to_numpy(got), want, **TOL[np.dtype(dtype)])
+
+
+@functools.cache
+def _values_references():
+    """JAX's value of every function of UNARY on its input in both dtypes, by "name/dtype"."""
+    operands = {f"{n}/{d}": _input(UNARY[n][2], d) for n in UNARY for d in ("float32", "float64")}
+    return _jitted(lambda xs: {k: UNARY[k.split("/")[0]][1](x) for k, x in xs.items()}, operands)
+
+
+@functools.cache
+def _gradients_references():
+    """JAX's gradient of sum(f(v) * sin(v)) of every function of UNARY at its float64 input (seed 1), by name."""
+    operands = {n: _input(UNARY[n][2], "float64", seed=1) for n in UNARY}
+
+    def every_function(xs):
+        return {n: jax.grad(lambda v, f=UNARY[n][1]: jnp.sum(f(v) * jnp.sin(v)))(x) for n, x in xs.items()}
+
+    return _jitted(every_function, operands)
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -84,7 +103,7 @@ def test_gradients_match_jax_and_pass_check_grads(executor, name):
     x = _input(domain, "float64", seed=1)
     xa = ax.asarray(x)
     got = ax.grad(lambda v: ax.sum(fn(v) * ax.sin(v)))(xa)
-    want = _jax_result(("grad", name), jax.grad(lambda v: jnp.sum(ref(v) * jnp.sin(v))), x)
+    want = _gradients_references()[name]
     np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-9, atol=1e-12)
     ax.check_grads(fn, (xa,), order=2)
 
@@ -110,52 +129,92 @@ def test_stable_for_large_inputs_without_warnings(executor):
     np.testing.assert_allclose(sm, [1.0, 0.0, 0.0])
 
 
+def _logsumexp_b_operands():
+    return np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]]), np.array([[1.0, -2.0, 0.5], [2.0, 1.0, 0.25]])
+
+
+@functools.cache
+def _logsumexp_b_references():
+    """JAX's logsumexp of a weighted by b along axis 1 with its sign, and the gradient of the sum of
+    logsumexp along axis 0 weighted by |b|."""
+    return _jitted(lambda u, c: (jax.nn.logsumexp(u, axis=1, b=c, return_sign=True),
+                                 jax.grad(lambda v: jnp.sum(jax.nn.logsumexp(v, axis=0, b=jnp.abs(c))))(u)),
+                   *_logsumexp_b_operands())
+
+
 def test_logsumexp_b_and_return_sign(executor):
-    a = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]])
-    b = np.array([[1.0, -2.0, 0.5], [2.0, 1.0, 0.25]])
+    a, b = _logsumexp_b_operands()
     val, sign = ax.nn.logsumexp(ax.asarray(a), axis=1, b=ax.asarray(b), return_sign=True)
-    jval, jsign = _jax_result("logsumexp_b", lambda u, c: jax.nn.logsumexp(u, axis=1, b=c, return_sign=True), a, b)
+    (jval, jsign), jg = _logsumexp_b_references()
     np.testing.assert_allclose(to_numpy(val), np.asarray(jval), rtol=1e-12)
     np.testing.assert_array_equal(to_numpy(sign), np.asarray(jsign))
     plain = to_numpy(ax.nn.logsumexp(ax.asarray(a), axis=1, b=ax.asarray(b)))
     assert np.isnan(plain[0]) and np.isclose(plain[1], np.asarray(jval)[1])
     g = ax.grad(lambda v: ax.sum(ax.nn.logsumexp(v, axis=0, b=ax.asarray(np.abs(b)))))(ax.asarray(a))
-    jg = _jax_result("logsumexp_b_grad",
-                     jax.grad(lambda v, c: jnp.sum(jax.nn.logsumexp(v, axis=0, b=jnp.abs(c)))), a, b)
     np.testing.assert_allclose(to_numpy(g), np.asarray(jg), rtol=1e-12)
     empty = ax.nn.logsumexp(ax.zeros((2, 0)), axis=1)
     np.testing.assert_array_equal(to_numpy(empty), [-np.inf, -np.inf])
 
 
+def _softmax_where_operands():
+    return (np.random.default_rng(3).normal(size=(2, 4)),
+            np.array([[True, False, True, True], [False, True, True, False]]))
+
+
+@functools.cache
+def _softmax_where_references():
+    """JAX's softmax and log_softmax of x over the elements where the mask is true."""
+    return _jitted(lambda v, m: (jax.nn.softmax(v, where=m), jax.nn.log_softmax(v, where=m)),
+                   *_softmax_where_operands())
+
+
 def test_softmax_where_matches_jax(executor):
-    x = np.random.default_rng(3).normal(size=(2, 4))
-    mask = np.array([[True, False, True, True], [False, True, True, False]])
+    x, mask = _softmax_where_operands()
+    want, want_log = _softmax_where_references()
     got = ax.nn.softmax(ax.asarray(x), where=ax.asarray(mask))
-    want = jax.nn.softmax(jnp.asarray(x), where=jnp.asarray(mask))
-    np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-12, atol=1e-15)
     got = ax.nn.log_softmax(ax.asarray(x), where=ax.asarray(mask))
-    want = jax.nn.log_softmax(jnp.asarray(x), where=jnp.asarray(mask))
-    np.testing.assert_allclose(to_numpy(got), np.asarray(want), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(got), want_log, rtol=1e-12)
+
+
+ONE_HOT_AXES = (-1, 0, 1)
+
+
+@functools.cache
+def _one_hot_references():
+    """JAX's one_hot of 4 classes of [[0, 2], [5, -1]] along each of ONE_HOT_AXES (two out of range)."""
+    x = np.array([[0, 2], [5, -1]])
+    return x, _jitted(lambda v: [jax.nn.one_hot(v, 4, axis=a) for a in ONE_HOT_AXES], x)
 
 
 def test_one_hot_matches_jax(executor):
-    x = np.array([[0, 2], [5, -1]])
-    for axis in (-1, 0, 1):
+    x, wants = _one_hot_references()
+    for axis, want in zip(ONE_HOT_AXES, wants):
         got = ax.nn.one_hot(ax.asarray(x), 4, axis=axis)
-        want = jax.nn.one_hot(jnp.asarray(x), 4, axis=axis)
         assert got.dtype == want.dtype
-        np.testing.assert_array_equal(to_numpy(got), np.asarray(want))
+        np.testing.assert_array_equal(to_numpy(got), want)
     assert ax.nn.one_hot(ax.asarray([1]), 3, dtype=ax.float32).dtype == ax.float32
     with pytest.raises(TypeError, match="one_hot"):
         ax.nn.one_hot(ax.asarray([1.5]), 3)
+
+
+@functools.cache
+def _relu_gradient_reference():
+    """JAX's gradient of sum(relu(v)) at [-1, 0, 2] (0 at the kink)."""
+    return _jitted(jax.grad(lambda v: jnp.sum(jax.nn.relu(v))), np.array([-1.0, 0.0, 2.0]))
 
 
 def test_relu_keeps_integers_and_has_zero_derivative_at_zero(executor):
     assert ax.nn.relu(ax.asarray([-2, 0, 3])).dtype == ax.int64
     np.testing.assert_array_equal(to_numpy(ax.nn.relu(ax.asarray([-2, 0, 3]))), [0, 0, 3])
     g = ax.grad(lambda v: ax.sum(ax.nn.relu(v)))(ax.asarray([-1.0, 0.0, 2.0]))
-    np.testing.assert_array_equal(to_numpy(g), np.asarray(jax.grad(lambda v: jnp.sum(jax.nn.relu(v)))(
-        jnp.asarray([-1.0, 0.0, 2.0]))))
+    np.testing.assert_array_equal(to_numpy(g), _relu_gradient_reference())
+
+
+@functools.cache
+def _erfinv_reference():
+    """JAX's erfinv of linspace(-0.9, 0.9, 6) as 2x3."""
+    return _jitted(jss.erfinv, np.linspace(-0.9, 0.9, 6).reshape(2, 3))
 
 
 def test_erf_family_edges_and_jit_vmap(executor):
@@ -166,8 +225,7 @@ def test_erf_family_edges_and_jit_vmap(executor):
     assert inv[0] == -np.inf and inv[1] == np.inf and np.isnan(inv[2])
     assert ax.nn.erf(ax.asarray([1, 2])).dtype == ax.float64  # integers promote, as in JAX
     v = ax.asarray(np.linspace(-0.9, 0.9, 6).reshape(2, 3))
-    np.testing.assert_allclose(to_numpy(ax.jit(ax.nn.erfinv)(v)), np.asarray(jss.erfinv(jnp.asarray(to_numpy(v)))),
-                               rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(ax.jit(ax.nn.erfinv)(v)), _erfinv_reference(), rtol=1e-12)
     np.testing.assert_allclose(to_numpy(ax.vmap(ax.nn.erf)(v)), to_numpy(ax.nn.erf(v)), rtol=1e-15)
     with pytest.raises(TypeError, match="erf"):
         ax.nn.erf(ax.asarray([1j]))
