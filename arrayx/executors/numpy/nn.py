@@ -4,6 +4,7 @@ ufuncs where SciPy is installed; without SciPy the C library's ``erf``/``erfc`` 
 Numba executor's table starts as this one's.  The primitives and their rules: ``arrayx/nn.py``."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -38,5 +39,25 @@ def host_special(name: str):
     return getattr(special, name)
 
 
+@functools.cache
+def _resolved(name: str):
+    return host_special(name)
+
+
+# SciPy is imported on the first call, not with arrayx: ``scipy.special`` takes ~0.45 s to import, which
+# every process that imports arrayx paid before (module-level functions, so Dask names their tasks the
+# same in every process)
+def erf(x):
+    return _resolved("erf")(x)
+
+
+def erfc(x):
+    return _resolved("erfc")(x)
+
+
+def erfinv(x):
+    return _resolved("erfinv")(x)
+
+
 #: primitive name -> NumPy's implementation (merged into ``NumpyExecutor.overrides``)
-TABLE = {name: host_special(name) for name in ("erf", "erfc", "erfinv")}
+TABLE = {"erf": erf, "erfc": erfc, "erfinv": erfinv}
