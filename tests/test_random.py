@@ -349,27 +349,39 @@ def test_truncated_normal_with_infinite_bound_matches_jax(jrandom):
         np.testing.assert_allclose(got, want, rtol=1e-13)
 
 
+def _jax_draws(jk, draws, *arrays):
+    """jax.random's ``draws(jk, *arrays)`` (a tuple) as one jitted program with the arrays as arguments,
+    not constants XLA could fold: the same bits as the eager calls, whose operations outside jax.random's
+    own jit programs (cumulative sums, sorts, conversions) compile a program each."""
+    return jax.jit(draws)(jk, *(jnp.asarray(a) for a in arrays))
+
+
 @needs_jax
 def test_bernoulli_matches_jax(jrandom):
     k, jk = xr.key(8), jrandom.PRNGKey(8)
-    same(xr.bernoulli(k, 0.3, (3, 4)), jrandom.bernoulli(jk, 0.3, (3, 4)))
-    same(xr.bernoulli(k), jrandom.bernoulli(jk))
     p = np.linspace(0.05, 0.95, 12).reshape(3, 4)
-    same(xr.bernoulli(k, xp.asarray(p)), jrandom.bernoulli(jk, jnp.asarray(p)))
-    same(xr.bernoulli(k, xp.asarray(p, dtype=xp.float32), (2, 3, 4)), jrandom.bernoulli(jk, jnp.asarray(p, jnp.float32), (2, 3, 4)))
-    same(xr.bernoulli(k, 1e-3, (3, 4), mode="high"), jrandom.bernoulli(jk, 1e-3, (3, 4), mode="high"))
+    want = _jax_draws(jk, lambda jk, p, p32: (
+        jrandom.bernoulli(jk, 0.3, (3, 4)), jrandom.bernoulli(jk), jrandom.bernoulli(jk, p),
+        jrandom.bernoulli(jk, p32, (2, 3, 4)), jrandom.bernoulli(jk, 1e-3, (3, 4), mode="high")), p, p.astype(np.float32))
+    same(xr.bernoulli(k, 0.3, (3, 4)), want[0])
+    same(xr.bernoulli(k), want[1])
+    same(xr.bernoulli(k, xp.asarray(p)), want[2])
+    same(xr.bernoulli(k, xp.asarray(p, dtype=xp.float32), (2, 3, 4)), want[3])
+    same(xr.bernoulli(k, 1e-3, (3, 4), mode="high"), want[4])
 
 
 @needs_jax
 def test_permutation_matches_jax(jrandom):
     x = np.arange(24.0).reshape(4, 6)
+    program = jax.jit(lambda jk, x: (jrandom.permutation(jk, 10), jrandom.permutation(jk, x),
+                                     jrandom.permutation(jk, x, axis=1),
+                                     jrandom.permutation(jk, x, axis=1, independent=True)))
     for seed in (0, 3):
-        k, jk = xr.key(seed), jrandom.PRNGKey(seed)
-        same(xr.permutation(k, 10), jrandom.permutation(jk, 10))
-        same(xr.permutation(k, xp.asarray(x)), jrandom.permutation(jk, jnp.asarray(x)))
-        same(xr.permutation(k, xp.asarray(x), axis=1), jrandom.permutation(jk, jnp.asarray(x), axis=1))
-        same(xr.permutation(k, xp.asarray(x), axis=1, independent=True),
-             jrandom.permutation(jk, jnp.asarray(x), axis=1, independent=True))
+        k, want = xr.key(seed), program(jrandom.PRNGKey(seed), jnp.asarray(x))  # one program for both keys
+        same(xr.permutation(k, 10), want[0])
+        same(xr.permutation(k, xp.asarray(x)), want[1])
+        same(xr.permutation(k, xp.asarray(x), axis=1), want[2])
+        same(xr.permutation(k, xp.asarray(x), axis=1, independent=True), want[3])
 
 
 @needs_jax
@@ -377,42 +389,54 @@ def test_choice_matches_jax(jrandom):
     x = np.arange(24.0).reshape(4, 6)
     p = np.array([0.1, 0.2, 0.3, 0.4])
     k, jk = xr.key(6), jrandom.PRNGKey(6)
-    same(xr.choice(k, 10, (3, 2)), jrandom.choice(jk, 10, (3, 2)))
-    same(xr.choice(k, 10, (5,), replace=False), jrandom.choice(jk, 10, (5,), replace=False))
-    same(xr.choice(k, xp.asarray(x), (2, 2), axis=1), jrandom.choice(jk, jnp.asarray(x), (2, 2), axis=1))
-    same(xr.choice(k, xp.asarray(x), (3,), replace=False, axis=1),
-         jrandom.choice(jk, jnp.asarray(x), (3,), replace=False, axis=1))
-    same(xr.choice(k, 4, (7,), p=xp.asarray(p)), jrandom.choice(jk, 4, (7,), p=jnp.asarray(p)))
-    same(xr.choice(k, 4, (3,), replace=False, p=xp.asarray(p)), jrandom.choice(jk, 4, (3,), replace=False, p=jnp.asarray(p)))
+    want = _jax_draws(jk, lambda jk, x, p: (
+        jrandom.choice(jk, 10, (3, 2)), jrandom.choice(jk, 10, (5,), replace=False),
+        jrandom.choice(jk, x, (2, 2), axis=1), jrandom.choice(jk, x, (3,), replace=False, axis=1),
+        jrandom.choice(jk, 4, (7,), p=p), jrandom.choice(jk, 4, (3,), replace=False, p=p)), x, p)
+    same(xr.choice(k, 10, (3, 2)), want[0])
+    same(xr.choice(k, 10, (5,), replace=False), want[1])
+    same(xr.choice(k, xp.asarray(x), (2, 2), axis=1), want[2])
+    same(xr.choice(k, xp.asarray(x), (3,), replace=False, axis=1), want[3])
+    same(xr.choice(k, 4, (7,), p=xp.asarray(p)), want[4])
+    same(xr.choice(k, 4, (3,), replace=False, p=xp.asarray(p)), want[5])
 
 
 @needs_jax
 def test_categorical_matches_jax(jrandom):
     logits = np.log(np.random.default_rng(0).dirichlet(np.ones(5), size=3))
     k, jk = xr.key(10), jrandom.PRNGKey(10)
-    lx, lj = xp.asarray(logits), jnp.asarray(logits)
-    same(xr.categorical(k, lx), jrandom.categorical(jk, lj))
-    same(xr.categorical(k, lx, axis=0), jrandom.categorical(jk, lj, axis=0))
-    same(xr.categorical(k, lx, shape=(4, 3)), jrandom.categorical(jk, lj, shape=(4, 3)))
+    lx = xp.asarray(logits)
+    want = _jax_draws(jk, lambda jk, lj, lj32: (
+        jrandom.categorical(jk, lj), jrandom.categorical(jk, lj, axis=0), jrandom.categorical(jk, lj, shape=(4, 3)),
+        jrandom.categorical(jk, lj, shape=(2, 3), replace=False), jrandom.categorical(jk, lj32, shape=(200, 3))),
+        logits, logits.astype(np.float32))
+    same(xr.categorical(k, lx), want[0])
+    same(xr.categorical(k, lx, axis=0), want[1])
+    same(xr.categorical(k, lx, shape=(4, 3)), want[2])
     # JAX returns lax.top_k's int32 indices without replacement; arrayx its default int64
     got = xr.categorical(k, lx, shape=(2, 3), replace=False)
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(jrandom.categorical(jk, lj, shape=(2, 3), replace=False)))
-    lx32, lj32 = xp.astype(lx, xp.float32), lj.astype(jnp.float32)  # float32 logits: gumbel in float32
-    same(xr.categorical(k, lx32, shape=(200, 3)), jrandom.categorical(jk, lj32, shape=(200, 3)))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want[3]))
+    lx32 = xp.astype(lx, xp.float32)  # float32 logits: gumbel in float32
+    same(xr.categorical(k, lx32, shape=(200, 3)), want[4])
 
 
 @needs_jax
 def test_original_layout_matches_jax_with_partitionable_off():
     with jax.enable_x64(True), jax.threefry_partitionable(False), xr.threefry_partitionable(False):
         k, jk = xr.key(7), jr.PRNGKey(7)
-        same(xr.split(k, 3), jr.split(jk, 3))
-        same(xr.split(k, (2, 2)), jr.split(jk, (2, 2)))
-        same(xr.fold_in(k, 3), jr.fold_in(jk, 3))
+        want = jax.jit(lambda jk: (  # one program, traced in this layout
+            jr.split(jk, 3), jr.split(jk, (2, 2)), jr.fold_in(jk, 3),
+            [jr.bits(jk, shape, dtype) for dtype in UINTS for shape in ((5,), (2, 7))],
+            jr.uniform(jk, (5, 3)), jr.randint(jk, (5, 3), 0, 7)))(jk)
+        same(xr.split(k, 3), want[0])
+        same(xr.split(k, (2, 2)), want[1])
+        same(xr.fold_in(k, 3), want[2])
+        bits = iter(want[3])
         for dtype in UINTS:
             for shape in ((5,), (2, 7)):
-                same(xr.bits(k, shape, dtype), jr.bits(jk, shape, dtype))
-        same(xr.uniform(k, (5, 3)), jr.uniform(jk, (5, 3)))
-        same(xr.randint(k, (5, 3), 0, 7), jr.randint(jk, (5, 3), 0, 7))
+                same(xr.bits(k, shape, dtype), next(bits))
+        same(xr.uniform(k, (5, 3)), want[4])
+        same(xr.randint(k, (5, 3), 0, 7), want[5])
     assert xr._PARTITIONABLE.get() is True  # restored
 
 
@@ -432,12 +456,14 @@ def _draws():
 
 
 def _float_draws():
+    # the sizes of test_draws_do_not_depend_on_the_executors_math_library: on the jax executor the
+    # eager programs of one size serve both tests
     k = xr.key(123)
     return {
-        "normal32": xr.normal(k, (300,), xp.float32), "normal64": xr.normal(k, (300,)),
-        "exponential32": xr.exponential(k, (300,), xp.float32), "exponential64": xr.exponential(k, (300,)),
-        "gumbel32": xr.gumbel(k, (300,), xp.float32), "gumbel64": xr.gumbel(k, (300,)),
-        "gumbel32-high-2d": xr.gumbel(k, (20, 15), xp.float32, mode="high"),
+        "normal32": xr.normal(k, (20000,), xp.float32), "normal64": xr.normal(k, (20000,)),
+        "exponential32": xr.exponential(k, (30000,), xp.float32), "exponential64": xr.exponential(k, (30000,)),
+        "gumbel32": xr.gumbel(k, (30000,), xp.float32), "gumbel64": xr.gumbel(k, (30000,)),
+        "gumbel32-high-2d": xr.gumbel(k, (200, 150), xp.float32, mode="high"),
     }
 
 

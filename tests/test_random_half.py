@@ -56,10 +56,12 @@ SAMPLERS = {
     "bernoulli": lambda r, k, dt: r.bernoulli(k, dt.type(0.3), (N,)),
     "bernoulli-array": lambda r, k, dt: r.bernoulli(k, _lib(r).asarray(np.linspace(0, 1, N), dtype=dt)),
     "bernoulli-high": lambda r, k, dt: r.bernoulli(k, _lib(r).asarray(np.full(N, 1e-3), dtype=dt), mode="high"),
-    "categorical": lambda r, k, dt: r.categorical(k, _lib(r).asarray(np.linspace(-1, 1, 7), dtype=dt), shape=(N // 7,)),
+    # (N values of noise where a draw's size is free: the jax executor's eager programs of one size;
+    # six logits and six p: the two draws without replacement share theirs)
+    "categorical": lambda r, k, dt: r.categorical(k, _lib(r).asarray(np.linspace(-1, 1, 6), dtype=dt), shape=(N // 6,)),
     "categorical-no-replace": lambda r, k, dt: r.categorical(
-        k, _lib(r).asarray(np.linspace(-1, 1, 7), dtype=dt), shape=(5,), replace=False),
-    "choice-p": lambda r, k, dt: r.choice(k, 4, (N // 4,), p=_lib(r).asarray([0.1, 0.2, 0.3, 0.4], dtype=dt)),
+        k, _lib(r).asarray(np.linspace(-1, 1, 6), dtype=dt), shape=(5,), replace=False),
+    "choice-p": lambda r, k, dt: r.choice(k, 4, (N,), p=_lib(r).asarray([0.1, 0.2, 0.3, 0.4], dtype=dt)),
     "choice-p-no-replace": lambda r, k, dt: r.choice(
         k, 6, (4,), replace=False, p=_lib(r).asarray([0.1, 0.3, 0.05, 0.15, 0.2, 0.2], dtype=dt)),
 }
@@ -90,12 +92,26 @@ def _half_id(v) -> str:
 _EAGER_ON_JAX = {n: i // 2 % 2 == 0 for i, n in enumerate(sorted(SAMPLERS))}
 
 
+#: jax.random's draw of each (sampler, dtype), shared by the executors' items
+_WANTS: dict = {}
+
+
+def _jax_want(name, dtype, seed):
+    """``SAMPLERS[name]`` by jax.random, as one jitted program (the same bits as the eager call, whose
+    operations outside jax.random's own jit programs, e.g. choice's cumulative sum, each compile one),
+    computed once per case for every executor's item."""
+    case = (name, dtype, seed)
+    if case not in _WANTS:
+        _WANTS[case] = _indices(jax.jit(lambda k: SAMPLERS[name](jax.random, k, dtype))(jax.random.PRNGKey(seed)))
+    return _WANTS[case]
+
+
 @pytest.mark.parametrize("executor, name, dtype", covering.on_executors(
     [(n, d) for n in sorted(SAMPLERS) for d in HALVES], ids=_half_id), indirect=["executor"])
 def test_half_draws_match_jax_eagerly_and_under_jit(executor, name, dtype):
     draw = SAMPLERS[name]
     seed = 2**40 + 3  # both key words non-zero
-    want = _indices(draw(jax.random, jax.random.PRNGKey(seed), dtype))
+    want = _jax_want(name, dtype, seed)
     key = ax.random.key(seed)
     both = executor != "jax" or not profile.current().sampled
     if both or _EAGER_ON_JAX[name]:
@@ -115,7 +131,8 @@ def _turns(executor, dtype, items: list) -> list:
 
 @pytest.mark.parametrize("dtype", HALVES, ids=HALF_IDS)
 def test_half_draws_under_vmap_match_jax(executor, dtype):
-    draws = [lambda r, k: r.normal(k, (50,), dtype), lambda r, k: r.truncated_normal(k, -0.5, 1.5, (50,), dtype)]
+    # N // 3 per key: the three keys' N values share the eager hash programs of the draws above
+    draws = [lambda r, k: r.normal(k, (N // 3,), dtype), lambda r, k: r.truncated_normal(k, -0.5, 1.5, (N // 3,), dtype)]
     for draw in _turns(executor, dtype, draws):
         want = jax.vmap(lambda k: draw(jax.random, k))(jax.random.split(jax.random.PRNGKey(3), 3))
         _same_bits(ax.vmap(lambda k: draw(ax.random, k))(ax.random.split(ax.random.key(3), 3)), want)
@@ -171,12 +188,14 @@ def test_half_arithmetic_rounds_each_operation_as_xla_does(executor, dtype):
 def test_subnormal_bounds_and_probabilities_match_jax(executor, dtype):
     # XLA:CPU's bfloat16 arithmetic reads and writes subnormals as zero (bounds, spans, p, the clip of
     # truncated_normal); float16 subnormals are float32 normals there, kept
+    # N values per draw, the size of the draws above: on the jax executor they share its eager programs
     tiny = float(np.finfo(dtype).tiny)
     cases = {
-        "uniform": [lambda r, k, lo=lo, hi=hi: r.uniform(k, (64,), dtype, lo, hi)
+        "uniform": [lambda r, k, lo=lo, hi=hi: r.uniform(k, (N,), dtype, lo, hi)
                     for lo, hi in [(0.0, 3 * tiny), (tiny / 4, 1.0), (-tiny / 8, tiny / 2), (0.5 * tiny, 8 * tiny)]],
-        "bernoulli": [lambda r, k: r.bernoulli(k, _lib(r).asarray(np.tile(np.array([0.0, tiny / 4, tiny, 1e-3], dtype), 16)))],
-        "truncated_normal": [lambda r, k: r.truncated_normal(k, tiny / 4, 2 * tiny, (16,), dtype)],
+        "bernoulli": [lambda r, k: r.bernoulli(
+            k, _lib(r).asarray(np.tile(np.array([0.0, tiny / 4, tiny, 1e-3], dtype), N // 4)))],
+        "truncated_normal": [lambda r, k: r.truncated_normal(k, tiny / 4, 2 * tiny, (N,), dtype)],
     }
     key, jkey = ax.random.key(1), jax.random.PRNGKey(1)
     draws = _turns(executor, dtype, [draw for group in cases.values() for draw in group])
