@@ -164,12 +164,10 @@ def test_tensordot_errors(executor):
         xp.tensordot(a, a, axes=((0,), (0, 1)))
 
 
-@pytest.mark.parametrize(
-    "s1, s2, axis",
-    [((3,), (3,), -1), ((2, 3), (3,), -1), ((4, 1, 3), (5, 3), -1), ((3, 2), (3, 2), -2), ((3, 2), (3, 2), 0),
-     ((2, 4, 3), (4, 3), -2)],
-)
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.int32])
+@pytest.mark.parametrize("executor, s1, s2, axis, dtype", _rotated_on_jax(
+    [(*c, d) for d in [np.float64, np.complex128, np.int32]
+     for c in [((3,), (3,), -1), ((2, 3), (3,), -1), ((4, 1, 3), (5, 3), -1), ((3, 2), (3, 2), -2),
+               ((3, 2), (3, 2), 0), ((2, 4, 3), (4, 3), -2)]]), indirect=["executor"])
 def test_vecdot(executor, s1, s2, axis, dtype):
     a, b = rand(s1, dtype), rand(s2, dtype, seed=1)
     if dtype == np.int32:
