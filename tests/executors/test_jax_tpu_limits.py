@@ -237,3 +237,43 @@ def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude,
     np.testing.assert_allclose(np.asarray(q @ r), np.asarray(tall), rtol=1e-5)
     assert np.asarray(_compiled(jl.scaled_eigvalsh)(np.zeros((3, 3), dtype))).tolist() == [0.0, 0.0, 0.0]
     assert _compiled(jl.scaled_qr)(np.zeros((2, 0, 3), dtype))[1].shape == (2, 0, 3)
+
+
+@pytest.mark.parametrize("name", ["scaled_svd", "scaled_svdvals", "scaled_eigh", "scaled_eigvalsh", "scaled_qr"])
+def test_scaled_forms_of_64_bit_types_shift_no_64_bit_integers(name, on_the_cpu):
+    """On the chip (session 25), ``svd`` of a float64 array raised XLA:TPU's internal "shift-right-arithmetic
+    with different element types" error: the power-of-two scaling took ``frexp``/``ldexp`` of float64,
+    64-bit integer shifts that XLA:TPU's emulation of 64-bit types cannot compile.  The scaled forms make
+    their powers of two in float32 for every dtype, so their float64 and complex128 programs shift no
+    64-bit integer, and still give NumPy's values."""
+    import re
+
+    import jax
+
+    from arrayx.executors.jax import linalg as jl, x64
+
+    fn = getattr(jl, name)
+    rng = np.random.default_rng(3)
+    for dtype in (np.float64, np.complex128):
+        a = rng.standard_normal((2, 4, 4)) * 1e15
+        a = (a + 1j * a[..., ::-1] if dtype is np.complex128 else a).astype(dtype)
+        if name in ("scaled_eigh", "scaled_eigvalsh"):
+            a = (a + np.conj(np.swapaxes(a, -1, -2))) / 2
+        with ax.use_executor("jax"):
+            ax.asarray(0.0)  # the executor loaded: its 64-bit switch set up
+        # in arrayx's 64-bit scope, as the executor calls them
+        text = x64.call_scoped(lambda: str(jax.make_jaxpr(fn)(a)), (), {})
+        got = x64.call_scoped(fn, (a,), {})
+        shifts = [line.strip() for line in text.splitlines()
+                  if re.search(r"\bshift_\w+", line) and re.search(r"\b[iu]64\[", line)]
+        assert not shifts, shifts
+        got = got if isinstance(got, tuple) else (got,)
+        if name in ("scaled_svd", "scaled_svdvals"):
+            s = np.asarray(got[1] if name == "scaled_svd" else got[0])
+            np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+        elif name in ("scaled_eigh", "scaled_eigvalsh"):
+            np.testing.assert_allclose(np.asarray(got[0]), np.linalg.eigvalsh(a), rtol=1e-12,
+                                       atol=1e-12 * np.abs(a).max())
+        else:
+            q, r = (np.asarray(t) for t in got)
+            np.testing.assert_allclose(q @ r, a, rtol=0, atol=1e-12 * np.abs(a).max())

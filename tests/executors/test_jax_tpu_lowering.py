@@ -125,12 +125,26 @@ def test_the_cnn_step_for_a_cpu_keeps_xlas_convolution_and_the_masked_copies():
 
 @pytest.fixture
 def tpu_formulas_on_the_cpu(monkeypatch):
-    """The TPU's formulas chosen on the CPU too, to check their values here."""
+    """The TPU's formulas chosen on the CPU too, to check their values here; on a TPU machine the CPU
+    made the jax executor's and JAX's default device for the test (the values are float64's; the chip's
+    own runs of these formulas: tests/executors/test_tpu_chip.py)."""
+    import jax
+
+    from arrayx.api import _device_dtypes
     from arrayx.executors.jax import lax as jax_lax
 
     monkeypatch.setattr(jax_lax, "POSITION_PRODUCTS_ON", ("tpu", "cpu"))
     monkeypatch.setattr(jax_lax, "SELECT_AND_SCATTER_ON", ("tpu", "cpu"))
-    return jax_lax
+    ex = base.get("jax")
+    cpu = next(d for d in ex.devices() if d.native.platform == "cpu")
+    monkeypatch.setattr(ex, "_default", cpu)
+    _device_dtypes.clear_caches()
+    try:
+        with jax.default_device(cpu.native):
+            yield jax_lax
+    finally:
+        monkeypatch.undo()
+        _device_dtypes.clear_caches()
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "jit"])

@@ -63,14 +63,17 @@ def _power_of_two_scaled(x):
     """(``x`` with each matrix scaled by a power of two to a largest magnitude in [0.5, 1), the two
     exponents that undo it): two factors, each within the normal range even for float32's extremes
     (one factor 2**-128 would be subnormal, and a TPU flushes subnormals to zero).  An all-zero,
-    empty or non-finite matrix is left as it is."""
+    empty or non-finite matrix is left as it is.  The exponents are read and made in float32 for every
+    dtype: XLA:TPU's float64 is emulated with float32's exponent range, and its ``frexp``/``ldexp`` of
+    float64 (64-bit integer shifts) fail to compile there ("shift-right-arithmetic with different
+    element types")."""
     import jax.numpy as jnp
 
-    m = jnp.max(jnp.abs(x), axis=(-2, -1), keepdims=True, initial=0)
+    m = jnp.max(jnp.abs(x), axis=(-2, -1), keepdims=True, initial=0).astype(jnp.float32)
     _, e = jnp.frexp(m)
     e = jnp.where(jnp.isfinite(m) & (m > 0), e, 0)
     half = e // 2
-    one = jnp.ones((), dtype=m.dtype)
+    one = jnp.ones((), dtype=jnp.float32)
     x = x * jnp.ldexp(one, -half).astype(x.dtype) * jnp.ldexp(one, half - e).astype(x.dtype)
     return x, half[..., 0], (e - half)[..., 0]
 
@@ -78,8 +81,9 @@ def _power_of_two_scaled(x):
 def _scaled_back(s, half, rest):
     import jax.numpy as jnp
 
-    one = jnp.ones((), dtype=jnp.finfo(s.dtype).dtype)  # (a real one: ldexp takes no complex; R is)
-    return s * jnp.ldexp(one, half) * jnp.ldexp(one, rest)
+    one = jnp.ones((), dtype=jnp.float32)  # (made in float32 as above)
+    real = jnp.finfo(s.dtype).dtype  # (the factors real: ldexp takes no complex; R is)
+    return s * jnp.ldexp(one, half).astype(real) * jnp.ldexp(one, rest).astype(real)
 
 
 def scaled_svd(x, full_matrices=True):
