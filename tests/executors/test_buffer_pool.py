@@ -426,3 +426,23 @@ def test_numba_native_kernels_write_into_the_pool(pool_on):
     finally:
         ex.thresholds.update(saved)
         ex.min_team_share = share
+
+
+def test_the_special_functions_loaded_late_are_pooled_as_their_ufuncs():
+    """erf/erfc/erfinv of the NumPy executor import SciPy on their first call (not with arrayx), and the
+    pool still takes them as SciPy's ufuncs: a large result lands in a pooled buffer, with the same values."""
+    import subprocess
+    import sys
+
+    from arrayx.executors.numpy import nn
+
+    code = "import sys, arrayx; print('scipy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+    pool = bp.BufferPool()
+    x = np.linspace(-0.99, 0.99, 300_000)
+    for name in ("erf", "erfc", "erfinv"):
+        late = getattr(nn, name)
+        run = bp.pooled(late, pool)
+        assert run is not late and run is not late.ufunc_when_loaded()  # the pooled form of the ufunc
+        np.testing.assert_array_equal(run(x), late(x))

@@ -317,6 +317,9 @@ def pooled(fn, pool: BufferPool):
     ``out=`` of a shape known beforehand (elementwise ufuncs, matmul); ``fn`` itself otherwise."""
     if fn is np.matmul:
         return _pooled_matmul(pool, pool.min_bytes)
+    loaded = getattr(fn, "ufunc_when_loaded", None)  # a stand-in that imports its ufunc late (numpy/nn.py)
+    if loaded is not None:
+        fn = loaded()
     if not isinstance(fn, np.ufunc) or fn.signature is not None or fn.nout != 1:
         return fn
     make = {1: _pooled_unary, 2: _pooled_binary}.get(fn.nin)

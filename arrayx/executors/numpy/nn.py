@@ -44,20 +44,20 @@ def _resolved(name: str):
     return host_special(name)
 
 
-# SciPy is imported on the first call, not with arrayx: ``scipy.special`` takes ~0.45 s to import, which
-# every process that imports arrayx paid before (module-level functions, so Dask names their tasks the
-# same in every process)
-def erf(x):
-    return _resolved("erf")(x)
+def _loaded_on_first_call(name: str):
+    """``name`` as a function that imports SciPy on its first call, not with arrayx (``scipy.special``
+    takes ~0.45 s to import, which every process that imports arrayx paid before); ``.ufunc_when_loaded()``
+    gives the function itself (SciPy's ufunc: the buffer pool writes large results into its buffers,
+    ``common/buffer_pool.pooled``)."""
+    def call(x):
+        return _resolved(name)(x)
+
+    call.__name__ = call.__qualname__ = name  # this module's ``name``: Dask names its tasks alike in every process
+    call.ufunc_when_loaded = functools.partial(_resolved, name)
+    return call
 
 
-def erfc(x):
-    return _resolved("erfc")(x)
-
-
-def erfinv(x):
-    return _resolved("erfinv")(x)
-
+erf, erfc, erfinv = (_loaded_on_first_call(name) for name in ("erf", "erfc", "erfinv"))
 
 #: primitive name -> NumPy's implementation (merged into ``NumpyExecutor.overrides``)
 TABLE = {"erf": erf, "erfc": erfc, "erfinv": erfinv}
