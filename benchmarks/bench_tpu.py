@@ -19,7 +19,9 @@ device's defaults, float32 on a TPU; JAX gives float32 unless x64 is on); and a 
 step timed against itself (the spread of the timing itself on that host).  "speed vs jax" is JAX's
 time / arrayx's time (1.0: the same; the issue's goal is >= 0.97), each call waited for (one host-device
 round trip each: ~0.45 ms on the chip for a tiny op); "pipelined speed vs jax" the same with 20 calls queued
-before one wait (the time per step of a loop that does not wait on each step).  Each row checks that both
+before one wait (the time per step of a loop that does not wait on each step).  Both are the best call of
+each side; the "median" columns are each side's median over the same interleaved calls, which moves less
+between runs on rows where a host-device round trip is most of the time.  Each row checks that both
 libraries agree on the result first.
 
 Matmul precision (issue 41, point 5): a 4096^2 float32 product timed at each precision
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import statistics
 import sys
 import time
 
@@ -56,13 +59,19 @@ def _best(fn, rounds: int, repeat: int) -> float:
 
 
 def _pair_times(fa, fj, rounds, repeat):
-    """Best seconds of each, interleaved round by round."""
+    """(best seconds of each side, median seconds of each side), the sides interleaved round by round
+    (``repeat`` calls of one, then of the other): the best is what each side can do; the median,
+    over ``rounds * repeat`` calls a side, moves less from run to run where one host-device round
+    trip is most of a call (sub-millisecond rows: +-5% between runs for the best, session 25)."""
     fa(), fj()
-    ta = tj = float("inf")
+    ta, tj = [], []  # (the control row times one function on both sides)
     for _ in range(rounds):
-        ta = min(ta, _best(fa, 1, repeat))
-        tj = min(tj, _best(fj, 1, repeat))
-    return ta, tj
+        for fn, times in ((fa, ta), (fj, tj)):
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+    return min(ta), min(tj), statistics.median(ta), statistics.median(tj)
 
 
 #: calls queued before one wait in the pipelined timing
@@ -70,23 +79,19 @@ PIPELINE = 20
 
 
 def _pipelined_pair(qa, wa, qj, wj, rounds):
-    """Best seconds per call of each side with :data:`PIPELINE` calls queued (``q*``: a call without
-    waiting) before one wait on the last result (``w*``), interleaved round by round: the time a
-    training loop that does not wait on each step sees (the device's time per call, when the host
+    """(best, median) seconds per call of each side with :data:`PIPELINE` calls queued (``q*``: a call
+    without waiting) before one wait on the last result (``w*``), interleaved round by round: the time
+    a training loop that does not wait on each step sees (the device's time per call, when the host
     keeps ahead of it), where the per-call rows also count one host-device round trip each."""
-    ta = tj = float("inf")
+    times = {"a": [], "j": []}
     for _ in range(rounds):
         for side, q, w in (("a", qa, wa), ("j", qj, wj)):
             t0 = time.perf_counter()
             for _ in range(PIPELINE - 1):
                 q()
             w(q())
-            t = (time.perf_counter() - t0) / PIPELINE
-            if side == "a":
-                ta = min(ta, t)
-            else:
-                tj = min(tj, t)
-    return ta, tj
+            times[side].append((time.perf_counter() - t0) / PIPELINE)
+    return min(times["a"]), min(times["j"]), statistics.median(times["a"]), statistics.median(times["j"])
 
 
 def _host(v):
@@ -360,13 +365,15 @@ def _measure(fa, fj, tol, rounds, repeat, phase: list, row: dict) -> dict:
         _agree(fa(), fj(), tol)
         row["agree"] = f"within {tol:g}"
     phase[0] = "the timing"
-    ta, tj = _pair_times(fa, fj, rounds, repeat)
-    row.update({"arrayx ms": ta * 1e3, "jax ms": tj * 1e3, "speed vs jax": tj / ta})
+    ta, tj, ma, mj = _pair_times(fa, fj, rounds, repeat)
+    row.update({"arrayx ms": ta * 1e3, "jax ms": tj * 1e3, "speed vs jax": tj / ta,
+                "arrayx median ms": ma * 1e3, "jax median ms": mj * 1e3, "median speed vs jax": mj / ma})
     queued = getattr(fa, "queue", None), getattr(fj, "queue", None)
     if all(queued):
         phase[0] = "the pipelined timing"
-        pa, pj = _pipelined_pair(queued[0], _block_ax, queued[1], jax_block, rounds)
-        row.update({"arrayx ms pipelined": pa * 1e3, "jax ms pipelined": pj * 1e3, "pipelined speed vs jax": pj / pa})
+        pa, pj, qa, qj = _pipelined_pair(queued[0], _block_ax, queued[1], jax_block, rounds)
+        row.update({"arrayx ms pipelined": pa * 1e3, "jax ms pipelined": pj * 1e3, "pipelined speed vs jax": pj / pa,
+                    "pipelined median speed vs jax": qj / qa})
     return row
 
 

@@ -139,9 +139,11 @@ for dt in (np.float32, jnp.bfloat16):
         timeout "${HANG_S:-200}" $PY -m conformance.tpu_hang_probe --limit "${HANG_LIMIT:-25}" --budget "${HANG_BUDGET:-180}" \
             ${HANG_ONLY:+--only "$HANG_ONLY"} --json "$OUT/tpu_hang_probe.json" 2>&1 | tail -30 ;;
     linalg)
-        echo "== linalg at extreme magnitudes against LAPACK's float32 (highest matmul precision)"
-        ARRAYX_MATMUL_PRECISION=highest timeout "${LINALG_S:-200}" $PY -m conformance.tpu_linalg_accuracy \
-            --json "$OUT/tpu_linalg_accuracy.json" 2>&1 | tail -30 ;;
+        # LINALG_DTYPES=float64,complex128: the 64-bit types instead, emulated (ARRAYX_TPU_64BIT=emulate)
+        echo "== linalg at extreme magnitudes against LAPACK in the same dtype (highest matmul precision) ${LINALG_DTYPES:-}"
+        ARRAYX_MATMUL_PRECISION=highest timeout "${LINALG_S:-200}" env ${LINALG_DTYPES:+ARRAYX_TPU_64BIT=emulate} \
+            $PY -m conformance.tpu_linalg_accuracy ${LINALG_DTYPES:+--dtypes "$LINALG_DTYPES"} \
+            --json "$OUT/tpu_linalg_accuracy${LINALG_DTYPES:+_64}.json" 2>&1 | tail -30 ;;
     one)
         # one official test alone, each drawn example printed before it runs, Python's stacks after FAULT_S
         echo "== official $ONE_TEST, verbose"

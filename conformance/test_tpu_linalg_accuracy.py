@@ -41,3 +41,18 @@ def test_a_function_that_loses_accuracy_is_flagged(monkeypatch):
     out = acc.run()
     assert out["worse"] == 1 and out["rows"][0]["worse"] is True
     assert acc.main([]) == 1
+
+
+def test_64_bit_rows_on_the_cpu_match_lapack_in_their_own_dtype(monkeypatch):
+    monkeypatch.setattr(acc, "MAGNITUDES", (1e19,))
+    out = acc.run(("float64",))
+    assert out["command"].endswith("--dtypes float64")
+    assert out["worse"] == 0 and len(out["rows"]) == 12
+    for r in out["rows"]:  # (float32 gives ~1e-7 here: these are 64-bit results)
+        assert r["dtype"] == "float64" and isinstance(r["jax"], float) and r["jax"] < 1e-12, r
+
+
+def test_an_unknown_dtype_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit):
+        acc.main(["--dtypes", "float64,int8"])
+    assert "'float64,int8' names a dtype other than" in capsys.readouterr().err
