@@ -3,6 +3,8 @@ numba/linalg.py, jax/linalg.py): CholeskyQR2 where it is as accurate as LAPACK, 
 elsewhere; every case agrees with numpy.linalg.svd to rounding, on both executors."""
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -61,12 +63,30 @@ def _svd(x_host, full_matrices=False):
     return np.asarray(u), np.asarray(s), np.asarray(vh)
 
 
+_REFERENCES: dict = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _forget_references():
+    yield
+    _REFERENCES.clear()
+
+
+def _numpy_svd(x, full_matrices=False):
+    """numpy.linalg.svd of ``x``, computed once per matrix for the file (each case runs on both
+    executors against the same reference)."""
+    key = (x.shape, x.dtype.str, full_matrices, hashlib.sha1(np.ascontiguousarray(x)).digest())
+    if key not in _REFERENCES:
+        _REFERENCES[key] = np.linalg.svd(x, full_matrices=full_matrices)
+    return _REFERENCES[key]
+
+
 def _agrees(x, rtol=1e-12):
     """The numba executor's svd of ``x`` checked against NumPy's: singular values to ``rtol`` of the
     largest, orthonormal U columns and Vh rows, U S Vh reconstructing x, the same right singular
     vectors up to sign (for well-separated singular values)."""
     u, s, vh = _svd(x)
-    wu, ws, wvh = np.linalg.svd(x, full_matrices=False)
+    wu, ws, wvh = _numpy_svd(x)
     assert (u.shape, s.shape, vh.shape) == (wu.shape, ws.shape, wvh.shape)
     assert u.dtype == s.dtype == vh.dtype == x.dtype
     scale = ws[0] if ws.size and ws[0] > 0 else 1.0
@@ -104,8 +124,9 @@ def test_tall_thin_float64_runs_cholesky_qr2_and_agrees_with_numpy(taken, shape)
 @pytest.mark.parametrize("cond", [1e2, 1e5])
 def test_moderately_ill_conditioned_input_is_kept_and_accurate(taken, cond):
     rng = np.random.default_rng(4)
-    q, _ = np.linalg.qr(rng.normal(size=(64, 64)))
-    x = rng.normal(size=(4000, 64)) @ np.diag(np.logspace(0, -np.log10(cond), 64)) @ q
+    # 4000 x 32 as the cases below (on jax the same svd and CholeskyQR2 programs)
+    q, _ = np.linalg.qr(rng.normal(size=(32, 32)))
+    x = rng.normal(size=(4000, 32)) @ np.diag(np.logspace(0, -np.log10(cond), 32)) @ q
     _agrees(x)
     assert taken == [True]
 
@@ -147,14 +168,17 @@ def test_nonfinite_input_behaves_as_without_cholesky_qr2(taken, monkeypatch):
 
 @pytest.mark.parametrize("x,full", [
     (np.random.default_rng(7).normal(size=(4000, 32)).astype(np.float32), False),  # float32: LAPACK
-    (np.random.default_rng(8).normal(size=(4000, 32)), True),  # full_matrices: LAPACK
+    # full_matrices: LAPACK (2048 x 16 would take CholeskyQR2 otherwise; U is 2048 x 2048, not 4000 x 4000)
+    (np.random.default_rng(8).normal(size=(2048, 16)), True),
     (np.random.default_rng(9).normal(size=(200, 64)), False),  # not tall enough
     (np.random.default_rng(10).normal(size=(400, 8)), False),  # too small to pay
     (np.random.default_rng(11).normal(size=(3, 2000, 16)), False),  # a stack
 ])
 def test_other_matrices_take_the_numpy_executors_svd(taken, x, full):
+    if full:
+        assert tall_svd.applies(x.shape, x.dtype.name, False)  # only full_matrices keeps it from CholeskyQR2
     u, s, vh = _svd(x, full)
-    wu, ws, wvh = np.linalg.svd(x, full_matrices=full)
+    wu, ws, wvh = _numpy_svd(x, full)
     assert (u.shape, s.shape, vh.shape) == (wu.shape, ws.shape, wvh.shape) and s.dtype == x.dtype
     np.testing.assert_allclose(s, ws, rtol=1e-4 if x.dtype == np.float32 else 1e-10)
     assert taken == []
