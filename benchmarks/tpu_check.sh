@@ -117,8 +117,10 @@ for dt in (np.float32, jnp.bfloat16):
         echo "main exit $?"; cat "$OUT/main_job.txt" ;;
     probe)
         echo "== the table's hand-picked examples on the chip, 32-bit and as they are (emulate), highest precision"
+        # PROBE_ONLY: the groups (examples32,examples,linalg64,sweep); PROBE_FROM: the case id to start at
         ARRAYX_TPU_64BIT=emulate ARRAYX_MATMUL_PRECISION=highest timeout "${PROBE_S:-300}" $PY -m conformance.tpu_probe \
-            --only examples32,examples --budget "${PROBE_BUDGET:-280}" --json "$OUT/tpu_probe_final.json" 2>&1 | tail -25 ;;
+            --only "${PROBE_ONLY:-examples32,examples}" ${PROBE_FROM:+--from "$PROBE_FROM"} --budget "${PROBE_BUDGET:-280}" \
+            --json "$OUT/tpu_probe_final.json" 2>&1 | tail -25 ;;
     differential)
         echo "== differential table (hand-picked examples) on numpy and jax"
         timeout "${DIFF_S:-150}" $PY -m conformance.report --executors numpy,jax --json "$OUT/parity-tpu.json" \

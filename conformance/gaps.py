@@ -27,7 +27,12 @@ GAPS: dict[str, dict[str, str]] = {
 
 #: tpu_limits primitive -> the standard functions that run it, where they are not the same name
 #: (``pinv`` computes through ``svd``)
-FUNCTIONS_OF_PRIMITIVE = {"svd": ("linalg.svd", "linalg.pinv"), "eig": ("linalg.eig",), "eigvals": ("linalg.eigvals",)}
+FUNCTIONS_OF_PRIMITIVE = {
+    "svd": ("linalg.svd", "linalg.pinv"), "eig": ("linalg.eig",), "eigvals": ("linalg.eigvals",),
+    **{name: (f"linalg.{name}",) for name in ("cholesky", "det", "eigh", "eigvalsh", "qr", "slogdet", "solve")},
+    "inv": ("linalg.inv", "linalg.matrix_power"),  # (a negative power inverts)
+    "svdvals": ("linalg.svdvals", "linalg.matrix_rank", "linalg.matrix_norm"),  # (matrix_norm: its 2, -2 and nuc orders)
+}
 
 
 def reason(executor: str, func: str, case_id: str | None = None) -> str | None:

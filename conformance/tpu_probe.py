@@ -1,7 +1,8 @@
 """Which calls XLA on an accelerator refuses or aborts on: the table's cases on the jax executor's
 default device, each call in a process that may die, so that a compiler abort is data, not the end.
 
-    python -m conformance.tpu_probe [--json PATH] [--budget SECONDS] [--only sweep,examples32,examples]
+    python -m conformance.tpu_probe [--json PATH] [--budget SECONDS] [--only sweep,examples32,examples,linalg64]
+                                    [--from CASE_ID]
 
 XLA:TPU kills the whole Python process (SIGABRT inside the compiler) on some function x dtype
 combinations, so the probe cannot run them in the process that collects the results.  A supervisor
@@ -17,7 +18,14 @@ The cases, in the order the budget spends on them:
                 uint64 -> uint32): what a TPU user computes with the device's 32-bit defaults;
 ``sweep``       every unary and binary entry of the differential table on every dtype, and ``astype``
                 between every pair of dtypes, on small inputs;
-``examples``    the hand-picked examples as they are (64-bit, which XLA:TPU emulates).
+``examples``    the hand-picked examples as they are (64-bit, which XLA:TPU emulates);
+``linalg64``    every hand-picked example of the linalg extension with its floating inputs made
+                complex128 (run with ``ARRAYX_TPU_64BIT=emulate``: the complex128 paths no other
+                group reaches; session 26 found complex128 decompositions aborting the process).
+
+``--from CASE_ID`` starts at that case (a run that ran out of budget carries on there).  A case after
+which the TPU core halted (XLA:TPU's ``RuntimeUnexpectedCoreHalt``: every later program of that
+process fails) ends its child, so that the next case runs in a fresh one.
 
 Each result names the function, the input dtypes and an outcome: ``ok`` (agrees with the NumPy
 executor), ``DIFFERS``, ``GAP`` (NotImplementedError), ``ERROR`` (any other Python exception, with
@@ -45,7 +53,9 @@ DEFAULT_JSON = HERE / "results" / "tpu_probe.json"
 ALL_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
               "float32", "float64", "complex64", "complex128")
 NARROW = {"float64": "float32", "complex128": "complex64", "int64": "int32", "uint64": "uint32"}
-GROUPS = ("examples32", "sweep", "examples")
+GROUPS = ("examples32", "sweep", "examples", "linalg64")
+#: what XLA says once a TPU core halted: the process's later programs all fail, so its child stops
+_HALTED = ("Core halted unexpectedly", "program continuator has halted")
 #: folders of the machine that ran the probe, kept out of the committed results
 _MACHINE_PATH = re.compile(r"(?<![\w.])/(work|tmp|home|root|Users|private|var/folders)/\S*")
 
@@ -95,18 +105,37 @@ def narrowed(case):
     return replace(case, args=args, label=f"32:{case.label}")
 
 
-def all_cases(groups) -> list:
+_FLOATING = frozenset({"float32", "float64", "complex64", "complex128"})
+
+
+def widened(case):
+    """``case`` with its floating inputs complex128, or None where it has none or already is so."""
+    if not any(a.dtype in _FLOATING and a.dtype != "complex128" for a in case.args):
+        return None
+    args = tuple(replace(a, dtype="complex128") if a.dtype in _FLOATING else a for a in case.args)
+    return replace(case, args=args, label=f"c128:{case.label}")
+
+
+def all_cases(groups, first: int | None = None, start_id: str | None = None) -> list:
+    """(group, case) pairs of ``groups`` in order; from the case ``start_id`` on where given, then the
+    first ``first`` of them."""
     from conformance.differential.table.examples import CASES
 
     by_group = {
         "examples32": lambda: [narrowed(c) for c in CASES if any(a.dtype in NARROW for a in c.args)],
         "sweep": sweep_cases,
         "examples": lambda: list(CASES),
+        "linalg64": lambda: [w for w in (widened(c) for c in CASES if c.func.startswith("linalg.")) if w is not None],
     }
     out = []
     for g in groups:
         out += [(g, c) for c in by_group[g]()]
-    return out
+    if start_id is not None:
+        ids = [c.id for _, c in out]
+        if start_id not in ids:
+            raise ValueError(f"tpu_probe --from: no case {start_id!r} in the groups {', '.join(groups)}")
+        out = out[ids.index(start_id):]
+    return out[:first]
 
 
 def _record(group, case, outcome, seconds):
@@ -122,11 +151,12 @@ def _record(group, case, outcome, seconds):
             "status": status, "detail": detail, "seconds": round(seconds, 3)}
 
 
-def child(groups, start: int, progress: str, first: int | None = None) -> int:
-    """Run the cases from ``start`` on, appending ``B i`` / ``E i {json}`` lines to ``progress``."""
+def child(groups, start: int, progress: str, first: int | None = None, start_id: str | None = None) -> int:
+    """Run the cases from ``start`` on, appending ``B i`` / ``E i {json}`` lines to ``progress``; exit
+    status 3 after a case that halted the TPU core (the supervisor then starts a fresh child)."""
     from conformance import report
 
-    cases = all_cases(groups)[:first]
+    cases = all_cases(groups, first, start_id)
     abort_at = os.environ.get("ARRAYX_PROBE_ABORT_CASE")  # the supervisor's own test: die at this case id
     with open(progress, "a", buffering=1) as log:
         for i in range(start, len(cases)):
@@ -140,6 +170,8 @@ def child(groups, start: int, progress: str, first: int | None = None) -> int:
             outcome = report.check(case, "jax")
             log.write(f"E {i} {json.dumps(_record(group, case, outcome, time.perf_counter() - t0))}\n")
             log.flush()
+            if outcome.detail and any(h in outcome.detail for h in _HALTED):
+                return 3
     return 0
 
 
@@ -159,8 +191,9 @@ def environment() -> dict:
     return info
 
 
-def supervise(groups, budget: float, path: pathlib.Path, progress=print, first: int | None = None) -> dict:
-    cases = all_cases(groups)[:first]
+def supervise(groups, budget: float, path: pathlib.Path, progress=print, first: int | None = None,
+              start_id: str | None = None) -> dict:
+    cases = all_cases(groups, first, start_id)
     log_path = path.with_suffix(".progress")
     log_path.unlink(missing_ok=True)
     results: dict[int, dict] = {}
@@ -169,7 +202,8 @@ def supervise(groups, budget: float, path: pathlib.Path, progress=print, first: 
     while start < len(cases) and time.monotonic() - t0 < budget:
         left = budget - (time.monotonic() - t0)
         cmd = [sys.executable, "-W", "ignore", "-m", "conformance.tpu_probe", "--child", str(start), "--progress", str(log_path),
-               "--only", ",".join(groups)] + (["--first", str(first)] if first else [])
+               "--only", ",".join(groups)] + (["--first", str(first)] if first else []) \
+            + (["--from", start_id] if start_id is not None else [])
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(left, 5))
             rc, err = proc.returncode, proc.stderr
@@ -249,6 +283,8 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=480.0, help="seconds for the whole probe (default 480)")
     p.add_argument("--only", default=",".join(GROUPS), help="groups, in order: " + ",".join(GROUPS))
     p.add_argument("--first", type=int, default=None, help="only the first N cases (a quick look)")
+    p.add_argument("--from", dest="start_id", default=None, metavar="CASE_ID",
+                   help="start at this case (its id, e.g. 'linalg.inv[float32]')")
     p.add_argument("--summarize", type=pathlib.Path, default=None, metavar="JSON",
                    help="classify a run's results against conformance/deviations.py's per-platform entries")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
@@ -259,12 +295,16 @@ def main(argv=None) -> int:
     if bad:
         p.error(f"unknown groups {bad}; choose from {', '.join(GROUPS)}")
     if a.child is not None:
-        return child(groups, a.child, a.progress, a.first)
+        return child(groups, a.child, a.progress, a.first, a.start_id)
     if a.summarize is not None:
         summary = summarize(json.loads(a.summarize.read_text()))
         print(json.dumps(summary, indent=1))
         return 1 if summary["unexplained"] else 0
-    out = supervise(groups, a.budget, a.json, first=a.first)
+    try:
+        all_cases(groups, a.first, a.start_id)
+    except ValueError as e:
+        p.error(str(e))
+    out = supervise(groups, a.budget, a.json, first=a.first, start_id=a.start_id)
     print(json.dumps({"environment": out["environment"], "counts": out["counts"], "children": out["children"],
                       "cases_run": out["cases_run"], "cases_total": out["cases_total"]}, indent=1))
     return 0

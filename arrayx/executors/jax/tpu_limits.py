@@ -32,6 +32,14 @@ _INTERNAL_F64 = ("XLA:TPU's emulated float64 fails inside XLA (INVALID_ARGUMENT:
 _ABORT_SVD_C128 = ("XLA:TPU's compiler aborts the process (xprecision_rewriter: Unsupported CVT X{64|128} expansion "
                    "from pred to c128; compiled ahead of time for a v5e on a CPU, benchmarks/tpu_aot.py)")
 _ABORT_TO_C128 = "XLA:TPU's compiler aborts the process converting to complex128 (Unsupported CVT X{64|128} expansion)"
+_AOT = "conformance/results/tpu_aot_linalg.json, compiled ahead of time for a v5e on a CPU"
+_ABORT_LINALG_C128 = (f"XLA:TPU's compiler aborts the process (xprecision_rewriter: Unsupported CVT X{{64|128}} expansion "
+                      f"to c128; on the chip, session 26's probe, and {_AOT})")
+_ABORT_CHOLESKY_C128 = (f"XLA:TPU's compiler aborts the process (xprecision_rewriter: Check failed: "
+                        f"operand->shape().IsTuple(); on the chip, session 26's probe, and {_AOT})")
+_NO_LU_C128 = (f"XLA:TPU has no complex128 LU (UNIMPLEMENTED: Only F32 and C64 types are implemented in "
+               f"LuDecomposition; {_AOT}), and complex128 det halted the TPU core on the chip (RuntimeUnexpectedCoreHalt: "
+               f"every later program of the process failed)")
 _NO_TPU_EIG = ("JAX has no TPU implementation of the general eigendecomposition (NotImplementedError: MLIR "
                "translation rule for primitive 'eig' not found for platform tpu; seen in the official suite)")
 #: every floating dtype: the primitive is refused whatever the dtype (no other dtype helps)
@@ -46,6 +54,9 @@ REFUSED: dict[str, dict[str, str]] = {
        for name in ("signbit", "atan2", "copysign", "floor_divide", "nextafter", "remainder")},
     "astype": {"complex128": _ABORT_TO_C128},
     "svd": {"complex128": _ABORT_SVD_C128},
+    **{name: {"complex128": _ABORT_LINALG_C128} for name in ("eigh", "eigvalsh", "qr", "svdvals")},
+    "cholesky": {"complex128": _ABORT_CHOLESKY_C128},
+    **{name: {"complex128": _NO_LU_C128} for name in ("det", "slogdet", "inv", "solve")},
     **{name: dict.fromkeys(_EVERY_FLOAT, _NO_TPU_EIG) for name in ("eig", "eigvals")},
 }
 _DTYPES = {name: frozenset(by_dtype) for name, by_dtype in REFUSED.items()}  # by name: bfloat16 needs no import
