@@ -362,6 +362,8 @@ def test_reduce_window_init_value_and_integers(executor):
 
 
 POOL_PADDINGS = ["VALID", "SAME", ((1, 1), (0, 1))]
+#: the padding whose avg_pool gradient the jax executor checks in the ci profile (test_pools_nchw)
+POOLS_GRADIENT_ON_JAX = "SAME"
 
 
 def _pool_operands():
@@ -404,6 +406,10 @@ def test_pools_nchw(executor, padding):
                                np.asarray(sm / 4), rtol=1e-6)
     if padding == "SAME":  # the corner windows of a 5-row input cover 1 row: counts of 2 and 1
         assert np.asarray(counts).min() < 4
+    if executor == "jax" and profile.current().sampled and padding != POOLS_GRADIENT_ON_JAX:
+        return  # new XLA programs per padding there (about a dozen for the gradient): the ci profile
+        # differentiates the SAME padding (partial windows, so the divisor differs per window); every
+        # padding's gradient on numpy, numba, dask and in the deep profile
     g = ax.grad(lambda v: ax.sum(ax.lax.avg_pool(v, (2, 2), padding=padding) ** 2))(xa)
     np.testing.assert_allclose(to_numpy(g), np.asarray(h), rtol=1e-5, atol=1e-6)
 
