@@ -164,20 +164,36 @@ def _conv_vmap_references():
     return _jitted(every_case, operands)
 
 
+#: the batched operands of test_conv_vmap_and_jit: lhs only, rhs only, both
+VMAP_AXES = ((0, None), (None, 0), (0, 0))
+#: case -> the one of VMAP_AXES the jax executor takes in the ci profile (new XLA programs per batching
+#: there, about five each): every case and every batching once on jax (groups with both batched:
+#: groups of groups); every case with every batching on numpy, numba, dask and in the deep profile
+VMAP_AXES_ON_JAX = {"same_strided": (0, None), "nhwc": (None, 0), "groups": (0, 0)}
+
+
 @pytest.mark.parametrize("case", VMAP_CASES)
 def test_conv_vmap_and_jit(executor, case):
     xs, ws, kw = _vmap_operands(case)
     x, w = xs[0], ws[0]
     conv = lambda a, b: ax.lax.conv_general_dilated(a, b, **kw)  # noqa: E731
     ref = _conv_vmap_references()[case]
-    got = ax.vmap(conv, in_axes=(0, None))(ax.asarray(xs), ax.asarray(w))
-    np.testing.assert_allclose(to_numpy(got), np.stack([ref[0][0], ref[1][0]]), rtol=1e-11, atol=1e-12)
-    got = ax.vmap(conv, in_axes=(None, 0))(ax.asarray(x), ax.asarray(ws))
-    np.testing.assert_allclose(to_numpy(got), np.stack([ref[0][0], ref[0][1]]), rtol=1e-11, atol=1e-12)
-    got = ax.vmap(conv)(ax.asarray(xs), ax.asarray(ws))
-    np.testing.assert_allclose(to_numpy(got), np.stack([ref[0][0], ref[1][1]]), rtol=1e-11, atol=1e-12)
+    axes = [VMAP_AXES_ON_JAX[case]] if executor == "jax" and profile.current().sampled else VMAP_AXES
+    for in_axes in axes:
+        got = ax.vmap(conv, in_axes=in_axes)(ax.asarray(xs if in_axes[0] == 0 else x),
+                                             ax.asarray(ws if in_axes[1] == 0 else w))
+        i, j = (1 if in_axes[0] == 0 else 0), (1 if in_axes[1] == 0 else 0)  # the second member's pair
+        np.testing.assert_allclose(to_numpy(got), np.stack([ref[0][0], ref[i][j]]), rtol=1e-11, atol=1e-12)
     got = ax.jit(conv)(ax.asarray(x), ax.asarray(w))
     np.testing.assert_allclose(to_numpy(got), ref[0][0], rtol=1e-11, atol=1e-12)
+
+
+def test_the_jax_rotations_keep_every_case_and_batching():
+    """The jax executor's ci share of test_conv_vmap_and_jit runs every case and every batching, and
+    test_pools_nchw's differentiated padding is one of its paddings."""
+    assert set(VMAP_AXES_ON_JAX) == set(VMAP_CASES)
+    assert sorted(VMAP_AXES_ON_JAX.values(), key=str) == sorted(VMAP_AXES, key=str)
+    assert POOLS_GRADIENT_ON_JAX in POOL_PADDINGS
 
 
 # name -> (lhs shape, rhs shape, keyword arguments): three images, so that blocks of two leave a partial one
