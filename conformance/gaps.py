@@ -32,6 +32,8 @@ FUNCTIONS_OF_PRIMITIVE = {
     **{name: (f"linalg.{name}",) for name in ("cholesky", "det", "eigh", "eigvalsh", "qr", "slogdet", "solve")},
     "inv": ("linalg.inv", "linalg.matrix_power"),  # (a negative power inverts)
     "svdvals": ("linalg.svdvals", "linalg.matrix_rank", "linalg.matrix_norm"),  # (matrix_norm: its 2, -2 and nuc orders)
+    "matmul": ("matmul", "linalg.matmul"), "tensordot": ("tensordot", "linalg.tensordot"),
+    **{name: (f"fft.{name}",) for name in ("fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft")},
 }
 
 

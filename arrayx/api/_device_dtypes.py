@@ -28,7 +28,12 @@ eager evaluation gives without asking an executor.
   complex64), with one :class:`DowncastWarning` per process; what JAX users expect of a TPU.  An
   explicit 64-bit ``dtype=`` (``zeros(n, dtype=float64)``, ``astype(x, float64)``) raises TypeError:
   a request is never dropped silently;
-- ``"emulate"``: 64-bit types are kept and XLA emulates them (exact, slow);
+- ``"emulate"``: 64-bit types are kept and XLA emulates them (slow; on a TPU float64 keeps float32's
+  exponent range).  complex128 is the exception on a TPU (:data:`TPU`'s ``unemulated``): XLA:TPU's
+  emulation of it aborted the process or failed inside XLA on transposes, slices, ``abs``, division,
+  the decompositions and FFTs (session 26's probe on the chip, conformance/results/tpu_emulate64.json),
+  so complex128 data or ``dtype=complex128`` raises NotImplementedError there, naming complex64 and
+  the host device as the ways out;
 - ``"refuse"``: 64-bit data and 64-bit ``dtype=`` raise TypeError naming the conversion to make.
 
 Python scalars and sequences of them are not 64-bit data: they take the device's defaults in every
@@ -56,10 +61,14 @@ __all__ = ["DeviceDtypes", "DowncastWarning", "PLATFORMS", "STANDARD", "TPU", "t
 class DeviceDtypes:
     """The default dtypes of one kind of device, and whether it runs 64-bit types natively."""
 
-    __slots__ = ("real", "complex", "integral", "index", "unsigned", "native64", "narrow", "index_params")
+    __slots__ = ("real", "complex", "integral", "index", "unsigned", "native64", "narrow", "index_params",
+                 "unemulated")
 
-    def __init__(self, real, complex, integral, index, *, native64: bool):  # noqa: A002 - the kinds' names
+    def __init__(self, real, complex, integral, index, *, native64: bool,  # noqa: A002 - the kinds' names
+                 unemulated: dict | None = None):
         self.real, self.complex, self.integral, self.index = real, complex, integral, index
+        #: 64-bit dtype -> why "emulate" does not keep it here (what the device's emulation fails on)
+        self.unemulated = unemulated or {}
         #: the unsigned integer as wide as ``integral`` (``sum`` of uint8 accumulates in it)
         self.unsigned = np.dtype(f"uint{integral.itemsize * 8}")
         self.native64 = native64
@@ -100,7 +109,10 @@ class DeviceDtypes:
 #: the standard's defaults (NumPy's): every device whose platform is not in PLATFORMS
 STANDARD = DeviceDtypes(_dtypes.float64, _dtypes.complex128, _dtypes.int64, _dtypes.int64, native64=True)
 #: a TPU's: 32-bit defaults, 64-bit types emulated by XLA (see the module docstring for the reasons)
-TPU = DeviceDtypes(_dtypes.float32, _dtypes.complex64, _dtypes.int32, _dtypes.int32, native64=False)
+TPU = DeviceDtypes(_dtypes.float32, _dtypes.complex64, _dtypes.int32, _dtypes.int32, native64=False, unemulated={
+    _dtypes.complex128: "XLA:TPU's emulation of complex128 aborts the process or fails inside XLA on transposes, "
+                        "slices, abs, division, the decompositions and FFTs (measured on the chip, JAX 0.10.2, "
+                        "libtpu 0.0.42.1: conformance/results/tpu_emulate64.json)"})
 
 #: platform (``Executor.platform_of(device)``) -> its defaults; absent: :data:`STANDARD`
 PLATFORMS: dict[str, DeviceDtypes] = {"tpu": TPU}
@@ -284,7 +296,7 @@ def arriving(dt: np.dtype, dd: DeviceDtypes, ex, device, fname: str) -> np.dtype
         return dt
     setting = mode()
     if setting == "emulate":
-        return dt
+        return _emulated(dt, dd, ex, device, fname)
     to = dd.narrow[dt]
     if setting == "refuse":
         raise TypeError(
@@ -339,11 +351,22 @@ def requested(dt: np.dtype, dd: DeviceDtypes, ex, device, fname: str) -> np.dtyp
         return dt
     setting = mode()
     if setting == "emulate" or _from_arrayx_itself():
-        return dt
+        return _emulated(dt, dd, ex, device, fname)
     raise TypeError(
         f"{fname}: dtype={dt} on {_where(ex, device)}, which has no native 64-bit types "
         f"(ARRAYX_TPU_64BIT is {setting!r}); use {dd.narrow[dt]}, or emulate {dt} (exact, slow) with "
         f"`with arrayx.tpu_64bit('emulate'):` or ARRAYX_TPU_64BIT=emulate")
+
+
+def _emulated(dt: np.dtype, dd: DeviceDtypes, ex, device, fname: str) -> np.dtype:
+    """``dt``, kept under "emulate", unless the device cannot emulate it (NotImplementedError)."""
+    why = dd.unemulated.get(dt)
+    if why is None:
+        return dt
+    raise NotImplementedError(
+        f"{fname}: {dt} on {_where(ex, device)} is not run, even with ARRAYX_TPU_64BIT=emulate: {why}. Use "
+        f"{dd.narrow[dt]} (`with arrayx.tpu_64bit('downcast'):` makes {dt} data {dd.narrow[dt]}), or compute on "
+        f"the host: device='jax:cpu:0'")
 
 
 def reset_warning() -> None:

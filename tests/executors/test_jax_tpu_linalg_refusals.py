@@ -1,6 +1,9 @@
-"""The complex128 linear algebra XLA:TPU aborts on, fails inside or halts the core on is refused
-before XLA compiles, eagerly and under jit, naming the function, the dtype and the device; complex64
-(the TPU's own complex type) and float64 still run.  The facts: the chip's probe (session 26) and
+"""What XLA:TPU's 64-bit emulation fails on is refused before XLA compiles, naming the function, the
+dtype and the device: complex128 data does not reach a TPU even under ``tpu_64bit('emulate')``
+(its emulation fails on transposes, slices, abs, division, decompositions, FFTs), and, for a
+complex128 buffer that is there anyway, the linear algebra XLA:TPU aborts on, fails inside or halts
+the core on is refused eagerly and under jit; float64 LU and FFTs too.  complex64 (the TPU's own
+complex type) and the float64 decompositions still run.  The facts: the chip's probe (session 26) and
 ``conformance/results/tpu_aot_linalg.json`` (XLA:TPU's compiler run ahead of time on a CPU).
 The CPU device stands in for a TPU here (tests/executors/platform_tolerances.py's ``taken_for_tpu``)."""
 from __future__ import annotations
@@ -36,7 +39,7 @@ CALLS = {
     "svdvals": (lambda x: ax.linalg.svdvals(x), _A, "svdvals"),
     "matrix_rank": (lambda x: ax.linalg.matrix_rank(x), _A, "svdvals"),
     "matrix_norm nuc": (lambda x: ax.linalg.matrix_norm(x, ord="nuc"), _A, "svdvals"),
-    "pinv": (lambda x: ax.linalg.pinv(x), _A, "svd"),
+    "pinv": (lambda x: ax.linalg.pinv(x), _A, "(svd|astype)"),  # (its own complex128 step is refused first)
 }
 
 
@@ -45,18 +48,38 @@ def _on_numpy(call, operand):
         return call(ax.asarray(operand))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def as_tpu():
     with pytest.MonkeyPatch.context() as mp, taken_for_tpu(mp, "emulate") as ex:
         yield ex
 
 
+@pytest.fixture(scope="module")
+def complex128_there():
+    """operand -> a complex128 array of it made before the devices are taken for TPUs (as one arriving by
+    another road would be), then those devices taken for TPUs."""
+    with ax.use_executor("jax"):
+        made = {id(a): ax.asarray(a.astype(np.complex128)) for a in (_A, _SPD)}
+    with pytest.MonkeyPatch.context() as mp, taken_for_tpu(mp, "emulate"):
+        yield lambda operand: made[id(operand)]
+
+
+@pytest.mark.parametrize("make", [lambda: ax.asarray(_A), lambda: ax.zeros(3, dtype=ax.complex128),
+                                  lambda: ax.astype(ax.asarray(_A.real), ax.complex128)])
+def test_complex128_does_not_reach_a_tpu_even_when_emulating(as_tpu, make):
+    with pytest.raises(NotImplementedError, match=r"complex128 on Device\('jax:cpu:0'\) is not run, even with "
+                                                  r"ARRAYX_TPU_64BIT=emulate: .*transposes.*tpu_emulate64.json\). "
+                                                  r"Use complex64 .*device='jax:cpu:0'"):
+        make()
+    assert ax.asarray(_A.real).dtype == ax.float64  # (float64 is emulated)
+
+
 @pytest.mark.parametrize("name", list(CALLS))
-def test_complex128_refused_before_xla_and_complex64_runs(as_tpu, name):
+def test_complex128_refused_before_xla_and_complex64_runs(complex128_there, name):
     call, operand, prim = CALLS[name]
-    x = ax.asarray(operand.astype(np.complex128))
+    x = complex128_there(operand)
     assert x.dtype == ax.complex128
-    message = rf"{prim}: complex128 on a TPU( \(in a compiled function\))? is not run: .*tpu_limits.py.*jax:cpu:0"
+    message = rf"{prim}: complex128 on (a TPU( \(in a compiled function\))?|Device\('jax:cpu:0'\)) is not run.*jax:cpu:0"
     with pytest.raises(NotImplementedError, match=message):
         call(x)
     with pytest.raises(NotImplementedError, match=message):
@@ -65,6 +88,22 @@ def test_complex128_refused_before_xla_and_complex64_runs(as_tpu, name):
     got = call(ax.asarray(operand.astype(np.complex64)))
     assert got.dtype == (ax.int32 if name == "matrix_rank" else want.dtype)  # (a TPU's default integer: int32)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("name", ["det", "slogdet", "inv", "solve"])
+def test_float64_lu_refused_before_xla(as_tpu, name):
+    call, operand, prim = CALLS[name]
+    with pytest.raises(NotImplementedError, match=rf"{prim}: float64 on a TPU.* is not run: XLA:TPU has no float64 LU"):
+        call(ax.asarray(operand.real.copy()))
+
+
+@pytest.mark.parametrize("fn", ["rfft", "fft", "ihfft"])
+def test_64_bit_ffts_refused_before_xla(as_tpu, fn):
+    x = ax.asarray(np.arange(8.0))
+    with pytest.raises(NotImplementedError, match=rf"(rfft|astype|ihfft): (float64|complex128) on (a TPU|Device).* is not run"):
+        getattr(ax.fft, fn)(x)
+    np.testing.assert_allclose(np.asarray(getattr(ax.fft, fn)(ax.asarray(np.arange(8.0, dtype=np.float32)))),
+                               getattr(np.fft, fn)(np.arange(8.0)), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["cholesky", "eigvalsh", "qr", "svdvals"])
@@ -86,6 +125,17 @@ def test_every_failure_the_ahead_of_time_compile_saw_is_refused():
     failed = [(r["function"].removeprefix("linalg."), r["dtype"]) for r in data["rows"] if r["status"] != "compiles"]
     assert ("cholesky", "complex128") in failed
     prim = {"pinv": "svd"}
-    missing = [(f, d) for f, d in failed if d == "complex128"
-               and tpu_limits.reason(prim.get(f, f), [np.dtype(d)]) is None]
+    assert ("det", "float64") in failed
+    missing = [(f, d) for f, d in failed if tpu_limits.reason(prim.get(f, f), [np.dtype(d)]) is None]
     assert not missing, missing
+
+
+def test_int64_products_refused_before_xla_and_int32_runs(as_tpu):
+    a = np.arange(6).reshape(2, 3)
+    with pytest.raises(NotImplementedError, match=r"matmul: int64 on a TPU.* is not run: .*dot_general s64"):
+        ax.asarray(a) @ ax.asarray(a.T)
+    with pytest.raises(NotImplementedError, match=r"tensordot: int64 on a TPU.* is not run"):
+        ax.tensordot(ax.asarray(a), ax.asarray(a.T), axes=1)
+    got = ax.asarray(a.astype(np.int32)) @ ax.asarray(a.T.astype(np.int32))
+    assert got.dtype == ax.int32
+    np.testing.assert_array_equal(np.asarray(got), a @ a.T)

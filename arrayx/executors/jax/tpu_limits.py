@@ -40,6 +40,13 @@ _ABORT_CHOLESKY_C128 = (f"XLA:TPU's compiler aborts the process (xprecision_rewr
 _NO_LU_C128 = (f"XLA:TPU has no complex128 LU (UNIMPLEMENTED: Only F32 and C64 types are implemented in "
                f"LuDecomposition; {_AOT}), and complex128 det halted the TPU core on the chip (RuntimeUnexpectedCoreHalt: "
                f"every later program of the process failed)")
+_NO_LU_F64 = ("XLA:TPU has no float64 LU (JaxRuntimeError: UNIMPLEMENTED: Only F32 and C64 types are implemented in "
+              "LuDecomposition; on the chip, session 26's probe and tpu_linalg_accuracy, and " + _AOT + ")")
+_NO_FFT_64 = ("XLA:TPU's FFT takes no 64-bit operand (JaxRuntimeError: INVALID_ARGUMENT: Unexpected operand type "
+              "for FFT: f64/c128; on the chip, session 26's probe)")
+_NO_DOT_I64 = ("XLA:TPU's 64-bit emulation has no integer dot_general (JaxRuntimeError: UNIMPLEMENTED: While rewriting "
+               "computation to not contain X{64|128} element types, XLA encountered an HLO for which this rewriting is "
+               "not implemented: dot_general s64; matmul on the chip, session 26's probe; tensordot is the same product)")
 _NO_TPU_EIG = ("JAX has no TPU implementation of the general eigendecomposition (NotImplementedError: MLIR "
                "translation rule for primitive 'eig' not found for platform tpu; seen in the official suite)")
 #: every floating dtype: the primitive is refused whatever the dtype (no other dtype helps)
@@ -56,7 +63,10 @@ REFUSED: dict[str, dict[str, str]] = {
     "svd": {"complex128": _ABORT_SVD_C128},
     **{name: {"complex128": _ABORT_LINALG_C128} for name in ("eigh", "eigvalsh", "qr", "svdvals")},
     "cholesky": {"complex128": _ABORT_CHOLESKY_C128},
-    **{name: {"complex128": _NO_LU_C128} for name in ("det", "slogdet", "inv", "solve")},
+    **{name: {"complex128": _NO_LU_C128, "float64": _NO_LU_F64} for name in ("det", "slogdet", "inv", "solve")},
+    **{name: dict.fromkeys(("int64", "uint64"), _NO_DOT_I64) for name in ("matmul", "tensordot")},
+    **{name: dict.fromkeys(("float64", "complex128"), _NO_FFT_64)
+       for name in ("fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft")},
     **{name: dict.fromkeys(_EVERY_FLOAT, _NO_TPU_EIG) for name in ("eig", "eigvals")},
 }
 _DTYPES = {name: frozenset(by_dtype) for name, by_dtype in REFUSED.items()}  # by name: bfloat16 needs no import
