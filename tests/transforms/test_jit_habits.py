@@ -27,6 +27,20 @@ def _jax_value(v):
     return np.asarray(jax.device_get(v))
 
 
+# JAX's side of the comparisons, one jax.jit function each for the whole module: a new lambda per call
+# (per executor's item, per loop pass) was a new function for jax.jit, traced and compiled again each time
+_JAX_SIN = jax.jit(lambda v: jnp.sin(v))
+_JAX_X_S_PLUS_S = jax.jit(lambda x, s: x * s + s)
+_JAX_TWICE_PLUS = jax.jit(lambda a, b: a * 2.0 + b)
+_JAX_GRAD_SUM_OF_SQUARES = jax.jit(jax.grad(lambda v: jnp.sum(v * v)))
+_JAX_TOP_3 = jax.jit(lambda v: jax.lax.top_k(v, 3))
+_JAX_COLLECTIVES = jax.jit(jax.vmap(
+    lambda x: jax.lax.psum(x, "i") - jax.lax.pmax(x, "i") + jax.lax.pmean(x, "i") * jax.lax.axis_index("i"),
+    axis_name="i"))
+_JAX_GATHER_PLUS_MIN = jax.jit(jax.vmap(lambda x: jax.lax.all_gather(x, "i") + jax.lax.pmin(x, "i"),
+                                        axis_name="i"))
+
+
 # -- Python scalars and NumPy arrays as jit arguments --------------------------------------------
 
 
@@ -34,12 +48,12 @@ def test_python_scalar_argument_is_a_weakly_typed_input(executor):
     f = ax.jit(lambda v: ax.sin(v))
     got = f(2.0)
     assert got.executor == executor
-    assert_same(got, _jax_value(jax.jit(lambda v: jnp.sin(v))(2.0)))
+    assert_same(got, _jax_value(_JAX_SIN(2.0)))
     g = ax.jit(lambda x, s: x * s + s)
     x32 = ax.asarray([1.0, 2.0], dtype=ax.float32)
     for s in (0.5, 1.5, -3.25, 1e-3):  # one trace for every value, float32 kept (weak typing)
         out = g(x32, s)
-        want = _jax_value(jax.jit(lambda x, s: x * s + s)(np.asarray([1.0, 2.0], np.float32), s))
+        want = _jax_value(_JAX_X_S_PLUS_S(np.asarray([1.0, 2.0], np.float32), s))
         assert out.dtype == ax.float32 == want.dtype
         assert_same(out, want)
     assert g.trace_count == 1
@@ -69,10 +83,10 @@ def test_numpy_and_array_like_arguments_are_converted(executor):
     a = np.asarray([1.0, 2.0, 3.0])
     got = f(a, OnlyArray())
     assert got.executor == executor
-    assert_same(got, _jax_value(jax.jit(lambda a, b: a * 2.0 + b)(a, np.arange(3.0))))
+    assert_same(got, _jax_value(_JAX_TWICE_PLUS(a, np.arange(3.0))))
     mixed = f(ax.asarray(a), np.ones(3))  # converted onto the arrayx array's executor
     assert_same(mixed, a * 2.0 + 1.0)
-    assert_same(ax.grad(lambda v: ax.sum(v * v))(a), _jax_value(jax.grad(lambda v: jnp.sum(v * v))(a)))
+    assert_same(ax.grad(lambda v: ax.sum(v * v))(a), _jax_value(_JAX_GRAD_SUM_OF_SQUARES(a)))
     assert_same(ax.vmap(lambda v: v * 2.0)(a), a * 2.0)
     with pytest.raises(TypeError, match=r"jit\(<lambda>\): arguments must be .*got str"):
         f(a, "no")
@@ -216,7 +230,7 @@ def test_set_executor_none_restores_the_default(monkeypatch):
 def test_lax_top_k_gives_int32_indices_as_jax(executor):
     v = np.asarray([[3.0, 1.0, 3.0, 2.0], [0.0, 5.0, -1.0, 5.0]])
     values, indices = lax.top_k(ax.asarray(v), 3)
-    jv, ji = jax.lax.top_k(v, 3)
+    jv, ji = _JAX_TOP_3(v)
     assert indices.dtype == ax.int32 == ji.dtype
     assert_same(values, _jax_value(jv))
     assert_same(indices, _jax_value(ji))
@@ -230,13 +244,9 @@ def test_lax_reexports_the_collectives(executor):
     def mine(x):
         return lax.psum(x, "i") - lax.pmax(x, "i") + lax.pmean(x, "i") * lax.axis_index("i")
 
-    def theirs(x):
-        return (jax.lax.psum(x, "i") - jax.lax.pmax(x, "i") + jax.lax.pmean(x, "i") * jax.lax.axis_index("i"))
-
-    assert_same(ax.vmap(mine, axis_name="i")(ax.asarray(v)), _jax_value(jax.vmap(theirs, axis_name="i")(v)))
+    assert_same(ax.vmap(mine, axis_name="i")(ax.asarray(v)), _jax_value(_JAX_COLLECTIVES(v)))
     gathered = ax.vmap(lambda x: lax.all_gather(x, "i") + lax.pmin(x, "i"), axis_name="i")(ax.asarray(v))
-    assert_same(gathered, _jax_value(jax.vmap(lambda x: jax.lax.all_gather(x, "i") + jax.lax.pmin(x, "i"),
-                                              axis_name="i")(v)))
+    assert_same(gathered, _jax_value(_JAX_GATHER_PLUS_MIN(v)))
 
 
 def test_pmap_without_an_axis_name(executor):
