@@ -114,6 +114,12 @@ def _jax_at(a, key, op, *args, **kwargs):
     return _REFERENCES[memo]
 
 
+def _put(v):
+    """``v`` (a NumPy array) on jax's device by a transfer: ``jnp.asarray`` of a NumPy array compiles an
+    identity program (``stage``) per new shape and dtype; the values are the same."""
+    return jax.device_put(v)
+
+
 def _is_array(v) -> bool:
     return isinstance(v, (np.ndarray, jax.Array))
 
@@ -123,7 +129,7 @@ def _jax_at_once(a, key, op, *args, **kwargs):
     ``.at``: broadcasts, squeezes, the gather or scatter); the arrays (operand, index arrays, values)
     are its arguments, not constants, so nothing is folded at compile time and the values are eager's."""
     parts = list(key) if isinstance(key, tuple) else [key]
-    arrays = [jnp.asarray(v) for v in [*parts, *args] if _is_array(v)]
+    arrays = [_put(v) for v in [*parts, *args] if _is_array(v)]
 
     def call(ja, *dynamic):
         it = iter(dynamic)
@@ -131,7 +137,7 @@ def _jax_at_once(a, key, op, *args, **kwargs):
         jkey = tuple(filled[:len(parts)]) if isinstance(key, tuple) else filled[0]
         return getattr(ja.at[jkey], op)(*filled[len(parts):], **kwargs)
 
-    return np.asarray(jax.jit(call)(jnp.asarray(a), *arrays))
+    return np.asarray(jax.jit(call)(_put(a), *arrays))
 
 
 def _prefill(calls) -> None:
@@ -149,7 +155,7 @@ def _prefill(calls) -> None:
     for a, key, op, args, kwargs in todo.values():
         parts = list(key) if isinstance(key, tuple) else [key]
         items = [a, *parts, *args]
-        leaves += [jnp.asarray(v) for v in items if _is_array(v)]
+        leaves += [_put(v) for v in items if _is_array(v)]
         layout.append((items, len(parts), isinstance(key, tuple), op, kwargs))
 
     def program(*dynamic):
@@ -263,7 +269,7 @@ def test_at_updates_match_jax(executor, op, mode, name):
     x = xp.asarray(V)
     got = getattr(x.at[_ax_key(key)], op)(xp.asarray(values), mode=mode, indices_are_sorted=False,
                                           unique_indices=False)
-    assert_same(got, _jax_at(V, key, op, jnp.asarray(values), mode=mode))
+    assert_same(got, _jax_at(V, key, op, values, mode=mode))
     got = getattr(x.at[_ax_key(key)], op)(2.5, mode=mode)  # a scalar broadcasts
     assert_same(got, _jax_at(V, key, op, 2.5, mode=mode))
     assert_same(x, V)  # functional
@@ -276,7 +282,7 @@ def test_at_updates_in_more_dimensions_match_jax(executor, op, mode, name):
     _prefill_once("updates nd", _updates_nd_grid)
     key, values = _update_nd_case(name, op)
     got = getattr(xp.asarray(A).at[_ax_key(key)], op)(xp.asarray(values), mode=mode)
-    assert_same(got, _jax_at(A, key, op, jnp.asarray(values), mode=mode))
+    assert_same(got, _jax_at(A, key, op, values, mode=mode))
 
 
 def _update_nd_case(name, op):
@@ -300,7 +306,7 @@ def test_at_subtract_divide_power_with_repeats_match_jax(executor):
     values = np.array([2.0, 0.5, 4.0, 3.0])
     for op in ("subtract", "divide", "power"):
         got = getattr(xp.asarray(V).at[xp.asarray(key)], op)(xp.asarray(values))
-        assert_same(got, _jax_at(V, key, op, jnp.asarray(values)))
+        assert_same(got, _jax_at(V, key, op, values))
 
 
 def test_at_mode_errors():
@@ -469,8 +475,8 @@ def _prefill_grads() -> None:
             outs.append(jax.grad(f, argnums=(0, 1))(x, u))
         return outs
 
-    args = [jnp.asarray(v) for _, key, _, u, _ in cases for v in (u, key)]
-    for case, grads in zip(cases, jax.jit(program)(jnp.asarray(V), jnp.asarray(W), *args)):
+    args = [_put(v) for _, key, _, u, _ in cases for v in (u, key)]
+    for case, grads in zip(cases, jax.jit(program)(_put(V), _put(W), *args)):
         _REFERENCES[_frozen(("grads", *case))] = tuple(np.asarray(g) for g in grads)
 
 
@@ -479,7 +485,7 @@ def _grads_jax_once(op, key, mode, u, unique=False):
         return jnp.sum(getattr(x.at[k], op)(u, mode=mode, unique_indices=unique) * w)
 
     # one jitted program (the key and weights its arguments: nothing folded), not eager's one per operation
-    return jax.jit(jax.grad(f, argnums=(0, 1)))(jnp.asarray(V), jnp.asarray(u), jnp.asarray(key), jnp.asarray(W))
+    return jax.jit(jax.grad(f, argnums=(0, 1)))(_put(V), _put(u), _put(key), _put(W))
 
 
 GRAD_CASES = [
@@ -527,7 +533,7 @@ def test_at_get_grads_match_jax(executor, mode):
     if memo not in _REFERENCES:  # once per module, one jitted program (the key and weights its arguments)
         _REFERENCES[memo] = np.asarray(jax.jit(jax.grad(
             lambda x, k, w: jnp.sum(x.at[k].get(mode=mode, fill_value=0.0) * w)))(
-            jnp.asarray(V), jnp.asarray(key), jnp.asarray(w)))
+            _put(V), _put(key), _put(w)))
     assert_same(g, _REFERENCES[memo])
 
 
@@ -540,7 +546,7 @@ def test_indexing_mixes_grads_match_jax(executor):
 
     g = xp.grad(f(xp))(xp.asarray(A))
     if "mixes grads" not in _REFERENCES:  # once per module, one jitted program
-        _REFERENCES["mixes grads"] = np.asarray(jax.jit(jax.grad(f(jnp)))(jnp.asarray(A)))
+        _REFERENCES["mixes grads"] = np.asarray(jax.jit(jax.grad(f(jnp)))(_put(A)))
     assert_same(g, _REFERENCES["mixes grads"])
 
 

@@ -201,7 +201,9 @@ def _jax_references() -> dict:
             if case[4] != "jax":
                 continue
             _, path, args, kwargs, _, pick = case
-            mine = [jnp.asarray(np.asarray(v[1], dtype=v[2]) if _is_array(v) else v)  # (a transfer: no program)
+            # jax.device_put: a transfer, no program (jnp.asarray of a NumPy array or a Python scalar compiles
+            # an identity program, ``stage``, per new shape and dtype); the same dtype and weak type
+            mine = [jax.device_put(np.asarray(v[1], dtype=v[2]) if _is_array(v) else v)
                     for a in [*args, *kwargs.values()] for v in _leaves(a)]
 
             def one(*arrays, path=path, args=args, kwargs=kwargs, pick=pick):
