@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+import numpy as np
+
 from arrayx import api as xp
 from arrayx.api import _dtypes
 from arrayx.api._array import Array
@@ -528,6 +530,9 @@ def affine_bfloat16(floats: Array, minval, maxval) -> Array:
     operation rounded, subnormal operands and results read as zero (bounds: NumPy scalars or arrays)."""
     lo = flush_bfloat16(minval)
     span = flush_bfloat16(flush_bfloat16(maxval) - lo)
+    # NumPy scalars as Python floats (exact in bfloat16, weakly typed): literals of the operations, where a
+    # NumPy scalar would be a constant array, broadcast eagerly when the draw is staged (a program each)
+    lo, span = (float(v) if isinstance(v, np.generic) else v for v in (lo, span))
     out = flush_bfloat16(flush_bfloat16(floats * span) + lo)
     return xp.where(out < lo, lo, out)  # XLA's max(lo, out): out where they compare equal (+0 for lo = -0)
 
@@ -544,8 +549,6 @@ def _half_via_float32(name: str, x: Array) -> Array:
     wide = _flush32(xp.astype(x, _dtypes.float32))
     out = xp.astype(_flush32(_xla_op(name, wide)), x.dtype)
     if name == "erf" and x.dtype == _dtypes.float16 and not _has_own(XLA_OPS[name][0], wide):
-        import numpy as np
-
         for operand, value in _ERF16_XLA.items():
             pair = np.array([operand, value], np.uint16).view(np.float16)
             out = xp.where(xp.abs(x) == float(pair[0]), xp.copysign(float(pair[1]), x), out)

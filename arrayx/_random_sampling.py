@@ -91,12 +91,19 @@ def permutation(rnd, key, x, axis: int = 0, independent: bool = False) -> Array:
     key = rnd._check_key("permutation", key)
     if isinstance(x, Array) and x.ndim:
         axis = normalize_axis("permutation", axis, x.ndim)
-        if independent or x.ndim == 1:
-            return _shuffle(rnd, key, x, axis)
-        index = _shuffle(rnd, key, xp.arange(x.shape[axis], device=key.device), 0)
-        return xp.take(x, index, axis=axis)
+        return rnd._programs.draw(_permute, key, x, axis, bool(independent), rnd)
     n = _static_int("permutation", x, "x")
-    return _shuffle(rnd, key, xp.arange(n, device=key.device), 0)
+    return rnd._programs.draw(_permute, key, n, 0, False, rnd)
+
+
+def _permute(key: Array, x, axis: int, independent: bool, rnd) -> Array:
+    """``x`` (an array, or the int n: ``arange(n)``) shuffled along ``axis`` (checked)."""
+    if not isinstance(x, Array):
+        return _shuffle(rnd, key, xp.arange(x, device=key.device), 0)
+    if independent or x.ndim == 1:
+        return _shuffle(rnd, key, x, axis)
+    index = _shuffle(rnd, key, xp.arange(x.shape[axis], device=key.device), 0)
+    return xp.take(x, index, axis=axis)
 
 
 def _static_int(fname: str, value, name: str) -> int:
@@ -229,20 +236,36 @@ def choice(rnd, key, a, shape=(), replace: bool = True, p=None, axis: int = 0, m
             f"choice: cannot take a larger sample (size {n_draws}) than the population (size {n_inputs}) "
             f"when replace=False"
         )
-    if p is None:
-        if replace:
-            index = xp.reshape(rnd.randint(key, shape, 0, n_inputs), (-1,))
-        else:  # the first draws of a permutation, as JAX does
-            index = permutation(rnd, key, n_inputs)[:n_draws]
-    else:
+    if p is not None:
         if not isinstance(p, Array):
             raise TypeError(f"choice: p must be an arrayx array or None, got {type(p).__name__}")
-        if _dtypes.kind_of(p.dtype) != "f":
-            p = xp.astype(p, _defaults_of(p).real)
         if p.shape != (n_inputs,):
             raise ValueError(
                 f"choice: p must be None or a 1-D array of size a.shape[axis] ({n_inputs}), got shape {p.shape}"
             )
+        if not replace:
+            mode = rnd._gumbel_mode("choice", mode)
+    lo = hi = None
+    if p is None and replace:  # randint's bounds (inputs of the draw's program: see randint)
+        host = key if rnd._programs.route(key) else None
+        lo, hi = (rnd._int_param("choice", "a", v, key.device, host) for v in (0, n_inputs))
+    return rnd._programs.draw(_choice, key, a if is_array else None, shape, bool(replace), p, axis, mode,
+                              n_inputs, out_dtype, out_shape, lo, hi, rnd)
+
+
+def _choice(key: Array, a, shape: tuple, replace: bool, p, axis: int, mode, n_inputs: int, out_dtype,
+            out_shape: tuple, lo, hi, rnd) -> Array:
+    """``choice``'s draw, its arguments checked (``a``: the array sampled, or None for ``arange``;
+    ``lo``, ``hi``: 0 and ``n_inputs`` as randint's bounds, where it draws with randint)."""
+    n_draws = math.prod(shape)
+    if p is None:
+        if replace:
+            index = xp.reshape(rnd._randint_of(key, shape, lo, hi, _defaults_of(key).integral), (-1,))
+        else:  # the first draws of a permutation, as JAX does
+            index = permutation(rnd, key, n_inputs)[:n_draws]
+    else:
+        if _dtypes.kind_of(p.dtype) != "f":
+            p = xp.astype(p, _defaults_of(p).real)
         if replace:
             cumulative = _xla_cumsum(p)
             index = _choice_kernel(rnd, key, shape, cumulative)
@@ -251,9 +274,9 @@ def choice(rnd, key, a, shape=(), replace: bool = True, p=None, axis: int = 0, m
                 r = cumulative[-1] * (1 - u)
                 index = _search(cumulative, xp.reshape(r, (-1,)), _defaults_of(key).integral)
         else:
-            g = rnd._gumbel(key, (n_inputs,), p.dtype, rnd._gumbel_mode("choice", mode)) + _xla_log_daz(rnd, p)
+            g = rnd._gumbel(key, (n_inputs,), p.dtype, mode) + _xla_log_daz(rnd, p)
             index = _top_k_indices(g, n_draws)
-    if not is_array:
+    if a is None:
         return xp.reshape(xp.astype(index, out_dtype), shape)
     return xp.reshape(xp.take(a, index, axis=axis), out_shape)
 
@@ -279,6 +302,18 @@ def categorical(rnd, key, logits, axis: int = -1, shape=None, replace: bool = Tr
         check_size("categorical", shape, _defaults_of(key).integral, key._ex)
         rnd._check_shape("categorical", shape, batch_shape)
     prefix = shape[: len(shape) - len(batch_shape)]
+    if not replace and math.prod(prefix) > logits.shape[axis]:
+        raise ValueError(
+            f"categorical: the number of samples without replacement ({math.prod(prefix)}) cannot exceed the "
+            f"number of categories ({logits.shape[axis]})"
+        )
+    return rnd._programs.draw(_categorical, key, logits, axis, shape, bool(replace), mode, rnd)
+
+
+def _categorical(key: Array, logits: Array, axis: int, shape: tuple, replace: bool, mode: str, rnd) -> Array:
+    """``categorical``'s draw, its arguments checked (``axis`` normalized, ``shape`` the output's)."""
+    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
+    prefix = shape[: len(shape) - len(batch_shape)]
     if replace:
         axis_from_end = axis - logits.ndim
         draw_shape = list(shape[len(prefix):])
@@ -287,11 +322,6 @@ def categorical(rnd, key, logits, axis: int = -1, shape=None, replace: bool = Tr
         expanded = xp.reshape(logits, (1,) * len(prefix) + logits.shape)
         return xp.argmax(g + expanded, axis=axis_from_end)
     k = math.prod(prefix)
-    if k > logits.shape[axis]:
-        raise ValueError(
-            f"categorical: the number of samples without replacement ({k}) cannot exceed the number of "
-            f"categories ({logits.shape[axis]})"
-        )
     perturbed = logits + rnd._gumbel(key, logits.shape, logits.dtype, mode)
     top = _top_k_indices(xp.moveaxis(perturbed, axis, -1), k)  # batch_shape + (k,)
     top = xp.permute_dims(top, (top.ndim - 1, *range(top.ndim - 1)))

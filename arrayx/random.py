@@ -17,7 +17,9 @@ Compatibility with ``jax.random``
     (Eagerly on the NumPy and Numba executors a draw is one Numba kernel that hashes each
     counter and applies the sampler's transform in the same loop, the same IEEE operations
     and XLA's fmas: same values; without Numba, the arrayx operations in cache-sized slices
-    of the counter range.  See ``KERNELS`` below.)
+    of the counter range.  See ``KERNELS`` below.  Eagerly on the jax executor a draw is one
+    compiled XLA program of those operations, its Python number parameters among its inputs:
+    ``arrayx/_random_programs.py``.)
     The bits equal those of ``jax.random`` with its default ``threefry2x32``
     implementation and JAX 0.10's default ``jax_threefry_partitionable=True``:
     element ``i`` (row-major) of an array of random bits is the hash of the
@@ -64,6 +66,7 @@ from arrayx.api._device_dtypes import for_array as _defaults_of
 from arrayx.api._checks import check_size, shape_arg
 from arrayx.core.primitives import current_trace
 from arrayx import _random_math
+from arrayx import _random_programs as _programs
 from arrayx import _random_sampling as _sampling
 from arrayx._random_math import affine_bfloat16, divide_bfloat16, erf, erf_inv, flush_bfloat16, fma, log, log1p
 
@@ -296,7 +299,10 @@ def split(key, num: int | tuple = 2) -> Array:
         if d < 0:
             raise ValueError(f"split: num must be non-negative, got {num!r}")
         shape.append(int(d))
-    shape = tuple(shape)
+    return _programs.draw(_split, key, tuple(shape))
+
+
+def _split(key: Array, shape: tuple) -> Array:
     if not _PARTITIONABLE.get():
         counts = xp.arange(2 * math.prod(shape), dtype=_U32, device=key.device)
         return xp.reshape(_hash_flat(key, counts), (*shape, 2))
@@ -322,13 +328,19 @@ def fold_in(key, data) -> Array:
             raise TypeError(f"fold_in: data must be a scalar, got shape {data.shape}; use arrayx.vmap for batches")
         if data.dtype.kind not in "iu":
             raise TypeError(f"fold_in: data must be an integer, got dtype {data.dtype}")
-        word = xp.astype(data, _U32)  # wraps, as JAX's conversion does
+        word = data
     elif isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
         if not 0 <= int(data) < 2**32:
             raise OverflowError(f"fold_in: data {int(data)} is out of bounds for uint32 [0, 2**32)")
-        word = int(data)
+        word = np.uint32(data) if _programs.route(key) else int(data)  # (a program's input, not its constant)
     else:
         raise TypeError(f"fold_in: data must be an int or a 0-d integer arrayx array, got {type(data).__name__}")
+    return _programs.draw(_fold_in, key, word)
+
+
+def _fold_in(key: Array, word) -> Array:
+    if isinstance(word, Array) and word.dtype != _U32:
+        word = xp.astype(word, _U32)  # wraps, as JAX's conversion does
     y1, y2 = _hash_pairs(key, 0, word)
     return xp.stack([y1, y2])
 
@@ -347,7 +359,7 @@ def bits(key, shape=(), dtype=None) -> Array:
     check_size("bits", shape, dt, key._ex)
     if dt.kind != "u":
         raise TypeError(f"bits: dtype must be an unsigned integer dtype (uint8..uint64), got {dt}")
-    return _random_bits(key, dt.itemsize * 8, shape)
+    return _programs.draw(_random_bits, key, dt.itemsize * 8, shape)
 
 
 def _uniform_range(key: Array, dtype, minval, maxval, start: int, count: int) -> Array:
@@ -413,7 +425,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0) -> Array:
     lo = _float_param("uniform", "minval", minval, dt)
     hi = _float_param("uniform", "maxval", maxval, dt)
     _check_shape("uniform", shape, _shape_of(lo), _shape_of(hi))
-    return _uniform(key, shape, dt, lo, hi)
+    return _programs.draw(_uniform, key, shape, dt, lo, hi)
 
 
 def normal(key, shape=(), dtype=None) -> Array:
@@ -425,6 +437,10 @@ def normal(key, shape=(), dtype=None) -> Array:
     shape = shape_arg("normal", shape)
     dt = _float_dtype("normal", dtype, key, complex_ok=True)
     check_size("normal", shape, dt, key._ex)
+    return _programs.draw(_normal, key, shape, dt)
+
+
+def _normal(key: Array, shape: tuple, dt) -> Array:
     if dt.kind == "c":
         real = _dtypes.REAL_OF[dt]
         k_re, k_im = split(key)
@@ -455,6 +471,10 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None) -> Array:
         shape = shape_arg("truncated_normal", shape)
         check_size("truncated_normal", shape, dt, key._ex)
         _check_shape("truncated_normal", shape, _shape_of(lo), _shape_of(hi))
+    return _programs.draw(_truncated_normal, key, lo, hi, shape, dt)
+
+
+def _truncated_normal(key: Array, lo, hi, shape: tuple, dt) -> Array:
     sqrt2 = dt.type(math.sqrt(2))
     lo_a = lo if isinstance(lo, Array) else xp.asarray(lo, device=key.device)
     hi_a = hi if isinstance(hi, Array) else xp.asarray(hi, device=key.device)
@@ -487,6 +507,10 @@ def exponential(key, shape=(), dtype=None) -> Array:
     shape = shape_arg("exponential", shape)
     dt = _float_dtype("exponential", dtype, key)
     check_size("exponential", shape, dt, key._ex)
+    return _programs.draw(_exponential, key, shape, dt)
+
+
+def _exponential(key: Array, shape: tuple, dt) -> Array:
     zero, one = dt.type(0.0), dt.type(1.0)
     fast = _kernel_floats("exponential", key, shape, dt, zero, one)
     if fast is not None:
@@ -504,7 +528,7 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None) -> Array:
     shape = shape_arg("gumbel", shape)
     dt = _float_dtype("gumbel", dtype, key)
     check_size("gumbel", shape, dt, key._ex)
-    return _gumbel(key, shape, dt, _gumbel_mode("gumbel", mode))
+    return _programs.draw(_gumbel, key, shape, dt, _gumbel_mode("gumbel", mode))
 
 
 def _gumbel_mode(fname: str, mode) -> str:
@@ -548,7 +572,6 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
         if _dtypes.kind_of(p.dtype) != "f":
             raise TypeError(f"bernoulli: p must have a real floating-point dtype, got {p.dtype}")
         dt = p.dtype
-        p = flush_bfloat16(p)  # XLA:CPU reads a subnormal bfloat16 p as zero
     elif isinstance(p, (float, np.floating)) or _is_bfloat16_scalar(p):
         dt = _defaults_of(key).real if isinstance(p, float) else np.dtype(type(p))
         p = float(flush_bfloat16(p))
@@ -557,6 +580,14 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low") -> Array:
     shape = _shape_of(p) if shape is None else shape_arg("bernoulli", shape)
     check_size("bernoulli", shape, dt, key._ex)
     _check_shape("bernoulli", shape, _shape_of(p))
+    if not isinstance(p, Array) and _programs.route(key):
+        p = dt.type(p)  # a program's input (a float p compares in dt, as the weakly typed float did)
+    return _programs.draw(_bernoulli, key, p, shape, dt, mode)
+
+
+def _bernoulli(key: Array, p, shape: tuple, dt, mode: str) -> Array:
+    if isinstance(p, Array):
+        p = flush_bfloat16(p)  # XLA:CPU reads a subnormal bfloat16 p as zero
     if mode == "high":
         u = _uniform(key, (2, *shape), dt, dt.type(0.0), dt.type(1.0))
         return u[1] * float(2.0 ** -np.finfo(dt).nmant) < p - u[0]
@@ -574,7 +605,9 @@ def _is_bfloat16_scalar(value) -> bool:
     return type(value).__name__ == "bfloat16" and np.dtype(type(value)) == _dtypes.load_bfloat16()
 
 
-def _int_param(fname: str, name: str, value, device) -> Array:
+def _int_param(fname: str, name: str, value, device, host: Array | None = None):
+    """An integer bound as an arrayx array (or, with ``host``, a key routed to a compiled program, Python
+    numbers as NumPy scalars of the device's default integer)."""
     if isinstance(value, Array):
         if value.dtype.kind == "f":
             return xp.astype(value, _defaults_of(value).integral)
@@ -582,6 +615,12 @@ def _int_param(fname: str, name: str, value, device) -> Array:
             raise TypeError(f"{fname}: {name} must be an integer array, got dtype {value.dtype}")
         return value
     if isinstance(value, (bool, int, float, np.integer, np.floating)):  # floats truncate, as astype(int)
+        if host is not None:  # a program's input (_random_programs): what asarray makes, as a NumPy scalar
+            dt = _defaults_of(host).integral
+            info = np.iinfo(dt)
+            if not info.min <= int(value) <= info.max:
+                raise OverflowError(f"asarray: the Python integer {int(value)} is out of range for {dt}")
+            return dt.type(int(value))
         return xp.asarray(int(value), device=device)  # the device's default integer
     raise TypeError(f"{fname}: {name} must be an int or an integer arrayx array, got {type(value).__name__}")
 
@@ -610,9 +649,14 @@ def randint(key, shape, minval, maxval, dtype=None) -> Array:
     check_size("randint", shape, dt, key._ex)
     if dt.kind not in "iu":
         raise TypeError(f"randint: dtype must be an integer dtype, got {dt}")
-    lo = _int_param("randint", "minval", minval, key.device)
-    hi = _int_param("randint", "maxval", maxval, key.device)
-    _check_shape("randint", shape, lo.shape, hi.shape)
+    host = key if _programs.route(key) else None
+    lo = _int_param("randint", "minval", minval, key.device, host)
+    hi = _int_param("randint", "maxval", maxval, key.device, host)
+    _check_shape("randint", shape, np.shape(lo), np.shape(hi))
+    return _programs.draw(_randint_of, key, shape, lo, hi, dt)
+
+
+def _randint_of(key: Array, shape: tuple, lo: Array, hi: Array, dt) -> Array:
     info = np.iinfo(dt)
     if info.bits < 32:  # sample in 32 bits to keep the modulus bias small, as JAX does
         lo = xp.clip(xp.astype(lo, _dtypes.int32), int(info.min), int(info.max))
