@@ -370,11 +370,17 @@ class ImmutableExecutor(base.Executor):
 
 @pytest.fixture
 def immutable():
-    pytest.importorskip("jax")
+    """The toy registered for the test; JAX's process-wide 64-bit setting, which its loading turns on,
+    put back afterwards (the later tests in this process see JAX's defaults)."""
+    jax = pytest.importorskip("jax")
+    saved = bool(jax.config.jax_enable_x64)
     base._registry.pop(ImmutableExecutor.name, None)
     base.register_executor(ImmutableExecutor())
-    yield ImmutableExecutor.name
-    base._registry.pop(ImmutableExecutor.name, None)
+    try:
+        yield ImmutableExecutor.name
+    finally:
+        base._registry.pop(ImmutableExecutor.name, None)
+        jax.config.update("jax_enable_x64", saved)
 
 
 def test_an_executor_of_immutable_buffers_runs_the_indexing_updates(immutable):
