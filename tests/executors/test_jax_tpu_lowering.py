@@ -74,7 +74,9 @@ def _on_jax(fn, **params):
 
     ex = base.get("jax")
     program = jax.jit(functools.partial(fn, **params))
-    return ex.scoped(lambda *arrays: np.asarray(program(*map(ex.xp.asarray, arrays))))
+    # jax.device_put: the same arrays as jax.numpy.asarray's (dtype kept, not weak), without the
+    # "stage" program jax.numpy.asarray compiles for each new shape and dtype
+    return ex.scoped(lambda *arrays: np.asarray(program(*map(jax.device_put, arrays))))
 
 
 def _ops(text: str) -> collections.Counter:
