@@ -219,8 +219,6 @@ def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude,
     (XLA:TPU's gave non-finite or 10-80%-off answers at these magnitudes, session 24): the scaled forms,
     run here on the CPU, give NumPy's eigenvalues, eigenvectors that rebuild the input and Q R that
     rebuild it, scaled back exactly (the batch's two matrices at magnitudes 2**20 apart)."""
-    import jax.numpy as jnp
-
     from arrayx.executors.jax import executor as jex, linalg as jl
 
     for name in ("eigh", "eigvalsh", "qr"):
@@ -244,10 +242,10 @@ def test_eigh_and_qr_scaled_by_a_power_of_two_as_a_tpu_runs_it(dtype, magnitude,
         assert q.shape == (2, 4, k) and r.shape == (2, k, 4)
         for i in range(2):
             np.testing.assert_allclose(q[i] @ r[i], a[i], atol=1e-5 * np.abs(a[i]).max(), rtol=0)
-    tall = jnp.asarray(np.ones((5, 3), dtype) * magnitude)
-    q, r = _compiled(jl.scaled_qr)(tall)
-    assert q.shape == (5, 3) and r.shape == (3, 3)
-    np.testing.assert_allclose(np.asarray(q @ r), np.asarray(tall), rtol=1e-5)
+    tall = np.ones((5, 3), dtype) * magnitude  # (into the program as it is: no jax.numpy transfer program)
+    q, r = (np.asarray(t) for t in _compiled(jl.scaled_qr)(tall))
+    assert q.shape == (5, 3) and r.shape == (3, 3) and q.dtype == r.dtype == dtype
+    np.testing.assert_allclose(q.astype(wide) @ r.astype(wide), tall, rtol=1e-5)  # Q R on the host, as above
     assert np.asarray(_compiled(jl.scaled_eigvalsh)(np.zeros((3, 3), dtype))).tolist() == [0.0, 0.0, 0.0]
     assert _compiled(jl.scaled_qr)(np.zeros((2, 0, 3), dtype))[1].shape == (2, 0, 3)
 
