@@ -8,6 +8,7 @@ complex type) and the float64 decompositions still run.  The facts: the chip's p
 The CPU device stands in for a TPU here (tests/executors/platform_tolerances.py's ``taken_for_tpu``)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 
@@ -43,6 +44,27 @@ CALLS = {
 }
 
 
+@contextlib.contextmanager
+def _on_the_cpu():
+    """The CPU the jax executor's and JAX's default device (what stands in for a TPU here; on a TPU
+    machine the chip itself would otherwise take these arrays, as 32-bit data under the default)."""
+    import jax
+
+    from arrayx.api import _device_dtypes
+    from arrayx.core import executor as base
+
+    ex = base.get("jax")
+    cpu = next(d for d in ex.devices() if d.native.platform == "cpu")
+    with pytest.MonkeyPatch.context() as mp, jax.default_device(cpu.native):
+        mp.setattr(ex, "_default", cpu)
+        _device_dtypes.clear_caches()
+        try:
+            yield
+        finally:
+            mp.undo()
+            _device_dtypes.clear_caches()
+
+
 def _on_numpy(call, operand):
     with ax.use_executor("numpy"):
         return call(ax.asarray(operand))
@@ -50,7 +72,7 @@ def _on_numpy(call, operand):
 
 @pytest.fixture
 def as_tpu():
-    with pytest.MonkeyPatch.context() as mp, taken_for_tpu(mp, "emulate") as ex:
+    with _on_the_cpu(), pytest.MonkeyPatch.context() as mp, taken_for_tpu(mp, "emulate") as ex:
         yield ex
 
 
@@ -58,10 +80,11 @@ def as_tpu():
 def complex128_there():
     """operand -> a complex128 array of it made before the devices are taken for TPUs (as one arriving by
     another road would be), then those devices taken for TPUs."""
-    with ax.use_executor("jax"):
-        made = {id(a): ax.asarray(a.astype(np.complex128)) for a in (_A, _SPD)}
-    with pytest.MonkeyPatch.context() as mp, taken_for_tpu(mp, "emulate"):
-        yield lambda operand: made[id(operand)]
+    with _on_the_cpu():
+        with ax.use_executor("jax"):
+            made = {id(a): ax.asarray(a.astype(np.complex128)) for a in (_A, _SPD)}
+        with pytest.MonkeyPatch.context() as mp, taken_for_tpu(mp, "emulate"):
+            yield lambda operand: made[id(operand)]
 
 
 @pytest.mark.parametrize("make", [lambda: ax.asarray(_A), lambda: ax.zeros(3, dtype=ax.complex128),
