@@ -275,8 +275,12 @@ def _private_copy(jnp, host: np.ndarray):
 
     ``jnp.from_dlpack(..., copy=True)`` of a CPU buffer was seen aliasing the producer's memory
     (about one move in seven, by alignment), so a later in-place write by a mutable executor showed
-    through; copying on the host first leaves JAX nothing shared to alias.
+    through; copying on the host first leaves JAX nothing shared to alias.  The copy is placed as it
+    is (``jax.device_put``, as ``asarray``'s own host path): ``jax.numpy.asarray`` compiled a
+    conversion program per shape and dtype (a move from another executor compiled each new shape).
     """
+    if _host_transfer.fits(host):
+        return _jax.device_put(_host_transfer.private_copy(host))
     return jnp.asarray(np.array(host, copy=True))
 
 
