@@ -15,8 +15,13 @@ from tests.conftest import to_numpy
 from tests.sharding.conftest import json_from_eight_jax_devices
 
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _jax_peer(jax_peer_in_64_bits_module):  # JAX, the peer here, in 64 bits (tests/conftest.py), not process-wide
+    yield
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -158,9 +163,9 @@ _JAX_SCRIPT = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import arrayx as ax, jax, jax.numpy as jnp
-    x64 = jax.config.jax_enable_x64  # the shared child's, given back at the end (the module below sets it)
+    x64 = jax.config.jax_enable_x64  # the shared child's, given back at the end
     from tests.transforms.test_pmap import collectives
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)  # this program's JAX in 64 bits, as the module's peer
     n = jax.local_device_count()
     assert n >= 4, jax.devices()
     rng = np.random.default_rng(0)
