@@ -111,3 +111,27 @@ def test_the_gradient_of_indexed_weights_has_no_scatter_in_the_program(platform)
     ops = re.findall(r"stablehlo\.([a-z_]+)", text)
     assert "scatter" not in ops and "dynamic_update_slice" not in ops, sorted(set(ops))
     assert ops.count("concatenate") == 3
+
+
+def test_eager_writes_in_a_loop_compile_one_program_per_window_size():
+    """``x[i] = v`` over ``i`` on the jax executor: no new program after the first write of each window
+    size (the starts are the program's arguments, as for reads), each write the NumPy executor's; it
+    compiled a program per index."""
+    pytest.importorskip("jax")
+    from arrayx.executors.jax import indexing
+
+    want = np.zeros((7, 3))
+    with ax.use_executor("jax"):
+        x = ax.zeros((7, 3))
+        x[0] = 0.0  # the first of each size compiles
+        x[0, 1] = ax.asarray(0.0)
+        before = indexing._UPDATE._cache_size()
+        for i in range(7):
+            x[i] = float(i)
+            want[i] = float(i)
+            x[-1 - i, 1] = ax.asarray(10.0 + i)
+            want[-1 - i, 1] = 10.0 + i
+        assert indexing._UPDATE._cache_size() == before
+        x[2:4] = ax.asarray([1.5, 2.5, 3.5])
+        want[2:4] = [1.5, 2.5, 3.5]
+    np.testing.assert_array_equal(np.asarray(x), want)

@@ -40,7 +40,7 @@ from arrayx.executors.jax import blas as _blas, fused as _fused, recycle as _rec
 from arrayx.executors.jax.fused import Pending
 from arrayx.executors.jax.permuted import Permuted, plain as _plain
 
-__all__ = ["EAGER_ONLY", "Jitted", "direct", "SameDtypeShares", "SquareForTwo", "params_key", "load"]
+__all__ = ["EAGER_ONLY", "OWN_PROGRAMS", "Jitted", "direct", "SameDtypeShares", "SquareForTwo", "params_key", "load"]
 
 # Primitives run op-by-op through jax.numpy rather than one ``jax.jit`` per op: those whose result
 # shape depends on operand values (JAX cannot trace them) and those whose params take values that
@@ -49,6 +49,11 @@ EAGER_ONLY = frozenset({
     "nonzero", "unique_all", "unique_counts", "unique_inverse", "unique_values", "repeat",
     "boolean_mask", "full_like", "roll", "debug_callback",
 })
+
+#: primitives run op by op eagerly because their implementation compiles its own program there, with
+#: the params that change from call to call as its arguments (``slice_update``: the window's starts,
+#: indexing.py), so that one program serves every index
+OWN_PROGRAMS = frozenset({"slice_update"})
 
 #: operands whose element counts multiply to less than this take the direct path when sizes matter
 #: (their result is under 1 MiB: fused.MIN_BYTES and recycle.MIN_BYTES at 16 bytes an element, and

@@ -497,7 +497,8 @@ class JaxExecutor(Executor):
 
     def _eager_impl(self, prim, fn):
         raw = fn
-        fn = _Jitted(fn) if prim.name not in _EAGER_ONLY and self.jit_ops else fn
+        fn = _Jitted(fn) if prim.name not in _EAGER_ONLY and prim.name not in _eager.OWN_PROGRAMS and self.jit_ops \
+            else fn
         if prim.name == "pow":
             fn = _SquareForTwo(fn)
         elif prim.name == "astype":

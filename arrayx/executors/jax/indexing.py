@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 _WINDOW = None  # the compiled program, made on first use (JAX is imported with the executor)
+_UPDATE = None  # the eager write's program (see slice_update)
 
 
 def _program():
@@ -98,6 +99,20 @@ def basic_index(buf, key):
     return _program()(buf, starts, sizes=sizes, shape=shape)
 
 
+def _update_program():
+    global _UPDATE
+    if _UPDATE is None:
+        import jax
+        import jax.numpy as jnp
+
+        def update(x, v, starts, sizes, shape):
+            v = jnp.broadcast_to(jnp.asarray(v, dtype=x.dtype), shape).reshape(sizes)
+            return jax.lax.dynamic_update_slice(x, v, starts)
+
+        _UPDATE = jax.jit(update, static_argnames=("sizes", "shape"))
+    return _UPDATE
+
+
 def in_host_memory(buf) -> bool:
     """Whether every device holding jax array ``buf`` is a CPU (``np.asarray`` of it is then a view)."""
     return all(d.platform == "cpu" for d in buf.devices())
@@ -141,12 +156,20 @@ def slice_update(x, v, key):
     compiled the attention block of benchmarks/bench_tpu.py (three of them) in 12.1 s of CPU with the
     scatters (or dynamic-update-slices), 9.1-9.8 s this way (JAX's own program, pads: 7.8-8.3 s), its
     cost model 4.47 -> 4.40 ms (JAX's 4.37; benchmarks/results/tpu_aot.json).  Other keys:
-    ``x.at[key].set``."""
+    ``x.at[key].set``.
+
+    Eagerly (neither operand traced: the executor runs this primitive op by op, ``OWN_PROGRAMS`` in
+    eager.py) a window is written by one compiled ``dynamic_update_slice`` with the starts as
+    arguments, as reads are (``basic_index``): ``x[i] = v`` in a loop over ``i`` compiles once per
+    window size, not once per ``i`` (it compiled a program per index, ~70 ms each on CPU)."""
+    import jax
     import jax.numpy as jnp
 
     w = window_of(x.shape, key)
     if w is None or not w[0]:
         return x.at[key].set(v)
     starts, sizes, shape = w
+    if not isinstance(x, jax.core.Tracer) and not isinstance(v, jax.core.Tracer):
+        return _update_program()(x, v, starts, sizes=sizes, shape=shape)
     v = jnp.broadcast_to(jnp.asarray(v, dtype=x.dtype), shape).reshape(sizes)
     return _placed(x, v, starts, sizes)
