@@ -69,6 +69,11 @@ def test_repeat_counts_array(executor):
     assert_same(xp.repeat(x, xp.asarray([3], dtype=xp.uint8)), np.repeat(A, 3))
 
 
+def test_repeat_refuses_a_negative_count(executor):
+    with pytest.raises(ValueError, match="negative"):  # (the jax executor's own eager path gave a result)
+        np.asarray(xp.repeat(xp.asarray(A), xp.asarray(np.array([1, -1, 2])), axis=1))
+
+
 def test_broadcast(executor):
     a, b = xp.asarray([[1.0], [2.0]]), xp.asarray([1, 2, 3], dtype=xp.int32)
     outs = xp.broadcast_arrays(a, b)

@@ -121,6 +121,30 @@ def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
                               unique_indices=unique_indices)
 
 
+_REPEAT = None  # the eager repeat-by-counts program, made on first use
+
+
+def _repeat(x, *counts, axis, repeats=None):
+    """``repeat``: eagerly with a counts array, one compiled program per shapes and total length (the
+    total read from the counts on the host, as the result's shape needs them anyway): ``jax.numpy``'s
+    eager ``repeat`` dispatched ~20 steps, each compiling a program for every new shape.  A traced
+    counts array (under jit: a data-dependent shape) keeps ``jax.numpy``'s own path; a negative count
+    raises ValueError, as NumPy's does (``jax.numpy.repeat`` gave a result)."""
+    global _REPEAT
+    if not counts:
+        return jnp.repeat(x, repeats, axis=axis)
+    c = counts[0]
+    if isinstance(c, _jax.core.Tracer) or isinstance(x, _jax.core.Tracer):
+        return jnp.repeat(x, c, axis=axis)
+    host = np.broadcast_to(np.asarray(c), (x.shape[axis],))
+    if host.size and host.min() < 0:
+        raise ValueError(f"repeat: repeats must be non-negative, got {host.min()} in the counts array")
+    if _REPEAT is None:
+        _REPEAT = _jax.jit(lambda x, c, axis, total: jnp.repeat(x, c, axis=axis, total_repeat_length=total),
+                           static_argnames=("axis", "total"))
+    return _REPEAT(x, c, axis=axis, total=int(host.sum()))
+
+
 def _slice_update(x, v, *, key):
     from arrayx.executors.jax.indexing import slice_update  # a window by concatenation, not a scatter
     return slice_update(x, v, native_basic_key(key))
@@ -390,6 +414,7 @@ class JaxExecutor(Executor):
         **_INDEXING,  # gather, slice, boolean_mask: jax.Array indexes as NumPy does (in-range indices)
         "scatter": _scatter,
         "slice_update": _slice_update,
+        "repeat": _repeat,
         "dynamic_slice": _dynamic_slice,
         "dynamic_update_slice": _dynamic_update_slice,
         "searchsorted": _searchsorted,
