@@ -73,6 +73,25 @@ def test_out_of_range_index_arrays_raise_as_eagerly_elsewhere():
         x[xp.asarray([True, False])]  # a mask of the wrong length
 
 
+@pytest.mark.parametrize("in_host_memory", [True, False], ids=["host-view", "one-program"])
+def test_the_bounds_check_reads_min_and_max_in_one_step(monkeypatch, in_host_memory):
+    """An index array's (min, max) for the bounds check: read on the host's view where the buffer
+    lives in host memory (no program), else one compiled program for both (three, per shape, before)."""
+    from arrayx.executors.jax import executor as jax_executor
+
+    monkeypatch.setattr(jax_executor, "_in_host_memory", lambda buf: in_host_memory)
+    monkeypatch.setattr(jax_executor, "_RANGE", None)
+    ex = base.get("jax")
+    for values in ([4, -7, 2], [[0, 9], [3, 3]], [5]):
+        idx = xp.asarray(np.array(values, dtype=np.int32))
+        assert ex.index_range(idx._buf) == (int(np.min(values)), int(np.max(values)))
+    assert (jax_executor._RANGE is None) == in_host_memory
+    x = xp.asarray(np.arange(12.0))
+    with pytest.raises(IndexError, match="index 12 is out of bounds"):
+        x[xp.asarray([1, 12])]
+    assert_same(x[xp.asarray([[-12, 11]])], np.arange(12.0)[[[-12, 11]]])
+
+
 def test_masked_selection_inside_jit_and_lazy():
     host = np.random.default_rng(3).normal(size=(50, 4))
     x = xp.asarray(host)

@@ -122,6 +122,7 @@ def _scatter(x, u, *index_bufs, axes, kind, mode, unique_indices=False):
 
 
 _REPEAT = None  # the eager repeat-by-counts program, made on first use
+_RANGE = None  # an index buffer's (min, max) off the host (JaxExecutor.index_range)
 
 
 def _repeat(x, *counts, axis, repeats=None):
@@ -661,7 +662,18 @@ class JaxExecutor(Executor):
 
     @_in_x64
     def index_range(self, buf) -> tuple[int, int]:
-        return super().index_range(_plain(buf))
+        """(min, max) of an integer index buffer: on the host's view of it where it lives in host memory
+        (CPU: no program), else one compiled program for both (eagerly, min, max and their stack
+        compiled a program each for every new index shape)."""
+        global _RANGE
+        buf = _plain(buf)
+        if _in_host_memory(buf):
+            host = np.asarray(buf)
+            return int(host.min()), int(host.max())
+        if _RANGE is None:
+            _RANGE = self._jax.jit(lambda b: jnp.stack([jnp.min(b), jnp.max(b)]))
+        both = np.asarray(_RANGE(buf))
+        return int(both[0]), int(both[1])
 
     @_in_x64
     def asarray(self, obj, dtype=None, copy=None, device: Device | None = None):
