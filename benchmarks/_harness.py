@@ -70,8 +70,17 @@ def write_results(stem: str, quick: bool, result: dict):
     import pathlib
 
     out = pathlib.Path(__file__).parent / "results" / (f"{stem}_quick.json" if quick else f"{stem}.json")
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    return write_json(out, result)
+
+
+def write_json(path, result: dict, indent: int = 1):
+    """``result`` as JSON at ``path`` (its folder made if missing), said on stdout; returns the path."""
+    import json
+    import pathlib
+
+    out = pathlib.Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=indent) + "\n")
     print(f"wrote {out}")
     return out
 

@@ -23,7 +23,6 @@ error-free transformations) and float64 log by ``math.log``.  The standalone com
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import platform
@@ -33,6 +32,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # a checkout runs without installing
+from benchmarks._harness import write_json  # noqa: E402
 import arrayx as xp  # noqa: E402
 from arrayx import random as xr  # noqa: E402
 
@@ -210,10 +210,7 @@ def main() -> dict:
                     "cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0]},
         "cases": results,
     }
-    path = pathlib.Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {path}")
+    write_json(args.out, report, indent=2)
     return report
 
 

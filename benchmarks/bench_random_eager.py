@@ -16,7 +16,6 @@ routes interleaved round by round; the median over ``--rounds`` rounds of the pe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import platform
@@ -26,6 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # a checkout runs without installing
+from benchmarks._harness import write_json  # noqa: E402
 
 N = 1000  # values per draw
 
@@ -167,10 +167,7 @@ def main() -> dict:
                     "load_average_1min_before": load_before, "load_average_1min_after": os.getloadavg()[0]},
         "rows": rows,
     }
-    path = pathlib.Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {path}")
+    write_json(args.out, report)
     return report
 
 
